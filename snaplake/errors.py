@@ -1,0 +1,198 @@
+"""The snaplake exception tree.
+
+Every error snaplake raises on purpose is a subclass of :class:`SnaplakeError`.
+Where an error resembles a builtin, it also subclasses that builtin so plain
+Python code (``except LookupError``, ``except FileExistsError``) keeps working::
+
+    SnaplakeError                                  base; ``retryable`` is False
+    ├── TableNotFoundError (LookupError)           no table at the identifier/path
+    ├── DatabaseNotFoundError (LookupError)        no database of that name
+    ├── TableAlreadyExistsError (FileExistsError)  create_table on an existing table
+    ├── DatabaseNotEmptyError (OSError)            drop of a database that still has tables
+    ├── SnapshotNotFoundError (LookupError)        snapshot id never written or expired
+    ├── TagNotFoundError (LookupError)             no tag of that name
+    ├── InvalidOptionError (ValueError)            unknown/unparsable option; .key, .value
+    ├── SchemaMismatchError (ValueError)           Arrow data vs table schema
+    ├── UnsupportedTypeError (TypeError)           an Arrow type Paimon cannot store
+    ├── CorruptMetadataError (ValueError)          undecodable snapshot/manifest; .path
+    │   └── UnsupportedFormatVersionError          a newer writer's file; .version
+    ├── StorageError (OSError)                     backend failure; .path, .operation
+    │   ├── FileAlreadyExistsError (FileExistsError)   create-only write lost the race
+    │   ├── StorageAccessError (PermissionError)   credentials/permissions refused
+    │   └── UnsafeStorageError                     store ignores conditional writes
+    └── CommitError
+        ├── CommitConflictError                    semantic conflict; .paths, .conflicting_snapshot_ids
+        ├── CommitRetriesExhaustedError            retryable; .attempts, .elapsed_s
+        └── CommitStateUnknownError                look for .commit_identifier before retrying
+
+This module imports nothing from snaplake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+__all__ = [
+    "CommitConflictError",
+    "CommitError",
+    "CommitRetriesExhaustedError",
+    "CommitStateUnknownError",
+    "CorruptMetadataError",
+    "DatabaseNotEmptyError",
+    "DatabaseNotFoundError",
+    "FileAlreadyExistsError",
+    "InvalidOptionError",
+    "SchemaMismatchError",
+    "SnaplakeError",
+    "SnapshotNotFoundError",
+    "StorageAccessError",
+    "StorageError",
+    "TableAlreadyExistsError",
+    "TableNotFoundError",
+    "TagNotFoundError",
+    "UnsafeStorageError",
+    "UnsupportedFormatVersionError",
+    "UnsupportedTypeError",
+]
+
+
+class SnaplakeError(Exception):
+    """Base of every error snaplake raises on purpose.
+
+    ``retryable`` tells callers (the Spark sink, the daemon) whether running
+    the same operation again later can succeed; they never parse messages.
+    """
+
+    retryable: ClassVar[bool] = False
+
+
+class TableNotFoundError(SnaplakeError, LookupError):
+    """Raised when no table exists at the given identifier or path."""
+
+    def __init__(self, message: str, *, identifier: str) -> None:
+        super().__init__(message)
+        self.identifier = identifier
+
+
+class DatabaseNotFoundError(SnaplakeError, LookupError):
+    """Raised when a database (``<name>.db`` directory) does not exist."""
+
+    def __init__(self, message: str, *, database: str) -> None:
+        super().__init__(message)
+        self.database = database
+
+
+class TableAlreadyExistsError(SnaplakeError, FileExistsError):
+    """Raised by ``create_table`` when the table already has a schema file."""
+
+
+class DatabaseNotEmptyError(SnaplakeError, OSError):
+    """Raised when dropping a database that still holds tables without ``cascade``."""
+
+
+class SnapshotNotFoundError(SnaplakeError, LookupError):
+    """Raised when a snapshot id was never written or has been expired."""
+
+    def __init__(self, message: str, *, snapshot_id: int | None) -> None:
+        super().__init__(message)
+        self.snapshot_id = snapshot_id
+
+
+class TagNotFoundError(SnaplakeError, LookupError):
+    """Raised when a tag name does not exist under ``tag/``."""
+
+
+class InvalidOptionError(SnaplakeError, ValueError):
+    """Raised for an unparsable option value or an unknown ``snaplake.*`` key."""
+
+    def __init__(self, message: str, *, key: str, value: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.value = value
+
+
+class SchemaMismatchError(SnaplakeError, ValueError):
+    """Raised before any file is written when Arrow data does not fit the table schema."""
+
+
+class UnsupportedTypeError(SnaplakeError, TypeError):
+    """Raised for an Arrow or Paimon type snaplake cannot store or read."""
+
+
+class CorruptMetadataError(SnaplakeError, ValueError):
+    """Raised when a snapshot, schema, manifest or manifest list cannot be decoded."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class UnsupportedFormatVersionError(CorruptMetadataError):
+    """Raised for a metadata file written by a newer format version than we read."""
+
+    def __init__(self, message: str, *, path: str, version: int) -> None:
+        super().__init__(message, path=path)
+        self.version = version
+
+
+class StorageError(SnaplakeError, OSError):
+    """Raised for a storage backend failure not covered by a builtin error."""
+
+    def __init__(self, message: str, *, path: str, operation: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.operation = operation
+
+
+class FileAlreadyExistsError(StorageError, FileExistsError):
+    """Raised when a create-only write finds the target already present (lost race)."""
+
+
+class StorageAccessError(StorageError, PermissionError):
+    """Raised when the store refuses the credentials or the permission for an operation."""
+
+
+class UnsafeStorageError(StorageError):
+    """Raised when the store ignores create-if-absent; commits would not be atomic."""
+
+
+class CommitError(SnaplakeError):
+    """Base of the errors raised by ``FileStoreCommit.commit``."""
+
+
+class CommitConflictError(CommitError):
+    """Raised when a concurrent commit makes this one impossible; retrying cannot help."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        paths: Sequence[str] = (),
+        conflicting_snapshot_ids: Sequence[int] = (),
+    ) -> None:
+        super().__init__(message)
+        self.paths = tuple(paths)
+        self.conflicting_snapshot_ids = tuple(conflicting_snapshot_ids)
+
+
+class CommitRetriesExhaustedError(CommitError):
+    """Raised when every attempt lost the race within the retry budget; safe to retry later."""
+
+    retryable: ClassVar[bool] = True
+
+    def __init__(self, message: str, *, attempts: int, elapsed_s: float) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.elapsed_s = elapsed_s
+
+
+class CommitStateUnknownError(CommitError):
+    """Raised when the publish failed without telling whether it landed."""
+
+    retryable: ClassVar[bool] = True
+
+    def __init__(self, message: str, *, commit_identifier: int, snapshot_id: int) -> None:
+        super().__init__(message)
+        self.commit_identifier = commit_identifier
+        self.snapshot_id = snapshot_id

@@ -1,0 +1,199 @@
+"""The storage boundary: the FileIO contract and the choice of backend by URI.
+
+Every byte snaplake reads or writes goes through a :class:`FileIO`. Paths are
+full strings: an absolute local path (``/data/wh/db.db/t/snapshot/snapshot-1``),
+``memory://...`` or ``s3://bucket/key``. Backends translate their own failures
+into builtins (``FileNotFoundError``, ``PermissionError``) or
+:mod:`snaplake.errors` types once, here at the boundary; nothing above
+``snaplake.store`` catches a backend exception type.
+
+Source: the FileIO seam of Paimon (``org.apache.paimon.fs.FileIO``) and
+pyiceberg's ``FileIO``, with the commit primitive changed to a create-only
+write (never exists-then-rename, pypaimon #9714).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+
+__all__ = ["FileIO", "FileStatus", "resolve_file_io", "split_scheme"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileStatus:
+    """One file found by :meth:`FileIO.list_files`.
+
+    Attributes:
+        path: Full path of the file, in the same form the FileIO was given.
+        size_bytes: Length of the file in bytes.
+        modification_time_ms: Last modification, epoch milliseconds (UTC).
+    """
+
+    path: str
+    size_bytes: int
+    modification_time_ms: int
+
+
+class FileIO(abc.ABC):
+    """Read, write, create-if-absent, list and delete files of one store.
+
+    Implementations hold configuration only and are picklable, because Spark
+    ships them to executors; clients are created lazily per process.
+    """
+
+    @abc.abstractmethod
+    def read_bytes(self, path: str) -> bytes:
+        """Return the whole content of ``path``.
+
+        Raises:
+            FileNotFoundError: ``path`` does not exist.
+            StorageError: the backend failed.
+        """
+
+    @abc.abstractmethod
+    def write_bytes(self, path: str, data: bytes, *, overwrite: bool = False) -> None:
+        """Write ``data`` to ``path`` so that readers see all of it or nothing.
+
+        Args:
+            path: Target path; parent directories are created as needed.
+            data: The full content.
+            overwrite: Replace an existing file. Only hint files (``LATEST``,
+                ``EARLIEST``) and leases are ever overwritten.
+
+        Raises:
+            FileAlreadyExistsError: ``overwrite`` is false and ``path`` exists.
+            StorageError: the backend failed.
+        """
+
+    @abc.abstractmethod
+    def write_if_absent(self, path: str, data: bytes) -> None:
+        """Create ``path`` with ``data`` only if nothing is there: the commit primitive.
+
+        Exactly one of several concurrent callers succeeds; the file is
+        complete and durable when this returns.
+
+        Raises:
+            FileAlreadyExistsError: ``path`` already exists (the race was lost).
+            StorageError: the backend failed; the write may or may not have
+                landed, so the caller resolves the outcome by reading ``path``
+                back and comparing its content.
+        """
+
+    @abc.abstractmethod
+    def open_input(self, path: str) -> IO[bytes]:
+        """Open ``path`` for random-access reading (seekable, pyarrow-compatible).
+
+        Raises:
+            FileNotFoundError: ``path`` does not exist.
+        """
+
+    @abc.abstractmethod
+    def open_output(self, path: str) -> IO[bytes]:
+        """Open a new file at ``path`` for streaming writes; visible once closed.
+
+        Used for data files, whose names are unique, so no create-if-absent is
+        needed.
+        """
+
+    @abc.abstractmethod
+    def exists(self, path: str) -> bool:
+        """Tell whether ``path`` names an existing file or directory."""
+
+    @abc.abstractmethod
+    def file_status(self, path: str) -> FileStatus:
+        """Return size and modification time of ``path``.
+
+        Raises:
+            FileNotFoundError: ``path`` does not exist.
+        """
+
+    @abc.abstractmethod
+    def delete(self, path: str, *, missing_ok: bool = True) -> None:
+        """Delete one file.
+
+        Raises:
+            FileNotFoundError: ``path`` is absent and ``missing_ok`` is false.
+        """
+
+    def delete_many(self, paths: Iterable[str]) -> None:
+        """Delete many files (missing ones are ignored); backends may batch the calls."""
+        for path in paths:
+            self.delete(path, missing_ok=True)
+
+    @abc.abstractmethod
+    def delete_dir(self, path: str) -> None:
+        """Delete a directory and everything below it (``drop_table``)."""
+
+    @abc.abstractmethod
+    def list_files(self, prefix: str) -> Iterator[FileStatus]:
+        """Yield every file below directory ``prefix``, recursively, in no set order."""
+
+    @abc.abstractmethod
+    def list_dirs(self, path: str) -> list[str]:
+        """Return the names (not paths) of the immediate sub-directories of ``path``."""
+
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str] | None:
+        """Return a pyarrow filesystem for bulk Parquet I/O and the path prefix to strip.
+
+        The second element is removed from the front of a snaplake path to get
+        the pyarrow path (``"s3://"`` for S3, ``""`` for local paths). ``None``
+        (the default) means: use :meth:`open_input` / :meth:`open_output`.
+        """
+        return None
+
+
+def split_scheme(uri: str) -> tuple[str, str]:
+    """Split ``uri`` into ``(scheme, rest)``; a plain path has scheme ``"file"``.
+
+    ``file:///a/b`` and ``/a/b`` both give ``("file", "/a/b")``.
+    """
+    if "://" not in uri:
+        return "file", uri
+    scheme, rest = uri.split("://", 1)
+    scheme = scheme.lower()
+    if scheme == "file":
+        return "file", rest if rest.startswith("/") else "/" + rest
+    return scheme, rest
+
+
+def resolve_file_io(uri: str, options: Mapping[str, str] | None = None) -> tuple[FileIO, str]:
+    """Choose the FileIO for ``uri`` and return it with the normalised root path.
+
+    Args:
+        uri: ``/path``, ``file:///path``, ``memory://name`` or ``s3://bucket/prefix``.
+        options: Catalog options (``s3.*`` keys configure S3).
+
+    Returns:
+        ``(file_io, root)`` where ``root`` is the path form used with that FileIO
+        (absolute local path, ``memory://...`` or ``s3://bucket/prefix``),
+        without a trailing slash.
+
+    Raises:
+        ValueError: the scheme is not supported.
+    """
+    import os
+
+    scheme, rest = split_scheme(uri)
+    opts = dict(options or {})
+    if scheme == "file":
+        from snaplake.store.local_file_io import LocalFileIO
+
+        return LocalFileIO(), os.path.abspath(rest).rstrip("/") or "/"
+    if scheme == "memory":
+        from snaplake.store.memory_file_io import InMemoryFileIO
+
+        return InMemoryFileIO.shared(rest.split("/", 1)[0]), "memory://" + rest.rstrip("/")
+    if scheme in ("s3", "s3a"):
+        from snaplake.store.s3_file_io import S3FileIO
+
+        return S3FileIO(opts), "s3://" + rest.rstrip("/")
+    raise ValueError(
+        f"unsupported warehouse scheme {scheme!r} in {uri!r}; use a local path, file://, "
+        "memory:// or s3://"
+    )
