@@ -204,4 +204,6 @@ class InMemoryFileIO(FileIO):
         base = path.rstrip("/") + "/"
         with self._lock:
             names = {p[len(base) :].split("/", 1)[0] for p in self._files if p.startswith(base)}
-            return sorted(n for n in names if any(p.startswith(base + n + "/") for p in self._files))
+            return sorted(
+                n for n in names if any(p.startswith(base + n + "/") for p in self._files)
+            )

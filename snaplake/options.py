@@ -1,0 +1,325 @@
+"""CoreOptions: Paimon's table option keys, defaults and value syntax, with typed accessors.
+
+Options live in the table's ``schema-N`` file, where other engines read them,
+so keys and value syntax are Paimon's (``snapshot.time-retained = "1 h"``,
+``manifest.target-file-size = "8 mb"``). Each key is parsed once into a typed
+value (``timedelta``, int bytes, int). snaplake-only keys start with
+``snaplake.``; an unknown ``snaplake.*`` key is refused so a typo never falls
+back to a default silently. Other unknown keys are kept untouched: they belong
+to other Paimon engines.
+
+Source: Paimon ``CoreOptions`` (keys and defaults), ``MemorySize.parse`` and
+``TimeUtils.parseDuration`` (value syntax).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Generic, TypeVar
+
+from snaplake.errors import InvalidOptionError
+
+__all__ = ["ConfigOption", "CoreOptions", "parse_duration", "parse_memory_size"]
+
+T = TypeVar("T")
+
+_SIZE_UNITS = {
+    "": 1, "b": 1, "bytes": 1,
+    "k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10,
+    "m": 1 << 20, "mb": 1 << 20, "mebibytes": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "gibibytes": 1 << 30,
+    "t": 1 << 40, "tb": 1 << 40, "tebibytes": 1 << 40,
+}  # fmt: skip
+
+_TIME_UNITS_MS = {
+    "ns": 1e-6, "nano": 1e-6, "nanos": 1e-6, "nanosecond": 1e-6, "nanoseconds": 1e-6,
+    "us": 1e-3, "micro": 1e-3, "micros": 1e-3, "microsecond": 1e-3, "microseconds": 1e-3,
+    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+    "": 1000, "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
+    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+}  # fmt: skip
+
+_NUMBER_UNIT = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_memory_size(text: str) -> int:
+    """Parse Paimon's memory-size syntax (``"8 mb"``, ``"128mb"``, ``"1024"``) into bytes.
+
+    Raises:
+        ValueError: not a non-negative integer followed by a known unit.
+
+    Source: Paimon ``MemorySize.parse`` (units are powers of 1024).
+    """
+    match = _NUMBER_UNIT.match(text)
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _SIZE_UNITS:
+        raise ValueError(f"{text!r} is not a memory size such as '8 mb' or '1024'")
+    return int(match.group(1)) * _SIZE_UNITS[unit]
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse Paimon's duration syntax (``"1 h"``, ``"10 ms"``, ``"30 min"``, ``"5"`` = ms).
+
+    A bare number is milliseconds, as in Paimon.
+
+    Raises:
+        ValueError: not a non-negative integer followed by a known unit.
+
+    Source: Paimon ``TimeUtils.parseDuration``.
+    """
+    match = _NUMBER_UNIT.match(text)
+    if match is None:
+        raise ValueError(f"{text!r} is not a duration such as '1 h', '10 s' or '500 ms'")
+    unit = match.group(2).lower()
+    factor = 1 if unit == "" else _TIME_UNITS_MS.get(unit)
+    if factor is None:
+        raise ValueError(f"{text!r} has an unknown time unit {unit!r}")
+    return timedelta(milliseconds=int(match.group(1)) * factor)
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError(f"{text!r} is not 'true' or 'false'")
+    return lowered == "true"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigOption(Generic[T]):
+    """One table option: its Paimon key, parser, default and meaning.
+
+    Attributes:
+        key: The option key as written in the schema file.
+        parse: Turns the stored string into the typed value; raises ``ValueError``.
+        default: The value when the key is absent (``None`` = no default).
+        doc: One line for ``--help`` texts and docs.
+    """
+
+    key: str
+    parse: Callable[[str], T]
+    default: T | None
+    doc: str
+
+
+def _opt(key: str, parse: Callable[[str], T], default: T | None, doc: str) -> ConfigOption[T]:
+    return ConfigOption(key=key, parse=parse, default=default, doc=doc)
+
+
+BUCKET = _opt("bucket", int, -1, "Number of buckets; -1 = bucket-unaware append table.")
+BUCKET_KEY = _opt("bucket-key", str, None, "Comma-separated bucket key columns.")
+FILE_FORMAT = _opt("file.format", str, "parquet", "Data file format (parquet only).")
+FILE_COMPRESSION = _opt("file.compression", str, "zstd", "Parquet compression codec.")
+TARGET_FILE_SIZE = _opt(
+    "target-file-size", parse_memory_size, 256 << 20, "Roll data files at this size."
+)
+MANIFEST_FORMAT = _opt("manifest.format", str, "avro", "Manifest format (avro only).")
+MANIFEST_COMPRESSION = _opt("manifest.compression", str, "zstd", "Avro codec of manifests.")
+MANIFEST_TARGET_FILE_SIZE = _opt(
+    "manifest.target-file-size", parse_memory_size, 8 << 20, "Target size of merged manifests."
+)
+MANIFEST_MERGE_MIN_COUNT = _opt(
+    "manifest.merge-min-count", int, 30, "Minor merge once this many small manifests trail."
+)
+MANIFEST_FULL_COMPACTION_SIZE = _opt(
+    "manifest.full-compaction-threshold-size",
+    parse_memory_size,
+    16 << 20,
+    "Full manifest compaction once must-change manifests exceed this size.",
+)
+COMMIT_MAX_RETRIES = _opt("commit.max-retries", int, 10, "Retries of a lost publish race.")
+COMMIT_TIMEOUT = _opt("commit.timeout", parse_duration, None, "Give up retrying after this.")
+COMMIT_MIN_RETRY_WAIT = _opt(
+    "commit.min-retry-wait", parse_duration, timedelta(milliseconds=10), "First backoff."
+)
+COMMIT_MAX_RETRY_WAIT = _opt(
+    "commit.max-retry-wait", parse_duration, timedelta(seconds=10), "Backoff cap."
+)
+SNAPSHOT_NUM_RETAINED_MIN = _opt("snapshot.num-retained.min", int, 10, "Always keep this many.")
+SNAPSHOT_NUM_RETAINED_MAX = _opt(
+    "snapshot.num-retained.max", int, 2**31 - 1, "Never keep more than this many."
+)
+SNAPSHOT_TIME_RETAINED = _opt(
+    "snapshot.time-retained", parse_duration, timedelta(hours=1), "Keep snapshots this young."
+)
+SNAPSHOT_EXPIRE_LIMIT = _opt("snapshot.expire.limit", int, 50, "Expire at most this many a run.")
+COMPACTION_MIN_FILE_NUM = _opt(
+    "compaction.min.file-num", int, 5, "Compact a bucket once it has this many small files."
+)
+COMPACTION_SMALL_FILE_RATIO = _opt(
+    "compaction.small-file-ratio", float, 0.7, "Small = below target-file-size times this."
+)
+PARTITION_DEFAULT_NAME = _opt(
+    "partition.default-name", str, "__DEFAULT_PARTITION__", "Directory name of null partitions."
+)
+MAINTENANCE_INLINE = _opt(
+    "snaplake.maintenance.inline",
+    _parse_bool,
+    False,
+    "Run due manifest merge and expiry right after each successful writer commit.",
+)
+
+_SNAPLAKE_OPTIONS: dict[str, ConfigOption[object]] = {
+    o.key: o  # type: ignore[misc]
+    for o in (MAINTENANCE_INLINE,)
+}
+_ALL_OPTIONS: tuple[ConfigOption[object], ...] = tuple(  # type: ignore[assignment]
+    v for v in globals().values() if isinstance(v, ConfigOption)
+)
+
+
+class CoreOptions:
+    """Typed, validated view of a table's options (a ``Mapping[str, str]``).
+
+    Every known option is parsed at construction, so a bad value fails when the
+    table is opened or created, not in the middle of a commit.
+
+    Args:
+        raw: The ``options`` map of the table schema (string keys and values).
+
+    Raises:
+        InvalidOptionError: a known key has an unparsable value, or an unknown
+            ``snaplake.*`` key is present.
+
+    Source: Paimon ``CoreOptions``.
+    """
+
+    def __init__(self, raw: Mapping[str, str]) -> None:
+        self.raw: Mapping[str, str] = dict(raw)
+        for key in self.raw:
+            if key.startswith("snaplake.") and key not in _SNAPLAKE_OPTIONS:
+                raise InvalidOptionError(
+                    f"unknown option {key!r}; known snaplake options: "
+                    f"{', '.join(sorted(_SNAPLAKE_OPTIONS))}",
+                    key=key,
+                    value=self.raw[key],
+                )
+        self._values = {o.key: self._parse(o) for o in _ALL_OPTIONS}
+
+    def _parse(self, option: ConfigOption[T]) -> T | None:
+        text = self.raw.get(option.key)
+        if text is None:
+            return option.default
+        try:
+            return option.parse(text)
+        except ValueError as exc:
+            raise InvalidOptionError(
+                f"option {option.key!r} = {text!r} is invalid: {exc}; "
+                f"fix it in the table options ({option.doc})",
+                key=option.key,
+                value=text,
+            ) from exc
+
+    def get(self, option: ConfigOption[T]) -> T | None:
+        """Return the typed value of ``option`` (its default when absent)."""
+        return self._values[option.key]  # type: ignore[return-value]
+
+    def _req(self, option: ConfigOption[T]) -> T:
+        value = self.get(option)
+        assert value is not None
+        return value
+
+    @property
+    def bucket(self) -> int:
+        """Number of buckets (``-1`` = bucket-unaware)."""
+        return self._req(BUCKET)
+
+    @property
+    def bucket_key(self) -> list[str]:
+        """Bucket key columns, empty when not set."""
+        value = self.get(BUCKET_KEY)
+        return [k.strip() for k in value.split(",") if k.strip()] if value else []
+
+    @property
+    def target_file_size_bytes(self) -> int:
+        """``target-file-size`` in bytes."""
+        return self._req(TARGET_FILE_SIZE)
+
+    @property
+    def file_compression(self) -> str:
+        """Parquet codec of data files."""
+        return self._req(FILE_COMPRESSION)
+
+    @property
+    def manifest_compression(self) -> str:
+        """Avro codec of manifests and manifest lists (``zstd``, ``deflate``, ``snappy``, ``null``)."""
+        return self._req(MANIFEST_COMPRESSION)
+
+    @property
+    def manifest_target_file_size_bytes(self) -> int:
+        """``manifest.target-file-size`` in bytes."""
+        return self._req(MANIFEST_TARGET_FILE_SIZE)
+
+    @property
+    def manifest_merge_min_count(self) -> int:
+        """``manifest.merge-min-count``."""
+        return self._req(MANIFEST_MERGE_MIN_COUNT)
+
+    @property
+    def manifest_full_compaction_threshold_bytes(self) -> int:
+        """``manifest.full-compaction-threshold-size`` in bytes."""
+        return self._req(MANIFEST_FULL_COMPACTION_SIZE)
+
+    @property
+    def commit_max_retries(self) -> int:
+        """``commit.max-retries``."""
+        return self._req(COMMIT_MAX_RETRIES)
+
+    @property
+    def commit_timeout(self) -> timedelta | None:
+        """``commit.timeout`` (``None`` = bounded by retries only)."""
+        return self.get(COMMIT_TIMEOUT)
+
+    @property
+    def commit_min_retry_wait(self) -> timedelta:
+        """``commit.min-retry-wait``."""
+        return self._req(COMMIT_MIN_RETRY_WAIT)
+
+    @property
+    def commit_max_retry_wait(self) -> timedelta:
+        """``commit.max-retry-wait``."""
+        return self._req(COMMIT_MAX_RETRY_WAIT)
+
+    @property
+    def snapshot_num_retained_min(self) -> int:
+        """``snapshot.num-retained.min``."""
+        return self._req(SNAPSHOT_NUM_RETAINED_MIN)
+
+    @property
+    def snapshot_num_retained_max(self) -> int:
+        """``snapshot.num-retained.max``."""
+        return self._req(SNAPSHOT_NUM_RETAINED_MAX)
+
+    @property
+    def snapshot_time_retained(self) -> timedelta:
+        """``snapshot.time-retained``."""
+        return self._req(SNAPSHOT_TIME_RETAINED)
+
+    @property
+    def snapshot_expire_limit(self) -> int:
+        """``snapshot.expire.limit``."""
+        return self._req(SNAPSHOT_EXPIRE_LIMIT)
+
+    @property
+    def compaction_min_file_num(self) -> int:
+        """``compaction.min.file-num``."""
+        return self._req(COMPACTION_MIN_FILE_NUM)
+
+    @property
+    def compaction_small_file_ratio(self) -> float:
+        """``compaction.small-file-ratio``."""
+        return self._req(COMPACTION_SMALL_FILE_RATIO)
+
+    @property
+    def partition_default_name(self) -> str:
+        """``partition.default-name``."""
+        return self._req(PARTITION_DEFAULT_NAME)
+
+    @property
+    def maintenance_inline(self) -> bool:
+        """``snaplake.maintenance.inline``."""
+        return self._req(MAINTENANCE_INLINE)

@@ -1,0 +1,164 @@
+"""PathFactory: the only place that spells table file and directory names.
+
+Layout (DESIGN.md §2)::
+
+    <warehouse>/<db>.db/<table>/
+      schema/schema-<N>
+      snapshot/snapshot-<N>, snapshot/LATEST, snapshot/EARLIEST
+      manifest/manifest-<uuid>-<n>, manifest/manifest-list-<uuid>-<n>
+      tag/tag-<name>, consumer/consumer-<id>
+      <k1=v1>/<k2=v2>/bucket-<b>/data-<uuid>-<n>.parquet
+
+Paths are joined with ``/`` for every backend (local absolute paths,
+``memory://`` and ``s3://`` URIs).
+
+Source: Paimon ``FileStorePathFactory``, ``SnapshotManager``, ``SchemaManager``,
+``TagManager``, ``ConsumerManager``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import uuid
+
+__all__ = [
+    "DATABASE_SUFFIX",
+    "PathFactory",
+    "database_path",
+    "table_path",
+]
+
+DATABASE_SUFFIX = ".db"
+_SNAPSHOT_RE = re.compile(r"^snapshot-(\d+)$")
+_SCHEMA_RE = re.compile(r"^schema-(\d+)$")
+
+
+def database_path(warehouse: str, database: str) -> str:
+    """Return ``<warehouse>/<database>.db``."""
+    return f"{warehouse}/{database}{DATABASE_SUFFIX}"
+
+
+def table_path(warehouse: str, database: str, table: str) -> str:
+    """Return ``<warehouse>/<database>.db/<table>``."""
+    return f"{database_path(warehouse, database)}/{table}"
+
+
+class PathFactory:
+    """Names every file of one table.
+
+    New file names carry a per-instance UUID and a counter, like Paimon's
+    ``<prefix>-<uuid>-<n>``, so two writers never pick the same name.
+
+    Args:
+        table_root: Path of the table directory, without trailing slash.
+    """
+
+    def __init__(self, table_root: str) -> None:
+        self.root = table_root.rstrip("/")
+        self._uuid = str(uuid.uuid4())
+        self._counter = itertools.count()
+        self._lock = threading.Lock()
+
+    def _next(self) -> int:
+        with self._lock:
+            return next(self._counter)
+
+    # schema -------------------------------------------------------------
+    @property
+    def schema_dir(self) -> str:
+        """``<table>/schema``."""
+        return f"{self.root}/schema"
+
+    def schema_path(self, schema_id: int) -> str:
+        """``<table>/schema/schema-<id>``."""
+        return f"{self.schema_dir}/schema-{schema_id}"
+
+    @staticmethod
+    def parse_schema_id(name: str) -> int | None:
+        """Return N for a file named ``schema-N``, else ``None``."""
+        match = _SCHEMA_RE.match(name)
+        return int(match.group(1)) if match else None
+
+    # snapshots ----------------------------------------------------------
+    @property
+    def snapshot_dir(self) -> str:
+        """``<table>/snapshot``."""
+        return f"{self.root}/snapshot"
+
+    def snapshot_path(self, snapshot_id: int) -> str:
+        """``<table>/snapshot/snapshot-<id>``."""
+        return f"{self.snapshot_dir}/snapshot-{snapshot_id}"
+
+    @staticmethod
+    def parse_snapshot_id(name: str) -> int | None:
+        """Return N for a file named ``snapshot-N``, else ``None``."""
+        match = _SNAPSHOT_RE.match(name)
+        return int(match.group(1)) if match else None
+
+    @property
+    def latest_hint_path(self) -> str:
+        """``<table>/snapshot/LATEST``."""
+        return f"{self.snapshot_dir}/LATEST"
+
+    @property
+    def earliest_hint_path(self) -> str:
+        """``<table>/snapshot/EARLIEST``."""
+        return f"{self.snapshot_dir}/EARLIEST"
+
+    # manifests ----------------------------------------------------------
+    @property
+    def manifest_dir(self) -> str:
+        """``<table>/manifest``."""
+        return f"{self.root}/manifest"
+
+    def manifest_path(self, file_name: str) -> str:
+        """Path of a manifest or manifest list named ``file_name``."""
+        return f"{self.manifest_dir}/{file_name}"
+
+    def new_manifest_file_name(self) -> str:
+        """A fresh ``manifest-<uuid>-<n>`` name."""
+        return f"manifest-{self._uuid}-{self._next()}"
+
+    def new_manifest_list_name(self) -> str:
+        """A fresh ``manifest-list-<uuid>-<n>`` name."""
+        return f"manifest-list-{self._uuid}-{self._next()}"
+
+    # data ---------------------------------------------------------------
+    def bucket_dir(self, partition_path: str, bucket: int) -> str:
+        """``<table>/<partition path>/bucket-<b>`` (no partition part when unpartitioned)."""
+        if partition_path:
+            return f"{self.root}/{partition_path}/bucket-{bucket}"
+        return f"{self.root}/bucket-{bucket}"
+
+    def new_data_file_name(self, *, extension: str = "parquet") -> str:
+        """A fresh ``data-<uuid>-<n>.<extension>`` name."""
+        return f"data-{self._uuid}-{self._next()}.{extension}"
+
+    def data_file_path(
+        self, partition_path: str, bucket: int, file_name: str, *, external_path: str | None = None
+    ) -> str:
+        """Full path of a data file (its ``external_path`` wins when set)."""
+        if external_path:
+            return external_path
+        return f"{self.bucket_dir(partition_path, bucket)}/{file_name}"
+
+    # tags and consumers -------------------------------------------------
+    @property
+    def tag_dir(self) -> str:
+        """``<table>/tag``."""
+        return f"{self.root}/tag"
+
+    def tag_path(self, name: str) -> str:
+        """``<table>/tag/tag-<name>``."""
+        return f"{self.tag_dir}/tag-{name}"
+
+    @property
+    def consumer_dir(self) -> str:
+        """``<table>/consumer``."""
+        return f"{self.root}/consumer"
+
+    def consumer_path(self, consumer_id: str) -> str:
+        """``<table>/consumer/consumer-<id>``."""
+        return f"{self.consumer_dir}/consumer-{consumer_id}"

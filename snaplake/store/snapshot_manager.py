@@ -1,0 +1,182 @@
+"""SnapshotManager: find and read a table's snapshots. Read-only.
+
+``LATEST`` and ``EARLIEST`` are advisory hints that may be stale or missing;
+the snapshot files are the truth. ``latest_snapshot_id`` trusts the hint only
+after confirming that ``snapshot-(hint+1)`` is absent, walking forward while
+newer ones exist, and lists the directory when the hint is unusable.
+
+Source: Paimon ``SnapshotManager`` / ``HintFileUtils`` (hint semantics) and
+``SnapshotManager.earlierOrEqualTimeMills`` (time travel by binary search).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from snaplake.errors import SnapshotNotFoundError
+from snaplake.store.file_io import FileIO
+from snaplake.store.paths import PathFactory
+from snaplake.store.snapshot import Snapshot
+
+__all__ = ["SnapshotManager"]
+
+logger = logging.getLogger(__name__)
+
+
+class SnapshotManager:
+    """Read-side access to ``<table>/snapshot/``.
+
+    Args:
+        file_io: Storage of the table.
+        paths: The table's PathFactory.
+    """
+
+    def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
+        self.file_io = file_io
+        self.paths = paths
+
+    def _read_hint(self, path: str) -> int | None:
+        try:
+            text = self.file_io.read_bytes(path).decode("ascii", "replace").strip()
+        except FileNotFoundError:
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            logger.warning("ignoring unreadable snapshot hint %s", path)
+            return None
+
+    def snapshot_exists(self, snapshot_id: int) -> bool:
+        """Tell whether ``snapshot-<id>`` exists."""
+        return self.file_io.exists(self.paths.snapshot_path(snapshot_id))
+
+    def list_snapshot_ids(self) -> list[int]:
+        """Return every snapshot id present on storage, ascending (one listing)."""
+        ids: list[int] = []
+        for status in self.file_io.list_files(self.paths.snapshot_dir):
+            name = status.path.rsplit("/", 1)[-1]
+            sid = PathFactory.parse_snapshot_id(name)
+            if sid is not None:
+                ids.append(sid)
+        return sorted(ids)
+
+    def latest_snapshot_id(self) -> int | None:
+        """Return the newest snapshot id, or ``None`` for a table without snapshots.
+
+        Storage: reads ``LATEST`` and probes ``snapshot-(id+1)``; lists the
+        directory only when the hint is missing, unreadable or dangling.
+        """
+        hint = self._read_hint(self.paths.latest_hint_path)
+        if hint is not None and hint > 0 and self.snapshot_exists(hint):
+            sid = hint
+            while self.snapshot_exists(sid + 1):
+                sid += 1
+            return sid
+        ids = self.list_snapshot_ids()
+        return ids[-1] if ids else None
+
+    def earliest_snapshot_id(self) -> int | None:
+        """Return the oldest retained snapshot id, or ``None`` for an empty table.
+
+        Storage: reads ``EARLIEST`` and confirms the file exists; lists otherwise.
+        """
+        hint = self._read_hint(self.paths.earliest_hint_path)
+        if hint is not None and hint > 0 and self.snapshot_exists(hint):
+            # An expiry may have removed snapshots below the hint only; a hint
+            # that exists is the earliest unless older files survived a crash.
+            if hint == 1 or not self.snapshot_exists(hint - 1):
+                return hint
+        ids = self.list_snapshot_ids()
+        return ids[0] if ids else None
+
+    def try_snapshot(self, snapshot_id: int) -> Snapshot | None:
+        """Read ``snapshot-<id>``; ``None`` if it does not exist.
+
+        Raises:
+            CorruptMetadataError: the file exists but cannot be decoded.
+        """
+        path = self.paths.snapshot_path(snapshot_id)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            return None
+        return Snapshot.from_bytes(data, path=path)
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        """Read ``snapshot-<id>``.
+
+        Raises:
+            SnapshotNotFoundError: it was never written or has been expired;
+                the message names the retained range.
+            CorruptMetadataError: the file cannot be decoded.
+        """
+        snap = self.try_snapshot(snapshot_id)
+        if snap is None:
+            earliest, latest = self.earliest_snapshot_id(), self.latest_snapshot_id()
+            if latest is None:
+                detail = "the table has no snapshots yet"
+            else:
+                detail = f"retained snapshots are {earliest}..{latest}"
+            raise SnapshotNotFoundError(
+                f"snapshot {snapshot_id} does not exist ({detail}); pick a retained id or a tag",
+                snapshot_id=snapshot_id,
+            )
+        return snap
+
+    def latest_snapshot(self) -> Snapshot | None:
+        """Return the newest snapshot, or ``None`` for an empty table."""
+        while True:
+            sid = self.latest_snapshot_id()
+            if sid is None:
+                return None
+            snap = self.try_snapshot(sid)
+            if snap is not None:
+                return snap
+            # Expired or rolled back between the probe and the read: look again.
+
+    def snapshots(self) -> Iterator[Snapshot]:
+        """Yield every retained snapshot, oldest first (skipping ones expired meanwhile)."""
+        for sid in self.list_snapshot_ids():
+            snap = self.try_snapshot(sid)
+            if snap is not None:
+                yield snap
+
+    def earlier_or_equal_time_millis(self, time_millis: int) -> Snapshot | None:
+        """Return the newest snapshot committed at or before ``time_millis`` (epoch ms).
+
+        ``None`` when every retained snapshot is newer. Binary search over the
+        retained ids, reading O(log n) snapshot files.
+        """
+        ids = self.list_snapshot_ids()
+        lo, hi, found = 0, len(ids) - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            snap = self.try_snapshot(ids[mid])
+            if snap is None:  # expired during the search: restart on fresh ids
+                return self.earlier_or_equal_time_millis(time_millis)
+            if snap.time_millis <= time_millis:
+                found, lo = snap, mid + 1
+            else:
+                hi = mid - 1
+        return found
+
+    def find_commit(self, commit_user: str, *, stop_before: int | None = None) -> Snapshot | None:
+        """Return the newest snapshot by ``commit_user``, scanning backwards from the latest.
+
+        Args:
+            commit_user: The user to look for.
+            stop_before: Do not look at ids ``<= stop_before``.
+
+        Source: Paimon ``FileStoreCommitImpl`` duplicate check (backward scan).
+        """
+        latest = self.latest_snapshot_id()
+        earliest = self.earliest_snapshot_id()
+        if latest is None or earliest is None:
+            return None
+        low = max(earliest, (stop_before or 0) + 1)
+        for sid in range(latest, low - 1, -1):
+            snap = self.try_snapshot(sid)
+            if snap is not None and snap.commit_user == commit_user:
+                return snap
+        return None
