@@ -1,0 +1,670 @@
+"""Avro object-container plumbing and the fast paths of manifest I/O.
+
+This module owns:
+
+* framing of Avro object container files (header, blocks, sync markers),
+  block compression for the codecs Paimon writes (``null``, ``deflate``,
+  ``zstandard``, ``bzip2``, ``xz``; ``snappy`` when ``cramjam`` or
+  ``python-snappy`` is importable), independent of fastavro's optional codec
+  libraries;
+* :func:`concat_manifest_lists`, which builds a manifest list from earlier
+  lists by copying their encoded blocks verbatim;
+* a process-wide LRU cache of decoded manifest files and manifest lists
+  (files are immutable once written);
+* the columnar decoder for large manifests (:func:`decode_manifest_entries_columnar`).
+
+It imports only from ``snaplake.errors`` and ``snaplake.store.data_file`` at
+module level; ``manifest`` and ``manifest_list`` import it, and the one
+function that needs ``manifest_list`` imports it lazily.
+"""
+
+from __future__ import annotations
+
+import bz2
+import io
+import lzma
+import os
+import threading
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import fastavro
+import orjson
+import zstandard
+
+from snaplake.errors import CorruptMetadataError, InvalidOptionError
+
+if TYPE_CHECKING:
+    from snaplake.store.manifest_list import ManifestFileMeta
+
+__all__ = [
+    "AVRO_MAGIC",
+    "DEFAULT_SYNC_INTERVAL_BYTES",
+    "AvroContainer",
+    "DecodedCache",
+    "build_container",
+    "codec_for_compression",
+    "compress_block",
+    "concat_manifest_lists",
+    "decode_container_records",
+    "decompress_block",
+    "encode_container",
+    "metadata_cache",
+    "parse_container",
+]
+
+AVRO_MAGIC: Final[bytes] = b"Obj\x01"
+"""The four bytes every Avro object container file starts with."""
+
+DEFAULT_SYNC_INTERVAL_BYTES: Final[int] = 64_000
+"""Target uncompressed size of one data block (Java Avro's default sync interval)."""
+
+_ZSTD_LEVEL: Final[int] = 1
+"""Paimon's default ``file.compression.zstd-level``."""
+
+_COMPRESSION_TO_CODEC: Final[dict[str, str]] = {
+    "zstd": "zstandard",
+    "zstandard": "zstandard",
+    "null": "null",
+    "none": "null",
+    "uncompressed": "null",
+    "deflate": "deflate",
+    "snappy": "snappy",
+    "bzip2": "bzip2",
+    "xz": "xz",
+}
+
+
+def codec_for_compression(compression: str) -> str:
+    """Map a Paimon ``manifest.compression`` value to the Avro codec name.
+
+    Args:
+        compression: ``zstd`` (Paimon's default), ``none``/``null``, ``deflate``,
+            ``snappy``, ``bzip2`` or ``xz``; case-insensitive.
+
+    Returns:
+        The Avro ``avro.codec`` value (``zstandard``, ``null``, ...).
+
+    Raises:
+        InvalidOptionError: Unknown compression name (not retryable).
+    """
+    codec = _COMPRESSION_TO_CODEC.get(compression.lower())
+    if codec is None:
+        raise InvalidOptionError(
+            f"unsupported manifest compression {compression!r}; "
+            f"expected one of {sorted(_COMPRESSION_TO_CODEC)}",
+            key="manifest.compression",
+            value=compression,
+        )
+    return codec
+
+
+# --------------------------------------------------------------------------- varints
+
+
+def _encode_long(n: int) -> bytes:
+    """Avro zig-zag varint encoding of a signed 64-bit integer."""
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z & ~0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def _decode_long(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """Decode one zig-zag varint at ``pos``; return ``(value, new_pos)``.
+
+    Raises:
+        IndexError: The buffer ends inside the varint.
+        ValueError: The varint is longer than 10 bytes.
+    """
+    b = buf[pos]
+    pos += 1
+    z = b & 0x7F
+    shift = 7
+    while b & 0x80:
+        if shift > 63:
+            raise ValueError("varint too long")
+        b = buf[pos]
+        pos += 1
+        z |= (b & 0x7F) << shift
+        shift += 7
+    return (z >> 1) ^ -(z & 1), pos
+
+
+# --------------------------------------------------------------------------- codecs
+
+
+def _snappy_module() -> Any:
+    try:
+        import cramjam  # type: ignore[import-not-found]
+
+        return cramjam.snappy
+    except ImportError:
+        pass
+    try:
+        import snappy  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return snappy
+
+
+_ZSTD_DECOMPRESSOR_LOCAL = threading.local()
+
+
+def _zstd_decompress(data: bytes | memoryview) -> bytes:
+    # A frame written by a streaming compressor may lack the content size, so
+    # decompress through a stream object rather than ZstdDecompressor.decompress.
+    dctx = getattr(_ZSTD_DECOMPRESSOR_LOCAL, "dctx", None)
+    if dctx is None:
+        dctx = zstandard.ZstdDecompressor()
+        _ZSTD_DECOMPRESSOR_LOCAL.dctx = dctx
+    out: bytes = dctx.decompressobj().decompress(data)
+    return out
+
+
+def decompress_block(codec: str, data: bytes | memoryview, *, path: str) -> bytes:
+    """Decompress one Avro data block.
+
+    Args:
+        codec: The container's ``avro.codec``.
+        data: The block's compressed bytes (for ``snappy`` including the trailing
+            4-byte CRC32).
+        path: File path, for error messages.
+
+    Returns:
+        The uncompressed, Avro-encoded records of the block.
+
+    Raises:
+        CorruptMetadataError: The block does not decompress, the codec is unknown,
+            or ``snappy`` is used and no snappy library is installed.
+    """
+    try:
+        if codec == "null":
+            return bytes(data)
+        if codec == "zstandard":
+            return _zstd_decompress(data)
+        if codec == "deflate":
+            return zlib.decompress(data, -15)
+        if codec == "bzip2":
+            return bz2.decompress(data)
+        if codec == "xz":
+            return lzma.decompress(data)
+        if codec == "snappy":
+            snappy = _snappy_module()
+            if snappy is None:
+                raise CorruptMetadataError(
+                    f"{path}: Avro codec 'snappy' needs cramjam or python-snappy installed",
+                    path=path,
+                )
+            raw = bytes(snappy.decompress(bytes(data[:-4])))
+            if zlib.crc32(raw) != int.from_bytes(data[-4:], "big"):
+                raise ValueError("snappy block CRC32 mismatch")
+            return raw
+    except CorruptMetadataError:
+        raise
+    except Exception as e:
+        raise CorruptMetadataError(
+            f"{path}: cannot decompress {codec} Avro block: {e}", path=path
+        ) from e
+    raise CorruptMetadataError(f"{path}: unsupported Avro codec {codec!r}", path=path)
+
+
+def compress_block(codec: str, data: bytes) -> bytes:
+    """Compress one block of Avro-encoded records with ``codec``.
+
+    Args:
+        codec: An Avro codec name (see :func:`codec_for_compression`).
+        data: Uncompressed block content.
+
+    Returns:
+        The block as it goes into the container.
+
+    Raises:
+        InvalidOptionError: Unknown codec, or ``snappy`` without a snappy library.
+    """
+    if codec == "null":
+        return data
+    if codec == "zstandard":
+        return zstandard.ZstdCompressor(level=_ZSTD_LEVEL).compress(data)
+    if codec == "deflate":
+        c = zlib.compressobj(6, zlib.DEFLATED, -15)
+        return c.compress(data) + c.flush()
+    if codec == "bzip2":
+        return bz2.compress(data)
+    if codec == "xz":
+        return lzma.compress(data)
+    if codec == "snappy":
+        snappy = _snappy_module()
+        if snappy is None:
+            raise InvalidOptionError(
+                "manifest.compression=snappy needs cramjam or python-snappy installed",
+                key="manifest.compression",
+                value="snappy",
+            )
+        return bytes(snappy.compress(data)) + zlib.crc32(data).to_bytes(4, "big")
+    raise InvalidOptionError(
+        f"unsupported Avro codec {codec!r}", key="manifest.compression", value=codec
+    )
+
+
+# --------------------------------------------------------------------------- containers
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AvroContainer:
+    """A parsed Avro object container file: header facts and raw (compressed) blocks.
+
+    Attributes:
+        schema_json: The ``avro.schema`` metadata value, byte for byte.
+        codec: The ``avro.codec`` metadata value (``null`` when absent).
+        sync: The 16-byte sync marker.
+        blocks: ``(record_count, compressed_bytes)`` per data block, in file order.
+    """
+
+    schema_json: bytes
+    codec: str
+    sync: bytes
+    blocks: tuple[tuple[int, memoryview], ...]
+
+    @property
+    def record_count(self) -> int:
+        """Total number of records over all blocks."""
+        return sum(count for count, _ in self.blocks)
+
+    def schema(self) -> Any:
+        """Return the writer schema parsed from JSON (dicts, lists, strings)."""
+        return orjson.loads(self.schema_json)
+
+
+def parse_container(data: bytes, *, path: str) -> AvroContainer:
+    """Split an Avro object container into header facts and raw blocks without decoding.
+
+    Args:
+        data: The whole file.
+        path: File path, for error messages.
+
+    Returns:
+        The parsed container; blocks are views into ``data`` (still compressed).
+
+    Raises:
+        CorruptMetadataError: Bad magic, truncated header or block, a block whose
+            sync marker does not match the header's, or a missing schema.
+    """
+    mv = memoryview(data)
+    n = len(data)
+    try:
+        if bytes(mv[:4]) != AVRO_MAGIC:
+            raise ValueError("not an Avro object container (bad magic)")
+        pos = 4
+        meta: dict[str, bytes] = {}
+        while True:
+            count, pos = _decode_long(mv, pos)
+            if count == 0:
+                break
+            if count < 0:
+                _, pos = _decode_long(mv, pos)  # block byte size, unused
+                count = -count
+            for _ in range(count):
+                klen, pos = _decode_long(mv, pos)
+                key = bytes(mv[pos : pos + klen]).decode("utf-8")
+                pos += klen
+                vlen, pos = _decode_long(mv, pos)
+                if klen < 0 or vlen < 0 or pos + vlen > n:
+                    raise ValueError("truncated header metadata")
+                meta[key] = bytes(mv[pos : pos + vlen])
+                pos += vlen
+        sync = bytes(mv[pos : pos + 16])
+        if len(sync) != 16:
+            raise ValueError("truncated header (sync marker)")
+        pos += 16
+        blocks: list[tuple[int, memoryview]] = []
+        while pos < n:
+            count, pos = _decode_long(mv, pos)
+            size, pos = _decode_long(mv, pos)
+            end = pos + size
+            if count < 0 or size < 0 or end + 16 > n:
+                raise ValueError(f"truncated data block at byte {pos}")
+            if mv[end : end + 16] != sync:
+                raise ValueError(f"sync marker mismatch after block at byte {pos}")
+            blocks.append((count, mv[pos:end]))
+            pos = end + 16
+    except (IndexError, ValueError, UnicodeDecodeError) as e:
+        raise CorruptMetadataError(f"{path}: corrupt Avro file: {e}", path=path) from e
+    schema_json = meta.get("avro.schema")
+    if schema_json is None:
+        raise CorruptMetadataError(f"{path}: Avro header has no avro.schema", path=path)
+    codec = meta.get("avro.codec", b"null").decode("utf-8", "replace") or "null"
+    return AvroContainer(schema_json=schema_json, codec=codec, sync=sync, blocks=tuple(blocks))
+
+
+def build_container(
+    schema_json: bytes,
+    codec: str,
+    blocks: Iterable[tuple[int, bytes | memoryview]],
+    *,
+    sync: bytes | None = None,
+) -> bytes:
+    """Assemble an Avro object container from already-encoded blocks.
+
+    Args:
+        schema_json: The ``avro.schema`` value to write.
+        codec: The ``avro.codec`` value; each block must already be compressed with it.
+        blocks: ``(record_count, block_bytes)`` pairs; blocks with zero records are dropped.
+        sync: 16-byte sync marker; a random one when ``None``.
+
+    Returns:
+        The file content.
+    """
+    if sync is None:
+        sync = os.urandom(16)
+    out = bytearray(AVRO_MAGIC)
+    out += _encode_long(2)
+    for key, value in ((b"avro.schema", schema_json), (b"avro.codec", codec.encode())):
+        out += _encode_long(len(key))
+        out += key
+        out += _encode_long(len(value))
+        out += value
+    out += _encode_long(0)
+    out += sync
+    for count, block in blocks:
+        if count == 0:
+            continue
+        out += _encode_long(count)
+        out += _encode_long(len(block))
+        out += block
+        out += sync
+    return bytes(out)
+
+
+def encode_container(
+    parsed_schema: Any,
+    schema_json: bytes,
+    records: Iterable[Any],
+    *,
+    codec: str,
+    sync_interval_bytes: int = DEFAULT_SYNC_INTERVAL_BYTES,
+) -> bytes:
+    """Encode records into an Avro object container compressed with ``codec``.
+
+    fastavro encodes the records (uncompressed), then each block is compressed here,
+    so no optional fastavro codec library is needed.
+
+    Args:
+        parsed_schema: ``fastavro.parse_schema`` output of the schema.
+        schema_json: The same schema as compact JSON, written into the header.
+        records: Dicts shaped like the schema.
+        codec: Avro codec name (``zstandard``, ``null``, ``deflate``, ...).
+        sync_interval_bytes: Target uncompressed block size.
+
+    Returns:
+        The file content.
+
+    Raises:
+        InvalidOptionError: Unknown codec.
+        ValueError: A record does not fit the schema.
+    """
+    buf = io.BytesIO()
+    fastavro.writer(buf, parsed_schema, records, codec="null", sync_interval=sync_interval_bytes)
+    raw = parse_container(buf.getvalue(), path="<encoding>")
+    return build_container(
+        schema_json,
+        codec,
+        ((count, compress_block(codec, bytes(block))) for count, block in raw.blocks),
+        sync=raw.sync,
+    )
+
+
+def encode_block(parsed_schema: Any, records: Sequence[Any]) -> bytes:
+    """Return the uncompressed Avro encoding of ``records`` (one block's content).
+
+    Args:
+        parsed_schema: ``fastavro.parse_schema`` output.
+        records: Dicts shaped like the schema.
+
+    Returns:
+        The concatenated binary encodings.
+    """
+    buf = io.BytesIO()
+    write = fastavro.schemaless_writer
+    for record in records:
+        write(buf, parsed_schema, record)
+    return buf.getvalue()
+
+
+def decode_container_records(container: AvroContainer, *, path: str) -> Iterator[Any]:
+    """Decode every record of a parsed container with fastavro (record by record).
+
+    The blocks are decompressed here and handed to fastavro as a ``null``-codec
+    container, so any codec in :func:`decompress_block` works and the writer
+    schema (whatever its record names or extra fields) drives decoding.
+
+    Args:
+        container: From :func:`parse_container`.
+        path: File path, for error messages.
+
+    Returns:
+        An iterator of dicts keyed by Avro field name. ``timestamp-millis`` values
+        are returned as raw ``int`` milliseconds.
+
+    Raises:
+        CorruptMetadataError: A block does not decompress or does not decode against
+            the writer schema (raised lazily, while iterating).
+    """
+    plain = build_container(
+        _without_logical_types(container.schema_json),
+        "null",
+        (
+            (count, decompress_block(container.codec, block, path=path))
+            for count, block in container.blocks
+        ),
+        sync=container.sync,
+    )
+    try:
+        yield from fastavro.reader(io.BytesIO(plain))
+    except CorruptMetadataError:
+        raise
+    except Exception as e:
+        raise CorruptMetadataError(f"{path}: cannot decode Avro records: {e}", path=path) from e
+
+
+def _strip_logical(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_logical(v) for k, v in node.items() if k != "logicalType"}
+    if isinstance(node, list):
+        return [_strip_logical(v) for v in node]
+    return node
+
+
+def _without_logical_types(schema_json: bytes) -> bytes:
+    """Return ``schema_json`` without ``logicalType`` annotations.
+
+    Paimon's ``_CREATION_TIME`` is a ``timestamp-millis`` holding a local
+    wall-clock value, not an instant; decoding it as the stored long keeps it
+    exact (fastavro would build a UTC ``datetime``).
+    """
+    if b"logicalType" not in schema_json:
+        return schema_json
+    try:
+        return orjson.dumps(_strip_logical(orjson.loads(schema_json)))
+    except orjson.JSONDecodeError:
+        return schema_json
+
+
+# --------------------------------------------------------------------------- LRU cache
+
+
+class DecodedCache:
+    """A thread-safe LRU of decoded immutable metadata files, bounded by record count.
+
+    Keys are ``(file_io, path)`` (``FileIO`` objects with value equality, such as
+    ``LocalFileIO``, share entries); values are tuples of decoded records. Safe
+    because manifests and manifest lists are write-once with unique names.
+
+    Args:
+        max_records: Upper bound on the sum of cached tuple lengths; the least
+            recently used files are evicted beyond it. A file larger than the
+            bound is not cached.
+    """
+
+    def __init__(self, *, max_records: int = 2_000_000) -> None:
+        self._max_records = max_records
+        self._records = 0
+        self._data: OrderedDict[Hashable, tuple[Any, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def max_records(self) -> int:
+        """The configured bound on cached records."""
+        return self._max_records
+
+    @property
+    def record_count(self) -> int:
+        """Records currently cached."""
+        return self._records
+
+    def get(self, key: Hashable) -> tuple[Any, ...] | None:
+        """Return the cached tuple for ``key`` (marking it recently used), or ``None``."""
+        with self._lock:
+            value = self._data.get(key)
+            if value is None:
+                self.misses += 1
+                return None
+            self._data.move_to_end(key)
+            self.hits += 1
+            return value
+
+    def put(self, key: Hashable, value: tuple[Any, ...]) -> None:
+        """Insert ``value`` under ``key`` and evict least recently used files over the bound."""
+        size = max(len(value), 1)
+        if size > self._max_records:
+            return
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._records -= max(len(old), 1)
+            self._data[key] = value
+            self._records += size
+            while self._records > self._max_records:
+                _, evicted = self._data.popitem(last=False)
+                self._records -= max(len(evicted), 1)
+
+    def invalidate(self, key: Hashable) -> None:
+        """Drop ``key`` if cached."""
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._records -= max(len(old), 1)
+
+    def clear(self) -> None:
+        """Drop everything and reset the hit/miss counters."""
+        with self._lock:
+            self._data.clear()
+            self._records = 0
+            self.hits = 0
+            self.misses = 0
+
+
+metadata_cache: Final[DecodedCache] = DecodedCache(max_records=2_000_000)
+"""The process-wide cache used by ``read_manifest_file`` and ``read_manifest_list``."""
+
+
+def cached_read(
+    file_io: Any,
+    path: str,
+    decode: Callable[[bytes], tuple[Any, ...]],
+    *,
+    use_cache: bool,
+) -> tuple[Any, ...]:
+    """Return decoded records of ``path``, from :data:`metadata_cache` when possible.
+
+    Args:
+        file_io: The ``FileIO`` to read with (part of the cache key).
+        path: File path.
+        decode: Turns the file bytes into a tuple of records.
+        use_cache: ``False`` reads and decodes without touching the cache.
+
+    Returns:
+        The decoded records.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist (on a cache miss).
+        CorruptMetadataError: From ``decode``.
+
+    Storage:
+        One ``read_bytes`` on a cache miss; nothing on a hit.
+    """
+    if not use_cache:
+        return decode(file_io.read_bytes(path))
+    key = (file_io, path)
+    hit = metadata_cache.get(key)
+    if hit is not None:
+        return hit
+    value = decode(file_io.read_bytes(path))
+    metadata_cache.put(key, value)
+    return value
+
+
+# --------------------------------------------------------------------------- manifest lists
+
+
+def concat_manifest_lists(parts: Sequence[bytes], extra: Sequence[ManifestFileMeta]) -> bytes:
+    """Build a manifest list holding every record of ``parts`` followed by ``extra``.
+
+    Data blocks of a part whose schema is ours (byte-identical ``avro.schema`` or
+    the same parsed schema) and whose codec matches the output codec are copied
+    verbatim, re-framed with the new file's sync marker; other parts are decoded
+    and re-encoded. The output codec is the first part's codec when we can write
+    it, else ``zstandard``.
+
+    Args:
+        parts: Whole manifest-list files (e.g. the latest snapshot's base and delta lists).
+        extra: Records to append after them.
+
+    Returns:
+        The new manifest-list file content (readable by fastavro, pypaimon and Java).
+
+    Raises:
+        CorruptMetadataError: A part is not a decodable manifest list (its ``path``
+            is ``<part i>``).
+        UnsupportedFormatVersionError: A part holds a record with a ``_VERSION``
+            newer than 2.
+
+    Source:
+        Avro's ``DataFileWriter.appendAllFrom`` (raw block copy when schema and codec
+        match); the motivation is Paimon's commit, which rewrites base + delta into
+        the new base list every commit.
+    """
+    from snaplake.store import manifest_list as ml
+
+    containers = [parse_container(p, path=f"<part {i}>") for i, p in enumerate(parts)]
+    codec = "zstandard"
+    if containers and containers[0].codec in {"null", "zstandard", "deflate", "bzip2", "xz"}:
+        codec = containers[0].codec
+    our_schema = ml.MANIFEST_LIST_SCHEMA_JSON
+    blocks: list[tuple[int, bytes | memoryview]] = []
+    for i, c in enumerate(containers):
+        if c.codec == codec and (c.schema_json == our_schema or _same_schema(c, our_schema)):
+            blocks.extend(c.blocks)
+            continue
+        metas = ml.decode_manifest_list_container(c, path=f"<part {i}>")
+        if metas:
+            raw = ml.encode_manifest_list_block(metas)
+            blocks.append((len(metas), compress_block(codec, raw)))
+    if extra:
+        blocks.append((len(extra), compress_block(codec, ml.encode_manifest_list_block(extra))))
+    return build_container(our_schema, codec, blocks)
+
+
+def _same_schema(container: AvroContainer, schema_json: bytes) -> bool:
+    try:
+        return bool(container.schema() == orjson.loads(schema_json))
+    except orjson.JSONDecodeError:
+        return False
