@@ -1,0 +1,46 @@
+# snaplake — every set-up step lives here; a fresh machine needs only `make demo` / `make test`.
+PYTHON ?= python3
+VENV := .venv
+PAIMON_VENV := .venv-paimon
+PY := $(VENV)/bin/python
+PYPAIMON_VERSION := 2.1.0
+PYTEST_ARGS ?=
+
+.PHONY: venv paimon-venv test lint unit demo bench clean
+
+venv: $(VENV)/.installed
+paimon-venv: $(PAIMON_VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade "pip>=25.1"
+	$(PY) -m pip install -q -e ".[all]" --group dev
+	touch $@
+
+# pypaimon (the format oracle) needs pyarrow<20: it lives in its own virtualenv.
+$(PAIMON_VENV)/.installed:
+	test -x $(PAIMON_VENV)/bin/python || $(PYTHON) -m venv $(PAIMON_VENV)
+	$(PAIMON_VENV)/bin/python -m pip install -q "pypaimon==$(PYPAIMON_VERSION)"
+	touch $@
+
+lint: venv
+	$(VENV)/bin/ruff format --check snaplake tests benchmarks demo
+	$(VENV)/bin/ruff check snaplake tests benchmarks demo
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+unit: venv paimon-venv
+	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+test: lint unit
+
+demo: venv paimon-venv
+	$(PY) demo/flights_demo.py --warehouse ./warehouse
+
+bench: venv paimon-venv
+	$(PY) benchmarks/commit_latency.py
+	$(PY) benchmarks/scan_planning.py
+	$(PY) benchmarks/write_read.py
+
+clean:
+	rm -rf $(VENV) $(PAIMON_VENV) warehouse .pytest_cache .mypy_cache .ruff_cache
