@@ -1,0 +1,1 @@
+"""The demo job and its data loader (not part of the installed package)."""

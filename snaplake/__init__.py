@@ -1,0 +1,58 @@
+"""snaplake: a Python table store for Apache Paimon tables.
+
+Atomic, exactly-once commits (create-if-absent publish, dedup by commit user
+and identifier), Paimon-compatible on-disk format, and table maintenance.
+
+Example::
+
+    import snaplake
+
+    catalog = snaplake.FileSystemCatalog("/data/warehouse")
+    table = catalog.create_table("db.t", schema=arrow_schema, partition_keys=["month"])
+    write = table.new_write(commit_user="ingest")
+    write.write_arrow(data)
+    table.new_commit(commit_user="ingest").commit(write.prepare_commit(), commit_identifier=1)
+"""
+
+from __future__ import annotations
+
+from snaplake.catalog import FileSystemCatalog
+from snaplake.commit.message import CommitMessage, CompactIncrement, DataIncrement
+from snaplake.commit.result import CommitResult
+from snaplake.errors import (
+    CommitConflictError,
+    CommitError,
+    CommitRetriesExhaustedError,
+    CommitStateUnknownError,
+    CorruptMetadataError,
+    SchemaMismatchError,
+    SnaplakeError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+)
+from snaplake.store.predicate import Predicate
+from snaplake.store.snapshot import CommitKind, Snapshot
+from snaplake.table import Table
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CommitConflictError",
+    "CommitError",
+    "CommitKind",
+    "CommitMessage",
+    "CommitResult",
+    "CommitRetriesExhaustedError",
+    "CommitStateUnknownError",
+    "CompactIncrement",
+    "CorruptMetadataError",
+    "DataIncrement",
+    "FileSystemCatalog",
+    "Predicate",
+    "SchemaMismatchError",
+    "SnaplakeError",
+    "Snapshot",
+    "SnapshotNotFoundError",
+    "Table",
+    "TableNotFoundError",
+]

@@ -1,0 +1,387 @@
+"""TableWrite: Arrow data -> Parquet data files per (partition, bucket) -> CommitMessages.
+
+``write_arrow`` validates the data against the table schema before any file
+is written, splits rows by partition and bucket with vectorised Arrow/numpy
+code (a stable sort on one combined group id; no per-row Python), buffers
+per bucket and writes Parquet files that roll at ``target-file-size``.
+``prepare_commit`` flushes and returns one CommitMessage per (partition,
+bucket); the files stay invisible until a commit publishes them. It never
+commits.
+
+Source: Paimon ``TableWriteImpl`` / ``AppendOnlyWriter`` / ``RollingFileWriter``
+and pypaimon ``DataWriter`` (file naming, sequence ranges, stats).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from snaplake.commit.message import CommitMessage, DataIncrement
+from snaplake.errors import SchemaMismatchError
+from snaplake.store.binary_row import decode_binary_row, encode_binary_row
+from snaplake.store.bucket import bucket_ids
+from snaplake.store.data_file import (
+    EMPTY_BINARY_ROW,
+    EMPTY_STATS,
+    DataFileMeta,
+    FileSource,
+    SimpleStats,
+)
+from snaplake.store.file_io import FileIO
+from snaplake.store.partition import partition_path
+from snaplake.store.paths import PathFactory
+from snaplake.store.schema import TableSchema
+from snaplake.store.stats import compute_value_stats
+
+__all__ = ["TableWrite", "abort_messages", "conform_to_schema", "write_data_file"]
+
+logger = logging.getLogger(__name__)
+
+_ROWS_PER_SLICE = 131_072
+
+
+def _family(t: pa.DataType) -> str:
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return "binary"
+    if pa.types.is_signed_integer(t):
+        return "int"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return "list"
+    return str(t)
+
+
+def _compatible(actual: pa.DataType, expected: pa.DataType) -> bool:
+    if actual == expected:
+        return True
+    fa, fe = _family(actual), _family(expected)
+    if fa != fe:
+        # timestamps: same unit and same tz-ness; zone names may differ
+        if pa.types.is_timestamp(actual) and pa.types.is_timestamp(expected):
+            return actual.unit == expected.unit and (actual.tz is None) == (expected.tz is None)
+        return False
+    if fa == "int":
+        return actual.bit_width <= expected.bit_width
+    if fa == "list":
+        return _compatible(actual.value_type, expected.value_type)
+    return fa in ("string", "binary")
+
+
+def conform_to_schema(data: pa.Table | pa.RecordBatch, schema: TableSchema) -> pa.Table:
+    """Return ``data`` with the table's column order and exact Arrow types.
+
+    Args:
+        data: Rows to write; columns matched by name (any order). Strings may
+            be ``string``/``large_string``/``string_view``; integers may be
+            narrower than the column; everything else must match exactly.
+
+    Raises:
+        SchemaMismatchError: a column is missing or extra, a type cannot be
+            stored in the column without loss, or a NOT NULL column has nulls.
+            Raised before any file is written.
+    """
+    table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+    expected = schema.arrow_schema
+    names = set(table.column_names)
+    missing = [n for n in expected.names if n not in names]
+    extra = [n for n in table.column_names if n not in set(expected.names)]
+    if missing or extra:
+        raise SchemaMismatchError(
+            f"data columns do not match table columns: missing {missing}, unexpected {extra}; "
+            f"the table has {expected.names}"
+        )
+    if len(names) != len(table.column_names):
+        raise SchemaMismatchError(f"data has repeated column names: {table.column_names}")
+    columns = []
+    for f in expected:
+        col = table.column(f.name)
+        if not _compatible(col.type, f.type):
+            raise SchemaMismatchError(
+                f"column {f.name!r} has type {col.type} but the table stores {f.type}; "
+                f"cast it (e.g. pc.cast(col, {f.type!r})) before writing"
+            )
+        if not f.nullable and col.null_count:
+            raise SchemaMismatchError(
+                f"column {f.name!r} is NOT NULL in the table but the data has "
+                f"{col.null_count} null(s); fill or drop them before writing"
+            )
+        columns.append(col if col.type == f.type else col.cast(f.type))
+    return pa.Table.from_arrays(columns, schema=expected)
+
+
+def _group_ids(table: pa.Table, keys: Sequence[str], buckets: np.ndarray | None) -> np.ndarray:
+    """One int64 per row, equal for rows of the same (partition, bucket)."""
+    group = np.zeros(table.num_rows, dtype=np.int64)
+    for key in keys:
+        encoded = pc.dictionary_encode(table.column(key).combine_chunks())
+        codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
+        group = group * (len(encoded.dictionary) + 1) + codes
+    if buckets is not None:
+        group = group * (int(buckets.max(initial=0)) + 1) + buckets
+    return group
+
+
+def write_data_file(
+    *,
+    file_io: FileIO,
+    path: str,
+    data: pa.Table,
+    compression: str,
+) -> int:
+    """Write ``data`` as one Parquet file at ``path``; return its size in bytes.
+
+    Storage: creates ``path`` (a unique name; never overwritten).
+    """
+    arrow = file_io.arrow_filesystem()
+    if arrow is not None:
+        fs, prefix = arrow
+        target = path.removeprefix(prefix)
+        if isinstance(fs, pafs.LocalFileSystem):
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+        with fs.open_output_stream(target) as sink:
+            pq.write_table(data, sink, compression=compression)
+            return int(sink.tell())
+    with file_io.open_output(path) as out:
+        pq.write_table(data, out, compression=compression)
+        return int(out.tell())
+
+
+@dataclass(slots=True)
+class _BucketBuffer:
+    partition: bytes
+    partition_path: str
+    bucket: int
+    chunks: list[pa.Table] = field(default_factory=list)
+    nbytes: int = 0
+    files: list[DataFileMeta] = field(default_factory=list)
+
+
+class TableWrite:
+    """Writes Arrow data into a table's data files and prepares CommitMessages.
+
+    Not thread-safe; use one per task. Reusable: after ``prepare_commit`` it
+    starts collecting the next batch.
+
+    Args:
+        file_io: Storage of the table.
+        paths: The table's PathFactory.
+        schema: The table schema to write with (its id goes into every file).
+        commit_user: Recorded for logs only (the commit carries the user).
+    """
+
+    def __init__(
+        self, *, file_io: FileIO, paths: PathFactory, schema: TableSchema, commit_user: str
+    ) -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self.schema = schema
+        self.commit_user = commit_user
+        opts = schema.core_options
+        self._num_buckets = opts.bucket
+        self._bucket_key = opts.bucket_key
+        self._target = opts.target_file_size_bytes
+        self._compression = opts.file_compression
+        self._default_partition = opts.partition_default_name
+        self._buffers: dict[tuple[bytes, int], _BucketBuffer] = {}
+        self._next_sequence = 0
+        self._closed = False
+
+    def write_arrow(self, data: pa.Table | pa.RecordBatch) -> None:
+        """Buffer ``data`` for the next ``prepare_commit``.
+
+        Args:
+            data: A ``pa.Table`` or ``pa.RecordBatch`` whose columns match the
+                table schema by name (see :func:`conform_to_schema`); any
+                number of rows. Buffered per (partition, bucket) until about
+                ``target-file-size`` bytes of Arrow data, then written.
+
+        Raises:
+            SchemaMismatchError: before any file is written, when the data does
+                not fit the schema.
+            UnsupportedTypeError: a partition value cannot be encoded.
+
+        Storage: may write Parquet data files under
+        ``<partition>/bucket-<b>/`` (invisible until committed).
+        """
+        if self._closed:
+            raise ValueError("this TableWrite is closed; create a new one with table.new_write()")
+        table = conform_to_schema(data, self.schema)
+        if table.num_rows == 0:
+            return
+        keys = list(self.schema.partition_keys)
+        buckets = None
+        if self._num_buckets > 0:
+            buckets = bucket_ids(
+                table,
+                self._bucket_key,
+                [self.schema.field_type(k) for k in self._bucket_key],
+                self._num_buckets,
+            ).astype(np.int64)
+        if not keys and buckets is None:
+            self._add(EMPTY_BINARY_ROW, "", 0, table)
+            return
+        group = _group_ids(table, keys, buckets)
+        order = np.argsort(group, kind="stable")
+        sorted_group = group[order]
+        starts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_group)) + 1))
+        ends = np.concatenate((starts[1:], [len(order)]))
+        if len(starts) > 1:
+            table = table.take(pa.array(order))
+            if buckets is not None:
+                buckets = buckets[order]
+        types = self.schema.partition_types
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+            part = table.slice(s, e - s)
+            values = tuple(part.column(k)[0].as_py() for k in keys)
+            bucket = int(buckets[s]) if buckets is not None else 0
+            partition = encode_binary_row(values, types) if keys else EMPTY_BINARY_ROW
+            path = partition_path(
+                keys, values, types, default_partition_name=self._default_partition
+            )
+            self._add(partition, path, bucket, part)
+
+    def _add(self, partition: bytes, part_path: str, bucket: int, data: pa.Table) -> None:
+        buf = self._buffers.get((partition, bucket))
+        if buf is None:
+            buf = _BucketBuffer(partition=partition, partition_path=part_path, bucket=bucket)
+            self._buffers[(partition, bucket)] = buf
+        buf.chunks.append(data)
+        buf.nbytes += data.nbytes
+        if buf.nbytes >= self._target:
+            self._flush(buf)
+
+    def _flush(self, buf: _BucketBuffer) -> None:
+        if not buf.chunks:
+            return
+        data = pa.concat_tables(buf.chunks)
+        buf.chunks, buf.nbytes = [], 0
+        # Roll: estimate rows per file from the in-memory size (Parquet is smaller).
+        bytes_per_row = max(1, data.nbytes // max(1, data.num_rows))
+        rows_per_file = max(1, self._target // bytes_per_row)
+        for offset in range(0, data.num_rows, rows_per_file):
+            buf.files.append(self._write_file(buf, data.slice(offset, rows_per_file)))
+
+    def _write_file(self, buf: _BucketBuffer, data: pa.Table) -> DataFileMeta:
+        name = self.paths.new_data_file_name()
+        path = self.paths.data_file_path(buf.partition_path, buf.bucket, name)
+        size = write_data_file(
+            file_io=self.file_io, path=path, data=data, compression=self._compression
+        )
+        stats = compute_value_stats(data, self.schema.value_types)
+        start = max(self._next_sequence, time.time_ns() // 1000)
+        end = start + data.num_rows - 1
+        self._next_sequence = end + 1
+        logger.debug("wrote %s (%d rows, %d bytes)", path, data.num_rows, size)
+        return DataFileMeta(
+            file_name=name,
+            file_size_bytes=size,
+            row_count=data.num_rows,
+            min_key=EMPTY_BINARY_ROW,
+            max_key=EMPTY_BINARY_ROW,
+            key_stats=EMPTY_STATS,
+            value_stats=SimpleStats(
+                min_values=stats.min_values,
+                max_values=stats.max_values,
+                null_counts=stats.null_counts,
+            ),
+            min_sequence_number=start,
+            max_sequence_number=end,
+            schema_id=self.schema.id,
+            level=0,
+            extra_files=(),
+            creation_time_ms=_local_wall_clock_ms(),
+            delete_row_count=0,
+            embedded_index=None,
+            file_source=FileSource.APPEND,
+            value_stats_cols=None,
+            external_path=None,
+        )
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Flush every buffer and return one CommitMessage per (partition, bucket).
+
+        Returns:
+            Messages for the files written since the last call (empty when no
+            rows were written). Pass them to ``FileStoreCommit.commit`` or, if
+            they will never be committed, to :meth:`abort`.
+
+        Storage: writes the remaining buffered rows as Parquet files.
+        """
+        messages = []
+        for buf in self._buffers.values():
+            self._flush(buf)
+            if buf.files:
+                messages.append(
+                    CommitMessage(
+                        partition=buf.partition,
+                        bucket=buf.bucket,
+                        total_buckets=self._num_buckets,
+                        data_increment=DataIncrement(new_files=tuple(buf.files)),
+                    )
+                )
+        self._buffers.clear()
+        return messages
+
+    def abort(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete the data files of ``messages`` that will never be committed.
+
+        Also drops anything still buffered. Only call this for messages that
+        were not (and will not be) committed: it deletes their ADDed files.
+
+        Storage: deletes ``new_files`` and ``compact_after`` files of the messages.
+        """
+        self._buffers.clear()
+        abort_messages(self.file_io, self.paths, self.schema, messages)
+
+    def close(self) -> None:
+        """Drop buffered rows (files already written stay until committed or aborted)."""
+        self._buffers.clear()
+        self._closed = True
+
+
+def abort_messages(
+    file_io: FileIO, paths: PathFactory, schema: TableSchema, messages: Sequence[CommitMessage]
+) -> None:
+    """Delete the ADDed data files of uncommitted ``messages`` (missing files are fine).
+
+    Storage: deletes data files only; never metadata.
+    """
+    targets = []
+    default_name = schema.core_options.partition_default_name
+    for m in messages:
+        values = (
+            decode_binary_row(m.partition, schema.partition_types) if schema.partition_keys else ()
+        )
+        part_path = partition_path(
+            schema.partition_keys,
+            values,
+            schema.partition_types,
+            default_partition_name=default_name,
+        )
+        for f in m.added_files():
+            targets.append(
+                paths.data_file_path(
+                    part_path, m.bucket, f.file_name, external_path=f.external_path
+                )
+            )
+    file_io.delete_many(targets)
+
+
+def _local_wall_clock_ms() -> int:
+    """Paimon's ``_CREATION_TIME``: local wall-clock time as a zone-less timestamp-millis."""
+    now = datetime.now().astimezone()
+    offset = now.utcoffset()
+    seconds = offset.total_seconds() if offset is not None else 0.0
+    return int(now.timestamp() * 1000 + seconds * 1000)

@@ -1,0 +1,274 @@
+"""FileStoreScan: the live data files of one snapshot, pruned and grouped into splits.
+
+Reads the snapshot's base and delta manifest lists, skips manifests whose
+``_PARTITION_STATS`` exclude the partition filter, reads the rest (in
+parallel), merges ADD/DELETE entries oldest first, then keeps the live files
+whose partition matches and whose value stats may satisfy the predicate.
+Used by readers, by the commit (overwrite and conflict checks) and by
+maintenance.
+
+Source: Paimon ``AbstractFileStoreScan`` / ``ManifestsReader`` (manifest
+pruning by partition stats, ``FileEntry.mergeEntries``) and
+``AppendOnlyFileStoreScan`` (value-stats filtering).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from snaplake.errors import SchemaMismatchError
+from snaplake.store.binary_row import decode_binary_row
+from snaplake.store.data_file import DataFileMeta
+from snaplake.store.file_io import FileIO
+from snaplake.store.manifest import FileKind, ManifestEntry, read_manifest_file
+from snaplake.store.manifest_list import ManifestFileMeta, read_manifest_list
+from snaplake.store.partition import partition_path
+from snaplake.store.paths import PathFactory
+from snaplake.store.predicate import Predicate
+from snaplake.store.schema import SchemaManager, TableSchema
+from snaplake.store.snapshot import Snapshot
+
+__all__ = ["FileStoreScan", "Split", "merge_live_entries"]
+
+_PARALLEL_MIN_MANIFESTS = 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Split:
+    """The live files of one (partition, bucket) of a snapshot.
+
+    Attributes:
+        partition: Partition BinaryRow bytes.
+        partition_values: Decoded partition values, in partition-key order.
+        bucket: Bucket number.
+        total_buckets: Bucket count recorded in the entries.
+        files: Live data files, ordered by min sequence number.
+        paths: Full storage path of each file, aligned with ``files``.
+    """
+
+    partition: bytes
+    partition_values: tuple[Any, ...]
+    bucket: int
+    total_buckets: int
+    files: tuple[DataFileMeta, ...]
+    paths: tuple[str, ...]
+
+    @property
+    def row_count(self) -> int:
+        """Rows in the split's files."""
+        return sum(f.row_count for f in self.files)
+
+
+def merge_live_entries(entries: Iterable[ManifestEntry]) -> dict[tuple[Any, ...], ManifestEntry]:
+    """Apply DELETE entries to earlier ADDs; return the live ADD entries by identity.
+
+    Entries must come oldest manifest first. A DELETE removes the ADD with the
+    same identity; a DELETE without a prior ADD is dropped (its ADD was in an
+    older, already-compacted range).
+
+    Source: Paimon ``FileEntry.mergeEntries``.
+    """
+    live: dict[tuple[Any, ...], ManifestEntry] = {}
+    for entry in entries:
+        key = entry.identifier()
+        if entry.kind == FileKind.ADD:
+            live[key] = entry
+        else:
+            live.pop(key, None)
+    return live
+
+
+class FileStoreScan:
+    """Plans the live files of one snapshot.
+
+    Args:
+        file_io: Storage of the table.
+        paths: The table's PathFactory.
+        schema_manager: To read the schema of the snapshot.
+        snapshot: The snapshot to plan (``None`` = empty table: no files).
+        partition_filter: ``{partition_key: value}`` equalities (a subset of
+            the keys is fine), or predicates on partition keys.
+        predicate: AND of predicates on any columns, used for stats pruning.
+    """
+
+    def __init__(
+        self,
+        *,
+        file_io: FileIO,
+        paths: PathFactory,
+        schema_manager: SchemaManager,
+        snapshot: Snapshot | None,
+        partition_filter: Mapping[str, Any] | Sequence[Predicate] | None = None,
+        predicate: Sequence[Predicate] = (),
+    ) -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self.schema_manager = schema_manager
+        self.snapshot = snapshot
+        self.schema: TableSchema | None = (
+            schema_manager.schema(snapshot.schema_id) if snapshot is not None else None
+        )
+        if isinstance(partition_filter, Mapping):
+            part_preds: tuple[Predicate, ...] = tuple(
+                Predicate(column=k, op="is null" if v is None else "=", value=v)
+                for k, v in partition_filter.items()
+            )
+        else:
+            part_preds = tuple(partition_filter or ())
+        # Predicates on partition keys prune by partition; the rest by value stats.
+        keys = set(self.schema.partition_keys) if self.schema else set()
+        for p in part_preds:
+            if self.schema is not None and p.column not in keys:
+                raise SchemaMismatchError(
+                    f"partition filter column {p.column!r} is not a partition key "
+                    f"{sorted(keys)}; use filter= for other columns"
+                )
+        self.partition_predicates = part_preds + tuple(p for p in predicate if p.column in keys)
+        self.value_predicates = tuple(p for p in predicate if p.column not in keys)
+        self._partition_cache: dict[bytes, tuple[Any, ...]] = {}
+
+    # manifests ------------------------------------------------------------
+    def manifest_metas(self) -> list[ManifestFileMeta]:
+        """Return base + delta ManifestFileMeta of the snapshot, oldest first."""
+        snap = self.snapshot
+        if snap is None:
+            return []
+        metas = read_manifest_list(self.file_io, self.paths.manifest_path(snap.base_manifest_list))
+        metas = list(metas) + list(
+            read_manifest_list(self.file_io, self.paths.manifest_path(snap.delta_manifest_list))
+        )
+        return metas
+
+    def _manifest_may_match(self, meta: ManifestFileMeta) -> bool:
+        if not self.partition_predicates or self.schema is None:
+            return True
+        types = self.schema.partition_types
+        stats = meta.partition_stats
+        if not types or stats.null_counts is None or len(stats.null_counts) != len(types):
+            return True
+        mins = decode_binary_row(stats.min_values, types)
+        maxs = decode_binary_row(stats.max_values, types)
+        index = {k: i for i, k in enumerate(self.schema.partition_keys)}
+        for p in self.partition_predicates:
+            i = index[p.column]
+            if not p.may_match_stats(
+                min_value=mins[i],
+                max_value=maxs[i],
+                null_count=stats.null_counts[i],
+                row_count=meta.num_added_files + meta.num_deleted_files,
+            ):
+                return False
+        return True
+
+    def read_entries(self, metas: Sequence[ManifestFileMeta]) -> list[ManifestEntry]:
+        """Read the entries of ``metas`` in order (parallel I/O, ordered result)."""
+        paths = [self.paths.manifest_path(m.file_name) for m in metas]
+        if len(paths) < _PARALLEL_MIN_MANIFESTS:
+            chunks = [read_manifest_file(self.file_io, p) for p in paths]
+        else:
+            with ThreadPoolExecutor(max_workers=8) as pool:
+                chunks = list(pool.map(lambda p: read_manifest_file(self.file_io, p), paths))
+        out: list[ManifestEntry] = []
+        for chunk in chunks:
+            out.extend(chunk)
+        return out
+
+    # entries --------------------------------------------------------------
+    def partition_values(self, partition: bytes) -> tuple[Any, ...]:
+        """Decode a partition BinaryRow (cached per distinct bytes)."""
+        values = self._partition_cache.get(partition)
+        if values is None:
+            assert self.schema is not None
+            values = decode_binary_row(partition, self.schema.partition_types)
+            self._partition_cache[partition] = values
+        return values
+
+    def _partition_matches(self, partition: bytes) -> bool:
+        if not self.partition_predicates:
+            return True
+        assert self.schema is not None
+        values = self.partition_values(partition)
+        index = {k: i for i, k in enumerate(self.schema.partition_keys)}
+        return all(p.test_value(values[index[p.column]]) for p in self.partition_predicates)
+
+    def _stats_match(self, file: DataFileMeta) -> bool:
+        if not self.value_predicates:
+            return True
+        schema = self.schema_manager.schema(file.schema_id)
+        names = list(file.value_stats_cols) if file.value_stats_cols is not None else None
+        if names is None:
+            names = schema.field_names
+            types = schema.value_types
+        else:
+            types = tuple(schema.field_type(n) for n in names)
+        stats = file.value_stats
+        if not names or stats.null_counts is None or len(stats.null_counts) != len(names):
+            return True
+        mins = decode_binary_row(stats.min_values, types)
+        maxs = decode_binary_row(stats.max_values, types)
+        position = {n: i for i, n in enumerate(names)}
+        for p in self.value_predicates:
+            i = position.get(p.column)
+            if i is None:
+                continue
+            if not p.may_match_stats(
+                min_value=mins[i],
+                max_value=maxs[i],
+                null_count=stats.null_counts[i],
+                row_count=file.row_count,
+            ):
+                return False
+        return True
+
+    def plan_entries(self) -> list[ManifestEntry]:
+        """Return the live ADD entries that pass partition and stats pruning.
+
+        Raises:
+            CorruptMetadataError: a manifest list or manifest cannot be decoded.
+            FileNotFoundError: a referenced metadata file is missing.
+        """
+        metas = [m for m in self.manifest_metas() if self._manifest_may_match(m)]
+        live = merge_live_entries(self.read_entries(metas))
+        return [
+            e
+            for e in live.values()
+            if self._partition_matches(e.partition) and self._stats_match(e.file)
+        ]
+
+    def plan(self) -> list[Split]:
+        """Group :meth:`plan_entries` by (partition, bucket) into :class:`Split` objects."""
+        groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+        for entry in self.plan_entries():
+            groups.setdefault((entry.partition, entry.bucket), []).append(entry)
+        splits = []
+        default_name = self.schema.core_options.partition_default_name if self.schema else ""
+        for (partition, bucket), entries in groups.items():
+            entries.sort(key=lambda e: (e.file.min_sequence_number, e.file.file_name))
+            values = self.partition_values(partition)
+            assert self.schema is not None
+            part_path = partition_path(
+                self.schema.partition_keys,
+                values,
+                self.schema.partition_types,
+                default_partition_name=default_name,
+            )
+            splits.append(
+                Split(
+                    partition=partition,
+                    partition_values=values,
+                    bucket=bucket,
+                    total_buckets=entries[0].total_buckets,
+                    files=tuple(e.file for e in entries),
+                    paths=tuple(
+                        self.paths.data_file_path(
+                            part_path, bucket, e.file.file_name, external_path=e.file.external_path
+                        )
+                        for e in entries
+                    ),
+                )
+            )
+        splits.sort(key=lambda s: (s.partition, s.bucket))
+        return splits

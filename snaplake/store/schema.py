@@ -1,0 +1,270 @@
+"""TableSchema (Paimon ``schema-N`` JSON, version 3) and SchemaManager.
+
+Source: Paimon ``TableSchema`` / ``SchemaSerializer`` (keys ``version, id,
+fields, highestFieldId, partitionKeys, primaryKeys, options, comment,
+timeMillis``) and ``SchemaManager`` (``schema/schema-<N>``, created
+create-if-absent so two creators cannot both win).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+
+from snaplake.errors import (
+    CorruptMetadataError,
+    FileAlreadyExistsError,
+    SchemaMismatchError,
+    TableAlreadyExistsError,
+    UnsupportedFormatVersionError,
+)
+from snaplake.options import CoreOptions
+from snaplake.store.codec import decode_json, encode_json
+from snaplake.store.file_io import FileIO
+from snaplake.store.paths import PathFactory
+from snaplake.store.types import DataType, arrow_schema_from_fields, fields_from_arrow, parse_type
+
+__all__ = ["SCHEMA_VERSION", "SchemaManager", "TableSchema"]
+
+SCHEMA_VERSION = 3
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableSchema:
+    """The schema file of a table version.
+
+    Attributes:
+        id: Schema id (``schema-<id>``).
+        fields: Paimon field JSON objects (``{"id", "name", "type"}``).
+        highest_field_id: Largest field id handed out (nested fields included).
+        partition_keys: Partition columns, in path order.
+        primary_keys: Always empty for the append tables snaplake writes.
+        options: Table options (string map), always including ``bucket`` and
+            ``file.format``.
+        comment: Optional table comment.
+        time_millis: Creation time, epoch milliseconds.
+    """
+
+    version: int = SCHEMA_VERSION
+    id: int
+    fields: tuple[Mapping[str, Any], ...]
+    highest_field_id: int
+    partition_keys: tuple[str, ...] = ()
+    primary_keys: tuple[str, ...] = ()
+    options: Mapping[str, str] = field(default_factory=dict)
+    comment: str | None = None
+    time_millis: int = 0
+
+    @classmethod
+    def from_arrow(
+        cls,
+        schema: pa.Schema,
+        *,
+        schema_id: int = 0,
+        partition_keys: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+        comment: str | None = None,
+    ) -> TableSchema:
+        """Build schema 0 of a new append table from an Arrow schema.
+
+        Args:
+            schema: Column names, Arrow types and nullability.
+            schema_id: Id of the new schema.
+            partition_keys: Columns that partition the table (must exist).
+            options: Table options; ``bucket`` defaults to ``-1`` and
+                ``file.format`` to ``parquet`` and both are always written.
+            comment: Optional table comment.
+
+        Raises:
+            SchemaMismatchError: a partition key or bucket key is not a column,
+                or a name repeats.
+            UnsupportedTypeError: a column type has no Paimon equivalent.
+            InvalidOptionError: an option value does not parse.
+        """
+        names = schema.names
+        if len(set(names)) != len(names):
+            raise SchemaMismatchError(f"column names repeat in {names}; rename the duplicates")
+        for key in partition_keys:
+            if key not in names:
+                raise SchemaMismatchError(
+                    f"partition key {key!r} is not a column of the schema {names}"
+                )
+        opts = {"bucket": "-1", **dict(options or {})}
+        opts.setdefault("file.format", "parquet")
+        core = CoreOptions(opts)
+        if core.bucket == 0 or core.bucket < -1:
+            raise SchemaMismatchError(
+                f"bucket = {core.bucket} is invalid; use -1 (bucket-unaware) or a positive count"
+            )
+        if core.bucket > 0:
+            keys = core.bucket_key
+            if not keys:
+                raise SchemaMismatchError(
+                    "a fixed-bucket append table needs 'bucket-key' (comma-separated columns)"
+                )
+            for key in keys:
+                if key not in names:
+                    raise SchemaMismatchError(f"bucket key {key!r} is not a column of {names}")
+        fields_json, highest = fields_from_arrow(schema)
+        return cls(
+            id=schema_id,
+            fields=tuple(fields_json),
+            highest_field_id=highest,
+            partition_keys=tuple(partition_keys),
+            options=opts,
+            comment=comment,
+            time_millis=int(time.time() * 1000),
+        )
+
+    @cached_property
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema data files are written and read with."""
+        return arrow_schema_from_fields(list(self.fields))
+
+    @cached_property
+    def core_options(self) -> CoreOptions:
+        """Typed view of :attr:`options`."""
+        return CoreOptions(self.options)
+
+    @property
+    def field_names(self) -> list[str]:
+        """Column names in schema order."""
+        return [str(f["name"]) for f in self.fields]
+
+    def field_type(self, name: str) -> DataType:
+        """Return the Paimon type of column ``name``."""
+        for f in self.fields:
+            if f["name"] == name:
+                return parse_type(f["type"])
+        raise SchemaMismatchError(f"{name!r} is not a column of {self.field_names}")
+
+    @cached_property
+    def partition_types(self) -> tuple[DataType, ...]:
+        """Paimon types of the partition keys, in order."""
+        return tuple(self.field_type(k) for k in self.partition_keys)
+
+    @cached_property
+    def value_types(self) -> tuple[DataType, ...]:
+        """Paimon types of every column, in order."""
+        return tuple(parse_type(f["type"]) for f in self.fields)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Return the Paimon schema JSON object."""
+        out: dict[str, Any] = {
+            "version": self.version,
+            "id": self.id,
+            "fields": [dict(f) for f in self.fields],
+            "highestFieldId": self.highest_field_id,
+            "partitionKeys": list(self.partition_keys),
+            "primaryKeys": list(self.primary_keys),
+            "options": dict(self.options),
+        }
+        if self.comment is not None:
+            out["comment"] = self.comment
+        out["timeMillis"] = self.time_millis
+        return out
+
+    @classmethod
+    def from_json_dict(cls, data: Mapping[str, Any], *, path: str = "<memory>") -> TableSchema:
+        """Decode a schema JSON object.
+
+        Older versions get Paimon's implied options (``bucket = 1`` for v1,
+        ``file.format = orc`` for v1-2) when absent.
+
+        Raises:
+            UnsupportedFormatVersionError: ``version`` is newer than 3.
+            CorruptMetadataError: a required key is missing or mistyped.
+        """
+        try:
+            version = int(data.get("version", 1))
+            if version > SCHEMA_VERSION:
+                raise UnsupportedFormatVersionError(
+                    f"{path} has schema version {version}; upgrade snaplake",
+                    path=path,
+                    version=version,
+                )
+            options = {str(k): str(v) for k, v in (data.get("options") or {}).items()}
+            if version <= 1:
+                options.setdefault("bucket", "1")
+            if version <= 2:
+                options.setdefault("file.format", "orc")
+            return cls(
+                version=version,
+                id=int(data["id"]),
+                fields=tuple(data["fields"]),
+                highest_field_id=int(data["highestFieldId"]),
+                partition_keys=tuple(data.get("partitionKeys") or ()),
+                primary_keys=tuple(data.get("primaryKeys") or ()),
+                options=options,
+                comment=data.get("comment"),
+                time_millis=int(data.get("timeMillis") or 0),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CorruptMetadataError(
+                f"{path} is not a valid Paimon schema ({type(exc).__name__}: {exc})", path=path
+            ) from exc
+
+
+class SchemaManager:
+    """Reads and creates ``<table>/schema/schema-<N>`` files.
+
+    Args:
+        file_io: Storage of the table.
+        paths: The table's PathFactory.
+    """
+
+    def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self._cache: dict[int, TableSchema] = {}
+
+    def list_schema_ids(self) -> list[int]:
+        """Return the ids of every schema file, ascending."""
+        ids = []
+        for status in self.file_io.list_files(self.paths.schema_dir):
+            sid = PathFactory.parse_schema_id(status.path.rsplit("/", 1)[-1])
+            if sid is not None:
+                ids.append(sid)
+        return sorted(ids)
+
+    def latest(self) -> TableSchema | None:
+        """Return the newest schema, or ``None`` when the table has none (no table)."""
+        ids = self.list_schema_ids()
+        return self.schema(ids[-1]) if ids else None
+
+    def schema(self, schema_id: int) -> TableSchema:
+        """Read ``schema-<id>`` (cached: schema files are immutable).
+
+        Raises:
+            FileNotFoundError: no such schema file.
+            CorruptMetadataError: it cannot be decoded.
+        """
+        cached = self._cache.get(schema_id)
+        if cached is None:
+            path = self.paths.schema_path(schema_id)
+            cached = TableSchema.from_json_dict(
+                decode_json(self.file_io.read_bytes(path), path=path), path=path
+            )
+            self._cache[schema_id] = cached
+        return cached
+
+    def create(self, schema: TableSchema) -> TableSchema:
+        """Write ``schema-<schema.id>`` create-if-absent.
+
+        Raises:
+            TableAlreadyExistsError: that schema file already exists.
+
+        Storage: writes one small JSON file.
+        """
+        path = self.paths.schema_path(schema.id)
+        try:
+            self.file_io.write_if_absent(path, encode_json(schema.to_json_dict()))
+        except FileAlreadyExistsError as exc:
+            raise TableAlreadyExistsError(f"{path} already exists") from exc
+        self._cache[schema.id] = schema
+        return schema

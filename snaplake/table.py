@@ -1,0 +1,273 @@
+"""Table: the facade users hold — write, commit, scan, read, snapshots, maintenance.
+
+No logic of its own: it wires the store, commit and compaction layers for one
+table directory.
+
+Source: Paimon ``FileStoreTable`` / pypaimon ``FileStoreTable`` (the
+``new_write``/``new_commit``/``new_scan`` vocabulary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from snaplake.commit.file_store_commit import FileStoreCommit
+from snaplake.commit.table_write import TableWrite
+from snaplake.errors import SnapshotNotFoundError, TableNotFoundError
+from snaplake.store.file_io import FileIO
+from snaplake.store.paths import PathFactory
+from snaplake.store.predicate import parse_filter
+from snaplake.store.read import read_splits, read_splits_batches
+from snaplake.store.scan import FileStoreScan, Split
+from snaplake.store.schema import SchemaManager, TableSchema
+from snaplake.store.snapshot import Snapshot
+from snaplake.store.snapshot_manager import SnapshotManager
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Table", "TableScan"]
+
+
+class TableScan:
+    """A planned read of one snapshot: ``plan()`` gives the splits, ``to_arrow()`` the rows.
+
+    Built by :meth:`Table.new_scan`; see there for the arguments.
+    """
+
+    def __init__(
+        self,
+        table: Table,
+        snapshot: Snapshot | None,
+        *,
+        partition_filter: Mapping[str, Any] | None,
+        filter: Any,  # noqa: A002 - the user-facing name
+        columns: Sequence[str] | None,
+    ) -> None:
+        self.table = table
+        self.snapshot = snapshot
+        self.predicates = parse_filter(filter)
+        self.columns = list(columns) if columns is not None else None
+        self._scan = FileStoreScan(
+            file_io=table.file_io,
+            paths=table.paths,
+            schema_manager=table.schema_manager,
+            snapshot=snapshot,
+            partition_filter=parse_filter(partition_filter) if partition_filter else None,
+            predicate=self.predicates,
+        )
+
+    def plan(self) -> list[Split]:
+        """Return the live files grouped by (partition, bucket), after pruning.
+
+        Raises:
+            CorruptMetadataError: a manifest list or manifest is undecodable.
+        """
+        return self._scan.plan()
+
+    def _schema(self) -> pa.Schema:
+        if self.snapshot is None:
+            return self.table.schema().arrow_schema
+        return self.table.schema_manager.schema(self.snapshot.schema_id).arrow_schema
+
+    def to_arrow(self, *, limit: int | None = None) -> pa.Table:
+        """Read the planned rows into one Arrow table (exactly filtered)."""
+        return read_splits(
+            self.table.file_io,
+            self.plan(),
+            schema=self._schema(),
+            columns=self.columns,
+            predicates=self.predicates,
+            limit=limit,
+        )
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """Yield the planned rows as record batches, one split at a time."""
+        return read_splits_batches(
+            self.table.file_io,
+            self.plan(),
+            schema=self._schema(),
+            columns=self.columns,
+            predicates=self.predicates,
+        )
+
+
+class Table:
+    """One Paimon table directory.
+
+    Args:
+        file_io: Storage holding the table.
+        root: Path of the table directory.
+        identifier: ``database.table`` (for messages and metrics labels).
+
+    Raises:
+        TableNotFoundError: the directory has no schema file.
+    """
+
+    def __init__(self, *, file_io: FileIO, root: str, identifier: str) -> None:
+        self.file_io = file_io
+        self.root = root
+        self.identifier = identifier
+        self.paths = PathFactory(root)
+        self.schema_manager = SchemaManager(file_io, self.paths)
+        self.snapshot_manager = SnapshotManager(file_io, self.paths)
+        if self.schema_manager.latest() is None:
+            raise TableNotFoundError(
+                f"table {identifier} does not exist at {root} (no schema file); "
+                "create it with catalog.create_table",
+                identifier=identifier,
+            )
+
+    def __repr__(self) -> str:
+        return f"Table({self.identifier!r}, root={self.root!r})"
+
+    # schema -------------------------------------------------------------
+    def schema(self) -> TableSchema:
+        """Return the latest table schema."""
+        schema = self.schema_manager.latest()
+        if schema is None:
+            raise TableNotFoundError(
+                f"table {self.identifier} was dropped", identifier=self.identifier
+            )
+        return schema
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """Arrow schema of the latest table schema."""
+        return self.schema().arrow_schema
+
+    @property
+    def partition_keys(self) -> list[str]:
+        """Partition columns."""
+        return list(self.schema().partition_keys)
+
+    @property
+    def options(self) -> dict[str, str]:
+        """Table options as stored in the schema."""
+        return dict(self.schema().options)
+
+    # write ---------------------------------------------------------------
+    def new_write(self, *, commit_user: str) -> TableWrite:
+        """Return a TableWrite writing data files with the latest schema.
+
+        Args:
+            commit_user: The user that will commit the messages.
+        """
+        return TableWrite(
+            file_io=self.file_io, paths=self.paths, schema=self.schema(), commit_user=commit_user
+        )
+
+    def new_commit(self, *, commit_user: str) -> FileStoreCommit:
+        """Return a FileStoreCommit for ``commit_user``; keep it for later commits (cheaper).
+
+        Args:
+            commit_user: Stable across restarts for exactly-once streaming.
+        """
+        return FileStoreCommit(
+            file_io=self.file_io,
+            paths=self.paths,
+            schema_manager=self.schema_manager,
+            snapshot_manager=self.snapshot_manager,
+            table_name=self.identifier,
+            commit_user=commit_user,
+        )
+
+    # snapshots -----------------------------------------------------------
+    def latest_snapshot(self) -> Snapshot | None:
+        """Return the newest snapshot, ``None`` for an empty table."""
+        return self.snapshot_manager.latest_snapshot()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        """Return snapshot ``snapshot_id``.
+
+        Raises:
+            SnapshotNotFoundError: never written or expired.
+        """
+        return self.snapshot_manager.snapshot(snapshot_id)
+
+    def snapshots(self) -> list[Snapshot]:
+        """Return every retained snapshot, oldest first."""
+        return list(self.snapshot_manager.snapshots())
+
+    def _resolve_snapshot(self, snapshot_id: int | None, as_of: datetime | None) -> Snapshot | None:
+        if snapshot_id is not None and as_of is not None:
+            raise ValueError("pass snapshot_id or as_of, not both")
+        if snapshot_id is not None:
+            return self.snapshot(snapshot_id)
+        if as_of is not None:
+            if as_of.tzinfo is None:
+                raise ValueError("as_of must be timezone-aware (e.g. datetime.now(UTC))")
+            millis = int(as_of.timestamp() * 1000)
+            snap = self.snapshot_manager.earlier_or_equal_time_millis(millis)
+            if snap is None:
+                raise SnapshotNotFoundError(
+                    f"no retained snapshot of {self.identifier} was committed at or before "
+                    f"{as_of.isoformat()}; the earliest retained is "
+                    f"{self.snapshot_manager.earliest_snapshot_id()}",
+                    snapshot_id=None,
+                )
+            return snap
+        return self.latest_snapshot()
+
+    # read ----------------------------------------------------------------
+    def new_scan(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        as_of: datetime | None = None,
+        partition_filter: Mapping[str, Any] | None = None,
+        filter: Any = None,  # noqa: A002 - the user-facing name
+        columns: Sequence[str] | None = None,
+    ) -> TableScan:
+        """Plan a read of one snapshot.
+
+        Args:
+            snapshot_id: Read this snapshot (``None`` = latest).
+            as_of: Read the newest snapshot committed at or before this
+                timezone-aware time.
+            partition_filter: ``{partition_key: value}`` equalities.
+            filter: Row predicates: ``("col", op, value)``, a list of them
+                (AND), or ``{col: value}``; ops ``= != < <= > >= in not in
+                is null``. Used for manifest/file pruning and applied exactly.
+            columns: Columns to read (``None`` = all).
+
+        Raises:
+            SnapshotNotFoundError: the snapshot was never written or expired.
+            ValueError: both ``snapshot_id`` and ``as_of``, or a naive ``as_of``.
+        """
+        snap = self._resolve_snapshot(snapshot_id, as_of)
+        return TableScan(
+            self, snap, partition_filter=partition_filter, filter=filter, columns=columns
+        )
+
+    def to_arrow(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        as_of: datetime | None = None,
+        partition_filter: Mapping[str, Any] | None = None,
+        filter: Any = None,  # noqa: A002 - the user-facing name
+        columns: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> pa.Table:
+        """Read a snapshot into an Arrow table; arguments as :meth:`new_scan`.
+
+        Raises:
+            SnapshotNotFoundError: the snapshot was never written or expired.
+        """
+        return self.new_scan(
+            snapshot_id=snapshot_id, as_of=as_of, partition_filter=partition_filter,
+            filter=filter, columns=columns,
+        ).to_arrow(limit=limit)  # fmt: skip
+
+    def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
+        """Read a snapshot into a pandas DataFrame; arguments as :meth:`to_arrow`."""
+        return self.to_arrow(**kwargs).to_pandas()
+
+    def to_batches(self, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        """Yield a snapshot's rows as record batches; arguments as :meth:`new_scan`."""
+        return self.new_scan(**kwargs).to_batches()
