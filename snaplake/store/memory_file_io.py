@@ -102,14 +102,17 @@ class InMemoryFileIO(FileIO):
             )
 
     def _check(self, operation: str, path: str, *, after: bool) -> None:
+        firing = None
         for fault in self._faults:
             if fault.operation != operation or fault.path_contains not in path:
                 continue
             if fault.after != after:
                 continue
             fault.seen += 1
-            if fault.seen == fault.nth:
-                raise fault.error(path)
+            if fault.seen == fault.nth and firing is None:
+                firing = fault
+        if firing is not None:
+            raise firing.error(path)
 
     def _put(self, path: str, data: bytes) -> None:
         self._files[path] = (bytes(data), time.time_ns() // 1_000_000)

@@ -152,7 +152,10 @@ def parse_filter(spec: Any) -> tuple[Predicate, ...]:
     if isinstance(spec, Predicate):
         return (spec,)
     if isinstance(spec, Mapping):
-        return tuple(Predicate(column=str(k), op="=", value=v) for k, v in spec.items())
+        return tuple(
+            Predicate(column=str(k), op="is null" if v is None else "=", value=v)
+            for k, v in spec.items()
+        )
     if isinstance(spec, tuple) and spec and isinstance(spec[0], str):
         return (_from_tuple(spec),)
     if isinstance(spec, Iterable) and not isinstance(spec, str | bytes):
