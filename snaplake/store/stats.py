@@ -1,0 +1,413 @@
+"""Column statistics of data files and partition statistics of manifests (SimpleStats).
+
+A data file's ``_VALUE_STATS`` hold one min row, one max row (BinaryRows over
+the table's columns) and one null count per column; a manifest's
+``_PARTITION_STATS`` hold the same over the partitions of its entries.
+Readers prune files with them, so a bound that is too tight loses rows: when
+a column has no reliable bound, its min and max are written as null, which
+every reader treats as "unknown".
+
+Value stats follow Paimon's default ``metadata.stats-mode = truncate(16)``:
+
+* strings keep their first 16 code points as min; the max is cut to 16 code
+  points and its last code point incremented (trying earlier positions if
+  that overflows); if no upper bound exists both min and max are null;
+* bytes are handled the same way with bytes and ``0xFF`` as the overflow;
+* FLOAT/DOUBLE columns containing NaN get null min/max (Java's Parquet path
+  leaves NaN handling to parquet-java; null is strictly safer), and a zero
+  bound is widened to ``-0.0`` (min) / ``+0.0`` (max) so both orderings of
+  signed zeros stay inside the bounds;
+* TIMESTAMP(7..9), nested types, VARIANT and BLOB get null min/max, as in
+  Java's ``ParquetSimpleStatsExtractor``; null counts are exact for every column.
+
+This module imports only :mod:`snaplake.errors`, :mod:`snaplake.store.types`
+and :mod:`snaplake.store.binary_row`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from snaplake.errors import InvalidOptionError, SchemaMismatchError, SnaplakeError
+from snaplake.store.binary_row import (
+    EMPTY_BINARY_ROW,
+    Timestamp,
+    decode_binary_row,
+    encode_binary_row,
+)
+from snaplake.store.types import DataType, TypeRoot
+
+__all__ = [
+    "DEFAULT_STATS_MODE",
+    "SimpleStatsParts",
+    "compare_partition_stats",
+    "compute_value_stats",
+    "truncate_max_bytes",
+    "truncate_max_string",
+    "truncate_min_bytes",
+    "truncate_min_string",
+]
+
+DEFAULT_STATS_MODE = "truncate(16)"
+"""Paimon's default ``metadata.stats-mode``."""
+
+_TRUNCATE_RE = re.compile(r"^truncate\((\d+)\)$")
+_MAX_CODE_POINT = 0x10FFFF
+_SURROGATES = range(0xD800, 0xE000)
+_EPOCH_DATE = dt.date(1970, 1, 1)
+_INT_ROOTS = frozenset({TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimpleStatsParts:
+    """The three parts of a Paimon ``SimpleStats`` record.
+
+    Attributes:
+        min_values: Serialised BinaryRow of per-column minimums (null = unknown).
+        max_values: Serialised BinaryRow of per-column maximums (null = unknown).
+        null_counts: One null count per column; None where it is unknown.
+
+    Source:
+        ``org.apache.paimon.stats.SimpleStats``.
+    """
+
+    min_values: bytes
+    max_values: bytes
+    null_counts: tuple[int | None, ...]
+
+
+# ---------------------------------------------------------------------------
+# Truncation
+# ---------------------------------------------------------------------------
+
+
+def truncate_min_string(value: str, length: int) -> str:
+    """Return the first ``length`` code points of ``value`` (a lower bound).
+
+    Source:
+        ``TruncateSimpleColStatsCollector.truncateMin``.
+    """
+    return value[:length]
+
+
+def truncate_max_string(value: str, length: int) -> str | None:
+    """Return a string of at most ``length`` code points that is >= ``value``.
+
+    Returns:
+        ``value`` itself when it is short enough; otherwise the first
+        ``length`` code points with the last one that can be incremented
+        incremented (and what follows it dropped); None when every code
+        point is U+10FFFF.
+
+    Source:
+        ``TruncateSimpleColStatsCollector.truncateMax``. Java can step into the
+        surrogate range (an increment of U+D7FF), which its UTF-8 encoder turns
+        into ``?``, a wrong bound; this jumps to U+E000 instead.
+    """
+    if len(value) <= length:
+        return value
+    prefix = value[:length]
+    for i in range(length - 1, -1, -1):
+        nxt = ord(prefix[i]) + 1
+        if nxt in _SURROGATES:
+            nxt = _SURROGATES.stop
+        if nxt <= _MAX_CODE_POINT:
+            return prefix[:i] + chr(nxt)
+    return None
+
+
+def truncate_min_bytes(value: bytes, length: int) -> bytes:
+    """Return the first ``length`` bytes of ``value`` (a lower bound).
+
+    Source:
+        ``TruncateSimpleColStatsCollector.truncateMin``.
+    """
+    return value[:length]
+
+
+def truncate_max_bytes(value: bytes, length: int) -> bytes | None:
+    """Return a byte string of at most ``length`` bytes that is >= ``value`` (unsigned order).
+
+    Returns:
+        ``value`` itself when short enough; otherwise the prefix up to and
+        including the last byte below 0xFF, that byte incremented; None when
+        the first ``length`` bytes are all 0xFF.
+
+    Source:
+        ``TruncateSimpleColStatsCollector.truncateMax``.
+    """
+    if len(value) <= length:
+        return value
+    prefix = bytearray(value[:length])
+    for i in range(length - 1, -1, -1):
+        if prefix[i] != 0xFF:
+            prefix[i] += 1
+            return bytes(prefix[: i + 1])
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Value stats
+# ---------------------------------------------------------------------------
+
+
+def _parse_mode(stats_mode: str) -> int | str | None:
+    """Return the truncate length, None for full, or "none"/"counts"."""
+    mode = stats_mode.strip().lower()
+    if mode in ("none", "counts"):
+        return mode
+    if mode == "full":
+        return None
+    m = _TRUNCATE_RE.match(mode)
+    if m is None or int(m.group(1)) <= 0:
+        raise InvalidOptionError(
+            f"metadata.stats-mode {stats_mode!r} is not none, counts, full or truncate(N>0)",
+            key="metadata.stats-mode",
+            value=stats_mode,
+        )
+    return int(m.group(1))
+
+
+def _min_max(column: pa.ChunkedArray) -> tuple[Any, Any]:
+    result = pc.min_max(column)
+    return result["min"].as_py(), result["max"].as_py()
+
+
+def _float_bounds(column: pa.ChunkedArray) -> tuple[Any, Any]:
+    if pc.any(pc.is_nan(column)).as_py():
+        return None, None
+    lo, hi = _min_max(column)
+    if lo == 0:
+        lo = -0.0
+    if hi == 0:
+        hi = 0.0
+    return lo, hi
+
+
+def _date_bounds(column: pa.ChunkedArray) -> tuple[Any, Any]:
+    lo, hi = _min_max(pc.cast(column, pa.int32()))
+    return _EPOCH_DATE + dt.timedelta(days=lo), _EPOCH_DATE + dt.timedelta(days=hi)
+
+
+def _timestamp_bounds(column: pa.ChunkedArray) -> tuple[Any, Any]:
+    unit = column.type.unit
+    lo, hi = _min_max(pc.cast(column, pa.int64()))
+    return Timestamp.from_epoch(lo, unit=unit), Timestamp.from_epoch(hi, unit=unit)
+
+
+def _plain_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Cast view types (not supported by every kernel) to their large forms."""
+    t = column.type
+    if pa.types.is_string_view(t):
+        return pc.cast(column, pa.large_string())
+    if pa.types.is_binary_view(t):
+        return pc.cast(column, pa.large_binary())
+    return column
+
+
+def _column_bounds(
+    column: pa.ChunkedArray, dtype: DataType, truncate: int | None
+) -> tuple[Any, Any]:
+    root = dtype.root
+    if root is TypeRoot.BOOLEAN or root in _INT_ROOTS or root in (TypeRoot.DECIMAL, TypeRoot.TIME):
+        return _min_max(column)
+    if root in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
+        return _float_bounds(column)
+    if root is TypeRoot.DATE:
+        return _date_bounds(column)
+    if root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        if (dtype.precision or 0) > 6 or not pa.types.is_timestamp(column.type):
+            return None, None
+        return _timestamp_bounds(column)
+    if root in (TypeRoot.CHAR, TypeRoot.VARCHAR):
+        lo, hi = _min_max(_plain_column(column))
+        if truncate is None:
+            return lo, hi
+        hi = truncate_max_string(hi, truncate)
+        return (None, None) if hi is None else (truncate_min_string(lo, truncate), hi)
+    if root in (TypeRoot.BINARY, TypeRoot.VARBINARY):
+        lo, hi = _min_max(_plain_column(column))
+        if truncate is None:
+            return lo, hi
+        hi = truncate_max_bytes(hi, truncate)
+        return (None, None) if hi is None else (truncate_min_bytes(lo, truncate), hi)
+    return None, None
+
+
+def _encodable(value: object, dtype: DataType) -> bool:
+    try:
+        encode_binary_row([value], [dtype])
+    except SnaplakeError:
+        return False
+    return True
+
+
+def compute_value_stats(
+    data: pa.Table, types: Sequence[DataType], *, stats_mode: str = DEFAULT_STATS_MODE
+) -> SimpleStatsParts:
+    """Compute a data file's ``_VALUE_STATS`` from its rows, vectorised per column.
+
+    Args:
+        data: The rows of one data file: a ``pa.Table`` whose columns are the
+            table's columns in schema order (Arrow types as
+            :func:`snaplake.store.types.to_arrow_type` gives them, or their
+            large/view variants); any row count; not modified.
+        types: The Paimon type of each column; ``len(types) == data.num_columns``.
+        stats_mode: ``metadata.stats-mode``: ``truncate(N)`` (default
+            ``truncate(16)``), ``full``, ``counts`` (null counts only) or
+            ``none`` (nothing known).
+
+    Returns:
+        Min row, max row and null counts over all columns. A column gets
+        null min/max when it is all null, its type has no reliable bound
+        (see the module docstring), or its bound cannot be represented.
+
+    Raises:
+        SchemaMismatchError: ``types`` and ``data`` have different column counts.
+        InvalidOptionError: ``stats_mode`` is not a valid mode.
+
+    Source:
+        ``SimpleStatsCollector`` with ``TruncateSimpleColStatsCollector`` /
+        ``FullSimpleColStatsCollector``, ``SimpleStatsConverter.toBinaryAllMode``
+        and ``ParquetSimpleStatsExtractor`` (which types get bounds). pypaimon
+        writes untruncated (``full``) bounds and keeps NaN-blind float bounds.
+    """
+    if data.num_columns != len(types):
+        raise SchemaMismatchError(f"{data.num_columns} columns but {len(types)} types")
+    mode = _parse_mode(stats_mode)
+    n = len(types)
+    if mode == "none":
+        nulls = [None] * n
+        row = encode_binary_row(nulls, types)
+        return SimpleStatsParts(min_values=row, max_values=row, null_counts=(None,) * n)
+    mins: list[object] = []
+    maxs: list[object] = []
+    null_counts: list[int | None] = []
+    for i, dtype in enumerate(types):
+        column = data.column(i)
+        null_counts.append(column.null_count)
+        lo: object = None
+        hi: object = None
+        if mode != "counts" and column.null_count < len(column):
+            try:
+                truncate = mode if isinstance(mode, int) else None
+                lo, hi = _column_bounds(column, dtype, truncate)
+            except (pa.ArrowException, OverflowError, ValueError):
+                lo, hi = None, None
+            if lo is None or hi is None or not (_encodable(lo, dtype) and _encodable(hi, dtype)):
+                lo, hi = None, None
+        mins.append(lo)
+        maxs.append(hi)
+    return SimpleStatsParts(
+        min_values=encode_binary_row(mins, types),
+        max_values=encode_binary_row(maxs, types),
+        null_counts=tuple(null_counts),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Partition stats
+# ---------------------------------------------------------------------------
+
+
+def _float_key(value: float) -> tuple[int, float, float]:
+    """Java ``Double.compare`` order: -0.0 < 0.0, NaN above everything."""
+    if math.isnan(value):
+        return (1, 0.0, 0.0)
+    return (0, value, math.copysign(1.0, value))
+
+
+def _timestamp_key(value: object) -> tuple[int, int]:
+    if isinstance(value, dt.datetime):
+        value = Timestamp.from_datetime(value)
+    assert isinstance(value, Timestamp)
+    return (value.millisecond, value.nano_of_millisecond)
+
+
+def _date_key(value: object) -> int:
+    if isinstance(value, dt.date):
+        return (value - _EPOCH_DATE).days
+    assert isinstance(value, int)
+    return value
+
+
+def _sort_key(dtype: DataType) -> Callable[[Any], Any]:
+    root = dtype.root
+    if root in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
+        return _float_key
+    if root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        return _timestamp_key
+    if root is TypeRoot.DATE:
+        return _date_key
+    if root is TypeRoot.DECIMAL:
+        return Decimal
+    return lambda v: v
+
+
+def compare_partition_stats(
+    partitions: Sequence[bytes], types: Sequence[DataType]
+) -> SimpleStatsParts:
+    """Compute a manifest's ``_PARTITION_STATS`` over partition BinaryRows.
+
+    Args:
+        partitions: Serialised partition rows, one per manifest entry (Java
+            and pypaimon count nulls per entry, so pass duplicates to match
+            them; distinct rows give the same min/max and per-partition null
+            counts). May be empty.
+        types: The partition key types; ``()`` for an unpartitioned table.
+
+    Returns:
+        Min and max per key (full, untruncated values, compared as Java
+        compares the internal values: strings and bytes unsigned
+        lexicographically, floats with ``Double.compare``) and the number of
+        rows whose key is null. For no keys: two :data:`EMPTY_BINARY_ROW` and
+        ``()``; for no rows: null min/max and zero counts.
+
+    Raises:
+        CorruptMetadataError: a partition row does not decode with ``types``.
+
+    Source:
+        ``ManifestFile.ManifestEntryWriter`` (a ``SimpleStatsCollector`` with
+        full stats over every entry's partition).
+    """
+    if not types:
+        return SimpleStatsParts(
+            min_values=EMPTY_BINARY_ROW, max_values=EMPTY_BINARY_ROW, null_counts=()
+        )
+    columns: list[list[object]] = [[] for _ in types]
+    null_counts = [0] * len(types)
+    cache: dict[bytes, tuple[object, ...]] = {}
+    for row in partitions:
+        decoded = cache.get(row)
+        if decoded is None:
+            decoded = decode_binary_row(row, types)
+            cache[row] = decoded
+        for i, value in enumerate(decoded):
+            if value is None:
+                null_counts[i] += 1
+            else:
+                columns[i].append(value)
+    mins: list[object] = []
+    maxs: list[object] = []
+    for dtype, values in zip(types, columns, strict=True):
+        if not values:
+            mins.append(None)
+            maxs.append(None)
+            continue
+        key = _sort_key(dtype)
+        mins.append(min(values, key=key))
+        maxs.append(max(values, key=key))
+    return SimpleStatsParts(
+        min_values=encode_binary_row(mins, types),
+        max_values=encode_binary_row(maxs, types),
+        null_counts=tuple(null_counts),
+    )
