@@ -62,7 +62,7 @@ def paimon_python() -> Path:
 requires_paimon = pytest.mark.skipif(
     not paimon_python().exists(),
     reason=(
-        f"pypaimon venv not found at {paimon_python()} (create it with `make venv-paimon`, "
+        f"pypaimon venv not found at {paimon_python()} (create it with `make paimon-venv`, "
         f"or point ${PAIMON_PYTHON_ENV} at a python with pypaimon==2.1.0 and pyarrow<20)"
     ),
 )

@@ -217,3 +217,31 @@ def test_driver_error_carries_stderr(tmp_path: Path) -> None:
     oracle = PaimonOracle(tmp_path)
     with pytest.raises(OracleError, match=r"(?s)op='read'.*Traceback"):
         oracle.read("db.missing")
+
+
+def test_bench_ops_smoke(tmp_path: Path) -> None:
+    oracle = PaimonOracle(tmp_path)
+    oracle.create_table(TABLE, SCHEMA, partition_keys=["month"])
+    july = _rows(1).filter(pc.equal(_rows(1)["month"], 7))
+
+    commits = oracle.bench_commits(TABLE, july, 3)
+    plan = oracle.bench_plan(TABLE, repeat=2)
+    both = oracle.bench_write_read(TABLE, july)
+
+    assert len(commits["commit_s"]) == 3
+    assert commits["commit_summary"]["p50"] > 0
+    assert "commit 3/3 snapshot=3" in commits["stdout"]
+    assert (len(plan["plan_s"]), plan["num_files"]) == (2, 3)
+    assert (both["rows_written"], both["rows_read"]) == (10, 40)
+    assert [s["id"] for s in oracle.snapshots(TABLE)] == [1, 2, 3, 4]
+
+
+def test_is_null_filter(tmp_path: Path) -> None:
+    oracle = PaimonOracle(tmp_path)
+    oracle.create_table(TABLE, SCHEMA, partition_keys=["month"])
+    data = _rows(0, n=6)
+    data = data.set_column(1, "carrier", pa.array(["AA", None, "UA", None, "DL", "B6"]))
+    oracle.write(TABLE, data)
+    got = oracle.read(TABLE, filter=pred.is_null("carrier"), columns=["distance", "carrier"])
+    assert sorted(got["distance"].to_pylist()) == [110.0, 130.0]
+    assert got["carrier"].to_pylist() == [None, None]
