@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from decimal import Context, Decimal, InvalidOperation
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -331,18 +332,17 @@ def partition_path(
 # ---------------------------------------------------------------------------
 
 
-def _column_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+def _column_codes(column: pa.ChunkedArray) -> tuple[npt.NDArray[np.int64], pa.Array]:
     """Dense int64 code per row (nulls get their own code) and the distinct values."""
-    encoded = pc.dictionary_encode(column, null_encoding="encode")
-    if isinstance(encoded, pa.ChunkedArray):
-        encoded = encoded.unify_dictionaries().combine_chunks()
-    indices = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    encoded = pc.dictionary_encode(array, null_encoding="encode")
+    indices = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
     return indices, encoded.dictionary
 
 
 def partition_group_ids(
     data: pa.Table, keys: Sequence[str]
-) -> tuple[np.ndarray, list[tuple[object, ...]]]:
+) -> tuple[npt.NDArray[np.int64], list[tuple[object, ...]]]:
     """Assign each row a dense partition id, vectorised.
 
     Args:
@@ -363,6 +363,13 @@ def partition_group_ids(
     n = data.num_rows
     if not keys:
         return np.zeros(n, dtype=np.int64), [()]
+    missing = [k for k in keys if k not in data.column_names]
+    if missing:
+        raise SchemaMismatchError(
+            f"partition keys {missing} are not columns of {data.column_names}"
+        )
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), []
     combined = np.zeros(n, dtype=np.int64)
     dictionaries = []
     codes = []
@@ -378,8 +385,6 @@ def partition_group_ids(
         mixed = combined * max(len(dictionary), 1) + col_codes
         _, combined = np.unique(mixed, return_inverse=True)
         combined = combined.astype(np.int64).reshape(-1)
-    if n == 0:
-        return combined, []
     # Renumber by first appearance, then pick one representative row per partition.
     uniq, first_index = np.unique(combined, return_index=True)
     order = np.argsort(first_index, kind="stable")
