@@ -1,0 +1,23 @@
+"""Spark edge: an exactly-once ``foreachBatch`` sink, batch writes and DataFrame reads.
+
+The only package that imports pyspark (install the ``spark`` extra)::
+
+    from snaplake.spark import SnaplakeSink, read, write
+
+    query = (
+        df.writeStream.foreachBatch(SnaplakeSink("demo.flights", warehouse="./warehouse"))
+        .option("checkpointLocation", "./checkpoints/flights")
+        .start()
+    )
+    flights = read(spark, "demo.flights", warehouse="./warehouse", filter={"month": 7})
+
+Executors write and read data files through the table's picklable FileIO,
+so local disk and S3 work without Hadoop connectors; nothing assumes local
+mode.
+"""
+
+from snaplake.spark.read import read
+from snaplake.spark.sink import BatchOutcome, SinkBatchResult, SnaplakeSink
+from snaplake.spark.write import write
+
+__all__ = ["BatchOutcome", "SinkBatchResult", "SnaplakeSink", "read", "write"]

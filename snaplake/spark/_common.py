@@ -1,0 +1,135 @@
+"""Helpers shared by the Spark sink, batch write and read: table lookup and schema checks.
+
+Private to :mod:`snaplake.spark`; the only other place (besides its siblings)
+that may import pyspark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from snaplake.catalog import FileSystemCatalog
+from snaplake.commit.table_write import conform_to_schema
+from snaplake.errors import SchemaMismatchError
+from snaplake.store.schema import TableSchema
+from snaplake.table import Table
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+__all__ = ["arrow_schema_of", "check_spark_schema", "resolve_table", "spark_schema_of"]
+
+
+def resolve_table(
+    table_or_identifier: Table | str,
+    *,
+    warehouse: str | None,
+    options: Mapping[str, str] | None,
+) -> Table:
+    """Return the :class:`Table` named by ``table_or_identifier``.
+
+    Args:
+        table_or_identifier: A :class:`Table`, or ``"database.table"`` in
+            ``warehouse``.
+        warehouse: Local path, ``file://`` or ``s3://bucket/prefix``; required
+            with an identifier, ignored with a Table.
+        options: Catalog options (``s3.*`` keys) used with ``warehouse``.
+
+    Raises:
+        ValueError: an identifier without a warehouse, or another type.
+        TableNotFoundError: no such table (create it with
+            ``FileSystemCatalog.create_table`` first).
+    """
+    if isinstance(table_or_identifier, Table):
+        return table_or_identifier
+    if isinstance(table_or_identifier, str):
+        if warehouse is None:
+            raise ValueError(
+                f"table {table_or_identifier!r} is an identifier: pass warehouse=... "
+                "(a local path or s3://bucket/prefix), or pass a Table"
+            )
+        return FileSystemCatalog(warehouse, options=options).get_table(table_or_identifier)
+    raise ValueError(
+        f"expected a snaplake Table or a 'database.table' string, got "
+        f"{type(table_or_identifier).__name__}"
+    )
+
+
+def arrow_schema_of(spark_schema: StructType) -> pa.Schema:
+    """Return the Arrow schema Spark's ``mapInArrow`` hands to Python for ``spark_schema``.
+
+    Nullability is carried over from the Spark fields.
+    """
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(spark_schema, timezone="UTC")
+
+
+def spark_schema_of(arrow_schema: pa.Schema) -> StructType:
+    """Return the Spark schema for a table's Arrow schema.
+
+    ``timestamp`` with a zone becomes ``TimestampType``, without one
+    ``TimestampNTZType``. Every field is nullable (Spark's file readers force
+    it anyway).
+    """
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.types import StructField, StructType
+
+    spark = from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True)
+    return StructType([StructField(f.name, f.dataType, nullable=True) for f in spark.fields])
+
+
+def check_spark_schema(
+    spark_schema: StructType, schema: TableSchema, *, check_nullability: bool
+) -> None:
+    """Refuse a DataFrame whose schema cannot be written into the table.
+
+    Runs on the driver, before any Spark job: the column names must match
+    (any order), each type must be storable without loss (the same rules as
+    ``TableWrite.write_arrow``), and, with ``check_nullability``, a nullable
+    Spark column may not feed a NOT NULL table field.
+
+    Args:
+        spark_schema: The DataFrame's schema.
+        schema: The table schema the data will be written with.
+        check_nullability: Refuse nullable columns for NOT NULL fields by
+            schema alone. When false, the executors check the actual values
+            and fail the batch on the first null.
+
+    Raises:
+        SchemaMismatchError: a missing, extra or incompatible column, or a
+            nullable column for a NOT NULL field.
+
+    Source:
+        Iceberg's Spark writer (``check-nullability``, on by default) for the
+        static nullability rule; Spark file sources mark every column
+        nullable, so pass ``check_nullability=False`` (or filter with
+        ``isNotNull``) to write them into NOT NULL fields.
+    """
+    try:
+        arrow = arrow_schema_of(spark_schema)
+    except (TypeError, ValueError) as exc:  # pyspark raises its own subclasses of these
+        raise SchemaMismatchError(
+            f"the DataFrame schema {spark_schema.simpleString()} has a type Arrow cannot carry: "
+            f"{exc}"
+        ) from exc
+    conform_to_schema(arrow.empty_table(), schema)
+    if not check_nullability:
+        return
+    expected = schema.arrow_schema
+    nullable = [
+        f.name
+        for f in arrow
+        if f.nullable
+        and expected.get_field_index(f.name) >= 0
+        and not expected.field(f.name).nullable
+    ]
+    if nullable:
+        raise SchemaMismatchError(
+            f"column(s) {nullable} are nullable in the DataFrame but NOT NULL in the table; "
+            "filter them with isNotNull() (Spark then marks them non-nullable) or pass "
+            "check_nullability=False to check the values on the executors instead"
+        )

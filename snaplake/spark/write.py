@@ -1,0 +1,369 @@
+"""Write a Spark DataFrame into a snaplake table: executors write files, the driver commits.
+
+Each Spark task runs a :class:`snaplake.commit.table_write.TableWrite` over
+its partition's Arrow batches (``mapInArrow``), so the files have the same
+partition/bucket layout and statistics as a plain Python write, and returns
+its ``CommitMessage`` bytes. The driver collects them and commits once.
+Files of a task attempt that fails are deleted by that attempt; files of
+tasks that succeeded in a job that then failed, and of a commit that failed,
+are deleted by the driver.
+
+Used by :func:`write` (batch) and by :class:`snaplake.spark.SnaplakeSink`
+(streaming).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import pyarrow as pa
+
+from snaplake.commit.message import CommitMessage, DataIncrement
+from snaplake.commit.result import CommitResult
+from snaplake.commit.table_write import TableWrite, abort_messages
+from snaplake.errors import CommitStateUnknownError, SchemaMismatchError
+from snaplake.spark._common import check_spark_schema, resolve_table
+from snaplake.store.file_io import FileIO
+from snaplake.store.paths import PathFactory
+from snaplake.store.schema import TableSchema
+from snaplake.table import Table
+
+if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
+    from pyspark.sql import DataFrame
+
+__all__ = ["write", "write_messages"]
+
+logger = logging.getLogger(__name__)
+
+_MESSAGE_SCHEMA = pa.schema([pa.field("message", pa.binary(), nullable=False)])
+_SCHEMA_ERROR_MARK = "snaplake.errors.SchemaMismatchError"
+
+
+class _MessageListParam:
+    """Accumulator of serialised CommitMessages (a list of bytes; order irrelevant).
+
+    Spark merges a task's update only when the task succeeds, so after a
+    failed job the driver holds exactly the messages of the tasks that had
+    finished: their files are the ones to delete.
+    """
+
+    def zero(self, value: list[bytes]) -> list[bytes]:
+        return []
+
+    def addInPlace(self, value1: list[bytes], value2: list[bytes]) -> list[bytes]:  # noqa: N802 - pyspark's name
+        value1.extend(value2)
+        return value1
+
+
+class _WriteTask:
+    """The function ``mapInArrow`` runs on an executor: one TableWrite per task attempt.
+
+    Holds only picklable configuration (the FileIO carries no client).
+    Yields one record batch of serialised CommitMessages, or nothing when the
+    partition had no rows. On any exception it deletes every file this
+    attempt wrote, then re-raises, so a retried attempt leaves no orphans.
+    """
+
+    def __init__(
+        self,
+        *,
+        file_io: FileIO,
+        root: str,
+        schema: TableSchema,
+        commit_user: str,
+        accumulator: Accumulator[list[bytes]] | None,
+    ) -> None:
+        self.file_io = file_io
+        self.root = root
+        self.schema = schema
+        self.commit_user = commit_user
+        self.accumulator = accumulator
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        write = TableWrite(
+            file_io=self.file_io,
+            paths=PathFactory(self.root),
+            schema=self.schema,
+            commit_user=self.commit_user,
+        )
+        messages: list[CommitMessage] = []
+        try:
+            for batch in batches:
+                write.write_arrow(batch)
+            messages = write.prepare_commit()
+        except BaseException:
+            _abort_attempt(write, messages)
+            raise
+        if not messages:
+            return
+        payload = [m.to_bytes() for m in messages]
+        if self.accumulator is not None:
+            self.accumulator.add(payload)
+        yield pa.RecordBatch.from_arrays([pa.array(payload, pa.binary())], schema=_MESSAGE_SCHEMA)
+
+
+def _abort_attempt(write: TableWrite, prepared: Sequence[CommitMessage]) -> None:
+    """Delete every file a failed task attempt wrote: prepared ones and rolled-but-unprepared ones.
+
+    ``TableWrite.abort`` deletes the files of the messages it is given; files
+    a buffer rolled before ``prepare_commit`` returned are still listed in
+    the write's buffers, so they are turned into messages here.
+    """
+    pending = [
+        CommitMessage(
+            partition=buf.partition,
+            bucket=buf.bucket,
+            total_buckets=write.schema.core_options.bucket,
+            data_increment=DataIncrement(new_files=tuple(buf.files)),
+        )
+        for buf in write._buffers.values()
+        if buf.files
+    ]
+    try:
+        write.abort([*prepared, *pending])
+    except Exception:  # the task's own error matters more; orphan clean remains
+        logger.warning("could not delete the files of a failed write task", exc_info=True)
+
+
+def _abort_on_driver(table: Table, schema: TableSchema, messages: Sequence[CommitMessage]) -> None:
+    """Delete the data files of uncommitted ``messages`` (best effort, logged)."""
+    if not messages:
+        return
+    try:
+        abort_messages(table.file_io, table.paths, schema, messages)
+        logger.info("deleted the files of %d uncommitted message(s)", len(messages))
+    except Exception:  # cleanup must not hide the original error
+        logger.warning("could not delete the files of %d message(s)", len(messages), exc_info=True)
+
+
+def write_messages(
+    df: DataFrame,
+    table: Table,
+    *,
+    commit_user: str,
+    check_nullability: bool = True,
+    accumulator: Accumulator[list[bytes]] | None = None,
+) -> tuple[list[CommitMessage], TableSchema]:
+    """Write ``df`` into data files on the executors and return their CommitMessages.
+
+    Nothing is committed: the caller commits the messages or aborts them.
+
+    Args:
+        df: Any DataFrame whose columns match the table (any order; see
+            :func:`snaplake.spark._common.check_spark_schema`). One task per
+            Spark partition.
+        table: The target table.
+        commit_user: Recorded in the writers' logs.
+        check_nullability: See ``check_spark_schema``.
+        accumulator: A ``_MessageListParam`` accumulator to reuse (the sink
+            keeps one per commit user); a new one is made when ``None``.
+
+    Returns:
+        The messages (one per partition and bucket and task) and the schema
+        the files were written with.
+
+    Raises:
+        SchemaMismatchError: the DataFrame does not fit the table (checked on
+            the driver before any job runs), or, with
+            ``check_nullability=False``, a NOT NULL column held a null. No
+            file is left behind.
+        Exception: whatever the Spark job raised (a ``Py4JJavaError`` or
+            ``PythonException``), after the files of its finished tasks were
+            deleted.
+
+    Storage:
+        Writes Parquet data files under the table (invisible until
+        committed); deletes them again when the job fails.
+    """
+    schema = table.schema()
+    check_spark_schema(df.schema, schema, check_nullability=check_nullability)
+    sc = df.sparkSession.sparkContext
+    acc = accumulator if accumulator is not None else sc.accumulator([], _MessageListParam())  # type: ignore[arg-type]
+    acc.value = []
+    task = _WriteTask(
+        file_io=table.file_io,
+        root=table.root,
+        schema=schema,
+        commit_user=commit_user,
+        accumulator=acc,
+    )
+    try:
+        rows = df.mapInArrow(task, "message binary").collect()
+    except Exception as exc:
+        finished = [CommitMessage.from_bytes(bytes(b)) for b in acc.value]
+        acc.value = []
+        _abort_on_driver(table, schema, finished)
+        if _SCHEMA_ERROR_MARK in str(exc):
+            raise SchemaMismatchError(
+                f"a micro-batch row does not fit table {table.identifier}: "
+                f"{_schema_error_text(str(exc))}"
+            ) from exc
+        raise
+    acc.value = []
+    return [CommitMessage.from_bytes(bytes(r[0])) for r in rows], schema
+
+
+def _schema_error_text(text: str) -> str:
+    """Extract the SchemaMismatchError message from a Python traceback Spark relayed.
+
+    The executor's traceback ends with ``snaplake.errors.SchemaMismatchError: <message>``.
+    """
+    start = text.rfind(_SCHEMA_ERROR_MARK + ": ")
+    if start < 0:
+        return text
+    return text[start + len(_SCHEMA_ERROR_MARK) + 2 :].splitlines()[0]
+
+
+def commit_or_abort(
+    table: Table,
+    schema: TableSchema,
+    messages: Sequence[CommitMessage],
+    *,
+    commit: Any,
+    commit_identifier: int | None,
+    overwrite: Mapping[str, Any] | bool | None = None,
+) -> CommitResult:
+    """Commit ``messages`` with ``commit``; delete their files if the commit surely failed.
+
+    A ``CommitStateUnknownError`` deletes nothing (the snapshot may exist).
+    Any other error re-reads the table first: if the identifier landed after
+    all, nothing is deleted. A duplicate result (someone committed the same
+    identifier meanwhile) deletes this attempt's now-redundant files.
+
+    Raises:
+        CommitError: whatever ``FileStoreCommit.commit`` raised.
+
+    Storage:
+        One commit (see ``FileStoreCommit.commit``); on failure or duplicate,
+        deletes the messages' data files.
+    """
+    try:
+        result: CommitResult = commit.commit(
+            messages, commit_identifier=commit_identifier, overwrite=overwrite
+        )
+    except CommitStateUnknownError:
+        logger.warning(
+            "commit of %s to %s has an unknown outcome; its files are kept",
+            commit_identifier,
+            table.identifier,
+        )
+        raise
+    except Exception:
+        if not _landed(table, commit, commit_identifier):
+            _abort_on_driver(table, schema, messages)
+        raise
+    if result.was_duplicate:
+        _abort_on_driver(table, schema, messages)
+    return result
+
+
+def _landed(table: Table, commit: Any, commit_identifier: int | None) -> bool:
+    """True when ``commit_identifier`` is recorded for the committer's user (or unknowable)."""
+    if commit_identifier is None:
+        return False
+    try:
+        last = commit.txn_map(table.latest_snapshot()).get(commit.commit_user)
+    except Exception:  # cannot tell: keep the files (orphan clean removes them)
+        logger.warning(
+            "could not re-read %s after a failed commit", table.identifier, exc_info=True
+        )
+        return True
+    return last is not None and last >= commit_identifier
+
+
+def write(
+    df: DataFrame,
+    table: Table | str,
+    *,
+    mode: Literal["append", "overwrite"] = "append",
+    overwrite_partitions: Mapping[str, Any] | Literal["dynamic"] | None = None,
+    warehouse: str | None = None,
+    options: Mapping[str, str] | None = None,
+    commit_user: str | None = None,
+    check_nullability: bool = True,
+) -> CommitResult:
+    """Write a DataFrame into a table as one snapshot (a batch job, not a stream).
+
+    Executors write the data files (one task per Spark partition); the driver
+    commits once. A failed job or commit deletes the files it wrote.
+
+    Args:
+        df: Rows to write; columns match the table by name (any order),
+            types storable without loss.
+        table: A :class:`Table`, or ``"database.table"`` in ``warehouse``.
+        mode: ``"append"`` adds the rows; ``"overwrite"`` replaces the rows
+            selected by ``overwrite_partitions``.
+        overwrite_partitions: With ``mode="overwrite"``: ``None`` replaces the
+            whole table; a (possibly partial) ``{partition_key: value}``
+            mapping replaces the matching partitions (every row must lie in
+            them); ``"dynamic"`` replaces exactly the partitions the data
+            touches.
+        warehouse: Warehouse of an identifier.
+        options: Catalog options (``s3.*``) for ``warehouse``.
+        commit_user: Recorded in the snapshot (default: a new
+            ``spark-write-<uuid>``). Batch commits are never deduplicated.
+        check_nullability: Refuse nullable columns for NOT NULL fields by
+            schema (default) or check the values on the executors.
+
+    Returns:
+        The commit result (``snapshot_id`` ``None`` when an append had no rows
+        and the table is empty).
+
+    Raises:
+        SchemaMismatchError: the data does not fit the table, or lies outside
+            a static ``overwrite_partitions`` spec; no file is left behind.
+        CommitConflictError: an overwrite raced a commit that removed the
+            files it replaces.
+        CommitRetriesExhaustedError: the commit kept losing races; the files
+            were deleted, retry the write.
+        CommitStateUnknownError: the outcome is unknown; files are kept.
+        ValueError: a bad ``mode`` / ``overwrite_partitions`` combination.
+        TableNotFoundError: no such table.
+
+    Storage:
+        Writes Parquet data files, one manifest, two manifest lists and one
+        snapshot; deletes the data files again on failure.
+
+    Source:
+        Paimon's Spark ``WriteIntoPaimonTable`` (executor writers, driver
+        commit) and Delta's ``replaceWhere`` / dynamic partition overwrite.
+    """
+    if mode not in ("append", "overwrite"):
+        raise ValueError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+    if mode == "append" and overwrite_partitions is not None:
+        raise ValueError("overwrite_partitions needs mode='overwrite'")
+    if isinstance(overwrite_partitions, str) and overwrite_partitions != "dynamic":
+        raise ValueError(
+            "overwrite_partitions must be a mapping, 'dynamic' or None, "
+            f"not {overwrite_partitions!r}"
+        )
+    target = resolve_table(table, warehouse=warehouse, options=options)
+    user = commit_user or f"spark-write-{uuid.uuid4()}"
+    overwrite: Mapping[str, Any] | bool | None = None
+    if mode == "overwrite":
+        if overwrite_partitions is None:
+            overwrite = {}
+        elif overwrite_partitions == "dynamic":
+            overwrite = True
+        else:
+            overwrite = dict(overwrite_partitions)
+    messages, schema = write_messages(
+        df, target, commit_user=user, check_nullability=check_nullability
+    )
+    commit = target.new_commit(commit_user=user)
+    result = commit_or_abort(
+        target, schema, messages, commit=commit, commit_identifier=None, overwrite=overwrite
+    )
+    logger.info(
+        "spark write to %s: snapshot %s, %d file(s), %d row(s), %.0f ms",
+        target.identifier,
+        result.snapshot_id,
+        result.files_added,
+        result.records_added,
+        result.duration_s * 1000,
+    )
+    return result
