@@ -374,10 +374,6 @@ def partition_group_ids(
     dictionaries = []
     codes = []
     for key in keys:
-        if key not in data.column_names:
-            raise SchemaMismatchError(
-                f"partition key {key!r} is not a column of {data.column_names}"
-            )
         col_codes, dictionary = _column_codes(data.column(key))
         codes.append(col_codes)
         dictionaries.append(dictionary)

@@ -14,7 +14,8 @@ Writes into ``tests/fixtures/paimon_vectors/``:
 * ``partition_paths.json``: the partition directory pypaimon's
   ``FileStorePathFactory`` (Java-canonical mode) builds for assorted values,
   with ``partition.legacy-name`` true and false;
-* ``arrow_readback.json``: the Arrow type pypaimon reads each Paimon type as.
+* ``arrow_readback.json``: the Arrow type pypaimon reads each Paimon type as;
+* ``stats.json``: pypaimon's value stats (full mode) of the bucket table.
 
 Cases where pypaimon is known to differ from Java (a null DECIMAL(p > 18) or
 TIMESTAMP(p > 3), negative powers of two in DECIMAL(p > 18)) are left out;
@@ -26,6 +27,8 @@ tagged JSON: ``{"t": "decimal", "v": "1.50"}``, ``{"t": "date", "v": "..."}``,
 "v": hex}``, ``{"t": "double", "v": hex of the IEEE bits}``; bool, int, str and
 null are plain JSON.
 """
+
+# ruff: noqa: DTZ001 - TIMESTAMP test values are zone-less by design
 
 from __future__ import annotations
 
@@ -46,9 +49,10 @@ from pypaimon.schema.table_schema import TableSchema
 from pypaimon.table.row.generic_row import GenericRow, GenericRowSerializer
 from pypaimon.utils.file_store_path_factory import FileStorePathFactory
 from pypaimon.write.row_key_extractor import FixedBucketRowKeyExtractor
+from pypaimon.write.writer.data_writer import DataWriter
 
 OUT = Path(__file__).resolve().parents[1] / "fixtures" / "paimon_vectors"
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def tag(value: Any) -> Any:
@@ -203,49 +207,70 @@ def bucket_table(n: int = 300) -> pa.Table:
             pa.float32(),
         ),
         "f64": pa.array(
-            [maybe(rnd.choice([0.0, -0.0, 0.1, -1e-300, 12345.678, float("-inf")]))
-             for _ in range(n)],
+            [
+                maybe(rnd.choice([0.0, -0.0, 0.1, -1e-300, 12345.678, float("-inf")]))
+                for _ in range(n)
+            ],
             pa.float64(),
         ),
         "s": pa.array([maybe(rand_str()) for _ in range(n)], pa.string()),
         "ls": pa.array([maybe(rand_str()) for _ in range(n)], pa.large_string()),
         "bin": pa.array(
-            [maybe(bytes(rnd.randrange(256) for _ in range(rnd.choice([0, 5, 7, 8, 23]))))
-             for _ in range(n)],
+            [
+                maybe(bytes(rnd.randrange(256) for _ in range(rnd.choice([0, 5, 7, 8, 23]))))
+                for _ in range(n)
+            ],
             pa.binary(),
         ),
         "d": pa.array(
-            [maybe(dt.date(1970, 1, 1) + dt.timedelta(days=rnd.randint(-30000, 30000)))
-             for _ in range(n)],
+            [
+                maybe(dt.date(1970, 1, 1) + dt.timedelta(days=rnd.randint(-30000, 30000)))
+                for _ in range(n)
+            ],
             pa.date32(),
         ),
         "ts_ms": pa.array(
-            [maybe(base + dt.timedelta(milliseconds=rnd.randint(-10**12, 10**12)))
-             for _ in range(n)],
+            [
+                maybe(base + dt.timedelta(milliseconds=rnd.randint(-(10**12), 10**12)))
+                for _ in range(n)
+            ],
             pa.timestamp("ms"),
         ),
         "ts_us": pa.array(
-            [base + dt.timedelta(microseconds=rnd.randint(-10**15, 10**15)) for _ in range(n)],
+            [base + dt.timedelta(microseconds=rnd.randint(-(10**15), 10**15)) for _ in range(n)],
             pa.timestamp("us"),
         ),
         "ltz_ms": pa.array(
-            [maybe((base + dt.timedelta(milliseconds=rnd.randint(-10**12, 10**12)))
-                   .replace(tzinfo=UTC)) for _ in range(n)],
+            [
+                maybe(
+                    (base + dt.timedelta(milliseconds=rnd.randint(-(10**12), 10**12))).replace(
+                        tzinfo=UTC
+                    )
+                )
+                for _ in range(n)
+            ],
             pa.timestamp("ms", tz="UTC"),
         ),
         "ltz_us": pa.array(
-            [(base + dt.timedelta(microseconds=rnd.randint(-10**15, 10**15))).replace(tzinfo=UTC)
-             for _ in range(n)],
+            [
+                (base + dt.timedelta(microseconds=rnd.randint(-(10**15), 10**15))).replace(
+                    tzinfo=UTC
+                )
+                for _ in range(n)
+            ],
             pa.timestamp("us", tz="UTC"),
         ),
         "dec": pa.array(
-            [maybe(Decimal(rnd.randint(-10**10 + 1, 10**10 - 1)).scaleb(-2)) for _ in range(n)],
+            [maybe(Decimal(rnd.randint(-(10**10) + 1, 10**10 - 1)).scaleb(-2)) for _ in range(n)],
             pa.decimal128(10, 2),
         ),
         "dec38": pa.array(
-            [Decimal(rnd.randint(-10**38 + 1, 10**38 - 1)).scaleb(-4) if rnd.random() < 0.5
-             else Decimal(rnd.randint(-300, 300)).scaleb(-4)
-             for _ in range(n)],
+            [
+                Decimal(rnd.randint(-(10**38) + 1, 10**38 - 1)).scaleb(-4)
+                if rnd.random() < 0.5
+                else Decimal(rnd.randint(-300, 300)).scaleb(-4)
+                for _ in range(n)
+            ],
             pa.decimal128(38, 4),
         ),
     }
@@ -289,6 +314,23 @@ def bucket_vectors(table: pa.Table) -> dict[str, Any]:
             extractor = FixedBucketRowKeyExtractor(TableSchema.from_schema(0, schema))
             per_n[str(num)] = extractor._extract_buckets_batch(batch)
         out[name] = {"keys": keys, "buckets": per_n}
+    return out
+
+
+def stats_vectors(table: pa.Table) -> dict[str, Any]:
+    """pypaimon's (full-mode) value stats of ``table`` and of a slice of it."""
+    out = {}
+    for name, data in (("all", table), ("head", table.slice(0, 7))):
+        fields = PyarrowFieldParser.to_paimon_schema(table.schema)
+        cols = [DataWriter._get_column_stats(data, f.name) for f in fields]
+        mins = GenericRowSerializer.to_bytes(GenericRow([c["min_values"] for c in cols], fields))
+        maxs = GenericRowSerializer.to_bytes(GenericRow([c["max_values"] for c in cols], fields))
+        out[name] = {
+            "types": [f.type.to_dict() for f in fields],
+            "min_values": mins.hex(),
+            "max_values": maxs.hex(),
+            "null_counts": [c["null_counts"] for c in cols],
+        }
     return out
 
 
@@ -399,12 +441,27 @@ def partition_vectors() -> list[dict[str, Any]]:
                 )
     # a two-level path
     factory = FileStorePathFactory(
-        "/tmp/t", ["dt", "hr"], "__DEFAULT_PARTITION__", "parquet", "data-", "changelog-",
-        True, False, "zstd", partition_types=[AtomicType("STRING"), AtomicType("INT")],
+        "/tmp/t",
+        ["dt", "hr"],
+        "__DEFAULT_PARTITION__",
+        "parquet",
+        "data-",
+        "changelog-",
+        True,
+        False,
+        "zstd",
+        partition_types=[AtomicType("STRING"), AtomicType("INT")],
     )
     rel = factory.relative_bucket_path(("2024-01-01", 7), 0, canonical_partition=True)
-    out.append({"legacy": True, "keys": ["dt", "hr"], "types": ["STRING", "INT"],
-                "values": ["2024-01-01", 7], "path": rel[: -len("/bucket-0")]})
+    out.append(
+        {
+            "legacy": True,
+            "keys": ["dt", "hr"],
+            "types": ["STRING", "INT"],
+            "values": ["2024-01-01", 7],
+            "path": rel[: -len("/bucket-0")],
+        }
+    )
     return out
 
 
@@ -412,34 +469,78 @@ def partition_vectors() -> list[dict[str, Any]]:
 
 
 READBACK_TYPES = [
-    "BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE",
-    "DECIMAL(10, 2)", "DECIMAL(38, 0)", "CHAR(3)", "VARCHAR(10)", "STRING",
-    "BINARY(4)", "VARBINARY(10)", "BYTES", "DATE", "TIME(0)", "TIME(3)",
-    "TIMESTAMP(0)", "TIMESTAMP(3)", "TIMESTAMP(6)", "TIMESTAMP(9)",
-    "TIMESTAMP(3) WITH LOCAL TIME ZONE", "TIMESTAMP(6) WITH LOCAL TIME ZONE",
-    "TIMESTAMP_LTZ(6)", "INT NOT NULL",
+    "BOOLEAN",
+    "TINYINT",
+    "SMALLINT",
+    "INT",
+    "BIGINT",
+    "FLOAT",
+    "DOUBLE",
+    "DECIMAL(10, 2)",
+    "DECIMAL(38, 0)",
+    "CHAR(3)",
+    "VARCHAR(10)",
+    "STRING",
+    "BINARY(4)",
+    "VARBINARY(10)",
+    "BYTES",
+    "DATE",
+    "TIME(0)",
+    "TIME(3)",
+    "TIMESTAMP(0)",
+    "TIMESTAMP(3)",
+    "TIMESTAMP(6)",
+    "TIMESTAMP(9)",
+    "TIMESTAMP(3) WITH LOCAL TIME ZONE",
+    "TIMESTAMP(6) WITH LOCAL TIME ZONE",
+    "TIMESTAMP_LTZ(6)",
+    "INT NOT NULL",
 ]
 
 
 def readback_vectors() -> dict[str, Any]:
     parsed = {t: str(PyarrowFieldParser.from_paimon_type(atomic(t))) for t in READBACK_TYPES}
     # End to end: write one row through pypaimon, read it back.
-    schema = pa.schema([
-        ("b", pa.bool_()), ("i8", pa.int8()), ("i16", pa.int16()), ("i32", pa.int32()),
-        pa.field("i64", pa.int64(), nullable=False), ("f32", pa.float32()),
-        ("f64", pa.float64()), ("dec", pa.decimal128(10, 2)), ("s", pa.string()),
-        ("ls", pa.large_string()), ("bin", pa.binary()), ("d", pa.date32()),
-        ("ts_ms", pa.timestamp("ms")), ("ts_us", pa.timestamp("us")),
-        ("ltz", pa.timestamp("us", tz="UTC")),
-        ("arr", pa.list_(pa.int32())),
-        ("st", pa.struct([("x", pa.int32()), ("y", pa.string())])),
-        ("m", pa.map_(pa.string(), pa.int64())),
-    ])
+    schema = pa.schema(
+        [
+            ("b", pa.bool_()),
+            ("i8", pa.int8()),
+            ("i16", pa.int16()),
+            ("i32", pa.int32()),
+            pa.field("i64", pa.int64(), nullable=False),
+            ("f32", pa.float32()),
+            ("f64", pa.float64()),
+            ("dec", pa.decimal128(10, 2)),
+            ("s", pa.string()),
+            ("ls", pa.large_string()),
+            ("bin", pa.binary()),
+            ("d", pa.date32()),
+            ("ts_ms", pa.timestamp("ms")),
+            ("ts_us", pa.timestamp("us")),
+            ("ltz", pa.timestamp("us", tz="UTC")),
+            ("arr", pa.list_(pa.int32())),
+            ("st", pa.struct([("x", pa.int32()), ("y", pa.string())])),
+            ("m", pa.map_(pa.string(), pa.int64())),
+        ]
+    )
     row = {
-        "b": True, "i8": 1, "i16": 2, "i32": 3, "i64": 4, "f32": 1.5, "f64": 2.5,
-        "dec": Decimal("1.25"), "s": "x", "ls": "y", "bin": b"z", "d": dt.date(2024, 1, 1),
-        "ts_ms": dt.datetime(2024, 1, 1), "ts_us": dt.datetime(2024, 1, 1),
-        "ltz": dt.datetime(2024, 1, 1, tzinfo=UTC), "arr": [1, None], "st": {"x": 1, "y": "a"},
+        "b": True,
+        "i8": 1,
+        "i16": 2,
+        "i32": 3,
+        "i64": 4,
+        "f32": 1.5,
+        "f64": 2.5,
+        "dec": Decimal("1.25"),
+        "s": "x",
+        "ls": "y",
+        "bin": b"z",
+        "d": dt.date(2024, 1, 1),
+        "ts_ms": dt.datetime(2024, 1, 1),
+        "ts_us": dt.datetime(2024, 1, 1),
+        "ltz": dt.datetime(2024, 1, 1, tzinfo=UTC),
+        "arr": [1, None],
+        "st": {"x": 1, "y": "a"},
         "m": [("k", 1)],
     }
     tmp = Path(tempfile.mkdtemp())
@@ -462,22 +563,32 @@ def readback_vectors() -> dict[str, Any]:
     for f in schema_file["fields"]:
         got = result.schema.field(f["name"])
         end_to_end.append(
-            {"name": f["name"], "written_as": str(schema.field(f["name"]).type),
-             "paimon_type": f["type"], "read_as": str(got.type), "nullable": got.nullable}
+            {
+                "name": f["name"],
+                "written_as": str(schema.field(f["name"]).type),
+                "paimon_type": f["type"],
+                "read_as": str(got.type),
+                "nullable": got.nullable,
+            }
         )
-    return {"from_paimon_type": parsed, "end_to_end": end_to_end,
-            "highest_field_id": schema_file["highestFieldId"]}
+    return {
+        "from_paimon_type": parsed,
+        "end_to_end": end_to_end,
+        "highest_field_id": schema_file["highestFieldId"],
+    }
 
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "binary_rows.json").write_text(json.dumps(binary_row_cases(), indent=1) + "\n")
     table = bucket_table()
-    with pa.OSFile(str(OUT / "buckets.arrow"), "wb") as sink, pa.ipc.new_file(
-        sink, table.schema
-    ) as writer:
+    with (
+        pa.OSFile(str(OUT / "buckets.arrow"), "wb") as sink,
+        pa.ipc.new_file(sink, table.schema) as writer,
+    ):
         writer.write_table(table)
     (OUT / "buckets.json").write_text(json.dumps(bucket_vectors(table)) + "\n")
+    (OUT / "stats.json").write_text(json.dumps(stats_vectors(table), indent=1) + "\n")
     (OUT / "partition_paths.json").write_text(
         json.dumps(partition_vectors(), indent=1, ensure_ascii=False) + "\n"
     )
