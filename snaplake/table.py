@@ -10,13 +10,14 @@ Source: Paimon ``FileStoreTable`` / pypaimon ``FileStoreTable`` (the
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.table_write import TableWrite
+from snaplake.compaction.tags import TagManager
 from snaplake.errors import SnapshotNotFoundError, TableNotFoundError
 from snaplake.store.file_io import FileIO
 from snaplake.store.paths import PathFactory
@@ -29,6 +30,14 @@ from snaplake.store.snapshot_manager import SnapshotManager
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from snaplake.commit.manifest_commit import ManifestMergeCommit
+    from snaplake.compaction.append_compact import CompactResult
+    from snaplake.compaction.expire import ExpireResult
+    from snaplake.compaction.manifest_merge import MergeResult
+    from snaplake.compaction.orphan_clean import OrphanCleanResult
+    from snaplake.compaction.rollback import RollbackResult
+    from snaplake.compaction.tags import TagInfo
 
 __all__ = ["Table", "TableScan"]
 
@@ -222,6 +231,7 @@ class Table:
         partition_filter: Mapping[str, Any] | None = None,
         filter: Any = None,  # noqa: A002 - the user-facing name
         columns: Sequence[str] | None = None,
+        tag: str | None = None,
     ) -> TableScan:
         """Plan a read of one snapshot.
 
@@ -234,12 +244,20 @@ class Table:
                 (AND), or ``{col: value}``; ops ``= != < <= > >= in not in
                 is null``. Used for manifest/file pruning and applied exactly.
             columns: Columns to read (``None`` = all).
+            tag: Read the snapshot tagged with this name (``tag/tag-<name>``);
+                works after the snapshot itself expired.
 
         Raises:
             SnapshotNotFoundError: the snapshot was never written or expired.
+            TagNotFoundError: no tag of that name.
             ValueError: both ``snapshot_id`` and ``as_of``, or a naive ``as_of``.
         """
-        snap = self._resolve_snapshot(snapshot_id, as_of)
+        if tag is not None:
+            if snapshot_id is not None or as_of is not None:
+                raise ValueError("pass tag, snapshot_id or as_of, not several")
+            snap: Snapshot | None = TagManager(self.file_io, self.paths).get(tag)
+        else:
+            snap = self._resolve_snapshot(snapshot_id, as_of)
         return TableScan(
             self, snap, partition_filter=partition_filter, filter=filter, columns=columns
         )
@@ -253,6 +271,7 @@ class Table:
         filter: Any = None,  # noqa: A002 - the user-facing name
         columns: Sequence[str] | None = None,
         limit: int | None = None,
+        tag: str | None = None,
     ) -> pa.Table:
         """Read a snapshot into an Arrow table; arguments as :meth:`new_scan`.
 
@@ -261,7 +280,7 @@ class Table:
         """
         return self.new_scan(
             snapshot_id=snapshot_id, as_of=as_of, partition_filter=partition_filter,
-            filter=filter, columns=columns,
+            filter=filter, columns=columns, tag=tag,
         ).to_arrow(limit=limit)  # fmt: skip
 
     def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
@@ -271,3 +290,180 @@ class Table:
     def to_batches(self, **kwargs: Any) -> Iterator[pa.RecordBatch]:
         """Yield a snapshot's rows as record batches; arguments as :meth:`new_scan`."""
         return self.new_scan(**kwargs).to_batches()
+
+    # maintenance (compaction layer) ------
+    def merge_manifests(self, *, full: bool = False) -> MergeResult:
+        """Merge the latest snapshot's small manifests if due (a COMPACT snapshot).
+
+        Args:
+            full: Force a full compaction that applies every DELETE entry.
+
+        Returns:
+            What was merged; ``snapshot_id`` is ``None`` when nothing was due.
+
+        Raises:
+            CorruptMetadataError: a manifest is missing or undecodable.
+            CommitRetriesExhaustedError: writers kept winning; run again later.
+
+        Storage:
+            See :meth:`snaplake.compaction.ManifestFileMerger.execute`.
+        """
+        from snaplake.compaction.manifest_merge import ManifestFileMerger
+
+        return ManifestFileMerger(commit=self._maintenance_commit()).execute(full=full)
+
+    def expire_snapshots(self, *, dry_run: bool = False) -> ExpireResult:
+        """Expire snapshots by the table's retention options and delete their files.
+
+        Args:
+            dry_run: Only plan; delete nothing.
+
+        Returns:
+            The expired snapshot ids and the deleted (or deletable) files.
+
+        Raises:
+            CorruptMetadataError: metadata needed for the plan is missing or
+                undecodable; nothing was deleted.
+
+        Storage:
+            See :meth:`snaplake.compaction.ExpireSnapshots.execute`.
+        """
+        from snaplake.compaction.expire import ExpireSnapshots
+
+        expire = ExpireSnapshots(
+            file_io=self.file_io,
+            paths=self.paths,
+            schema_manager=self.schema_manager,
+            snapshot_manager=self.snapshot_manager,
+        )
+        return expire.plan() if dry_run else expire.execute()
+
+    def remove_orphan_files(
+        self,
+        *,
+        older_than: timedelta | datetime = timedelta(days=1),
+        dry_run: bool = True,
+    ) -> OrphanCleanResult:
+        """Find (and unless ``dry_run``, delete) files no snapshot or tag references.
+
+        Args:
+            older_than: Grace period, or an aware cutoff instant; only files
+                modified before it are touched. Protects commits in flight.
+            dry_run: Only report (the default).
+
+        Raises:
+            ValueError: a negative age, a naive or future ``older_than``.
+            CorruptMetadataError: a retained snapshot's metadata is missing.
+
+        Storage:
+            See :meth:`snaplake.compaction.OrphanFilesClean.execute`.
+        """
+        from snaplake.compaction.orphan_clean import OrphanFilesClean
+
+        clean = OrphanFilesClean(
+            file_io=self.file_io,
+            paths=self.paths,
+            snapshot_manager=self.snapshot_manager,
+            older_than=older_than,
+        )
+        return clean.plan() if dry_run else clean.execute()
+
+    def compact(self, *, partition_filter: Mapping[str, Any] | None = None) -> CompactResult:
+        """Rewrite runs of small data files into target-size files (a COMPACT snapshot).
+
+        Args:
+            partition_filter: ``{partition_key: value}`` to compact only those
+                partitions (``None`` = all).
+
+        Raises:
+            CommitConflictError: a concurrent commit deleted an input; the
+                outputs were deleted, nothing is lost; run again.
+
+        Storage:
+            See :meth:`snaplake.compaction.AppendCompactor.execute`.
+        """
+        from snaplake.compaction.append_compact import AppendCompactor
+
+        return AppendCompactor(
+            commit=self._maintenance_commit(), partition_filter=partition_filter
+        ).execute()
+
+    def create_tag(self, name: str, *, snapshot_id: int | None = None) -> TagInfo:
+        """Tag snapshot ``snapshot_id`` (default: the latest) as ``name``.
+
+        Raises:
+            SnapshotNotFoundError: the snapshot is not retained (or the table is empty).
+            FileAlreadyExistsError: the tag exists.
+            ValueError: invalid name.
+
+        Storage:
+            Creates ``tag/tag-<name>`` (create-only).
+        """
+        snap = self.latest_snapshot() if snapshot_id is None else self.snapshot(snapshot_id)
+        if snap is None:
+            raise SnapshotNotFoundError(
+                f"table {self.identifier} has no snapshot to tag", snapshot_id=None
+            )
+        return TagManager(self.file_io, self.paths).create_tag(name, snapshot=snap)
+
+    def delete_tag(self, name: str) -> None:
+        """Delete tag ``name``; its files become orphans unless still referenced.
+
+        Raises:
+            TagNotFoundError: no such tag.
+
+        Storage:
+            Deletes ``tag/tag-<name>``.
+        """
+        TagManager(self.file_io, self.paths).delete_tag(name)
+
+    def list_tags(self) -> list[TagInfo]:
+        """Return every tag, ordered by snapshot id then name."""
+        return TagManager(self.file_io, self.paths).list_tags()
+
+    def rollback_to(self, target: int | str) -> RollbackResult:
+        """Make snapshot id ``target`` (or the tag named ``target``) the latest again.
+
+        Deletes every newer snapshot and tag. Stop writers first.
+
+        Raises:
+            SnapshotNotFoundError: the id is not retained.
+            TagNotFoundError: no such tag.
+
+        Storage:
+            See :func:`snaplake.compaction.rollback_to`.
+        """
+        from snaplake.compaction.rollback import rollback_to
+
+        return rollback_to(
+            file_io=self.file_io,
+            paths=self.paths,
+            snapshot_manager=self.snapshot_manager,
+            target=target,
+        )
+
+    def set_consumer(self, consumer_id: str, *, next_snapshot: int) -> None:
+        """Record that reader ``consumer_id`` reads ``next_snapshot`` next (pins it against expiry).
+
+        Raises:
+            ValueError: invalid id or snapshot number.
+
+        Storage:
+            Overwrites ``consumer/consumer-<id>``.
+        """
+        from snaplake.compaction.consumers import ConsumerManager
+
+        ConsumerManager(self.file_io, self.paths).set_consumer(
+            consumer_id, next_snapshot=next_snapshot
+        )
+
+    def consumers(self) -> dict[str, int]:
+        """Return ``{consumer_id: nextSnapshot}`` of every consumer."""
+        from snaplake.compaction.consumers import ConsumerManager
+
+        return ConsumerManager(self.file_io, self.paths).consumers()
+
+    def _maintenance_commit(self) -> ManifestMergeCommit:
+        from snaplake.compaction.inline import maintenance_commit
+
+        return maintenance_commit(self)

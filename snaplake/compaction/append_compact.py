@@ -1,0 +1,357 @@
+"""Small-file compaction for append tables: rewrite runs of small files per bucket.
+
+Streaming writers leave many small Parquet files. For every (partition,
+bucket) of the latest snapshot, files are taken in sequence-number order and
+split into maximal runs of consecutive *small* files (below
+``target-file-size * compaction.small-file-ratio``, same schema). A run of at
+least ``compaction.min.file-num`` files is rewritten, in order, into files of
+about ``target-file-size``; each output gets a sequence range inside the
+run's range, so the row order of the bucket is kept. The rewrite is
+committed as one COMPACT snapshot (inputs as ``compact_before`` → DELETE,
+outputs as ``compact_after`` → ADD with ``_FILE_SOURCE = COMPACT``).
+
+Appends never conflict with it. If a concurrent commit deleted one of the
+inputs (another compaction, an overwrite), the commit raises
+``CommitConflictError``, the outputs are deleted, and the table keeps the
+other commit's result: nothing is lost.
+
+Source: Paimon ``BucketedAppendCompactManager`` (files ordered by min sequence
+number, ``compaction.min.file-num``, small = below ``compactionFileSize``,
+large files at the head left alone) and ``AppendCompactCoordinator``
+(bucket-unaware tables, ``target-file-size * compaction.small-file-ratio``).
+Difference: Paimon's window may include a large file between small ones; here
+runs never cross a large file, so outputs never overlap a kept file's range.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from snaplake.commit.file_store_commit import FileStoreCommit
+from snaplake.commit.message import CommitMessage, CompactIncrement
+from snaplake.commit.table_write import write_data_file
+from snaplake.errors import CommitStateUnknownError
+from snaplake.store.data_file import (
+    EMPTY_BINARY_ROW,
+    EMPTY_STATS,
+    DataFileMeta,
+    FileSource,
+    SimpleStats,
+)
+from snaplake.store.file_io import FileIO
+from snaplake.store.scan import FileStoreScan, Split
+from snaplake.store.schema import TableSchema
+from snaplake.store.snapshot import CommitKind
+from snaplake.store.stats import compute_value_stats
+
+__all__ = ["AppendCompactor", "CompactResult", "CompactTask"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactResult:
+    """What a small-file compaction did.
+
+    Attributes:
+        snapshot_id: The COMPACT snapshot, or ``None`` when nothing was due.
+        buckets_compacted: (partition, bucket) pairs rewritten.
+        files_before: Input files rewritten.
+        files_after: Output files written.
+        bytes_before: Bytes of the inputs.
+        bytes_after: Bytes of the outputs.
+        rows_rewritten: Rows moved from inputs to outputs.
+        input_files: Full paths of the inputs (deleted from the table's view,
+            physically removed by snapshot expiry later).
+        output_files: Full paths of the outputs.
+        duration_s: Wall time, seconds.
+    """
+
+    snapshot_id: int | None
+    buckets_compacted: int = 0
+    files_before: int = 0
+    files_after: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    rows_rewritten: int = 0
+    input_files: tuple[str, ...] = ()
+    output_files: tuple[str, ...] = ()
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactTask:
+    """One run of small files of one (partition, bucket) to rewrite.
+
+    Attributes:
+        split: The bucket's split (partition, bucket, total buckets).
+        files: The run's files, in sequence order.
+        paths: Their full paths, aligned with ``files``.
+    """
+
+    split: Split
+    files: tuple[DataFileMeta, ...]
+    paths: tuple[str, ...]
+
+
+class AppendCompactor:
+    """Plan and run small-file compaction of an append table's latest snapshot.
+
+    Args:
+        commit: The maintenance committer.
+        partition_filter: ``{partition_key: value}`` to compact only matching
+            partitions (``None`` = all).
+        target_file_size_bytes: Override ``target-file-size``.
+        min_file_num: Override ``compaction.min.file-num``.
+        small_file_ratio: Override ``compaction.small-file-ratio``.
+        workers: Buckets rewritten in parallel.
+    """
+
+    def __init__(
+        self,
+        *,
+        commit: FileStoreCommit,
+        partition_filter: Mapping[str, Any] | None = None,
+        target_file_size_bytes: int | None = None,
+        min_file_num: int | None = None,
+        small_file_ratio: float | None = None,
+        workers: int = 4,
+    ) -> None:
+        self.commit = commit
+        self.file_io: FileIO = commit.file_io
+        self.paths = commit.paths
+        self.partition_filter = partition_filter
+        self._target = target_file_size_bytes
+        self._min_files = min_file_num
+        self._ratio = small_file_ratio
+        self._workers = workers
+
+    def _opts(self, schema: TableSchema) -> tuple[int, int, float]:
+        o = schema.core_options
+        target = self._target if self._target is not None else o.target_file_size_bytes
+        min_files = self._min_files if self._min_files is not None else o.compaction_min_file_num
+        ratio = self._ratio if self._ratio is not None else o.compaction_small_file_ratio
+        return max(target, 1), max(min_files, 2), ratio
+
+    def plan(self) -> list[CompactTask]:
+        """Return the runs of small files due for compaction in the latest snapshot.
+
+        Raises:
+            CorruptMetadataError: a manifest is undecodable.
+            SchemaMismatchError: ``partition_filter`` names a non-partition column.
+
+        Storage:
+            Reads the latest snapshot's manifests; writes nothing.
+        """
+        cm = self.commit
+        latest = cm.snapshot_manager.latest_snapshot()
+        schema = cm.schema_manager.latest()
+        if latest is None or schema is None:
+            return []
+        target, min_files, ratio = self._opts(schema)
+        small = target * ratio
+        scan = FileStoreScan(
+            file_io=self.file_io,
+            paths=self.paths,
+            schema_manager=cm.schema_manager,
+            snapshot=latest,
+            partition_filter=self.partition_filter,
+        )
+        tasks: list[CompactTask] = []
+        for split in scan.plan():
+            run: list[int] = []
+            for i, f in enumerate([*split.files, None]):
+                fits = (
+                    f is not None
+                    and f.file_size_bytes < small
+                    and (not run or split.files[run[0]].schema_id == f.schema_id)
+                )
+                if fits:
+                    run.append(i)
+                    continue
+                if len(run) >= min_files:
+                    tasks.append(
+                        CompactTask(
+                            split=split,
+                            files=tuple(split.files[j] for j in run),
+                            paths=tuple(split.paths[j] for j in run),
+                        )
+                    )
+                run = [i] if f is not None and f.file_size_bytes < small else []
+        return tasks
+
+    def execute(self) -> CompactResult:
+        """Rewrite the planned runs and commit them as one COMPACT snapshot.
+
+        Returns:
+            What was rewritten; ``snapshot_id`` is ``None`` when nothing was due.
+
+        Raises:
+            CommitConflictError: a concurrent commit deleted one of the inputs;
+                the outputs were deleted and the table is unchanged by this run.
+                Running again plans on the new latest snapshot.
+            CommitRetriesExhaustedError: lost the publish race too often; the
+                outputs were deleted. Safe to run again.
+            CommitStateUnknownError: the publish outcome is unknown; outputs
+                are kept (the snapshot may reference them).
+            FileNotFoundError: an input file vanished while being read.
+
+        Storage:
+            Writes new Parquet files under the buckets' directories, then one
+            manifest, two manifest lists and one snapshot file. Inputs are not
+            deleted here (snapshot expiry does it once no retained snapshot
+            references them).
+        """
+        start = time.monotonic()
+        tasks = self.plan()
+        if not tasks:
+            return CompactResult(snapshot_id=None, duration_s=time.monotonic() - start)
+        schema = self.commit.schema_manager.latest()
+        assert schema is not None
+        target, _, _ = self._opts(schema)
+        outputs: list[list[tuple[DataFileMeta, str]]] = []
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, min(self._workers, len(tasks)))) as pool:
+                futures = [pool.submit(self._rewrite, t, target) for t in tasks]
+                errors: list[BaseException] = []
+                for fut in futures:
+                    try:
+                        outputs.append(fut.result())
+                    except BaseException as exc:  # noqa: BLE001 - re-raised below after cleanup
+                        errors.append(exc)
+                if errors:
+                    raise errors[0]
+            merged: dict[tuple[bytes, int], CommitMessage] = {}
+            for task, outs in zip(tasks, outputs, strict=True):
+                key = (task.split.partition, task.split.bucket)
+                prev = merged.get(key)
+                before = (prev.compact_increment.compact_before if prev else ()) + task.files
+                after = (prev.compact_increment.compact_after if prev else ()) + tuple(
+                    m for m, _ in outs
+                )
+                merged[key] = CommitMessage(
+                    partition=task.split.partition,
+                    bucket=task.split.bucket,
+                    total_buckets=task.split.total_buckets,
+                    compact_increment=CompactIncrement(compact_before=before, compact_after=after),
+                )
+            result = self.commit.commit(list(merged.values()), kind=CommitKind.COMPACT)
+        except CommitStateUnknownError:
+            raise
+        except BaseException:
+            self.file_io.delete_many([p for outs in outputs for _, p in outs])
+            raise
+        out_files = [m for outs in outputs for m, _ in outs]
+        res = CompactResult(
+            snapshot_id=result.snapshot_id,
+            buckets_compacted=len(merged),
+            files_before=sum(len(t.files) for t in tasks),
+            files_after=len(out_files),
+            bytes_before=sum(f.file_size_bytes for t in tasks for f in t.files),
+            bytes_after=sum(f.file_size_bytes for f in out_files),
+            rows_rewritten=sum(f.row_count for f in out_files),
+            input_files=tuple(p for t in tasks for p in t.paths),
+            output_files=tuple(p for outs in outputs for _, p in outs),
+            duration_s=time.monotonic() - start,
+        )
+        logger.info(
+            "compacted %d file(s) into %d in %d bucket(s) of %s (snapshot %s, %.1f ms)",
+            res.files_before, res.files_after, res.buckets_compacted, self.paths.root,
+            res.snapshot_id, res.duration_s * 1000,
+        )  # fmt: skip
+        return res
+
+    # ----------------------------------------------------------------- rewrite
+    def _read(self, path: str, schema: pa.Schema) -> pa.Table:
+        arrow = self.file_io.arrow_filesystem()
+        if arrow is not None:
+            fs, prefix = arrow
+            table = pq.read_table(path.removeprefix(prefix), filesystem=fs)
+        else:
+            with self.file_io.open_input(path) as f:
+                table = pq.read_table(f)
+        return table.select(schema.names).cast(schema)
+
+    def _rewrite(self, task: CompactTask, target: int) -> list[tuple[DataFileMeta, str]]:
+        """Rewrite one run into files of about ``target`` bytes; returns (meta, path) pairs."""
+        schema = self.commit.schema_manager.schema(task.files[0].schema_id)
+        groups: list[list[int]] = [[]]
+        size = 0
+        for i, f in enumerate(task.files):
+            if groups[-1] and size + f.file_size_bytes > target:
+                groups.append([])
+                size = 0
+            groups[-1].append(i)
+            size += f.file_size_bytes
+        run_min = min(f.min_sequence_number for f in task.files)
+        run_max = max(f.max_sequence_number for f in task.files)
+        bucket_dir = task.paths[0].rsplit("/", 1)[0]
+        out: list[tuple[DataFileMeta, str]] = []
+        next_seq = run_min
+        try:
+            for n, group in enumerate(groups):
+                data = pa.concat_tables(
+                    [self._read(task.paths[i], schema.arrow_schema) for i in group]
+                )
+                last = n == len(groups) - 1
+                lo = next_seq
+                hi = run_max if last else min(lo + max(data.num_rows - 1, 0), run_max)
+                next_seq = hi + 1
+                out.append(self._write(data, schema, bucket_dir, lo, max(lo, hi)))
+        except BaseException:
+            self.file_io.delete_many([p for _, p in out])
+            raise
+        return out
+
+    def _write(
+        self, data: pa.Table, schema: TableSchema, bucket_dir: str, lo: int, hi: int
+    ) -> tuple[DataFileMeta, str]:
+        name = self.paths.new_data_file_name()
+        path = f"{bucket_dir}/{name}"
+        opts = schema.core_options
+        size = write_data_file(
+            file_io=self.file_io, path=path, data=data, compression=opts.file_compression
+        )
+        stats = compute_value_stats(data, schema.value_types)
+        meta = DataFileMeta(
+            file_name=name,
+            file_size_bytes=size,
+            row_count=data.num_rows,
+            min_key=EMPTY_BINARY_ROW,
+            max_key=EMPTY_BINARY_ROW,
+            key_stats=EMPTY_STATS,
+            value_stats=SimpleStats(
+                min_values=stats.min_values,
+                max_values=stats.max_values,
+                null_counts=stats.null_counts,
+            ),
+            min_sequence_number=lo,
+            max_sequence_number=hi,
+            schema_id=schema.id,
+            level=0,
+            extra_files=(),
+            creation_time_ms=_local_wall_clock_ms(),
+            delete_row_count=0,
+            embedded_index=None,
+            file_source=FileSource.COMPACT,
+            value_stats_cols=None,
+            external_path=None,
+        )
+        return meta, path
+
+
+def _local_wall_clock_ms() -> int:
+    """Paimon's ``_CREATION_TIME``: local wall-clock time as zone-less epoch millis."""
+    now = datetime.now().astimezone()
+    offset = now.utcoffset()
+    seconds = offset.total_seconds() if offset is not None else 0.0
+    return int(now.timestamp() * 1000 + seconds * 1000)

@@ -1,0 +1,113 @@
+"""ConsumerManager: readers' progress markers (``consumer/consumer-<id>``) that pin snapshots.
+
+A consumer file records the next snapshot a streaming reader will read
+(``{"nextSnapshot": N}``). Snapshot expiry never expires snapshot ``N`` or
+later for the smallest such ``N``, so a slow reader never finds its next
+snapshot gone.
+
+Source: Paimon ``ConsumerManager`` and ``Consumer`` (file name, JSON key
+``nextSnapshot``, ``minNextSnapshot``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import orjson
+
+from snaplake.errors import CorruptMetadataError
+from snaplake.store.file_io import FileIO
+from snaplake.store.paths import PathFactory
+
+__all__ = ["ConsumerManager"]
+
+logger = logging.getLogger(__name__)
+
+_PREFIX = "consumer-"
+_VALID_ID = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+class ConsumerManager:
+    """Read and write the consumer markers of one table.
+
+    Args:
+        file_io: Storage of the table.
+        paths: The table's PathFactory.
+    """
+
+    def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
+        self.file_io = file_io
+        self.paths = paths
+
+    def set_consumer(self, consumer_id: str, *, next_snapshot: int) -> None:
+        """Record that ``consumer_id`` will read ``next_snapshot`` next.
+
+        Args:
+            consumer_id: Letters, digits, ``_``, ``.`` and ``-``.
+            next_snapshot: A snapshot id ``>= 1``; expiry keeps it and every
+                later snapshot.
+
+        Raises:
+            ValueError: invalid id or snapshot number.
+
+        Storage:
+            Overwrites ``consumer/consumer-<id>`` (atomically).
+        """
+        if not _VALID_ID.match(consumer_id):
+            raise ValueError(
+                f"invalid consumer id {consumer_id!r}: use letters, digits, '_', '.' and '-'"
+            )
+        if next_snapshot < 1:
+            raise ValueError(f"next_snapshot must be >= 1, got {next_snapshot}")
+        data = orjson.dumps({"nextSnapshot": int(next_snapshot)})
+        self.file_io.write_bytes(self.paths.consumer_path(consumer_id), data, overwrite=True)
+        logger.info("consumer %s now at snapshot %d", consumer_id, next_snapshot)
+
+    def consumer(self, consumer_id: str) -> int | None:
+        """Return the ``nextSnapshot`` of ``consumer_id``, or ``None`` if it has no marker.
+
+        Raises:
+            CorruptMetadataError: the marker is not ``{"nextSnapshot": <int>}``.
+        """
+        path = self.paths.consumer_path(consumer_id)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            return None
+        try:
+            return int(orjson.loads(data)["nextSnapshot"])
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise CorruptMetadataError(
+                f"{path} is not a Paimon consumer file ({exc}); fix or delete it", path=path
+            ) from exc
+
+    def delete_consumer(self, consumer_id: str) -> None:
+        """Remove the marker of ``consumer_id`` (missing is fine).
+
+        Storage:
+            Deletes ``consumer/consumer-<id>``.
+        """
+        self.file_io.delete(self.paths.consumer_path(consumer_id))
+
+    def consumers(self) -> dict[str, int]:
+        """Return ``{consumer_id: nextSnapshot}`` for every marker.
+
+        Raises:
+            CorruptMetadataError: a marker cannot be decoded.
+        """
+        out: dict[str, int] = {}
+        for status in self.file_io.list_files(self.paths.consumer_dir):
+            base = status.path.rsplit("/", 1)[-1]
+            if not base.startswith(_PREFIX) or base.startswith("."):
+                continue
+            cid = base[len(_PREFIX) :]
+            value = self.consumer(cid)
+            if value is not None:
+                out[cid] = value
+        return dict(sorted(out.items()))
+
+    def min_next_snapshot(self) -> int | None:
+        """Return the smallest ``nextSnapshot`` of all consumers, ``None`` without consumers."""
+        values = self.consumers().values()
+        return min(values) if values else None

@@ -1,0 +1,425 @@
+"""ManifestFileMerger: rewrite many small manifests into few, as a COMPACT snapshot.
+
+Every snaplake commit appends one manifest to the base list (the commit path
+never merges, DESIGN.md §5), so planning cost grows with the number of
+commits until a merge folds them together. Two modes, as in Paimon:
+
+* **minor**: walk the manifests oldest first, bin-packing them until the bin
+  reaches ``manifest.target-file-size``; a full bin is rewritten as one file
+  (entries merged, ADD/DELETE pairs inside the bin cancelled). The trailing
+  bin is rewritten only if it holds at least ``manifest.merge-min-count``
+  manifests.
+* **full**: when the manifests that must change (those with DELETE entries or
+  smaller than the target) add up to ``manifest.full-compaction-threshold-size``
+  (or ``full=True``), every DELETE entry is applied physically: the deleted
+  files' ADD entries and the DELETE entries themselves disappear, and the
+  surviving entries are rewritten into target-size manifests.
+
+The result is published as a COMPACT snapshot whose base list is the merged
+manifests and whose delta list is empty; its live files equal the latest
+snapshot's. If another commit wins the race, the merge is re-planned on the
+new latest snapshot; when that commit only appended manifests (every normal
+commit does), the merged prefix is reused and the new manifests are kept
+behind it, so a merge never conflicts with appends.
+
+Source: Paimon ``ManifestFileMerger`` / ``ManifestFileLegacyMerger``
+(``compactMinor``, ``mergeCandidates``, ``tryFullCompaction`` with its
+``mustChange`` filter), ``FileEntry.mergeEntries``; cleanup of new files on
+failure as in ``ManifestFileMerger.merge``. Difference: manifests are not
+pruned by partition stats before a full compaction reads them (all are read;
+reads are cached).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from snaplake.commit.manifest_commit import ManifestMergeCommit
+from snaplake.commit.retry import RetryPolicy
+from snaplake.compaction._io import parallel_map, read_entries_strict, read_list_strict
+from snaplake.errors import CommitRetriesExhaustedError, CommitStateUnknownError
+from snaplake.store.data_file import SimpleStats
+from snaplake.store.manifest import (
+    FileKind,
+    ManifestEntry,
+    merge_entries,
+    write_manifest_file,
+)
+from snaplake.store.manifest_list import ManifestFileMeta
+from snaplake.store.schema import TableSchema
+from snaplake.store.snapshot import CommitKind, Snapshot
+from snaplake.store.stats import compare_partition_stats
+
+__all__ = ["ManifestFileMerger", "MergeResult"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MergeResult:
+    """What a manifest merge did.
+
+    Attributes:
+        snapshot_id: The COMPACT snapshot published, or ``None`` when nothing
+            was due (or the table is empty).
+        full_compaction: True when DELETE entries were applied physically.
+        manifests_before: Manifests of the snapshot the merge planned on.
+        manifests_after: Manifests of the published snapshot (equal to
+            ``manifests_before`` when nothing was published).
+        bytes_before: Total manifest bytes before.
+        bytes_after: Total manifest bytes after.
+        manifests_written: Names of the new manifest files.
+        entries_removed: ADD and DELETE entries dropped (cancelled pairs).
+        attempts: Publish attempts (0 when nothing was due).
+        duration_s: Wall time, seconds.
+    """
+
+    snapshot_id: int | None
+    full_compaction: bool = False
+    manifests_before: int = 0
+    manifests_after: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    manifests_written: tuple[str, ...] = ()
+    entries_removed: int = 0
+    attempts: int = 0
+    duration_s: float = 0.0
+
+    @property
+    def merged(self) -> bool:
+        """True when a new snapshot was published."""
+        return self.snapshot_id is not None
+
+
+@dataclass(slots=True)
+class _MergePlan:
+    inputs: list[ManifestFileMeta]
+    output: list[ManifestFileMeta]
+    new: list[ManifestFileMeta] = field(default_factory=list)
+    full: bool = False
+    entries_removed: int = 0
+
+
+class ManifestFileMerger:
+    """Merge the manifests of a table's latest snapshot and publish the result.
+
+    Args:
+        commit: The maintenance committer (its ``commit_user`` signs the snapshot).
+        target_size_bytes: Override ``manifest.target-file-size``.
+        merge_min_count: Override ``manifest.merge-min-count``.
+        full_threshold_bytes: Override ``manifest.full-compaction-threshold-size``.
+        retry_policy: Backoff between re-plans; defaults to the ``commit.*`` options.
+    """
+
+    def __init__(
+        self,
+        *,
+        commit: ManifestMergeCommit,
+        target_size_bytes: int | None = None,
+        merge_min_count: int | None = None,
+        full_threshold_bytes: int | None = None,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None:
+        self.commit = commit
+        self.file_io = commit.file_io
+        self.paths = commit.paths
+        self._target = target_size_bytes
+        self._min_count = merge_min_count
+        self._full_threshold = full_threshold_bytes
+        self._retry_policy = retry_policy
+
+    # ----------------------------------------------------------------- public
+    def execute(self, *, full: bool = False) -> MergeResult:
+        """Merge the latest snapshot's manifests if due and publish a COMPACT snapshot.
+
+        Args:
+            full: Force a full compaction (apply every DELETE entry) even
+                below ``manifest.full-compaction-threshold-size``.
+
+        Returns:
+            What was merged; ``snapshot_id`` is ``None`` when nothing was due.
+
+        Raises:
+            CorruptMetadataError: a manifest or list is missing or undecodable.
+            CommitRetriesExhaustedError: other commits kept winning the race
+                within ``commit.max-retries``; safe to run again.
+            CommitStateUnknownError: the publish outcome is unknown.
+
+        Storage:
+            Writes new manifests, two manifest lists and one snapshot file.
+            On failure (or when a re-plan discards them) the new manifests are
+            deleted again; the replaced manifests stay until snapshot expiry
+            removes them.
+
+        Source:
+            Paimon ``ManifestFileMerger.merge`` + ``FileStoreCommitImpl``.
+        """
+        start = time.monotonic()
+        sm = self.commit.snapshot_manager
+        schema = self.commit.schema_manager.latest()
+        latest = sm.latest_snapshot()
+        if schema is None or latest is None:
+            return MergeResult(snapshot_id=None, duration_s=time.monotonic() - start)
+        policy = self._retry_policy or RetryPolicy.from_options(schema.core_options)
+        metas = self._metas(latest)
+        plan = self.plan_merge(metas, schema=schema, full=full)
+        if plan is None:
+            return self._result(None, metas, metas, None, 0, start)
+        attempts = 0
+        try:
+            while True:
+                attempts += 1
+                result = self.commit.try_commit_base_manifests(
+                    plan.output, latest=latest, kind=CommitKind.COMPACT
+                )
+                if result is not None:
+                    return self._result(result.snapshot_id, plan.inputs, plan.output, plan,
+                                        attempts, start)  # fmt: skip
+                elapsed = time.monotonic() - start
+                if not policy.may_retry(retries_done=attempts - 1, elapsed_s=elapsed):
+                    raise CommitRetriesExhaustedError(
+                        f"manifest merge of {self.paths.root} lost the race {attempts} times "
+                        f"in {elapsed:.1f} s; run it again later",
+                        attempts=attempts,
+                        elapsed_s=elapsed,
+                    )
+                time.sleep(policy.wait_s(attempts, random_fraction=random.random()))
+                latest = self._require_latest()
+                new_metas = self._metas(latest)
+                if _names(new_metas[: len(plan.inputs)]) == _names(plan.inputs):
+                    # Only appended since: keep our merged prefix, add the new tail.
+                    tail = new_metas[len(plan.inputs) :]
+                    plan.inputs = new_metas
+                    plan.output = plan.output + tail
+                    continue
+                logger.info("manifest merge of %s re-plans on snapshot %d", self.paths.root,
+                            latest.id)  # fmt: skip
+                self._discard(plan.new)
+                schema = self.commit.schema_manager.latest() or schema
+                replanned = self.plan_merge(new_metas, schema=schema, full=full)
+                if replanned is None:
+                    return self._result(None, new_metas, new_metas, None, attempts, start)
+                plan = replanned
+        except CommitStateUnknownError:
+            raise
+        except BaseException:
+            self._discard(plan.new)
+            raise
+
+    def plan_merge(
+        self, metas: Sequence[ManifestFileMeta], *, schema: TableSchema, full: bool = False
+    ) -> _MergePlan | None:
+        """Merge ``metas`` (a snapshot's base + delta manifests, oldest first).
+
+        Args:
+            metas: The manifests, in commit order.
+            schema: The latest table schema (options and partition types).
+            full: Force a full compaction.
+
+        Returns:
+            The plan with the replacement list, or ``None`` when nothing is due.
+
+        Raises:
+            CorruptMetadataError: a manifest is missing or undecodable.
+
+        Storage:
+            Writes the new manifests (deleted again if this raises).
+        """
+        plan = _MergePlan(inputs=list(metas), output=[])
+        try:
+            output = self._try_full(plan, schema, force=full)
+            if output is None:
+                output = self._minor(plan, schema)
+            else:
+                plan.full = True
+        except BaseException:
+            self._discard(plan.new)
+            raise
+        if _names(output) == _names(metas):
+            return None
+        plan.output = output
+        return plan
+
+    # ----------------------------------------------------------------- options
+    def _opts(self, schema: TableSchema) -> tuple[int, int, int]:
+        o = schema.core_options
+        target = self._target if self._target is not None else o.manifest_target_file_size_bytes
+        count = self._min_count if self._min_count is not None else o.manifest_merge_min_count
+        full = (
+            self._full_threshold
+            if self._full_threshold is not None
+            else o.manifest_full_compaction_threshold_bytes
+        )
+        return max(target, 1), max(count, 1), max(full, 1)
+
+    # ----------------------------------------------------------------- minor
+    def _minor(self, plan: _MergePlan, schema: TableSchema) -> list[ManifestFileMeta]:
+        target, min_count, _ = self._opts(schema)
+        result: list[ManifestFileMeta] = []
+        candidates: list[ManifestFileMeta] = []
+        total = 0
+        for meta in plan.inputs:
+            total += meta.file_size_bytes
+            candidates.append(meta)
+            if total >= target:
+                result.extend(self._merge_candidates(candidates, plan, schema))
+                candidates, total = [], 0
+        if len(candidates) >= min_count:
+            result.extend(self._merge_candidates(candidates, plan, schema))
+        else:
+            result.extend(candidates)
+        return result
+
+    def _merge_candidates(
+        self, candidates: list[ManifestFileMeta], plan: _MergePlan, schema: TableSchema
+    ) -> list[ManifestFileMeta]:
+        if len(candidates) == 1:
+            return list(candidates)
+        entries = self._read(candidates)
+        merged = merge_entries(entries)
+        plan.entries_removed += len(entries) - len(merged)
+        return self._write_rolling(merged, candidates, plan, schema)
+
+    # ------------------------------------------------------------------ full
+    def _try_full(
+        self, plan: _MergePlan, schema: TableSchema, *, force: bool
+    ) -> list[ManifestFileMeta] | None:
+        target, _, threshold = self._opts(schema)
+
+        def must_change(m: ManifestFileMeta) -> bool:
+            return m.num_deleted_files > 0 or m.file_size_bytes < target
+
+        delta_size = sum(m.file_size_bytes for m in plan.inputs if must_change(m))
+        if not force and delta_size < threshold:
+            return None
+        with_deletes = [m for m in plan.inputs if m.num_deleted_files > 0]
+        deleted = {
+            e.identifier()
+            for chunk in parallel_map(self._read_one, with_deletes)
+            for e in chunk
+            if e.kind == FileKind.DELETE
+        }
+        chunks = parallel_map(self._read_one, plan.inputs)
+        result: list[ManifestFileMeta] = []
+        rewrite: list[ManifestEntry] = []
+        sources: list[ManifestFileMeta] = []
+        for meta, entries in zip(plan.inputs, chunks, strict=True):
+            kept = [e for e in entries if e.kind == FileKind.ADD and e.identifier() not in deleted]
+            if must_change(meta) or len(kept) != len(entries):
+                plan.entries_removed += len(entries) - len(kept)
+                rewrite.extend(kept)
+                sources.append(meta)
+            else:
+                result.append(meta)
+        if len(sources) <= 1 and plan.entries_removed == 0:
+            return None
+        result.extend(self._write_rolling(rewrite, sources, plan, schema))
+        return result
+
+    # ----------------------------------------------------------------- I/O
+    def _read_one(self, meta: ManifestFileMeta) -> list[ManifestEntry]:
+        return read_entries_strict(self.file_io, self.paths, meta.file_name)
+
+    def _read(self, metas: Sequence[ManifestFileMeta]) -> list[ManifestEntry]:
+        return [e for chunk in parallel_map(self._read_one, list(metas)) for e in chunk]
+
+    def _metas(self, snap: Snapshot) -> list[ManifestFileMeta]:
+        return read_list_strict(self.file_io, self.paths, snap.base_manifest_list) + (
+            read_list_strict(self.file_io, self.paths, snap.delta_manifest_list)
+        )
+
+    def _require_latest(self) -> Snapshot:
+        latest = self.commit.snapshot_manager.latest_snapshot()
+        if latest is None:  # rolled back to nothing: nothing to merge against
+            raise CommitRetriesExhaustedError(
+                "the table lost all snapshots during a manifest merge", attempts=1, elapsed_s=0.0
+            )
+        return latest
+
+    def _write_rolling(
+        self,
+        entries: Sequence[ManifestEntry],
+        sources: Sequence[ManifestFileMeta],
+        plan: _MergePlan,
+        schema: TableSchema,
+    ) -> list[ManifestFileMeta]:
+        """Write ``entries`` into manifests of about the target size (estimated from inputs)."""
+        if not entries:
+            return []
+        target, _, _ = self._opts(schema)
+        in_bytes = sum(m.file_size_bytes for m in sources)
+        in_entries = max(1, sum(m.num_entries for m in sources))
+        per_entry = max(1.0, in_bytes / in_entries)
+        step = max(1, int(target / per_entry))
+        out = []
+        for i in range(0, len(entries), step):
+            meta = self._write_manifest(entries[i : i + step], schema)
+            plan.new.append(meta)
+            out.append(meta)
+        return out
+
+    def _write_manifest(
+        self, entries: Sequence[ManifestEntry], schema: TableSchema
+    ) -> ManifestFileMeta:
+        name = self.paths.new_manifest_file_name()
+        size = write_manifest_file(
+            self.file_io,
+            self.paths.manifest_path(name),
+            entries,
+            compression=schema.core_options.manifest_compression,
+        )
+        parts = compare_partition_stats([e.partition for e in entries], schema.partition_types)
+        return ManifestFileMeta(
+            file_name=name,
+            file_size_bytes=size,
+            num_added_files=sum(1 for e in entries if e.kind == FileKind.ADD),
+            num_deleted_files=sum(1 for e in entries if e.kind == FileKind.DELETE),
+            partition_stats=SimpleStats(
+                min_values=parts.min_values,
+                max_values=parts.max_values,
+                null_counts=parts.null_counts,
+            ),
+            schema_id=max(e.file.schema_id for e in entries),
+            min_bucket=min(e.bucket for e in entries),
+            max_bucket=max(e.bucket for e in entries),
+            min_level=min(e.file.level for e in entries),
+            max_level=max(e.file.level for e in entries),
+        )
+
+    def _discard(self, metas: Sequence[ManifestFileMeta]) -> None:
+        for m in metas:
+            path = self.paths.manifest_path(m.file_name)
+            try:
+                self.file_io.delete(path)
+            except OSError:
+                logger.warning("could not delete unpublished manifest %s", path, exc_info=True)
+
+    def _result(
+        self,
+        snapshot_id: int | None,
+        before: Sequence[ManifestFileMeta],
+        after: Sequence[ManifestFileMeta],
+        plan: _MergePlan | None,
+        attempts: int,
+        start: float,
+    ) -> MergeResult:
+        return MergeResult(
+            snapshot_id=snapshot_id,
+            full_compaction=bool(plan and plan.full),
+            manifests_before=len(before),
+            manifests_after=len(after),
+            bytes_before=sum(m.file_size_bytes for m in before),
+            bytes_after=sum(m.file_size_bytes for m in after),
+            manifests_written=tuple(m.file_name for m in plan.new) if plan else (),
+            entries_removed=plan.entries_removed if plan else 0,
+            attempts=attempts,
+            duration_s=time.monotonic() - start,
+        )
+
+
+def _names(metas: Sequence[ManifestFileMeta]) -> list[str]:
+    return [m.file_name for m in metas]

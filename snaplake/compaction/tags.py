@@ -1,0 +1,198 @@
+"""TagManager: named, long-lived references to snapshots (``tag/tag-<name>``).
+
+A tag file holds the tagged snapshot's JSON, exactly as ``snapshot-<id>``
+does, so the tagged version stays readable after the snapshot itself has
+been expired: snapshot expiry keeps every manifest and data file a tag
+reaches, and orphan clean counts them as referenced.
+
+Source: Paimon ``TagManager`` (layout ``tag/tag-<name>``, the content is the
+snapshot JSON; ``tagCreateTime``/``tagTimeRetained`` are only written with a
+retention, which snaplake does not set, so older readers can read our tags)
+and ``Tag.trimToSnapshot``. Deliberate difference: deleting a tag removes
+only the tag file; files that only the tag kept alive become orphans and are
+removed by orphan clean (Paimon deletes them at once).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from snaplake.errors import FileAlreadyExistsError, TagNotFoundError
+from snaplake.store.file_io import FileIO
+from snaplake.store.paths import PathFactory
+from snaplake.store.snapshot import Snapshot
+
+__all__ = ["TagInfo", "TagManager"]
+
+logger = logging.getLogger(__name__)
+
+_TAG_PREFIX = "tag-"
+_VALID_NAME = re.compile(r"^[^/\\\s][^/\\]*$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TagInfo:
+    """One tag, as listed by :meth:`TagManager.list_tags`.
+
+    Attributes:
+        name: The tag name (file ``tag/tag-<name>``).
+        snapshot_id: Id of the tagged snapshot.
+        time_millis: Commit time of the tagged snapshot, epoch milliseconds.
+        commit_kind: Kind of the tagged snapshot's commit (``APPEND`` ...).
+        record_count: Rows live in the tagged snapshot, if recorded.
+        path: Full path of the tag file.
+    """
+
+    name: str
+    snapshot_id: int
+    time_millis: int
+    commit_kind: str
+    record_count: int | None
+    path: str
+
+
+def _check_name(name: str) -> str:
+    if not name or name.strip() != name or not _VALID_NAME.match(name) or name.isdigit():
+        raise ValueError(
+            f"invalid tag name {name!r}: use a non-blank name without '/', '\\' or "
+            "surrounding spaces that is not only digits (digits look like snapshot ids)"
+        )
+    return name
+
+
+class TagManager:
+    """Create, read, list and delete the tags of one table.
+
+    Args:
+        file_io: Storage of the table.
+        paths: The table's PathFactory.
+    """
+
+    def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
+        self.file_io = file_io
+        self.paths = paths
+
+    def tag_exists(self, name: str) -> bool:
+        """Tell whether ``tag/tag-<name>`` exists."""
+        return self.file_io.exists(self.paths.tag_path(name))
+
+    def create_tag(self, name: str, *, snapshot: Snapshot) -> TagInfo:
+        """Tag ``snapshot`` as ``name``.
+
+        Args:
+            name: Non-blank, no ``/``; not made of digits only.
+            snapshot: The snapshot to pin (read it from the table first).
+
+        Returns:
+            The new tag.
+
+        Raises:
+            ValueError: the name is invalid.
+            FileAlreadyExistsError: a tag of that name exists (tags are never
+                silently moved; delete it first).
+
+        Storage:
+            Creates ``tag/tag-<name>`` with a create-only write (two
+            concurrent creators cannot both win).
+
+        Source:
+            Paimon ``TagManager.createTag``.
+        """
+        _check_name(name)
+        path = self.paths.tag_path(name)
+        try:
+            self.file_io.write_if_absent(path, snapshot.to_bytes())
+        except FileAlreadyExistsError as exc:
+            raise FileAlreadyExistsError(
+                f"tag {name!r} already exists; delete it first to move it",
+                path=path,
+                operation="create_tag",
+            ) from exc
+        logger.info("created tag %s on snapshot %d", name, snapshot.id)
+        return self._info(name, snapshot)
+
+    def try_get(self, name: str) -> Snapshot | None:
+        """Return the tagged snapshot, or ``None`` if no such tag exists.
+
+        Raises:
+            CorruptMetadataError: the tag file is not a valid snapshot JSON.
+        """
+        path = self.paths.tag_path(name)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            return None
+        return Snapshot.from_bytes(data, path=path)
+
+    def get(self, name: str) -> Snapshot:
+        """Return the snapshot tagged ``name``.
+
+        Raises:
+            TagNotFoundError: no such tag.
+            CorruptMetadataError: the tag file cannot be decoded.
+        """
+        snap = self.try_get(name)
+        if snap is None:
+            known = ", ".join(t.name for t in self.list_tags()) or "none"
+            raise TagNotFoundError(f"tag {name!r} does not exist (tags: {known})")
+        return snap
+
+    def delete_tag(self, name: str) -> None:
+        """Delete tag ``name``.
+
+        Raises:
+            TagNotFoundError: no such tag.
+
+        Storage:
+            Deletes ``tag/tag-<name>`` only; files that nothing else references
+            become orphans for :class:`~snaplake.compaction.orphan_clean.OrphanFilesClean`.
+        """
+        path = self.paths.tag_path(name)
+        if not self.file_io.exists(path):
+            raise TagNotFoundError(f"tag {name!r} does not exist")
+        self.file_io.delete(path)
+        logger.info("deleted tag %s", name)
+
+    def tag_names(self) -> list[str]:
+        """Return the names of all tags, sorted."""
+        names = []
+        for status in self.file_io.list_files(self.paths.tag_dir):
+            base = status.path.rsplit("/", 1)[-1]
+            if base.startswith(_TAG_PREFIX) and not base.startswith("."):
+                names.append(base[len(_TAG_PREFIX) :])
+        return sorted(names)
+
+    def tags(self) -> dict[str, Snapshot]:
+        """Return ``{name: tagged snapshot}`` for every tag (deleted-meanwhile tags skipped).
+
+        Raises:
+            CorruptMetadataError: a tag file cannot be decoded.
+        """
+        out: dict[str, Snapshot] = {}
+        for name in self.tag_names():
+            snap = self.try_get(name)
+            if snap is not None:
+                out[name] = snap
+        return out
+
+    def list_tags(self) -> list[TagInfo]:
+        """Return every tag, ordered by snapshot id then name."""
+        infos = [self._info(n, s) for n, s in self.tags().items()]
+        return sorted(infos, key=lambda t: (t.snapshot_id, t.name))
+
+    def tagged_snapshots(self) -> list[Snapshot]:
+        """Return the distinct tagged snapshots, ascending by id."""
+        by_id = {s.id: s for s in self.tags().values()}
+        return [by_id[k] for k in sorted(by_id)]
+
+    def _info(self, name: str, snap: Snapshot) -> TagInfo:
+        return TagInfo(
+            name=name,
+            snapshot_id=snap.id,
+            time_millis=snap.time_millis,
+            commit_kind=snap.commit_kind.value,
+            record_count=snap.total_record_count,
+            path=self.paths.tag_path(name),
+        )
