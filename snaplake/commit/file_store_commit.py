@@ -253,7 +253,6 @@ class FileStoreCommit:
             return {}
         folded: dict[str, int] = {}
         snap: Snapshot | None = latest
-        earliest = self.snapshot_manager.earliest_snapshot_id() or 1
         while snap is not None:
             props = snap.properties or {}
             if SNAPLAKE_MARKER_PROPERTY in props:
@@ -262,13 +261,10 @@ class FileStoreCommit:
                     base[user] = max(base.get(user, ident), ident)
                 return base
             if snap.commit_identifier != BATCH_COMMIT_IDENTIFIER:
-                prev = folded.get(snap.commit_user)
-                folded[snap.commit_user] = max(
-                    prev or snap.commit_identifier, snap.commit_identifier
-                )
-            if snap.id <= earliest:
-                break
-            snap = self.snapshot_manager.try_snapshot(snap.id - 1)
+                prev = folded.get(snap.commit_user, snap.commit_identifier)
+                folded[snap.commit_user] = max(prev, snap.commit_identifier)
+            # Older snapshots may have expired: the walk ends at the first gap.
+            snap = self.snapshot_manager.try_snapshot(snap.id - 1) if snap.id > 1 else None
         return folded
 
     def _duplicate_of(self, latest: Snapshot | None, identifier: int) -> Snapshot | None:

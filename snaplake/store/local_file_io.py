@@ -178,7 +178,10 @@ class LocalFileIO(FileIO):
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
                 elif entry.is_file(follow_symlinks=False):
-                    st = entry.stat(follow_symlinks=False)
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except FileNotFoundError:  # removed since the scan (e.g. a temp file)
+                        continue
                     yield FileStatus(
                         path=entry.path,
                         size_bytes=st.st_size,
