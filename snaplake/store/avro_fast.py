@@ -30,6 +30,7 @@ import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -46,6 +47,7 @@ __all__ = [
     "AVRO_MAGIC",
     "DEFAULT_SYNC_INTERVAL_BYTES",
     "AvroContainer",
+    "ColumnarUnavailableError",
     "DecodedCache",
     "build_container",
     "codec_for_compression",
@@ -55,6 +57,7 @@ __all__ = [
     "decode_container_columns",
     "decode_container_records",
     "decompress_block",
+    "iter_container_columns",
     "encode_container",
     "metadata_cache",
     "paused_gc",
@@ -160,6 +163,7 @@ def _snappy_module() -> Any:
 
 
 _ZSTD_DECOMPRESSOR_LOCAL = threading.local()
+_MAX_BLOCK_BYTES: Final[int] = 1 << 30
 
 
 def _zstd_decompress(data: bytes | memoryview) -> bytes:
@@ -169,7 +173,13 @@ def _zstd_decompress(data: bytes | memoryview) -> bytes:
     if dctx is None:
         dctx = zstandard.ZstdDecompressor()
         _ZSTD_DECOMPRESSOR_LOCAL.dctx = dctx
-    out: bytes = dctx.decompressobj().decompress(data)
+    params = zstandard.get_frame_parameters(data)
+    if 0 < params.content_size <= _MAX_BLOCK_BYTES:
+        # One-shot into a buffer of the declared size (zstd, fastavro and Java
+        # writers all record it); bounded so a corrupt header cannot allocate wildly.
+        out: bytes = dctx.decompress(data)
+    else:
+        out = dctx.decompressobj().decompress(data)
     return out
 
 
@@ -368,23 +378,15 @@ def build_container(
     """
     if sync is None:
         sync = os.urandom(16)
-    out = bytearray(AVRO_MAGIC)
-    out += _encode_long(2)
+    out: list[bytes | memoryview] = [AVRO_MAGIC, _encode_long(2)]
     for key, value in ((b"avro.schema", schema_json), (b"avro.codec", codec.encode())):
-        out += _encode_long(len(key))
-        out += key
-        out += _encode_long(len(value))
-        out += value
-    out += _encode_long(0)
-    out += sync
+        out += (_encode_long(len(key)), key, _encode_long(len(value)), value)
+    out += (_encode_long(0), sync)
     for count, block in blocks:
         if count == 0:
             continue
-        out += _encode_long(count)
-        out += _encode_long(len(block))
-        out += block
-        out += sync
-    return bytes(out)
+        out += (_encode_long(count) + _encode_long(len(block)), block, sync)
+    return b"".join(out)
 
 
 def encode_container(
@@ -521,48 +523,110 @@ def columnar_available() -> bool:
     return _polars() is not None
 
 
-def decode_container_columns(container: AvroContainer, *, path: str) -> dict[str, list[Any]] | None:
-    """Decode a container column by column with ``polars.read_avro``.
+class ColumnarUnavailableError(Exception):
+    """Internal signal: polars is missing or cannot read this file; use fastavro instead."""
 
-    Blocks are decompressed here (polars reads no zstandard) and handed to polars
-    as a ``null``-codec container with logical types removed, so
-    ``timestamp-millis`` stays the stored long.
+
+COLUMNAR_CHUNK_RECORDS: Final[int] = 20_000
+"""Records per chunk of the pipelined columnar decoder."""
+
+
+def iter_container_columns(
+    container: AvroContainer, *, path: str, chunk_records: int = COLUMNAR_CHUNK_RECORDS
+) -> Iterator[dict[str, list[Any]]]:
+    """Decode a container column by column with ``polars.read_avro``, chunk by chunk.
+
+    Consecutive blocks are grouped into chunks of about ``chunk_records`` records.
+    A helper thread decompresses chunk *i + 1* and parses it with polars (both
+    release the GIL) while the caller turns chunk *i* into Python objects, so
+    on two or more cores the native work overlaps the Python work. Blocks reach
+    polars as a ``null``-codec container (polars reads no zstandard) with logical
+    types removed, so ``timestamp-millis`` stays the stored long.
+
+    Args:
+        container: From :func:`parse_container`.
+        path: File path, for error messages.
+        chunk_records: Target records per chunk.
+
+    Returns:
+        An iterator of column dicts, one per chunk, in file order: one Python list
+        per leaf field, keyed by dotted path (``_FILE._FILE_NAME``,
+        ``_FILE._VALUE_STATS._NULL_COUNTS``); nested records are flattened,
+        arrays are tuples (``None`` for a null array).
+
+    Raises:
+        ColumnarUnavailableError: polars is not installed or cannot read the file
+            (possibly after some chunks were yielded; callers discard them and
+            fall back to :func:`decode_container_records`).
+        CorruptMetadataError: A block does not decompress.
+    """
+    pl = _polars()
+    if pl is None:
+        raise ColumnarUnavailableError("polars is not installed")
+    schema_json = _without_logical_types(container.schema_json)
+    chunks: list[list[tuple[int, memoryview]]] = [[]]
+    pending = 0
+    for block in container.blocks:
+        if pending >= chunk_records:
+            chunks.append([])
+            pending = 0
+        chunks[-1].append(block)
+        pending += block[0]
+
+    def read_chunk(blocks: list[tuple[int, memoryview]]) -> Any:
+        plain = build_container(
+            schema_json,
+            "null",
+            [(count, decompress_block(container.codec, b, path=path)) for count, b in blocks],
+            sync=container.sync,
+        )
+        try:
+            frame = pl.read_avro(io.BytesIO(plain))
+        except Exception as e:  # noqa: BLE001 - any polars failure means "use the exact fallback"
+            raise ColumnarUnavailableError(str(e)) from e
+        if frame.height != sum(count for count, _ in blocks):
+            raise ColumnarUnavailableError("polars returned a different row count")
+        return frame
+
+    if len(chunks) == 1:
+        out: dict[str, list[Any]] = {}
+        _flatten_columns(pl, read_chunk(chunks[0]), "", out)
+        yield out
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="snaplake-avro") as pool:
+        future = pool.submit(read_chunk, chunks[0])
+        for i in range(len(chunks)):
+            frame = future.result()
+            if i + 1 < len(chunks):
+                future = pool.submit(read_chunk, chunks[i + 1])
+            out = {}
+            _flatten_columns(pl, frame, "", out)
+            del frame
+            yield out
+
+
+def decode_container_columns(container: AvroContainer, *, path: str) -> dict[str, list[Any]] | None:
+    """Decode a whole container column by column (see :func:`iter_container_columns`).
 
     Args:
         container: From :func:`parse_container`.
         path: File path, for error messages.
 
     Returns:
-        One Python list per leaf field, keyed by dotted path (``_FILE._FILE_NAME``,
-        ``_FILE._VALUE_STATS._NULL_COUNTS``); nested records are flattened, arrays
-        are tuples (``None`` for a null array). ``None`` when polars is not installed
-        or cannot read this schema, so callers fall back to
-        :func:`decode_container_records`.
+        One list per leaf field for the whole file, or ``None`` when polars is not
+        installed or cannot read the file.
 
     Raises:
         CorruptMetadataError: A block does not decompress.
     """
-    pl = _polars()
-    if pl is None:
-        return None
-    plain = build_container(
-        _without_logical_types(container.schema_json),
-        "null",
-        (
-            (count, decompress_block(container.codec, block, path=path))
-            for count, block in container.blocks
-        ),
-        sync=container.sync,
-    )
+    merged: dict[str, list[Any]] = {}
     try:
-        df = pl.read_avro(io.BytesIO(plain))
-    except Exception:  # noqa: BLE001 - any polars failure means "use the exact fallback"
+        for chunk in iter_container_columns(container, path=path):
+            for key, values in chunk.items():
+                merged.setdefault(key, []).extend(values)
+    except ColumnarUnavailableError:
         return None
-    if df.height != container.record_count:
-        return None
-    out: dict[str, list[Any]] = {}
-    _flatten_columns(pl, df, "", out)
-    return out
+    return merged
 
 
 def _flatten_columns(pl: Any, frame: Any, prefix: str, out: dict[str, list[Any]]) -> None:
@@ -580,6 +644,11 @@ def _flatten_columns(pl: Any, frame: Any, prefix: str, out: dict[str, list[Any]]
                 out[key] = [()] * n
             else:
                 out[key] = [None if v is None else tuple(v) for v in series.to_list()]
+        elif (
+            series.dtype == pl.Binary and series.null_count() == 0 and series.min() == series.max()
+        ):
+            # Constant (e.g. the empty min/max key of append tables): share one object.
+            out[key] = [series[0]] * n
         else:
             out[key] = series.to_list()
 

@@ -26,6 +26,7 @@ from snaplake.store.data_file import (
     DATA_FILE_META_AVRO_SCHEMA,
     DataFileMeta,
     FileSource,
+    SimpleStats,
     _fast_data_file_meta,
     _fast_simple_stats,
 )
@@ -334,6 +335,19 @@ def _entry_from_record(r: dict[str, Any], *, path: str) -> ManifestEntry:
     )
 
 
+def _stats_column(mins: list[Any], maxs: list[Any], null_counts: list[Any]) -> list[SimpleStats]:
+    """Build one ``SimpleStats`` per row, sharing a single object when all rows are equal."""
+    n = len(mins)
+    if (
+        n
+        and mins.count(mins[0]) == n
+        and maxs.count(maxs[0]) == n
+        and null_counts.count(null_counts[0]) == n
+    ):
+        return [_fast_simple_stats(mins[0], maxs[0], null_counts[0])] * n
+    return list(map(_fast_simple_stats, mins, maxs, null_counts))
+
+
 def _entries_from_columns(cols: dict[str, list[Any]], *, path: str) -> list[ManifestEntry]:
     """Build entries from :func:`avro_fast.decode_container_columns` output."""
     n = len(cols["_VERSION"])
@@ -347,21 +361,15 @@ def _entries_from_columns(cols: dict[str, list[Any]], *, path: str) -> list[Mani
     kinds = [_KINDS[k] for k in cols["_KIND"]]
     sources = [None if s is None else _SOURCES[s] for s in opt("_FILE._FILE_SOURCE")]
 
-    key_stats = list(
-        map(
-            _fast_simple_stats,
-            cols["_FILE._KEY_STATS._MIN_VALUES"],
-            cols["_FILE._KEY_STATS._MAX_VALUES"],
-            opt("_FILE._KEY_STATS._NULL_COUNTS"),
-        )
+    key_stats = _stats_column(
+        cols["_FILE._KEY_STATS._MIN_VALUES"],
+        cols["_FILE._KEY_STATS._MAX_VALUES"],
+        opt("_FILE._KEY_STATS._NULL_COUNTS"),
     )
-    value_stats = list(
-        map(
-            _fast_simple_stats,
-            cols["_FILE._VALUE_STATS._MIN_VALUES"],
-            cols["_FILE._VALUE_STATS._MAX_VALUES"],
-            opt("_FILE._VALUE_STATS._NULL_COUNTS"),
-        )
+    value_stats = _stats_column(
+        cols["_FILE._VALUE_STATS._MIN_VALUES"],
+        cols["_FILE._VALUE_STATS._MAX_VALUES"],
+        opt("_FILE._VALUE_STATS._NULL_COUNTS"),
     )
     files = list(
         map(
@@ -430,9 +438,14 @@ def decode_manifest_file(
     try:
         with avro_fast.paused_gc():
             if columnar:
-                cols = avro_fast.decode_container_columns(container, path=path)
-                if cols is not None and "_VERSION" in cols:
-                    return _entries_from_columns(cols, path=path)
+                try:
+                    result: list[ManifestEntry] = []
+                    for cols in avro_fast.iter_container_columns(container, path=path):
+                        result += _entries_from_columns(cols, path=path)
+                except avro_fast.ColumnarUnavailableError:
+                    pass
+                else:
+                    return result
             return [
                 _entry_from_record(r, path=path)
                 for r in avro_fast.decode_container_records(container, path=path)
