@@ -137,12 +137,12 @@ class SeaweedServer:
     _owns_dir: bool = True
 
     def stop(self) -> None:
-        """Terminate the weed process by pid (SIGTERM, then SIGKILL) and remove its data."""
+        """Terminate the weed process by pid (SIGTERM, SIGKILL after 3 s) and remove its data."""
         if self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGTERM)
             try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+                self.process.wait(timeout=3)
+            except subprocess.TimeoutExpired:  # a throwaway server: no need to wait longer
                 os.kill(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
         if self._owns_dir:
@@ -192,6 +192,7 @@ def start_seaweedfs(
         "-s3.autoCreateBucket=false",
         "-s3.port.iceberg=0",
         "-s3.port.lance=0",
+        "-volume.preStopSeconds=0",
     ]
     for name, port in ports.items():
         args += [f"-{name}.port={port}", f"-{name}.port.grpc={port + 10000}"]

@@ -62,4 +62,6 @@ def file_io(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[FileIO, str
 
     endpoint: S3Endpoint = request.getfixturevalue("moto_s3" if backend == "moto" else "seaweed_s3")
     bucket = endpoint.new_bucket()
-    return S3FileIO(endpoint.options()), f"s3://{bucket}/root"
+    # The race test runs up to 400 requests at once: allow that many connections.
+    options = endpoint.options(**{"s3.max-pool-connections": "400"})
+    return S3FileIO(options), f"s3://{bucket}/root"
