@@ -1,0 +1,584 @@
+"""The daemon's TOML configuration: parsing, validation and the effective settings.
+
+A file looks like this (every key is optional except ``[[warehouse]]``)::
+
+    log_level = "INFO"
+
+    [daemon]
+    id = "maint-a"                  # default: <hostname>-<pid>
+    workers = 4                     # threads running jobs
+    discovery_interval = "1 min"    # re-list "db.*" / "*" table patterns
+    lease_ttl = "60 s"              # a crashed daemon's tables are taken over after this
+    lease_renew_interval = "20 s"
+    shutdown_grace = "8 s"          # wait this long for running jobs on SIGTERM
+
+    [metrics]
+    listen = "127.0.0.1:9464"
+
+    [[warehouse]]
+    uri = "/data/warehouse"         # or s3://bucket/prefix
+    tables = ["sales.orders", "logs.*"]   # "db.table", "db.*" or "*"
+    exclude = ["logs.tmp_*"]
+    options = { "s3.endpoint" = "http://127.0.0.1:8333" }   # catalog options; never logged
+
+    [tasks.watch]
+    interval = "5 s"
+    files_interval = "1 min"        # how often the live data files are counted
+
+    [tasks.manifest_merge]
+    interval = "1 min"
+    "manifest.merge-min-count" = 30
+
+    [tasks.compact]
+    interval = "5 min"
+    "compaction.min.file-num" = 5
+
+    [tasks.expire_snapshots]
+    interval = "1 min"
+    "snapshot.num-retained.min" = 10
+    "snapshot.time-retained" = "1 h"
+
+    [tasks.orphan_clean]
+    interval = "1 d"
+    older_than = "1 d"
+    dry_run = false
+
+Durations use Paimon's syntax (``"30 s"``, ``"1 min"``, ``"1 h"``, ``"1 d"``).
+Keys spelled like Paimon table options (``"manifest.merge-min-count"``) are
+**defaults**: a table's own options win over them.
+
+This module does no I/O besides reading the file and imports neither
+apscheduler nor prometheus_client.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from enum import StrEnum
+from fnmatch import fnmatchcase
+from typing import Any
+
+from snaplake.errors import InvalidOptionError
+from snaplake.options import (
+    COMPACTION_MIN_FILE_NUM,
+    COMPACTION_SMALL_FILE_RATIO,
+    MANIFEST_FULL_COMPACTION_SIZE,
+    MANIFEST_MERGE_MIN_COUNT,
+    MANIFEST_TARGET_FILE_SIZE,
+    SNAPSHOT_EXPIRE_LIMIT,
+    SNAPSHOT_NUM_RETAINED_MAX,
+    SNAPSHOT_NUM_RETAINED_MIN,
+    SNAPSHOT_TIME_RETAINED,
+    TARGET_FILE_SIZE,
+    ConfigOption,
+    CoreOptions,
+    parse_duration,
+)
+
+__all__ = [
+    "DEFAULT_LISTEN",
+    "DaemonConfig",
+    "DaemonSettings",
+    "Task",
+    "TaskSettings",
+    "WarehouseConfig",
+    "describe_config",
+    "load_config",
+    "parse_config",
+]
+
+DEFAULT_LISTEN = "127.0.0.1:9464"
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_SECRET_HINTS = ("secret", "password", "token", "credential", "key")
+
+
+class Task(StrEnum):
+    """The daemon's jobs; the value is the ``[tasks.<name>]`` section and metrics label."""
+
+    WATCH = "watch"
+    MANIFEST_MERGE = "manifest_merge"
+    COMPACT = "compact"
+    EXPIRE_SNAPSHOTS = "expire_snapshots"
+    ORPHAN_CLEAN = "orphan_clean"
+
+
+# Paimon table options each task reads (defaults the daemon may set).
+_TASK_OPTIONS: Mapping[Task, tuple[ConfigOption[Any], ...]] = {
+    Task.WATCH: (),
+    Task.MANIFEST_MERGE: (
+        MANIFEST_MERGE_MIN_COUNT, MANIFEST_TARGET_FILE_SIZE, MANIFEST_FULL_COMPACTION_SIZE,
+    ),
+    Task.COMPACT: (COMPACTION_MIN_FILE_NUM, COMPACTION_SMALL_FILE_RATIO, TARGET_FILE_SIZE),
+    Task.EXPIRE_SNAPSHOTS: (
+        SNAPSHOT_NUM_RETAINED_MIN, SNAPSHOT_NUM_RETAINED_MAX, SNAPSHOT_TIME_RETAINED,
+        SNAPSHOT_EXPIRE_LIMIT,
+    ),
+    Task.ORPHAN_CLEAN: (),
+}  # fmt: skip
+
+_DEFAULT_INTERVALS: Mapping[Task, timedelta] = {
+    Task.WATCH: timedelta(seconds=5),
+    Task.MANIFEST_MERGE: timedelta(minutes=1),
+    Task.COMPACT: timedelta(minutes=5),
+    Task.EXPIRE_SNAPSHOTS: timedelta(minutes=1),
+    Task.ORPHAN_CLEAN: timedelta(days=1),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskSettings:
+    """Schedule of one task.
+
+    Attributes:
+        task: Which task.
+        enabled: Run it at all.
+        interval: Time between the starts of two runs (per table).
+    """
+
+    task: Task
+    enabled: bool
+    interval: timedelta
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WarehouseConfig:
+    """One warehouse and the tables of it to maintain.
+
+    Attributes:
+        uri: Local path, ``file://`` or ``s3://bucket/prefix``.
+        tables: Patterns: ``"db.table"`` (explicit), ``"db.*"`` (every table
+            of a database), ``"*"`` (every table); shell-style wildcards.
+        exclude: Patterns of tables to leave alone.
+        options: Catalog options (``s3.*``); may hold credentials, so they are
+            masked by :func:`describe_config` and left out of ``repr``.
+    """
+
+    uri: str
+    tables: tuple[str, ...]
+    exclude: tuple[str, ...] = ()
+    options: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def selects(self, identifier: str) -> bool:
+        """Tell whether ``db.table`` matches a ``tables`` pattern and no ``exclude`` one."""
+        return any(fnmatchcase(identifier, p) for p in self.tables) and not any(
+            fnmatchcase(identifier, p) for p in self.exclude
+        )
+
+    @property
+    def explicit_tables(self) -> tuple[str, ...]:
+        """Patterns without wildcards (tables named one by one)."""
+        return tuple(p for p in self.tables if not any(c in p for c in "*?["))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DaemonSettings:
+    """Process-wide settings (``[daemon]`` and ``[metrics]``).
+
+    Attributes:
+        daemon_id: Names this daemon in leases and logs.
+        workers: Threads running jobs concurrently (different tables).
+        discovery_interval: How often table patterns are re-listed.
+        lease_ttl: A lease not renewed for this long may be taken over.
+        lease_renew_interval: How often held leases are renewed (< ttl / 2).
+        shutdown_grace: How long SIGTERM waits for running jobs before
+            aborting them (the process exits; published state is never half
+            written, unpublished files become orphans).
+        metrics_host: Address of the metrics/health HTTP server.
+        metrics_port: Its port (0 = any free port).
+        files_interval: Minimum time between two counts of a table's live
+            data files by the watcher.
+        orphan_older_than: Orphan clean deletes only unreferenced files older
+            than this.
+        orphan_dry_run: Orphan clean only reports.
+    """
+
+    daemon_id: str
+    workers: int = 4
+    discovery_interval: timedelta = timedelta(minutes=1)
+    lease_ttl: timedelta = timedelta(seconds=60)
+    lease_renew_interval: timedelta = timedelta(seconds=20)
+    shutdown_grace: timedelta = timedelta(seconds=8)
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = 9464
+    files_interval: timedelta = timedelta(minutes=1)
+    orphan_older_than: timedelta = timedelta(days=1)
+    orphan_dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DaemonConfig:
+    """A validated daemon configuration.
+
+    Attributes:
+        source: Where it was read from (for messages).
+        log_level: ``DEBUG`` .. ``CRITICAL``.
+        daemon: Process-wide settings.
+        warehouses: What to maintain.
+        tasks: Schedule per task.
+        default_options: Paimon option defaults set in the ``[tasks.*]``
+            sections; a table's own options win.
+    """
+
+    source: str
+    log_level: str
+    daemon: DaemonSettings
+    warehouses: tuple[WarehouseConfig, ...]
+    tasks: Mapping[Task, TaskSettings]
+    default_options: Mapping[str, str]
+
+    def effective_options(self, table_options: Mapping[str, str]) -> CoreOptions:
+        """Return the options a table is maintained with: daemon defaults, then the table's own.
+
+        Raises:
+            InvalidOptionError: the table has an unparsable option value.
+        """
+        merged = dict(self.default_options)
+        merged.update(table_options)
+        return CoreOptions(merged)
+
+    def enabled_tasks(self) -> tuple[Task, ...]:
+        """Tasks that are enabled, in a fixed order."""
+        return tuple(t for t in Task if self.tasks[t].enabled)
+
+
+# --------------------------------------------------------------------- parsing
+def _err(source: str, key: str, value: Any, reason: str) -> InvalidOptionError:
+    shown = "<hidden>" if _is_secret(key) else repr(value)
+    return InvalidOptionError(
+        f"{source}: {key} = {shown}: {reason}",
+        key=key,
+        value=None if _is_secret(key) else str(value),
+    )
+
+
+def _is_secret(key: str) -> bool:
+    lowered = key.lower()
+    return any(h in lowered for h in _SECRET_HINTS) and "options" in lowered
+
+
+class _Section:
+    """Reads typed keys of one TOML table and refuses unknown ones."""
+
+    def __init__(self, source: str, prefix: str, data: Any) -> None:
+        if not isinstance(data, Mapping):
+            raise _err(source, prefix or "<root>", data, "must be a table")
+        self.source, self.prefix, self.data = source, prefix, data
+        self.used: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}.{name}" if self.prefix else name
+
+    def raw(self, name: str) -> Any:
+        self.used.add(name)
+        return self.data.get(name)
+
+    def string(self, name: str, default: str) -> str:
+        value = self.raw(name)
+        if value is None:
+            return default
+        if not isinstance(value, str) or not value:
+            raise _err(self.source, self.key(name), value, "must be a non-empty string")
+        return value
+
+    def integer(self, name: str, default: int, *, minimum: int) -> int:
+        value = self.raw(name)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise _err(self.source, self.key(name), value, f"must be an integer >= {minimum}")
+        return value
+
+    def boolean(self, name: str, *, default: bool) -> bool:
+        value = self.raw(name)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise _err(self.source, self.key(name), value, "must be true or false")
+        return value
+
+    def duration(self, name: str, default: timedelta, *, positive: bool = True) -> timedelta:
+        value = self.raw(name)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise _err(
+                self.source, self.key(name), value,
+                "must be a duration string with a unit, such as '30 s', '5 min' or '1 d'",
+            )  # fmt: skip
+        try:
+            parsed = parse_duration(value)
+        except ValueError as exc:
+            raise _err(self.source, self.key(name), value, str(exc)) from None
+        if positive and parsed <= timedelta(0):
+            raise _err(self.source, self.key(name), value, "must be longer than zero")
+        return parsed
+
+    def strings(self, name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        value = self.raw(name)
+        if value is None:
+            return default
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise _err(self.source, self.key(name), value, "must be a list of strings")
+        return tuple(value)
+
+    def sub(self, name: str) -> _Section:
+        value = self.raw(name)
+        return _Section(self.source, self.key(name), {} if value is None else value)
+
+    def finish(self, extra_known: tuple[str, ...] = ()) -> None:
+        unknown = sorted(set(self.data) - self.used - set(extra_known))
+        if unknown:
+            known = sorted(self.used | set(extra_known))
+            raise _err(
+                self.source, self.key(unknown[0]), self.data[unknown[0]],
+                f"unknown key; known keys here: {', '.join(known) or '(none)'}",
+            )  # fmt: skip
+
+
+def _option_text(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return str(value)
+    return None
+
+
+def _parse_listen(source: str, text: str) -> tuple[str, int]:
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise _err(source, "metrics.listen", text, "must be 'host:port', e.g. '127.0.0.1:9464'")
+    return host.strip("[]"), int(port_text)
+
+
+def _parse_task(
+    source: str, root: _Section, task: Task, defaults: dict[str, str]
+) -> tuple[TaskSettings, _Section]:
+    sec = root.sub(task.value)
+    settings = TaskSettings(
+        task=task,
+        enabled=sec.boolean("enabled", default=True),
+        interval=sec.duration("interval", _DEFAULT_INTERVALS[task]),
+    )
+    for option in _TASK_OPTIONS[task]:
+        value = sec.raw(option.key)
+        if value is None:
+            continue
+        text = _option_text(value)
+        if text is None:
+            raise _err(source, sec.key(option.key), value, "must be a string or a number")
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and option.parse is parse_duration
+        ):
+            raise _err(
+                source, sec.key(option.key), value,
+                "a bare number would be milliseconds; write the unit, e.g. '1 h'",
+            )  # fmt: skip
+        try:
+            option.parse(text)
+        except ValueError as exc:
+            raise _err(source, sec.key(option.key), value, f"{exc} ({option.doc})") from None
+        defaults[option.key] = text
+    return settings, sec
+
+
+def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> DaemonConfig:
+    """Validate a parsed TOML document and return the effective configuration.
+
+    Args:
+        data: What ``tomllib.loads`` returned.
+        source: Name of the file, for messages.
+
+    Returns:
+        The configuration with every default filled in.
+
+    Raises:
+        InvalidOptionError: a key is unknown, missing or has a bad value; the
+            message names the dotted key and the reason (``.key`` holds the key).
+    """
+    root = _Section(source, "", data)
+    log_level = root.string("log_level", "INFO").upper()
+    if log_level not in _LOG_LEVELS:
+        raise _err(source, "log_level", log_level, f"must be one of {', '.join(_LOG_LEVELS)}")
+
+    daemon_sec = root.sub("daemon")
+    default_id = f"{socket.gethostname()}-{os.getpid()}"
+    lease_ttl = daemon_sec.duration("lease_ttl", timedelta(seconds=60))
+    renew = daemon_sec.duration("lease_renew_interval", lease_ttl / 3)
+    if renew * 2 > lease_ttl:
+        raise _err(
+            source, "daemon.lease_renew_interval", daemon_sec.data.get("lease_renew_interval"),
+            f"must be at most half of daemon.lease_ttl ({lease_ttl.total_seconds():g} s) so a "
+            "live daemon never lets its lease lapse",
+        )  # fmt: skip
+    daemon_id = daemon_sec.string("id", default_id)
+    workers = daemon_sec.integer("workers", 4, minimum=1)
+    discovery = daemon_sec.duration("discovery_interval", timedelta(minutes=1))
+    grace = daemon_sec.duration("shutdown_grace", timedelta(seconds=8))
+    daemon_sec.finish()
+
+    metrics_sec = root.sub("metrics")
+    host, port = _parse_listen(source, metrics_sec.string("listen", DEFAULT_LISTEN))
+    metrics_sec.finish()
+
+    raw_warehouses = root.raw("warehouse")
+    if raw_warehouses is None:
+        raise _err(source, "warehouse", None, "at least one [[warehouse]] section is required")
+    if not isinstance(raw_warehouses, list) or not raw_warehouses:
+        raise _err(source, "warehouse", raw_warehouses, "must be an array of tables [[warehouse]]")
+    warehouses = []
+    for i, raw in enumerate(raw_warehouses):
+        sec = _Section(source, f"warehouse[{i}]", raw)
+        uri = sec.string("uri", "")
+        if not uri:
+            raise _err(source, sec.key("uri"), None, "is required")
+        tables = sec.strings("tables", ("*",))
+        for pattern in tables:
+            if pattern != "*" and "." not in pattern:
+                raise _err(
+                    source, sec.key("tables"), pattern,
+                    "a pattern is 'db.table', 'db.*' or '*'",
+                )  # fmt: skip
+        exclude = sec.strings("exclude", ())
+        opts_raw = sec.raw("options") or {}
+        if not isinstance(opts_raw, Mapping):
+            raise _err(source, sec.key("options"), "<table>", "must be a table of strings")
+        options: dict[str, str] = {}
+        for k, v in opts_raw.items():
+            text = _option_text(v)
+            if text is None:
+                raise _err(source, f"{sec.key('options')}.{k}", v, "must be a string or number")
+            options[str(k)] = text
+        sec.finish()
+        warehouses.append(WarehouseConfig(uri=uri, tables=tables, exclude=exclude, options=options))
+
+    tasks_sec = root.sub("tasks")
+    defaults: dict[str, str] = {}
+    tasks: dict[Task, TaskSettings] = {}
+    task_secs: dict[Task, _Section] = {}
+    for task in Task:
+        tasks[task], task_secs[task] = _parse_task(source, tasks_sec, task, defaults)
+    files_interval = task_secs[Task.WATCH].duration("files_interval", timedelta(minutes=1))
+    older_than = task_secs[Task.ORPHAN_CLEAN].duration("older_than", timedelta(days=1))
+    orphan_dry_run = task_secs[Task.ORPHAN_CLEAN].boolean("dry_run", default=False)
+    for sec in task_secs.values():
+        sec.finish()
+    tasks_sec.finish()
+    root.finish()
+    try:
+        CoreOptions(defaults)
+    except InvalidOptionError as exc:  # pragma: no cover - each key was parsed above
+        raise _err(source, f"tasks.*.{exc.key}", exc.value, str(exc)) from None
+
+    return DaemonConfig(
+        source=source,
+        log_level=log_level,
+        daemon=DaemonSettings(
+            daemon_id=daemon_id,
+            workers=workers,
+            discovery_interval=discovery,
+            lease_ttl=lease_ttl,
+            lease_renew_interval=renew,
+            shutdown_grace=grace,
+            metrics_host=host,
+            metrics_port=port,
+            files_interval=files_interval,
+            orphan_older_than=older_than,
+            orphan_dry_run=orphan_dry_run,
+        ),
+        warehouses=tuple(warehouses),
+        tasks=tasks,
+        default_options=defaults,
+    )
+
+
+def load_config(path: str) -> DaemonConfig:
+    """Read and validate the TOML file at ``path``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        InvalidOptionError: the TOML does not parse, or a key is unknown or
+            has a bad value (the message names the key and the reason).
+    """
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidOptionError(f"{path}: not valid TOML: {exc}", key="<file>") from None
+    return parse_config(data, source=path)
+
+
+def _fmt_duration(value: timedelta) -> str:
+    seconds = value.total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)} {unit}"
+    return f"{seconds:g} s" if seconds >= 1 else f"{int(seconds * 1000)} ms"
+
+
+def describe_config(config: DaemonConfig) -> str:
+    """Render the effective settings as TOML, with every default filled in.
+
+    Credentials in warehouse options (keys mentioning key, secret, token,
+    password or credential) are shown as ``"<hidden>"``.
+    """
+    d = config.daemon
+    lines = [
+        f"# effective configuration of {config.source}",
+        f'log_level = "{config.log_level}"',
+        "",
+        "[daemon]",
+        f'id = "{d.daemon_id}"',
+        f"workers = {d.workers}",
+        f'discovery_interval = "{_fmt_duration(d.discovery_interval)}"',
+        f'lease_ttl = "{_fmt_duration(d.lease_ttl)}"',
+        f'lease_renew_interval = "{_fmt_duration(d.lease_renew_interval)}"',
+        f'shutdown_grace = "{_fmt_duration(d.shutdown_grace)}"',
+        "",
+        "[metrics]",
+        f'listen = "{d.metrics_host}:{d.metrics_port}"',
+    ]
+    for w in config.warehouses:
+        opts = ", ".join(
+            f'"{k}" = "{"<hidden>" if any(h in k.lower() for h in _SECRET_HINTS) else v}"'
+            for k, v in sorted(w.options.items())
+        )
+        lines += [
+            "",
+            "[[warehouse]]",
+            f'uri = "{w.uri}"',
+            "tables = [" + ", ".join(f'"{t}"' for t in w.tables) + "]",
+            "exclude = [" + ", ".join(f'"{t}"' for t in w.exclude) + "]",
+            "options = {" + (f" {opts} " if opts else "") + "}",
+        ]
+    effective = CoreOptions(config.default_options)
+    for task in Task:
+        t = config.tasks[task]
+        lines += [
+            "",
+            f"[tasks.{task.value}]",
+            f"enabled = {'true' if t.enabled else 'false'}",
+            f'interval = "{_fmt_duration(t.interval)}"',
+        ]
+        if task is Task.WATCH:
+            lines.append(f'files_interval = "{_fmt_duration(d.files_interval)}"')
+        if task is Task.ORPHAN_CLEAN:
+            lines.append(f'older_than = "{_fmt_duration(d.orphan_older_than)}"')
+            lines.append(f"dry_run = {'true' if d.orphan_dry_run else 'false'}")
+        for option in _TASK_OPTIONS[task]:
+            origin = "daemon default" if option.key in config.default_options else "Paimon default"
+            value = config.default_options.get(option.key)
+            if value is None:
+                typed = effective.get(option)
+                value = _fmt_duration(typed) if isinstance(typed, timedelta) else str(typed)
+            lines.append(f'"{option.key}" = "{value}"  # {origin}; table options win')
+    return "\n".join(lines) + "\n"

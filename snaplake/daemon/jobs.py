@@ -1,0 +1,536 @@
+"""The daemon's jobs: plain functions that check a threshold, act, and return a typed result.
+
+Each job takes a :class:`~snaplake.table.Table` and the table's effective
+options (the daemon's defaults overlaid by the table's own options, see
+:meth:`DaemonConfig.effective_options`), needs no scheduler, and raises what
+the maintenance operation raises; the scheduler's job boundary
+(:func:`run_job`) catches, logs and counts failures.
+
+- :func:`merge_manifests_job`: merge when the latest snapshot references at
+  least ``manifest.merge-min-count`` manifests.
+- :func:`compact_job`: rewrite small files when a (partition, bucket) holds at
+  least ``compaction.min.file-num`` files smaller than ``target-file-size *
+  compaction.small-file-ratio``.
+- :func:`expire_snapshots_job`: expire by ``snapshot.num-retained.*`` /
+  ``snapshot.time-retained`` / ``snapshot.expire.limit``.
+- :func:`orphan_clean_job`: delete unreferenced files older than a grace period.
+
+Imports no apscheduler and no prometheus_client (metrics are recorded through
+:class:`snaplake.metrics.SnaplakeMetrics`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Protocol
+
+from snaplake.compaction.append_compact import AppendCompactor, CompactResult
+from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
+from snaplake.compaction.inline import maintenance_commit
+from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
+from snaplake.compaction.orphan_clean import OrphanCleanResult, OrphanFilesClean
+from snaplake.daemon.config import Task
+from snaplake.metrics import SnaplakeMetrics
+from snaplake.options import CoreOptions
+from snaplake.store.scan import FileStoreScan
+from snaplake.store.snapshot import Snapshot
+from snaplake.table import Table
+
+__all__ = [
+    "CompactJobResult",
+    "ExpireJobResult",
+    "FileCounts",
+    "JobResult",
+    "ManifestMergeJobResult",
+    "OrphanCleanJobResult",
+    "compact_job",
+    "count_files",
+    "count_manifests",
+    "expire_snapshots_job",
+    "merge_manifests_job",
+    "orphan_clean_job",
+    "record_job_result",
+    "run_job",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class JobResult(Protocol):
+    """What every job result has."""
+
+    @property
+    def table(self) -> str:
+        """``db.table``."""
+
+    @property
+    def task(self) -> Task:
+        """Which task produced it."""
+
+    @property
+    def acted(self) -> bool:
+        """Whether the job changed the table (False = below threshold / nothing to do)."""
+
+    def summary(self) -> str:
+        """One log line (counts only)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileCounts:
+    """Live data files of a table's latest snapshot.
+
+    Attributes:
+        data_files: Live data files.
+        small_files: Of these, files below ``target-file-size *
+            compaction.small-file-ratio``.
+        buckets_due: (partition, bucket) groups holding at least
+            ``compaction.min.file-num`` small files.
+        small_threshold_bytes: The size under which a file is small.
+    """
+
+    data_files: int
+    small_files: int
+    buckets_due: int
+    small_threshold_bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManifestMergeJobResult:
+    """Result of :func:`merge_manifests_job`.
+
+    Attributes:
+        table: ``db.table``.
+        manifest_files: Manifests referenced by the latest snapshot before.
+        merge_min_count: The effective ``manifest.merge-min-count``.
+        merge: The merge's own result when it ran, else ``None``.
+    """
+
+    table: str
+    manifest_files: int
+    merge_min_count: int
+    merge: MergeResult | None = None
+    task: Task = Task.MANIFEST_MERGE
+
+    @property
+    def acted(self) -> bool:
+        """Whether a merge snapshot was published."""
+        return self.merge is not None and self.merge.merged
+
+    @property
+    def manifests_merged(self) -> int:
+        """Manifests replaced (before minus after) by the published merge."""
+        if self.merge is None or not self.merge.merged:
+            return 0
+        return max(0, self.merge.manifests_before - self.merge.manifests_after)
+
+    def summary(self) -> str:
+        """One log line."""
+        after = self.merge.manifests_after if self.acted and self.merge else self.manifest_files
+        return (
+            f"{self.manifest_files} manifest(s) -> {after}, merge-min-count {self.merge_min_count}"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactJobResult:
+    """Result of :func:`compact_job`.
+
+    Attributes:
+        table: ``db.table``.
+        files: Data-file counts before compacting.
+        compaction: The compaction's own result when it ran, else ``None``.
+    """
+
+    table: str
+    files: FileCounts
+    compaction: CompactResult | None = None
+    task: Task = Task.COMPACT
+
+    @property
+    def acted(self) -> bool:
+        """Whether a compaction snapshot was published."""
+        return self.compaction is not None and self.compaction.snapshot_id is not None
+
+    @property
+    def files_compacted(self) -> int:
+        """Small files rewritten."""
+        return self.compaction.files_before if self.acted and self.compaction else 0
+
+    def summary(self) -> str:
+        """One log line."""
+        return (
+            f"{self.files.data_files} data file(s), {self.files.small_files} small, "
+            f"{self.files.buckets_due} bucket(s) due, {self.files_compacted} compacted"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpireJobResult:
+    """Result of :func:`expire_snapshots_job`.
+
+    Attributes:
+        table: ``db.table``.
+        snapshots_retained: Snapshots retained before the run.
+        expire: The expiry's result when it ran, else ``None``.
+        files_deleted: Files deleted by type (``data``, ``manifest``,
+            ``manifest_list``, ``snapshot``).
+    """
+
+    table: str
+    snapshots_retained: int
+    expire: ExpireResult | None = None
+    files_deleted: Mapping[str, int] = field(default_factory=dict)
+    task: Task = Task.EXPIRE_SNAPSHOTS
+
+    @property
+    def snapshots_expired(self) -> int:
+        """Snapshots expired."""
+        return self.expire.snapshots_expired if self.expire is not None else 0
+
+    @property
+    def acted(self) -> bool:
+        """Whether anything was deleted."""
+        return self.snapshots_expired > 0 or any(self.files_deleted.values())
+
+    def summary(self) -> str:
+        """One log line."""
+        return f"{self.snapshots_retained} snapshot(s) retained, {self.snapshots_expired} expired"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrphanCleanJobResult:
+    """Result of :func:`orphan_clean_job`.
+
+    Attributes:
+        table: ``db.table``.
+        dry_run: Nothing was deleted.
+        clean: The orphan clean's own result.
+        files_deleted: Files deleted by type.
+    """
+
+    table: str
+    dry_run: bool
+    clean: OrphanCleanResult | None = None
+    files_deleted: Mapping[str, int] = field(default_factory=dict)
+    task: Task = Task.ORPHAN_CLEAN
+
+    @property
+    def acted(self) -> bool:
+        """Whether files were deleted."""
+        return any(self.files_deleted.values())
+
+    def summary(self) -> str:
+        """One log line."""
+        total = sum(self.files_deleted.values())
+        return f"{total} orphan file(s) {'found' if self.dry_run else 'deleted'}"
+
+
+# ---------------------------------------------------------------------- helpers
+def _file_type(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    if name.startswith("manifest-list-"):
+        return "manifest_list"
+    if name.startswith("manifest-"):
+        return "manifest"
+    if name.startswith("snapshot-"):
+        return "snapshot"
+    if name.startswith("data-") or "/bucket-" in path:
+        return "data"
+    return "other"
+
+
+def _count_types(paths: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for path in paths:
+        kind = _file_type(str(path))
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def count_manifests(table: Table, snapshot: Snapshot | None) -> int:
+    """Return how many manifest files ``snapshot`` references (base + delta lists).
+
+    Storage: reads two manifest lists (served from the metadata cache when warm).
+    """
+    if snapshot is None:
+        return 0
+    scan = FileStoreScan(
+        file_io=table.file_io,
+        paths=table.paths,
+        schema_manager=table.schema_manager,
+        snapshot=snapshot,
+    )
+    return len(scan.manifest_metas())
+
+
+def count_files(table: Table, snapshot: Snapshot | None, *, options: CoreOptions) -> FileCounts:
+    """Count the live and the small data files of ``snapshot``, per (partition, bucket).
+
+    Args:
+        table: The table.
+        snapshot: Usually the latest snapshot; ``None`` = empty table.
+        options: Effective options (``target-file-size``,
+            ``compaction.small-file-ratio``, ``compaction.min.file-num``).
+
+    Storage: reads every manifest of the snapshot.
+    """
+    threshold = int(options.target_file_size_bytes * options.compaction_small_file_ratio)
+    if snapshot is None:
+        return FileCounts(data_files=0, small_files=0, buckets_due=0,
+                          small_threshold_bytes=threshold)  # fmt: skip
+    scan = FileStoreScan(
+        file_io=table.file_io,
+        paths=table.paths,
+        schema_manager=table.schema_manager,
+        snapshot=snapshot,
+    )
+    small: dict[tuple[bytes, int], int] = {}
+    total = 0
+    for entry in scan.plan_entries():
+        total += 1
+        if entry.file.file_size_bytes < threshold:
+            key = (entry.partition, entry.bucket)
+            small[key] = small.get(key, 0) + 1
+    due = sum(1 for n in small.values() if n >= options.compaction_min_file_num)
+    return FileCounts(
+        data_files=total,
+        small_files=sum(small.values()),
+        buckets_due=due,
+        small_threshold_bytes=threshold,
+    )
+
+
+# ------------------------------------------------------------------------- jobs
+def merge_manifests_job(table: Table, *, options: CoreOptions) -> ManifestMergeJobResult:
+    """Merge the latest snapshot's manifests once there are ``manifest.merge-min-count`` of them.
+
+    Args:
+        table: The table to maintain.
+        options: Effective options of the table.
+
+    Returns:
+        Counts before, the threshold, and the merge's result if it ran.
+
+    Raises:
+        CorruptMetadataError: a manifest list or manifest is undecodable.
+        CommitConflictError: a concurrent merge replaced the same manifests.
+
+    Storage: reads the latest manifest lists; when due, writes merged
+    manifests and a COMPACT snapshot (see ``Table.merge_manifests``).
+    """
+    latest = table.latest_snapshot()
+    count = count_manifests(table, latest)
+    min_count = options.manifest_merge_min_count
+    if count < min_count:
+        return ManifestMergeJobResult(
+            table=table.identifier, manifest_files=count, merge_min_count=min_count
+        )
+    merge = ManifestFileMerger(
+        commit=maintenance_commit(table),
+        target_size_bytes=options.manifest_target_file_size_bytes,
+        merge_min_count=min_count,
+        full_threshold_bytes=options.manifest_full_compaction_threshold_bytes,
+    ).execute(full=False)
+    return ManifestMergeJobResult(
+        table=table.identifier, manifest_files=count, merge_min_count=min_count, merge=merge
+    )
+
+
+def compact_job(table: Table, *, options: CoreOptions) -> CompactJobResult:
+    """Compact small data files when a (partition, bucket) crosses its threshold.
+
+    Args:
+        table: The table to maintain.
+        options: Effective options of the table.
+
+    Returns:
+        File counts before, and the compaction's result if it ran.
+
+    Raises:
+        CorruptMetadataError: a manifest is undecodable.
+        CommitConflictError: a concurrent commit removed files being compacted.
+
+    Storage: reads every manifest of the latest snapshot; when due, writes
+    new data files and a COMPACT snapshot (see ``Table.compact``).
+    """
+    counts = count_files(table, table.latest_snapshot(), options=options)
+    if counts.buckets_due == 0:
+        return CompactJobResult(table=table.identifier, files=counts)
+    compaction = AppendCompactor(
+        commit=maintenance_commit(table),
+        target_file_size_bytes=options.target_file_size_bytes,
+        min_file_num=options.compaction_min_file_num,
+        small_file_ratio=options.compaction_small_file_ratio,
+    ).execute()
+    return CompactJobResult(table=table.identifier, files=counts, compaction=compaction)
+
+
+def expire_snapshots_job(table: Table, *, options: CoreOptions) -> ExpireJobResult:
+    """Expire snapshots beyond the retention options.
+
+    Skips the (metadata-reading) planning when no more than
+    ``snapshot.num-retained.min`` snapshots are retained.
+
+    Args:
+        table: The table to maintain.
+        options: Effective options of the table (they override the table's
+            own retention options only where the table has none).
+
+    Returns:
+        Snapshots retained before, and what the expiry deleted.
+
+    Raises:
+        CorruptMetadataError: metadata needed for planning is undecodable;
+            nothing was deleted.
+        InvalidOptionError: ``snapshot.num-retained.max < .min``.
+
+    Storage: see ``ExpireSnapshots.execute``.
+    """
+    sm = table.snapshot_manager
+    latest, earliest = sm.latest_snapshot_id(), sm.earliest_snapshot_id()
+    retained = (latest - earliest + 1) if latest is not None and earliest is not None else 0
+    if retained <= options.snapshot_num_retained_min:
+        return ExpireJobResult(table=table.identifier, snapshots_retained=retained)
+    expire = ExpireSnapshots(
+        file_io=table.file_io,
+        paths=table.paths,
+        schema_manager=table.schema_manager,
+        snapshot_manager=sm,
+        retain_min=options.snapshot_num_retained_min,
+        retain_max=options.snapshot_num_retained_max,
+        time_retained=options.snapshot_time_retained,
+        expire_limit=options.snapshot_expire_limit,
+    ).execute()
+    deleted = {
+        "data": len(expire.data_files),
+        "snapshot": len(expire.snapshot_files),
+    }
+    for kind, n in _count_types(expire.manifest_files).items():
+        deleted[kind] = deleted.get(kind, 0) + n
+    return ExpireJobResult(
+        table=table.identifier, snapshots_retained=retained, expire=expire, files_deleted=deleted
+    )
+
+
+def orphan_clean_job(
+    table: Table, *, older_than: timedelta, dry_run: bool = False
+) -> OrphanCleanJobResult:
+    """Delete files under the table that nothing references and that are older than ``older_than``.
+
+    Args:
+        table: The table to maintain.
+        older_than: Grace period; files younger than this are never deleted
+            (a writer may be about to commit them).
+        dry_run: Only report.
+
+    Returns:
+        What was (or would be) deleted, by file type.
+
+    Raises:
+        CorruptMetadataError: metadata is undecodable; nothing was deleted.
+
+    Storage: lists the table directory; deletes orphan files unless ``dry_run``.
+    """
+    cleaner = OrphanFilesClean(
+        file_io=table.file_io,
+        paths=table.paths,
+        snapshot_manager=table.snapshot_manager,
+        older_than=older_than,
+    )
+    clean = cleaner.plan() if dry_run else cleaner.execute()
+    return OrphanCleanJobResult(
+        table=table.identifier,
+        dry_run=dry_run,
+        clean=clean,
+        files_deleted={} if dry_run else _count_types(clean.orphan_files),
+    )
+
+
+# ----------------------------------------------------------------- job boundary
+def record_job_result(
+    metrics: SnaplakeMetrics, result: JobResult, *, duration_s: float, now_s: float
+) -> None:
+    """Turn a job result into maintenance metrics.
+
+    Args:
+        metrics: Where to record.
+        result: A job's result.
+        duration_s: Wall time of the job, seconds.
+        now_s: Epoch seconds of completion (for the last-success gauge).
+    """
+    table, task = result.table, result.task.value
+    metrics.maintenance_runs.labels(table, task, "success" if result.acted else "noop").inc()
+    metrics.maintenance_duration.labels(table, task).observe(duration_s)
+    metrics.last_success.labels(table, task).set(now_s)
+    if isinstance(result, ManifestMergeJobResult):
+        metrics.manifest_merge_min_count.labels(table).set(result.merge_min_count)
+        if result.manifests_merged:
+            metrics.manifests_merged.labels(table).inc(result.manifests_merged)
+    elif isinstance(result, CompactJobResult):
+        if not result.acted:
+            metrics.data_files.labels(table).set(result.files.data_files)
+            metrics.small_files.labels(table).set(result.files.small_files)
+        if result.files_compacted:
+            metrics.files_compacted.labels(table).inc(result.files_compacted)
+    elif isinstance(result, ExpireJobResult):
+        if result.snapshots_expired:
+            metrics.snapshots_expired.labels(table).inc(result.snapshots_expired)
+        for file_type, n in result.files_deleted.items():
+            if n:
+                metrics.files_deleted.labels(table, file_type).inc(n)
+    elif isinstance(result, OrphanCleanJobResult):
+        for file_type, n in result.files_deleted.items():
+            if n:
+                metrics.files_deleted.labels(table, file_type).inc(n)
+
+
+def run_job(
+    fn: Callable[[], JobResult],
+    *,
+    table: str,
+    task: Task,
+    metrics: SnaplakeMetrics,
+    clock: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], float] = time.time,
+) -> JobResult | None:
+    """Run one job at the job boundary: time it, record it, and never let it raise.
+
+    A failure is logged at ERROR with the table, the task and the traceback,
+    counted in ``snaplake_maintenance_runs_total{outcome="failure"}`` and
+    ``snaplake_maintenance_failures_total{error=<class>}``, and retried at
+    the next scheduled run.
+
+    Args:
+        fn: The job, bound to its table and options.
+        table: ``db.table`` (for logs and labels).
+        task: Which task.
+        metrics: Where to record.
+        clock: Monotonic seconds.
+        wall_clock: Epoch seconds.
+
+    Returns:
+        The job's result, or ``None`` when it failed.
+    """
+    start = clock()
+    try:
+        result = fn()
+    except Exception as exc:  # job boundary: one table's failure must not stop the daemon
+        duration = clock() - start
+        metrics.maintenance_runs.labels(table, task.value, "failure").inc()
+        metrics.maintenance_failures.labels(table, task.value, type(exc).__name__).inc()
+        metrics.maintenance_duration.labels(table, task.value).observe(duration)
+        logger.exception(
+            "%s of %s failed after %.1f ms (%s); retrying at the next run",
+            task.value, table, duration * 1000, type(exc).__name__,
+        )  # fmt: skip
+        return None
+    duration = clock() - start
+    record_job_result(metrics, result, duration_s=duration, now_s=wall_clock())
+    level = logging.INFO if result.acted and task is not Task.WATCH else logging.DEBUG
+    logger.log(level, "%s of %s: %s (%.1f ms)", task.value, table, result.summary(),
+               duration * 1000)  # fmt: skip
+    return result

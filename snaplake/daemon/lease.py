@@ -1,0 +1,273 @@
+"""TableLease: one maintainer per table, by create-if-absent lease files with an expiry.
+
+A lease is a small JSON file ``<table>/.snaplake/lease-<generation>``::
+
+    {"owner": "maint-a", "generation": 7, "acquired_ms": ..., "expires_ms": ...,
+     "released": false}
+
+- **Acquire**: read the newest generation ``g``. If there is none, or it is
+  released, or it expired more than ``clock_skew`` ago, create
+  ``lease-<g+1>`` with ``write_if_absent``: of several daemons racing for the
+  same table exactly one wins, on local disk and on S3 alike. The winner
+  deletes the older generations.
+- **Renew**: the holder rewrites its own generation file with a later expiry,
+  after checking that no newer generation exists and that its lease has not
+  lapsed (a daemon paused for longer than the TTL gives the table up rather
+  than renewing over a successor).
+- **Release** (shutdown): mark the file ``released``; the next daemon takes
+  over at once instead of waiting for the expiry.
+
+The lease prevents two daemons from doing the same work; it is not what keeps
+the table correct. Every maintenance action is an ordinary commit with
+conflict detection, so even a paused holder that resumes after a takeover can
+at worst lose a commit race (``CommitConflictError``), never corrupt the table.
+
+Storage: each table gets one tiny file per generation under ``.snaplake/``;
+renewals overwrite it (the only file snaplake overwrites besides the hints).
+Orphan clean must leave ``<table>/.snaplake/`` alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import timedelta
+
+from snaplake.errors import CorruptMetadataError, FileAlreadyExistsError
+from snaplake.store.codec import decode_json, encode_json
+from snaplake.store.file_io import FileIO
+
+__all__ = ["LEASE_DIR", "LeaseState", "TableLease"]
+
+logger = logging.getLogger(__name__)
+
+#: Directory (under the table root) holding the lease files.
+LEASE_DIR = ".snaplake"
+_PREFIX = "lease-"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaseState:
+    """Content of one lease file.
+
+    Attributes:
+        owner: Daemon id of the holder.
+        generation: Increases with every acquisition of the table.
+        acquired_ms: When the holder acquired it, epoch milliseconds.
+        expires_ms: Until when it is valid unless renewed, epoch milliseconds.
+        released: The holder gave it up (shutdown).
+    """
+
+    owner: str
+    generation: int
+    acquired_ms: int
+    expires_ms: int
+    released: bool = False
+
+    def is_free(self, *, now_ms: int, clock_skew_ms: int) -> bool:
+        """Tell whether another daemon may take the lease over now."""
+        return self.released or now_ms > self.expires_ms + clock_skew_ms
+
+    def to_bytes(self) -> bytes:
+        """Encode as the file content."""
+        return encode_json(
+            {
+                "owner": self.owner,
+                "generation": self.generation,
+                "acquired_ms": self.acquired_ms,
+                "expires_ms": self.expires_ms,
+                "released": self.released,
+            }
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, path: str) -> LeaseState:
+        """Decode a lease file.
+
+        Raises:
+            CorruptMetadataError: not a lease document.
+        """
+        doc = decode_json(data, path=path)
+        try:
+            return cls(
+                owner=str(doc["owner"]),
+                generation=int(doc["generation"]),
+                acquired_ms=int(doc["acquired_ms"]),
+                expires_ms=int(doc["expires_ms"]),
+                released=bool(doc.get("released", False)),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptMetadataError(f"{path} is not a lease file ({exc})", path=path) from exc
+
+
+class TableLease:
+    """The maintenance lease of one table, as seen by one daemon.
+
+    Not thread-safe: one daemon drives a lease from one thread at a time
+    (the scheduler's lease job).
+
+    Args:
+        file_io: Storage of the table.
+        table_root: Path of the table directory.
+        owner: This daemon's id.
+        ttl: Validity of an acquisition or renewal.
+        clock_skew: Extra time a lease stays taken after its expiry, to
+            absorb clock differences between hosts.
+        clock_ms: Epoch milliseconds (injected by tests).
+    """
+
+    def __init__(
+        self,
+        *,
+        file_io: FileIO,
+        table_root: str,
+        owner: str,
+        ttl: timedelta,
+        clock_skew: timedelta = timedelta(seconds=1),
+        clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+    ) -> None:
+        if ttl <= timedelta(0):
+            raise ValueError(f"lease ttl must be positive, got {ttl}")
+        self.file_io = file_io
+        self.directory = f"{table_root.rstrip('/')}/{LEASE_DIR}"
+        self.owner = owner
+        self.ttl_ms = int(ttl.total_seconds() * 1000)
+        self.skew_ms = int(clock_skew.total_seconds() * 1000)
+        self._clock_ms = clock_ms
+        self._held: LeaseState | None = None
+
+    def __repr__(self) -> str:
+        return f"TableLease({self.directory!r}, owner={self.owner!r}, held={self.held})"
+
+    def _path(self, generation: int) -> str:
+        return f"{self.directory}/{_PREFIX}{generation}"
+
+    def _generations(self) -> list[int]:
+        found = []
+        for status in self.file_io.list_files(self.directory):
+            name = status.path.rsplit("/", 1)[-1]
+            if name.startswith(_PREFIX) and name[len(_PREFIX) :].isdigit():
+                found.append(int(name[len(_PREFIX) :]))
+        return sorted(found)
+
+    def current(self) -> LeaseState | None:
+        """Return the newest lease file's content, ``None`` when the table never had one.
+
+        Raises:
+            CorruptMetadataError: the newest lease file is undecodable.
+
+        Storage: one listing of ``.snaplake/`` and one read.
+        """
+        for generation in reversed(self._generations()):
+            path = self._path(generation)
+            try:
+                return LeaseState.from_bytes(self.file_io.read_bytes(path), path=path)
+            except FileNotFoundError:
+                continue  # deleted by a newer holder meanwhile
+        return None
+
+    @property
+    def held(self) -> bool:
+        """Whether this daemon holds the lease and it has not lapsed (local view)."""
+        held = self._held
+        return held is not None and self._clock_ms() < held.expires_ms
+
+    def try_acquire(self) -> bool:
+        """Take the lease if it is free; renew it if this daemon already holds it.
+
+        Returns:
+            Whether this daemon holds the lease afterwards.
+
+        Storage: lists ``.snaplake/``, reads the newest lease; creates
+        ``lease-<g+1>`` (create-if-absent) and deletes older generations when
+        taking over; rewrites the own generation file when renewing.
+        """
+        if self._held is not None:
+            return self.renew()
+        now = self._clock_ms()
+        latest: LeaseState | None
+        try:
+            latest = self.current()
+        except CorruptMetadataError:
+            # An undecodable lease (torn write on a store without atomic
+            # overwrite) blocks nobody: treat it as expired.
+            logger.warning("lease in %s is unreadable; taking it over", self.directory,
+                           exc_info=True)  # fmt: skip
+            generations = self._generations()
+            latest = LeaseState(
+                owner="?", generation=generations[-1] if generations else 0,
+                acquired_ms=0, expires_ms=0, released=True,
+            )  # fmt: skip
+        if latest is not None and latest.owner == self.owner and not latest.released:
+            # Our own lease from an earlier incarnation with the same id: it is ours.
+            state = replace(latest, expires_ms=now + self.ttl_ms)
+            self.file_io.write_bytes(self._path(state.generation), state.to_bytes(), overwrite=True)
+            self._held = state
+            return True
+        if latest is not None and not latest.is_free(now_ms=now, clock_skew_ms=self.skew_ms):
+            return False
+        generation = (latest.generation if latest else 0) + 1
+        state = LeaseState(
+            owner=self.owner, generation=generation, acquired_ms=now, expires_ms=now + self.ttl_ms
+        )
+        try:
+            self.file_io.write_if_absent(self._path(generation), state.to_bytes())
+        except FileAlreadyExistsError:
+            return False  # another daemon won this generation
+        self._held = state
+        if latest is not None:
+            logger.info(
+                "lease %s generation %d acquired by %s (previous holder %s, %s)",
+                self.directory, generation, self.owner, latest.owner,
+                "released" if latest.released else "expired",
+            )  # fmt: skip
+        for old in self._generations():
+            if old < generation:
+                self.file_io.delete(self._path(old))
+        return True
+
+    def renew(self) -> bool:
+        """Extend the held lease by the TTL.
+
+        Returns:
+            ``False`` (and the lease is dropped locally) when it lapsed or a
+            newer generation exists: another daemon took the table over.
+        """
+        held = self._held
+        if held is None:
+            return False
+        now = self._clock_ms()
+        if now >= held.expires_ms:
+            logger.warning(
+                "lease %s lapsed before renewal (%d ms late); giving the table up",
+                self.directory, now - held.expires_ms,
+            )  # fmt: skip
+            self._held = None
+            return False
+        newer = [g for g in self._generations() if g > held.generation]
+        if newer:
+            logger.warning("lease %s was taken over (generation %d); giving the table up",
+                           self.directory, newer[-1])  # fmt: skip
+            self._held = None
+            return False
+        state = replace(held, expires_ms=now + self.ttl_ms)
+        self.file_io.write_bytes(self._path(held.generation), state.to_bytes(), overwrite=True)
+        self._held = state
+        return True
+
+    def release(self) -> None:
+        """Give the lease up so that another daemon can take the table at once.
+
+        Storage: rewrites the own generation file with ``released = true``,
+        unless a newer generation exists (then nothing is written).
+        """
+        held, self._held = self._held, None
+        if held is None:
+            return
+        if any(g > held.generation for g in self._generations()):
+            return
+        state = replace(held, released=True, expires_ms=self._clock_ms())
+        self.file_io.write_bytes(self._path(held.generation), state.to_bytes(), overwrite=True)
+        logger.info("lease %s released by %s", self.directory, self.owner)

@@ -1,0 +1,437 @@
+"""MaintenanceDaemon: APScheduler wiring, table discovery, leases, signals and shutdown.
+
+Threads and pools (all APScheduler 3.x ``BlockingScheduler``, UTC,
+``max_instances=1``, ``coalesce=True``):
+
+- ``control`` (one thread): table discovery every ``discovery_interval`` and
+  the lease round every ``lease_renew_interval``. One thread means leases and
+  the table map are only ever changed here, and a slow compaction can never
+  starve a lease renewal.
+- ``watch`` (two threads): each held table's :class:`TableWatcher`.
+- ``default`` (``workers`` threads): merge, compaction, expiry and orphan
+  clean, one APScheduler job per (task, table). The tasks of one table never
+  run at the same time (a per-table lock; a busy table's run is skipped and
+  counted as ``outcome="skipped"``).
+
+A table's jobs exist only while this daemon holds its lease. SIGTERM/SIGINT
+stop the scheduling, wait up to ``shutdown_grace`` for running jobs, release
+the leases, and exit 0; a job still running after the grace period is
+abandoned by exiting the process, which is safe because every maintenance
+action publishes through an atomic snapshot commit (its unpublished files
+become orphans for orphan clean).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from types import FrameType
+from typing import Any
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.blocking import BlockingScheduler
+
+from snaplake.catalog import FileSystemCatalog
+from snaplake.daemon.config import DaemonConfig, Task, WarehouseConfig
+from snaplake.daemon.health import HealthState
+from snaplake.daemon.jobs import (
+    JobResult,
+    compact_job,
+    expire_snapshots_job,
+    merge_manifests_job,
+    orphan_clean_job,
+    run_job,
+)
+from snaplake.daemon.lease import TableLease
+from snaplake.daemon.watcher import TableWatcher
+from snaplake.errors import TableNotFoundError
+from snaplake.metrics import MetricsServer, SnaplakeMetrics, default_metrics, serve
+from snaplake.table import Table
+
+__all__ = ["MaintenanceDaemon"]
+
+logger = logging.getLogger(__name__)
+
+_MISFIRE_GRACE_S = 30
+
+
+@dataclass(slots=True, kw_only=True)
+class _TableState:
+    """One discovered table, as this daemon tracks it."""
+
+    key: str
+    table: Table
+    lease: TableLease
+    watcher: TableWatcher
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    held: bool = False
+    job_ids: list[str] = field(default_factory=list)
+
+
+class MaintenanceDaemon:
+    """Keeps the configured tables healthy and exports their metrics.
+
+    Args:
+        config: Validated configuration.
+        metrics: Where to record; the process-wide :func:`default_metrics`
+            (which also records this process's own commits) by default.
+        serve_http: Start the metrics/health HTTP server (tests may skip it).
+    """
+
+    def __init__(
+        self,
+        config: DaemonConfig,
+        *,
+        metrics: SnaplakeMetrics | None = None,
+        serve_http: bool = True,
+    ) -> None:
+        self.config = config
+        self.metrics = metrics if metrics is not None else default_metrics()
+        self._serve_http = serve_http
+        self.server: MetricsServer | None = None
+        d = config.daemon
+        self.health = HealthState(
+            stale_after_s=max(30.0, 3 * d.lease_renew_interval.total_seconds())
+        )
+        self.scheduler = BlockingScheduler(
+            timezone=UTC,
+            executors={
+                "default": ThreadPoolExecutor(d.workers),
+                "watch": ThreadPoolExecutor(2),
+                "control": ThreadPoolExecutor(1),
+            },
+            job_defaults={
+                "max_instances": 1,
+                "coalesce": True,
+                "misfire_grace_time": _MISFIRE_GRACE_S,
+            },
+        )
+        self._tables: dict[str, _TableState] = {}
+        self._stopping = threading.Event()
+        self._signals = 0
+        self._active: dict[str, float] = {}
+        self._active_cv = threading.Condition()
+        self._rng = random.Random()
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> int:
+        """Run until SIGTERM/SIGINT; return the exit code (0 after a clean shutdown).
+
+        Raises:
+            OSError: the metrics address cannot be bound.
+        """
+        d = self.config.daemon
+        self.metrics.daemon_up.set(1)
+        self.metrics.daemon_start_time.set(time.time())
+        if self._serve_http:
+            self.server = serve(
+                d.metrics_port,
+                addr=d.metrics_host,
+                metrics=self.metrics,
+                liveness=self.health.liveness,
+                readiness=self.health.readiness,
+            )
+        self.install_signal_handlers()
+        now = datetime.now(UTC)
+        self.scheduler.add_job(
+            self.discover, "interval", seconds=d.discovery_interval.total_seconds(),
+            id="discover", executor="control", next_run_time=now,
+        )  # fmt: skip
+        self.scheduler.add_job(
+            self.lease_round, "interval", seconds=d.lease_renew_interval.total_seconds(),
+            id="leases", executor="control",
+            next_run_time=now + d.lease_renew_interval,
+        )  # fmt: skip
+        logger.info(
+            "snaplake daemon %s starting: %d warehouse(s), tasks %s, metrics on %s",
+            d.daemon_id, len(self.config.warehouses),
+            ",".join(t.value for t in self.config.enabled_tasks()),
+            self.server.url if self.server else "(not served)",
+        )  # fmt: skip
+        self.health.started()
+        if not self._stopping.is_set():
+            self.scheduler.start()  # blocks until shutdown() is called
+        return self._finish()
+
+    def install_signal_handlers(self) -> None:
+        """Make SIGTERM and SIGINT stop the daemon gracefully (main thread only)."""
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._signals += 1
+        name = signal.Signals(signum).name
+        if self._signals == 1:
+            logger.info("%s received: stopping the scheduler, finishing running jobs", name)
+            self.stop()
+        else:
+            logger.warning("%s received again: aborting running jobs now", name)
+            self._abort(reason=f"second {name}")
+
+    def stop(self) -> None:
+        """Stop scheduling new runs; :meth:`run` then finishes and returns. Thread-safe."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        self.health.stopping()
+        # shutdown() takes scheduler locks: never from inside the signal handler.
+        threading.Thread(target=self._shutdown_scheduler, name="snaplake-stop", daemon=True).start()
+
+    def _shutdown_scheduler(self) -> None:
+        try:
+            self.scheduler.shutdown(wait=False)
+        except Exception:  # already stopped (SchedulerNotRunningError) is fine
+            logger.debug("scheduler shutdown", exc_info=True)
+
+    def _finish(self) -> int:
+        grace = self.config.daemon.shutdown_grace.total_seconds()
+        deadline = time.monotonic() + grace
+        with self._active_cv:
+            while self._active and time.monotonic() < deadline:
+                self._active_cv.wait(timeout=max(0.0, min(0.5, deadline - time.monotonic())))
+            still = sorted(self._active)
+        if still:
+            self._abort(reason=f"jobs still running after {grace:g} s grace: {', '.join(still)}")
+        self._release_all()
+        self._close()
+        logger.info("snaplake daemon %s stopped", self.config.daemon.daemon_id)
+        return 0
+
+    def _abort(self, *, reason: str) -> None:
+        """Release leases and leave the process at once, abandoning running jobs."""
+        logger.warning(
+            "aborting (%s); unpublished files of abandoned jobs become orphans for orphan clean",
+            reason,
+        )
+        self._release_all()
+        self._close()
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+    def _release_all(self) -> None:
+        for state in list(self._tables.values()):
+            if state.held or state.lease.held:
+                try:
+                    state.lease.release()
+                except Exception:  # shutdown: the lease then expires by itself
+                    logger.warning("could not release the lease of %s", state.key, exc_info=True)
+                state.held = False
+                self.metrics.lease_held.labels(state.table.identifier).set(0)
+
+    def _close(self) -> None:
+        self.metrics.daemon_up.set(0)
+        if self.server is not None:
+            server, self.server = self.server, None
+            server.close()
+
+    # ------------------------------------------------------------ discovery
+    def discover(self) -> None:
+        """Find the tables to maintain (the ``discover`` job), then run a lease round."""
+        if self._stopping.is_set():
+            return
+        found: dict[str, tuple[WarehouseConfig, str]] = {}
+        for index, wh in enumerate(self.config.warehouses):
+            try:
+                for identifier in self._list_tables(wh):
+                    found[f"{index}:{identifier}"] = (wh, identifier)
+            except Exception:  # job boundary: one warehouse must not stop the others
+                logger.exception("listing tables of warehouse #%d failed; keeping the known tables",
+                             index)  # fmt: skip
+                found.update({k: (wh, s.table.identifier) for k, s in self._tables.items()
+                              if k.startswith(f"{index}:")})  # fmt: skip
+        for key in sorted(set(self._tables) - set(found)):
+            logger.info("table %s is gone; stopping its maintenance", key)
+            self._drop(self._tables.pop(key))
+        for key, (wh, identifier) in sorted(found.items()):
+            if key in self._tables:
+                continue
+            try:
+                self._tables[key] = self._track(key, wh, identifier)
+            except TableNotFoundError:
+                logger.warning("table %s does not exist (yet); will look again", identifier)
+            except Exception:  # job boundary: one table must not stop discovery
+                logger.exception("opening table %s failed", identifier)
+        self.metrics.daemon_tables.set(len(self._tables))
+        self.lease_round()
+
+    def _list_tables(self, wh: WarehouseConfig) -> list[str]:
+        catalog = FileSystemCatalog(wh.uri, options=wh.options)
+        if set(wh.tables) == set(wh.explicit_tables):
+            return [t for t in wh.explicit_tables if wh.selects(t) and catalog.table_exists(t)]
+        out = []
+        for db in catalog.list_databases():
+            for name in catalog.list_tables(db):
+                identifier = f"{db}.{name}"
+                if wh.selects(identifier):
+                    out.append(identifier)
+        return out
+
+    def _track(self, key: str, wh: WarehouseConfig, identifier: str) -> _TableState:
+        table = FileSystemCatalog(wh.uri, options=wh.options).get_table(identifier)
+        d = self.config.daemon
+        lease = TableLease(
+            file_io=table.file_io, table_root=table.root, owner=d.daemon_id, ttl=d.lease_ttl
+        )
+        watcher = TableWatcher(
+            table,
+            metrics=self.metrics,
+            options=lambda: self.config.effective_options(table.options),
+            files_interval=d.files_interval,
+        )
+        return _TableState(key=key, table=table, lease=lease, watcher=watcher)
+
+    def _drop(self, state: _TableState) -> None:
+        self._unschedule(state)
+        if state.held:
+            try:
+                state.lease.release()
+            except Exception:  # the table is gone; its lease with it
+                logger.debug("releasing the lease of dropped %s", state.key, exc_info=True)
+        self.metrics.forget_table(state.table.identifier)
+
+    # --------------------------------------------------------------- leases
+    def lease_round(self) -> None:
+        """Acquire free leases and renew held ones (the ``leases`` job)."""
+        if self._stopping.is_set():
+            return
+        states = list(self._tables.values())
+        self._rng.shuffle(states)  # daemons starting together split the tables
+        for state in states:
+            if self._stopping.is_set():
+                return
+            name = state.table.identifier
+            try:
+                holds = state.lease.try_acquire()
+            except Exception:  # job boundary: retried at the next round
+                logger.exception("lease round for %s failed", name)
+                holds = state.lease.held
+            if holds and not state.held:
+                state.held = True
+                logger.info("daemon %s now maintains %s", self.config.daemon.daemon_id, name)
+                self.metrics.lease_acquired.labels(name).inc()
+                self.metrics.lease_held.labels(name).set(1)
+                self.metrics.init_table(
+                    table=name, tasks=[t.value for t in self.config.enabled_tasks()]
+                )
+                self._schedule(state)
+            elif state.held and not holds:
+                state.held = False
+                logger.warning("daemon %s lost the lease of %s", self.config.daemon.daemon_id,
+                               name)  # fmt: skip
+                self._unschedule(state)
+                self.metrics.forget_table(name)
+                self.metrics.lease_lost.labels(name).inc()
+                self.metrics.lease_held.labels(name).set(0)
+            elif not holds:
+                self.metrics.lease_held.labels(name).set(0)
+        self.health.control_ran(
+            tables_known=len(self._tables), tables_held=sum(s.held for s in self._tables.values())
+        )
+
+    def _schedule(self, state: _TableState) -> None:
+        now = datetime.now(UTC)
+        for task in self.config.enabled_tasks():
+            interval = self.config.tasks[task].interval
+            if task is Task.ORPHAN_CLEAN:
+                first = now + interval  # daily work: not at every restart
+            else:
+                first = now + timedelta(seconds=self._rng.uniform(0, 1))
+            job_id = f"{task.value}:{state.key}"
+            self.scheduler.add_job(
+                self._run_task, "interval", seconds=interval.total_seconds(), id=job_id,
+                args=(state.key, task), executor="watch" if task is Task.WATCH else "default",
+                next_run_time=first, replace_existing=True,
+            )  # fmt: skip
+            state.job_ids.append(job_id)
+
+    def _unschedule(self, state: _TableState) -> None:
+        for job_id in state.job_ids:
+            try:
+                self.scheduler.remove_job(job_id)
+            except Exception:  # JobLookupError: already gone
+                logger.debug("removing job %s", job_id, exc_info=True)
+        state.job_ids.clear()
+
+    # ----------------------------------------------------------------- jobs
+    @contextmanager
+    def _tracked(self, job_id: str) -> Iterator[None]:
+        with self._active_cv:
+            self._active[job_id] = time.monotonic()
+        try:
+            yield
+        finally:
+            with self._active_cv:
+                self._active.pop(job_id, None)
+                self._active_cv.notify_all()
+
+    def _run_task(self, key: str, task: Task) -> None:
+        """Run ``task`` on table ``key`` if this daemon still holds its lease."""
+        if self._stopping.is_set():
+            return
+        state = self._tables.get(key)
+        if state is None or not state.held or not state.lease.held:
+            return
+        name = state.table.identifier
+        if task is Task.WATCH:
+            with self._tracked(f"{task.value}:{name}"):
+                run_job(
+                    lambda: state.watcher.poll(stop=self._stopping.is_set),
+                    table=name, task=task, metrics=self.metrics,
+                )  # fmt: skip
+            return
+        if not state.lock.acquire(blocking=False):
+            logger.debug("%s of %s skipped: another task of the table is running", task, name)
+            self.metrics.maintenance_runs.labels(name, task.value, "skipped").inc()
+            return
+        try:
+            with self._tracked(f"{task.value}:{name}"):
+                logger.debug("%s of %s started", task.value, name)
+                run_job(self._job(state.table, task), table=name, task=task,
+                        metrics=self.metrics)  # fmt: skip
+                logger.debug("%s of %s finished", task.value, name)
+        finally:
+            state.lock.release()
+
+    def _job(self, table: Table, task: Task) -> Callable[[], JobResult]:
+        config = self.config
+
+        def job() -> JobResult:
+            options = config.effective_options(table.options)
+            if task is Task.MANIFEST_MERGE:
+                return merge_manifests_job(table, options=options)
+            if task is Task.COMPACT:
+                return compact_job(table, options=options)
+            if task is Task.EXPIRE_SNAPSHOTS:
+                return expire_snapshots_job(table, options=options)
+            if task is Task.ORPHAN_CLEAN:
+                return orphan_clean_job(
+                    table,
+                    older_than=config.daemon.orphan_older_than,
+                    dry_run=config.daemon.orphan_dry_run,
+                )
+            raise ValueError(f"no job for task {task}")  # pragma: no cover
+
+        return job
+
+    # -------------------------------------------------------------- testing
+    def held_tables(self) -> list[str]:
+        """``db.table`` of every table whose lease this daemon holds."""
+        return sorted(s.table.identifier for s in self._tables.values() if s.held)
+
+    def state_of(self, identifier: str) -> Any:
+        """The internal state of table ``identifier`` (tests and debugging)."""
+        for s in self._tables.values():
+            if s.table.identifier == identifier:
+                return s
+        return None

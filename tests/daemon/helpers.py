@@ -1,0 +1,41 @@
+"""Shared helpers of the daemon tests: small tables with many commits."""
+
+from __future__ import annotations
+
+import itertools
+
+from tests.helpers import SCHEMA, rows
+
+import snaplake
+from snaplake.table import Table
+
+_names = itertools.count()
+
+LOW_THRESHOLDS = {
+    "manifest.merge-min-count": "4",
+    "target-file-size": "1 mb",
+    "compaction.min.file-num": "3",
+    "snapshot.num-retained.min": "3",
+    "snapshot.num-retained.max": "6",
+    "snapshot.time-retained": "1 ms",
+}
+
+
+def memory_table(options: dict[str, str] | None = None, *, name: str = "db.t") -> Table:
+    """A fresh in-memory partitioned table."""
+    catalog = snaplake.FileSystemCatalog(f"memory://daemon{next(_names)}")
+    return catalog.create_table(name, schema=SCHEMA, partition_keys=["month"],
+                                options=options or {})  # fmt: skip
+
+
+def append(table: Table, n_commits: int, *, start: int = 0, rows_per_commit: int = 5,
+           months: int = 1, user: str = "writer") -> int:  # fmt: skip
+    """Make ``n_commits`` append commits; return the next free id."""
+    committer = table.new_commit(commit_user=user)
+    ident = start
+    for _ in range(n_commits):
+        write = table.new_write(commit_user=user)
+        write.write_arrow(rows(ident, rows_per_commit, months=months))
+        committer.commit(write.prepare_commit(), commit_identifier=ident + 1)
+        ident += rows_per_commit
+    return ident

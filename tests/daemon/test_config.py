@@ -1,0 +1,143 @@
+"""Daemon TOML configuration: defaults, validation errors naming the key, --check-config."""
+
+from __future__ import annotations
+
+import tomllib
+from datetime import timedelta
+
+import pytest
+
+from snaplake.daemon.config import Task, describe_config, load_config, parse_config
+from snaplake.daemon.main import main
+from snaplake.errors import InvalidOptionError
+
+MINIMAL = {"warehouse": [{"uri": "/tmp/wh"}]}
+
+
+def test_minimal_config_fills_every_default():
+    cfg = parse_config(MINIMAL)
+    assert cfg.log_level == "INFO"
+    assert (cfg.daemon.metrics_host, cfg.daemon.metrics_port) == ("127.0.0.1", 9464)
+    assert cfg.warehouses[0].tables == ("*",)
+    assert cfg.tasks[Task.ORPHAN_CLEAN].interval == timedelta(days=1)
+    assert cfg.daemon.orphan_older_than == timedelta(days=1)
+    assert all(cfg.tasks[t].enabled for t in Task)
+    assert cfg.default_options == {}
+    # Paimon defaults apply when neither the daemon nor the table sets a key.
+    assert cfg.effective_options({}).manifest_merge_min_count == 30
+
+
+def test_table_options_win_over_daemon_defaults():
+    cfg = parse_config(
+        {**MINIMAL, "tasks": {"manifest_merge": {"manifest.merge-min-count": 5},
+                              "expire_snapshots": {"snapshot.time-retained": "10 s"}}}
+    )  # fmt: skip
+    assert cfg.default_options == {
+        "manifest.merge-min-count": "5",
+        "snapshot.time-retained": "10 s",
+    }
+    assert cfg.effective_options({}).manifest_merge_min_count == 5
+    table_wins = cfg.effective_options({"manifest.merge-min-count": "12"})
+    assert table_wins.manifest_merge_min_count == 12
+    assert table_wins.snapshot_time_retained == timedelta(seconds=10)
+
+
+def test_selectors():
+    cfg = parse_config(
+        {
+            "warehouse": [
+                {"uri": "/w", "tables": ["sales.orders", "logs.*"], "exclude": ["logs.tmp*"]}
+            ]
+        }
+    )
+    wh = cfg.warehouses[0]
+    assert wh.selects("sales.orders")
+    assert wh.selects("logs.web")
+    assert not wh.selects("sales.other")
+    assert not wh.selects("logs.tmp_1")
+    assert wh.explicit_tables == ("sales.orders",)
+
+
+@pytest.mark.parametrize(
+    ("doc", "key", "reason"),
+    [
+        ({}, "warehouse", "required"),
+        ({**MINIMAL, "bogus": 1}, "bogus", "unknown key"),
+        ({**MINIMAL, "log_level": "LOUD"}, "log_level", "must be one of"),
+        ({**MINIMAL, "metrics": {"listen": "9464"}}, "metrics.listen", "host:port"),
+        ({**MINIMAL, "metrics": {"listen": "127.0.0.1:99999"}}, "metrics.listen", "host:port"),
+        ({**MINIMAL, "tasks": {"compact": {"interval": "soon"}}}, "tasks.compact.interval",
+         "duration"),
+        ({**MINIMAL, "tasks": {"compact": {"interval": 5}}}, "tasks.compact.interval", "unit"),
+        ({**MINIMAL, "tasks": {"compact": {"interval": "0 s"}}}, "tasks.compact.interval",
+         "longer"),
+        ({**MINIMAL, "tasks": {"compact": {"manifest.merge-min-count": 3}}},
+         "tasks.compact.manifest.merge-min-count", "unknown key"),
+        ({**MINIMAL, "tasks": {"manifest_merge": {"manifest.merge-min-count": "many"}}},
+         "tasks.manifest_merge.manifest.merge-min-count", "invalid literal"),
+        ({**MINIMAL, "tasks": {"expire_snapshots": {"snapshot.time-retained": 3600}}},
+         "tasks.expire_snapshots.snapshot.time-retained", "milliseconds"),
+        ({**MINIMAL, "tasks": {"cleanup": {}}}, "tasks.cleanup", "unknown key"),
+        ({**MINIMAL, "daemon": {"workers": 0}}, "daemon.workers", ">= 1"),
+        ({**MINIMAL, "daemon": {"lease_ttl": "10 s", "lease_renew_interval": "8 s"}},
+         "daemon.lease_renew_interval", "half"),
+        ({"warehouse": [{"tables": ["a.b"]}]}, "warehouse[0].uri", "required"),
+        ({"warehouse": [{"uri": "/w", "tables": ["nodot"]}]}, "warehouse[0].tables", "db.table"),
+    ],
+)  # fmt: skip
+def test_invalid_config_names_key_and_reason(doc, key, reason):
+    with pytest.raises(InvalidOptionError) as info:
+        parse_config(doc, source="snaplake.toml")
+    assert info.value.key == key
+    assert key in str(info.value)
+    assert reason in str(info.value)
+    assert str(info.value).startswith("snaplake.toml: ")
+
+
+def test_secrets_are_hidden(tmp_path):
+    path = tmp_path / "d.toml"
+    path.write_text(
+        '[[warehouse]]\nuri = "s3://b/w"\n'
+        'options = { "s3.access-key-id" = "AKIA", "s3.secret-access-key" = "hunter2", '
+        '"s3.endpoint" = "http://127.0.0.1:1" }\n'
+    )
+    cfg = load_config(str(path))
+    assert "hunter2" not in repr(cfg)
+    text = describe_config(cfg)
+    assert "hunter2" not in text
+    assert "AKIA" not in text
+    assert "http://127.0.0.1:1" in text
+
+
+def test_describe_config_round_trips_through_toml(tmp_path):
+    cfg = parse_config(
+        {**MINIMAL, "tasks": {"manifest_merge": {"manifest.merge-min-count": 7, "interval": "2 s"}}}
+    )
+    text = describe_config(cfg)
+    doc = tomllib.loads(text)
+    again = parse_config(doc)
+    assert again.tasks == cfg.tasks
+    assert again.effective_options({}).manifest_merge_min_count == 7
+    assert again.daemon.lease_ttl == cfg.daemon.lease_ttl
+
+
+def test_check_config_cli(tmp_path, capsys):
+    good = tmp_path / "good.toml"
+    good.write_text('[[warehouse]]\nuri = "/tmp/x"\n[tasks.compact]\ninterval = "30 s"\n')
+    assert main(["--config", str(good), "--check-config"]) == 0
+    out = capsys.readouterr().out
+    assert '[tasks.compact]\nenabled = true\ninterval = "30 s"' in out
+    assert '"manifest.merge-min-count" = "30"  # Paimon default' in out
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[warehouse]]\nuri = "/tmp/x"\n[tasks.compact]\nintervall = "30 s"\n')
+    assert main(["--config", str(bad), "--check-config"]) == 2
+    err = capsys.readouterr().err
+    assert "tasks.compact.intervall" in err
+    assert "unknown key" in err
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[[warehouse]\n")
+    assert main(["--config", str(broken)]) == 2
+    assert "not valid TOML" in capsys.readouterr().err
+    assert main(["--config", str(tmp_path / "missing.toml")]) == 2

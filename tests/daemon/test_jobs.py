@@ -1,0 +1,137 @@
+"""The daemon's jobs as plain functions: thresholds, actions, results, the job boundary."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from prometheus_client import CollectorRegistry
+from tests.daemon.helpers import LOW_THRESHOLDS, append, memory_table
+
+from snaplake.daemon.config import Task, parse_config
+from snaplake.daemon.jobs import (
+    compact_job,
+    count_files,
+    count_manifests,
+    expire_snapshots_job,
+    merge_manifests_job,
+    orphan_clean_job,
+    run_job,
+)
+from snaplake.metrics import SnaplakeMetrics
+from snaplake.options import CoreOptions
+from snaplake.store.avro_fast import metadata_cache
+
+
+def _opts(**overrides: str) -> CoreOptions:
+    return CoreOptions({**LOW_THRESHOLDS, **overrides})
+
+
+def test_merge_waits_for_the_threshold_then_merges():
+    table = memory_table()
+    append(table, 3)
+    below = merge_manifests_job(table, options=_opts())
+    assert not below.acted
+    assert below.manifest_files == 3
+    assert below.merge is None
+    append(table, 2, start=100)
+    due = merge_manifests_job(table, options=_opts())
+    assert due.acted
+    assert due.manifest_files == 5
+    assert due.manifests_merged > 0
+    assert count_manifests(table, table.latest_snapshot()) < 4
+    assert table.to_arrow().num_rows == 25
+
+
+def test_daemon_defaults_apply_but_table_options_win():
+    cfg = parse_config({"warehouse": [{"uri": "/w"}],
+                        "tasks": {"manifest_merge": {"manifest.merge-min-count": 2}}})  # fmt: skip
+    table = memory_table({"manifest.merge-min-count": "50"})
+    append(table, 3)
+    result = merge_manifests_job(table, options=cfg.effective_options(table.options))
+    assert result.merge_min_count == 50
+    assert not result.acted
+    other = memory_table()
+    append(other, 3)
+    assert merge_manifests_job(other, options=cfg.effective_options(other.options)).acted
+
+
+def test_compaction_only_when_a_bucket_crosses_the_threshold():
+    table = memory_table()
+    append(table, 2)
+    counts = count_files(table, table.latest_snapshot(), options=_opts())
+    assert (counts.data_files, counts.small_files, counts.buckets_due) == (2, 2, 0)
+    assert not compact_job(table, options=_opts()).acted
+    append(table, 2, start=100)
+    result = compact_job(table, options=_opts())
+    assert result.acted
+    assert result.files_compacted == 4
+    assert result.files.buckets_due == 1
+    after = count_files(table, table.latest_snapshot(), options=_opts())
+    assert after.data_files == 1
+    assert sorted(table.to_arrow().column("id").to_pylist()) == list(range(10)) + list(
+        range(100, 110)
+    )
+
+
+def test_expiry_keeps_the_retention_limits():
+    table = memory_table()
+    append(table, 10)
+    result = expire_snapshots_job(table, options=_opts(**{"snapshot.time-retained": "1 h"}))
+    assert result.acted
+    assert result.snapshots_retained == 10
+    assert result.snapshots_expired == 4  # young snapshots, but at most 6 retained
+    assert result.files_deleted["snapshot"] == 4
+    assert len(table.snapshots()) == 6
+    again = expire_snapshots_job(table, options=_opts())
+    assert again.snapshots_expired == 3  # time-retained 1 ms: down to min 3
+    assert not expire_snapshots_job(table, options=_opts()).acted  # at min: no planning
+    assert table.to_arrow().num_rows == 50
+
+
+def test_orphan_clean_deletes_unreferenced_old_files():
+    table = memory_table()
+    append(table, 2)
+    write = table.new_write(commit_user="crashed")
+    from tests.helpers import rows
+
+    write.write_arrow(rows(1000, 5))
+    write.prepare_commit()  # files written, never committed
+    dry = orphan_clean_job(table, older_than=timedelta(0), dry_run=True)
+    assert dry.dry_run
+    assert not dry.acted
+    assert dry.clean is not None
+    assert dry.clean.orphan_files
+    done = orphan_clean_job(table, older_than=timedelta(0))
+    assert done.acted
+    assert done.files_deleted.get("data", 0) >= 1
+    assert table.to_arrow().num_rows == 10
+    assert not orphan_clean_job(table, older_than=timedelta(0)).acted
+
+
+def test_job_boundary_counts_failure_and_never_raises():
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    table = memory_table()
+    append(table, 5)
+    # Corrupt the manifests: every manifest file now holds garbage.
+    for status in list(table.file_io.list_files(table.paths.manifest_dir)):
+        if status.path.rsplit("/", 1)[-1].startswith("manifest-") and "-list-" not in status.path:
+            table.file_io.write_bytes(status.path, b"garbage", overwrite=True)
+    metadata_cache.clear()  # the process-wide cache still holds the good decodes
+    result = run_job(lambda: compact_job(table, options=_opts()), table="db.t", task=Task.COMPACT,
+                     metrics=metrics)  # fmt: skip
+    assert result is None
+    assert metrics.maintenance_runs.labels("db.t", "compact", "failure")._value.get() == 1
+    assert (
+        metrics.maintenance_failures.labels("db.t", "compact", "CorruptMetadataError")._value.get()
+        == 1
+    )
+
+    good = memory_table(name="db.g")
+    append(good, 5)
+    ok = run_job(lambda: merge_manifests_job(good, options=_opts()), table="db.g",
+                 task=Task.MANIFEST_MERGE, metrics=metrics)  # fmt: skip
+    assert ok is not None
+    assert ok.acted
+    assert metrics.maintenance_runs.labels("db.g", "manifest_merge", "success")._value.get() == 1
+    assert metrics.manifests_merged.labels("db.g")._value.get() > 0
+    assert metrics.last_success.labels("db.g", "manifest_merge")._value.get() > 0

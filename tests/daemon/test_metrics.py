@@ -1,0 +1,131 @@
+"""snaplake.metrics: commit listener, table metrics, exposition, HTTP server."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
+from tests.daemon.helpers import append, memory_table
+
+from snaplake.commit.result import (
+    CommitEvent,
+    CommitOutcome,
+    CommitResult,
+    add_commit_listener,
+    remove_commit_listener,
+)
+from snaplake.metrics import HealthStatus, SnaplakeMetrics, exposition, serve
+from snaplake.store.snapshot import CommitKind
+
+
+def _samples(metrics: SnaplakeMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    body, _ = exposition(metrics.registry)
+    out = {}
+    for family in text_string_to_metric_families(body.decode()):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_every_commit_in_the_process_is_recorded():
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    add_commit_listener(metrics.record_commit)
+    try:
+        table = memory_table()
+        append(table, 3)
+        committer = table.new_commit(commit_user="writer")
+        assert committer.commit([], commit_identifier=1).was_duplicate
+    finally:
+        remove_commit_listener(metrics.record_commit)
+    s = _samples(metrics)
+    ok = (("kind", "APPEND"), ("outcome", "success"), ("table", "db.t"))
+    dup = (("kind", "APPEND"), ("outcome", "duplicate"), ("table", "db.t"))
+    assert s[("snaplake_commits_total", ok)] == 3
+    assert s[("snaplake_commits_total", dup)] == 1
+    tk = (("kind", "APPEND"), ("table", "db.t"))
+    assert s[("snaplake_commit_duration_seconds_count", tk)] == 4
+    assert s[("snaplake_commit_files_added_total", tk)] == 3
+    assert s[("snaplake_commit_records_added_total", tk)] == 15
+    assert s[("snaplake_commit_attempts_count", tk)] == 3
+    assert s[("snaplake_commit_retries_total", tk)] == 0
+
+
+def test_failed_commit_outcomes():
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    for outcome in (CommitOutcome.CONFLICT, CommitOutcome.EXHAUSTED):
+        metrics.record_commit(CommitEvent(table="db.t", kind=CommitKind.COMPACT, outcome=outcome,
+                                          attempts=11, duration_s=2.0, result=None))  # fmt: skip
+    s = _samples(metrics)
+    tk = (("kind", "COMPACT"), ("table", "db.t"))
+    assert s[("snaplake_commit_retries_total", tk)] == 20
+    assert s[("snaplake_commits_total", (("kind", "COMPACT"), ("outcome", "exhausted"),
+                                         ("table", "db.t")))] == 1  # fmt: skip
+    result = CommitResult(snapshot_id=1, kind=CommitKind.APPEND, attempts=1, duration_s=0.01,
+                          files_added=2, files_deleted=0, records_added=7)  # fmt: skip
+    metrics.record_commit(CommitEvent(table="db.t", kind=CommitKind.APPEND,
+                                      outcome=CommitOutcome.SUCCESS, attempts=1, duration_s=0.01,
+                                      result=result))  # fmt: skip
+    assert _samples(metrics)[("snaplake_commit_records_added_total",
+                              (("kind", "APPEND"), ("table", "db.t")))] == 7  # fmt: skip
+
+
+def test_freshness_is_computed_at_scrape_time():
+    now = [1000.0]
+    metrics = SnaplakeMetrics(registry=CollectorRegistry(), clock=lambda: now[0])
+    metrics.set_last_commit_time(table="db.t", commit_time_s=990.0)
+    key = ("snaplake_table_freshness_seconds", (("table", "db.t"),))
+    assert _samples(metrics)[key] == 10.0
+    now[0] = 1030.0
+    assert _samples(metrics)[key] == 40.0
+
+
+def test_forget_table_drops_only_that_tables_series():
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    for t in ("db.a", "db.b"):
+        metrics.init_table(table=t, tasks=["compact"])
+        metrics.snapshot_latest_id.labels(t).set(5)
+        metrics.set_last_commit_time(table=t, commit_time_s=1.0)
+        metrics.record_table_commit(table=t, kind="APPEND", files_added=1, files_deleted=0,
+                                    records_added=3, duration_s=0.02, attempts=1)  # fmt: skip
+    metrics.forget_table("db.a")
+    tables = {dict(labels).get("table") for (_, labels) in _samples(metrics)}
+    assert "db.a" not in tables
+    assert "db.b" in tables
+
+
+def test_every_metric_has_help_and_init_creates_zero_series():
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    metrics.init_table(table="db.t", tasks=["compact", "watch"])
+    body, content_type = exposition(metrics.registry)
+    assert content_type.startswith("text/plain")
+    text = body.decode()
+    for family in text_string_to_metric_families(text):
+        assert family.documentation, family.name
+    assert (
+        'snaplake_maintenance_runs_total{outcome="failure",table="db.t",task="compact"} 0.0' in text
+    )
+    assert 'snaplake_files_deleted_total{file_type="data",table="db.t"} 0.0' in text
+
+
+def test_http_server_serves_metrics_and_probes():
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    ready = [False]
+    server = serve(0, metrics=metrics,
+                   readiness=lambda: HealthStatus(ok=ready[0], detail="warming up"))  # fmt: skip
+    try:
+        with urllib.request.urlopen(f"{server.url}/metrics", timeout=5) as r:
+            assert b"# HELP snaplake_commits_total" in r.read()
+        with urllib.request.urlopen(f"{server.url}/healthz", timeout=5) as r:
+            assert r.status == 200
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(f"{server.url}/readyz", timeout=5)
+        assert info.value.code == 503
+        assert b"warming up" in info.value.read()
+        ready[0] = True
+        with urllib.request.urlopen(f"{server.url}/readyz", timeout=5) as r:
+            assert r.status == 200
+    finally:
+        server.close()
