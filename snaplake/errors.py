@@ -21,7 +21,7 @@ Python code (``except LookupError``, ``except FileExistsError``) keeps working::
     │   ├── StorageAccessError (PermissionError)   credentials/permissions refused
     │   └── UnsafeStorageError                     store ignores conditional writes
     └── CommitError
-        ├── CommitConflictError                    semantic conflict; .paths, .conflicting_snapshot_ids
+        ├── CommitConflictError                    .paths, .conflicting_snapshot_ids
         ├── CommitRetriesExhaustedError            retryable; .attempts, .elapsed_s
         └── CommitStateUnknownError                look for .commit_identifier before retrying
 

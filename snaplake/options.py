@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from snaplake.errors import InvalidOptionError
 
@@ -156,20 +156,19 @@ COMPACTION_SMALL_FILE_RATIO = _opt(
 PARTITION_DEFAULT_NAME = _opt(
     "partition.default-name", str, "__DEFAULT_PARTITION__", "Directory name of null partitions."
 )
-MAINTENANCE_INLINE = _opt(
-    "snaplake.maintenance.inline",
-    _parse_bool,
-    False,
-    "Run due manifest merge and expiry right after each successful writer commit.",
+MAINTENANCE_INLINE = ConfigOption(
+    key="snaplake.maintenance.inline",
+    parse=_parse_bool,
+    default=False,
+    doc="Run due manifest merge and expiry right after each successful writer commit.",
 )
 
-_SNAPLAKE_OPTIONS: dict[str, ConfigOption[object]] = {
-    o.key: o  # type: ignore[misc]
-    for o in (MAINTENANCE_INLINE,)
-}
-_ALL_OPTIONS: tuple[ConfigOption[object], ...] = tuple(  # type: ignore[assignment]
+_ALL_OPTIONS: tuple[ConfigOption[Any], ...] = tuple(
     v for v in globals().values() if isinstance(v, ConfigOption)
 )
+_SNAPLAKE_OPTIONS: dict[str, ConfigOption[Any]] = {
+    o.key: o for o in _ALL_OPTIONS if o.key.startswith("snaplake.")
+}
 
 
 class CoreOptions:
@@ -246,7 +245,7 @@ class CoreOptions:
 
     @property
     def manifest_compression(self) -> str:
-        """Avro codec of manifests and manifest lists (``zstd``, ``deflate``, ``snappy``, ``null``)."""
+        """Avro codec of manifests and lists (``zstd``, ``deflate``, ``snappy``, ``null``)."""
         return self._req(MANIFEST_COMPRESSION)
 
     @property

@@ -54,7 +54,7 @@ class TableScan:
         snapshot: Snapshot | None,
         *,
         partition_filter: Mapping[str, Any] | None,
-        filter: Any,  # noqa: A002 - the user-facing name
+        filter: Any,
         columns: Sequence[str] | None,
     ) -> None:
         self.table = table
@@ -229,7 +229,7 @@ class Table:
         snapshot_id: int | None = None,
         as_of: datetime | None = None,
         partition_filter: Mapping[str, Any] | None = None,
-        filter: Any = None,  # noqa: A002 - the user-facing name
+        filter: Any = None,
         columns: Sequence[str] | None = None,
         tag: str | None = None,
     ) -> TableScan:
@@ -268,7 +268,7 @@ class Table:
         snapshot_id: int | None = None,
         as_of: datetime | None = None,
         partition_filter: Mapping[str, Any] | None = None,
-        filter: Any = None,  # noqa: A002 - the user-facing name
+        filter: Any = None,
         columns: Sequence[str] | None = None,
         limit: int | None = None,
         tag: str | None = None,

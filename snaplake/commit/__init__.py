@@ -1,0 +1,1 @@
+"""Commit layer: CommitMessage, TableWrite, ConflictDetection, RetryPolicy, FileStoreCommit."""

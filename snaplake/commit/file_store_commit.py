@@ -281,12 +281,20 @@ class FileStoreCommit:
     def _entries(self, messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
         out: list[ManifestEntry] = []
         for m in messages:
-            for f in m.added_files():
-                out.append(ManifestEntry(kind=FileKind.ADD, partition=m.partition,
-                                         bucket=m.bucket, total_buckets=m.total_buckets, file=f))  # fmt: skip
-            for f in m.deleted_files():
-                out.append(ManifestEntry(kind=FileKind.DELETE, partition=m.partition,
-                                         bucket=m.bucket, total_buckets=m.total_buckets, file=f))  # fmt: skip
+            for kind, files in (
+                (FileKind.ADD, m.added_files()),
+                (FileKind.DELETE, m.deleted_files()),
+            ):
+                out.extend(
+                    ManifestEntry(
+                        kind=kind,
+                        partition=m.partition,
+                        bucket=m.bucket,
+                        total_buckets=m.total_buckets,
+                        file=f,
+                    )
+                    for f in files
+                )
         return out
 
     def _write_manifest(
@@ -343,7 +351,7 @@ class FileStoreCommit:
     def _overwrite_deletes(
         self,
         latest: Snapshot | None,
-        overwrite: Mapping[str, Any] | bool,
+        overwrite: Mapping[str, Any] | bool,  # noqa: FBT001 - True = dynamic overwrite
         adds: Sequence[ManifestEntry],
         schema: TableSchema,
     ) -> list[ManifestEntry]:
@@ -355,7 +363,8 @@ class FileStoreCommit:
             for key in overwrite:
                 if key not in index:
                     raise SchemaMismatchError(
-                        f"overwrite key {key!r} is not a partition key {list(schema.partition_keys)}"
+                        f"overwrite key {key!r} is not a partition key "
+                        f"{list(schema.partition_keys)}"
                     )
             for e in adds:
                 values = decode_binary_row(e.partition, schema.partition_types)
@@ -461,7 +470,7 @@ class FileStoreCommit:
                 logger.warning("could not delete unreferenced %s", path, exc_info=True)
 
     # -------------------------------------------------------------------- core
-    def _commit(  # noqa: C901 - the protocol reads best as one loop
+    def _commit(
         self,
         messages: Sequence[CommitMessage],
         *,

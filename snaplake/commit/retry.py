@@ -61,7 +61,7 @@ class RetryPolicy:
             random_fraction: A uniform number in [0, 1) from the caller's RNG.
         """
         base = min(self.min_wait_s * (2 ** (retry - 1)), self.max_wait_s)
-        return base * (1.0 + self.jitter * random_fraction)
+        return float(base * (1.0 + self.jitter * random_fraction))
 
     def may_retry(self, *, retries_done: int, elapsed_s: float) -> bool:
         """Tell whether another attempt is allowed."""

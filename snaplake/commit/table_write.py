@@ -73,7 +73,7 @@ def _compatible(actual: pa.DataType, expected: pa.DataType) -> bool:
             return actual.unit == expected.unit and (actual.tz is None) == (expected.tz is None)
         return False
     if fa == "int":
-        return actual.bit_width <= expected.bit_width
+        return bool(actual.bit_width <= expected.bit_width)
     if fa == "list":
         return _compatible(actual.value_type, expected.value_type)
     return fa in ("string", "binary")
@@ -86,6 +86,7 @@ def conform_to_schema(data: pa.Table | pa.RecordBatch, schema: TableSchema) -> p
         data: Rows to write; columns matched by name (any order). Strings may
             be ``string``/``large_string``/``string_view``; integers may be
             narrower than the column; everything else must match exactly.
+        schema: The table schema to conform to.
 
     Raises:
         SchemaMismatchError: a column is missing or extra, a type cannot be

@@ -1,0 +1,1 @@
+"""Store layer: FileIO backends, paths, formats (BinaryRow, schema, snapshot, manifests), scans."""

@@ -134,12 +134,12 @@ class LocalFileIO(FileIO):
 
     def open_input(self, path: str) -> IO[bytes]:
         """Open ``path`` for reading; raises ``FileNotFoundError`` if absent."""
-        return open(path, "rb")  # noqa: SIM115 - the caller owns the stream
+        return open(path, "rb")
 
     def open_output(self, path: str) -> IO[bytes]:
         """Create ``path`` (and its parents) for writing; fails if it exists."""
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        return open(path, "xb")  # noqa: SIM115 - the caller owns the stream
+        return open(path, "xb")
 
     def exists(self, path: str) -> bool:
         """Tell whether ``path`` exists."""

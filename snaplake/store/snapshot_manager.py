@@ -82,11 +82,14 @@ class SnapshotManager:
         Storage: reads ``EARLIEST`` and confirms the file exists; lists otherwise.
         """
         hint = self._read_hint(self.paths.earliest_hint_path)
-        if hint is not None and hint > 0 and self.snapshot_exists(hint):
-            # An expiry may have removed snapshots below the hint only; a hint
-            # that exists is the earliest unless older files survived a crash.
-            if hint == 1 or not self.snapshot_exists(hint - 1):
-                return hint
+        # A hint that exists is the earliest unless older files survived a crash.
+        if (
+            hint is not None
+            and hint > 0
+            and self.snapshot_exists(hint)
+            and (hint == 1 or not self.snapshot_exists(hint - 1))
+        ):
+            return hint
         ids = self.list_snapshot_ids()
         return ids[0] if ids else None
 
