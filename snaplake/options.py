@@ -215,7 +215,7 @@ class CoreOptions:
 
     def get(self, option: ConfigOption[T]) -> T | None:
         """Return the typed value of ``option`` (its default when absent)."""
-        return self._values[option.key]  # type: ignore[return-value]
+        return self._values[option.key]
 
     def _req(self, option: ConfigOption[T]) -> T:
         value = self.get(option)
