@@ -1,0 +1,54 @@
+"""Fixtures for the maintenance unit tests: small local tables with fast retention options."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import pytest
+from tests.helpers import SCHEMA, rows
+
+from snaplake.catalog import FileSystemCatalog
+from snaplake.store.avro_fast import metadata_cache
+from snaplake.table import Table
+
+FAST = {
+    "snapshot.num-retained.min": "2",
+    "snapshot.num-retained.max": "1000",
+    "snapshot.time-retained": "0 ms",
+    "manifest.merge-min-count": "3",
+    "target-file-size": "1 mb",
+    "compaction.min.file-num": "3",
+}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Each test sees storage, not another test's decoded manifests."""
+    metadata_cache.clear()
+    yield
+    metadata_cache.clear()
+
+
+@pytest.fixture
+def make_table(tmp_path) -> Callable[..., Table]:
+    catalog = FileSystemCatalog(str(tmp_path / "wh"))
+    counter = iter(range(1000))
+
+    def make(options: Mapping[str, str] | None = None, *, partitioned: bool = True) -> Table:
+        return catalog.create_table(
+            f"db.t{next(counter)}",
+            schema=SCHEMA,
+            partition_keys=["month"] if partitioned else [],
+            options={**FAST, **(options or {})},
+        )
+
+    return make
+
+
+def append(table: Table, start: int, count: int, *, user: str = "w") -> int:
+    """Append rows ``start..start+count-1`` in one commit; return the snapshot id."""
+    write = table.new_write(commit_user=user)
+    write.write_arrow(rows(start, count))
+    result = table.new_commit(commit_user=user).commit(write.prepare_commit())
+    assert result.snapshot_id is not None
+    return result.snapshot_id

@@ -1,0 +1,160 @@
+from __future__ import annotations
+
+import itertools
+import os
+
+import pyarrow.parquet as pq
+import pytest
+from tests.helpers import rows, sorted_ids
+from tests.unit.compaction.conftest import append
+
+from snaplake.compaction.append_compact import AppendCompactor
+from snaplake.compaction.inline import maintenance_commit
+from snaplake.errors import CommitConflictError
+from snaplake.store.data_file import FileSource
+from snaplake.store.snapshot import CommitKind
+
+
+def _live_files(table):
+    return [f for s in table.new_scan().plan() for f in s.files]
+
+
+def test_compacts_small_files_per_bucket_and_keeps_order(make_table):
+    table = make_table(partitioned=False)
+    for i in range(6):
+        append(table, i * 10, 10)
+    before = table.to_arrow().column("id").to_pylist()
+    result = table.compact()
+    assert result.snapshot_id == 7
+    assert result.files_before == 6
+    assert result.files_after == 1
+    assert result.rows_rewritten == 60
+    assert result.buckets_compacted == 1
+    snap = table.latest_snapshot()
+    assert snap.commit_kind == CommitKind.COMPACT
+    assert snap.delta_record_count == 0
+    (out,) = _live_files(table)
+    assert out.file_source == FileSource.COMPACT
+    assert out.row_count == 60
+    assert table.to_arrow().column("id").to_pylist() == before == list(range(60))
+    # the output keeps the inputs' sequence range
+    assert out.min_sequence_number <= out.max_sequence_number
+    # inputs are still on disk (expiry removes them), outputs exist
+    assert all(os.path.exists(p) for p in result.input_files + result.output_files)
+
+
+def test_below_min_file_num_does_nothing(make_table):
+    table = make_table({"compaction.min.file-num": "5"})
+    for i in range(4):
+        append(table, i * 10, 10)  # 4 files per month
+    result = table.compact()
+    assert result.snapshot_id is None
+    assert table.latest_snapshot().id == 4
+
+
+def test_partition_filter_and_stats(make_table):
+    table = make_table()
+    for i in range(4):
+        append(table, i * 10, 10)
+    result = table.compact(partition_filter={"month": 2})
+    assert result.buckets_compacted == 1
+    files = {s.partition_values: len(s.files) for s in table.new_scan().plan()}
+    assert files == {(1,): 4, (2,): 1, (3,): 4}
+    # value stats of the rewritten file still prune
+    got = table.to_arrow(filter=[("month", "=", 2), ("id", ">=", 35)])
+    assert sorted_ids(got) == [i for i in range(35, 40) if 1 + i % 3 == 2]
+    assert sorted_ids(table.to_arrow()) == list(range(40))
+
+
+def test_large_files_split_runs(make_table):
+    table = make_table({"target-file-size": "8 kb", "compaction.small-file-ratio": "0.5"},
+                       partitioned=False)  # fmt: skip
+    append(table, 0, 3)
+    append(table, 3, 3)
+    append(table, 6, 3)
+    append(table, 1000, 2000)  # large
+    append(table, 9, 3)
+    append(table, 12, 3)
+    compactor = AppendCompactor(commit=maintenance_commit(table))
+    tasks = compactor.plan()
+    assert [f.row_count for f in tasks[0].files] == [3, 3, 3]
+    assert all(f.file_size_bytes < 4096 for t in tasks for f in t.files)
+    compactor.execute()
+    order = table.to_arrow().column("id").to_pylist()
+    assert order == [*range(9), *range(1000, 3000), *range(9, 15)]
+
+
+def test_outputs_roll_at_target_size(make_table):
+    table = make_table({"target-file-size": "16 kb", "compaction.small-file-ratio": "0.9"},
+                       partitioned=False)  # fmt: skip
+    for i in range(12):
+        append(table, i * 100, 100)
+    sizes = [f.file_size_bytes for f in _live_files(table)]
+    result = table.compact()
+    assert 1 < result.files_after < len(sizes)
+    assert table.to_arrow().column("id").to_pylist() == list(range(1200))
+    outs = sorted(_live_files(table), key=lambda f: f.min_sequence_number)
+    for a, b in itertools.pairwise(outs):
+        assert a.max_sequence_number < b.min_sequence_number
+    for p in result.output_files:
+        assert pq.read_metadata(p).num_rows > 0
+
+
+def test_fixed_buckets(make_table):
+    table = make_table({"bucket": "2", "bucket-key": "id"}, partitioned=False)
+    for i in range(5):
+        append(table, i * 10, 10)
+    result = table.compact()
+    assert result.buckets_compacted == 2
+    assert sorted_ids(table.to_arrow()) == list(range(50))
+    assert {s.bucket for s in table.new_scan().plan()} == {0, 1}
+
+
+def test_racing_compactions_one_conflicts_and_cleans_up(make_table):
+    table = make_table(partitioned=False)
+    for i in range(5):
+        append(table, i * 10, 10)
+    loser = AppendCompactor(commit=maintenance_commit(table))
+    tasks = loser.plan()
+    assert tasks
+    winner = table.compact()
+    assert winner.snapshot_id is not None
+    # the loser planned on the old snapshot: force that plan
+    loser.plan = lambda: tasks  # type: ignore[method-assign]
+    before = {s.path for s in table.file_io.list_files(table.root)}
+    with pytest.raises(CommitConflictError) as info:
+        loser.execute()
+    assert info.value.conflicting_snapshot_ids == (winner.snapshot_id,)
+    after = {s.path for s in table.file_io.list_files(table.root)}
+    assert after == before  # its outputs were deleted, nothing else touched
+    assert sorted_ids(table.to_arrow()) == list(range(50))
+
+
+def test_compaction_and_append_both_land(make_table, monkeypatch):
+    table = make_table(partitioned=False)
+    for i in range(5):
+        append(table, i * 10, 10)
+    compactor = AppendCompactor(commit=maintenance_commit(table))
+    original = compactor.commit.commit
+
+    def commit_after_append(messages, **kw):
+        append(table, 100, 5, user="other")
+        return original(messages, **kw)
+
+    monkeypatch.setattr(compactor.commit, "commit", commit_after_append)
+    result = compactor.execute()
+    assert result.snapshot_id == 7
+    assert sorted_ids(table.to_arrow()) == [*range(50), *range(100, 105)]
+
+
+def test_rows_are_not_lost_with_schema_columns(make_table):
+    table = make_table()
+    for i in range(3):
+        append(table, i * 7, 7)
+    expected = table.to_arrow().sort_by("id")
+    table.compact()
+    assert table.to_arrow().sort_by("id").equals(expected)
+    w = table.new_write(commit_user="w")
+    w.write_arrow(rows(500, 1))
+    table.new_commit(commit_user="w").commit(w.prepare_commit())
+    assert len(table.to_arrow()) == 22
