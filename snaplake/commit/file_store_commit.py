@@ -593,11 +593,11 @@ class FileStoreCommit:
         compression = schema.core_options.manifest_compression
         base_bytes = self._base_list_bytes(latest, schema)
         base_name = self.paths.new_manifest_list_name()
-        self.file_io.write_if_absent(self.paths.manifest_path(base_name), base_bytes)
+        self.file_io.write_new(self.paths.manifest_path(base_name), base_bytes)
         attempt_names.append(base_name)
         delta_bytes = encode_manifest_list(delta_metas, compression=compression)
         delta_name = self.paths.new_manifest_list_name()
-        self.file_io.write_if_absent(self.paths.manifest_path(delta_name), delta_bytes)
+        self.file_io.write_new(self.paths.manifest_path(delta_name), delta_bytes)
         attempt_names.append(delta_name)
 
         delta_records = sum(e.file.added_row_count for e in adds) - sum(

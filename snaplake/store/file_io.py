@@ -85,6 +85,20 @@ class FileIO(abc.ABC):
                 back and comparing its content.
         """
 
+    def write_new(self, path: str, data: bytes) -> None:
+        """Create a file under a fresh, unique name (manifests, manifest lists).
+
+        Nothing reads such a file before a commit point referencing it is
+        published with :meth:`write_if_absent`, which makes it durable; backends
+        may therefore skip per-file durability work. The default is
+        :meth:`write_if_absent`.
+
+        Raises:
+            FileAlreadyExistsError: ``path`` exists (a reused name: a bug).
+            StorageError: the backend failed.
+        """
+        self.write_if_absent(path, data)
+
     @abc.abstractmethod
     def open_input(self, path: str) -> IO[bytes]:
         """Open ``path`` for random-access reading (seekable, pyarrow-compatible).

@@ -1,14 +1,23 @@
-"""LocalFileIO: POSIX files, with create-if-absent by ``os.link`` of a fsynced temp file.
+"""LocalFileIO: POSIX files; create-if-absent by ``os.link`` of a durable temp file.
 
-Source: Paimon's ``LocalFileIO``; the publish follows DESIGN.md §5d: the
-content is written and fsynced under a unique temporary name in the target
-directory, then hard-linked to the final name. ``link`` fails with ``EEXIST``
-when the name is taken, so exactly one concurrent writer wins and readers
-never observe a partially written file.
+Durability model (DESIGN.md §5d): files with fresh unique names (data files,
+manifests, manifest lists) are written without individual fsyncs; the
+create-if-absent publish of a commit point (``snapshot-N``, ``schema-N``,
+tags) first makes *everything* written so far durable with one filesystem
+barrier (``syncfs(2)`` on the target's filesystem — one journal commit instead
+of two fsyncs per file), then hard-links the fully written temp file to the
+final name (``link`` fails with ``EEXIST`` when the name is taken, so exactly
+one concurrent writer wins and readers never see a partial file) and fsyncs
+the directory so the new name survives a crash. Overwritten hint files
+(``LATEST``) are advisory and are not fsynced.
+
+Source: Paimon ``LocalFileIO``; PostgreSQL's ``syncfs`` recovery sync method
+for the one-barrier idea.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import shutil
@@ -22,6 +31,11 @@ from snaplake.errors import FileAlreadyExistsError, StorageAccessError, StorageE
 from snaplake.store.file_io import FileIO, FileStatus
 
 __all__ = ["LocalFileIO"]
+
+try:
+    _SYNCFS = ctypes.CDLL(None, use_errno=True).syncfs
+except (AttributeError, OSError):  # not Linux: fall back to a global sync
+    _SYNCFS = None
 
 
 def _tmp_name(path: str) -> str:
@@ -37,12 +51,26 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
+def _barrier(directory: str) -> None:
+    """Make every file written on ``directory``'s filesystem durable."""
+    if _SYNCFS is None:
+        os.sync()
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        if _SYNCFS(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"syncfs failed: {os.strerror(err)}", directory)
+    finally:
+        os.close(fd)
+
+
 class LocalFileIO(FileIO):
     """FileIO over the local filesystem; paths are absolute POSIX paths.
 
     Args:
-        fsync: fsync files written by ``write_bytes``/``write_if_absent`` and
-            their directory (default true; costs ~0.2 ms per small file here).
+        fsync: Make publishes durable (the barrier, the temp file and the
+            directory fsync). Default true; false only for throwaway tables.
     """
 
     def __init__(self, *, fsync: bool = True) -> None:
@@ -67,8 +95,6 @@ class LocalFileIO(FileIO):
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            if self._fsync:
-                os.fsync(fd)
         except BaseException:
             os.close(fd)
             os.unlink(tmp)
@@ -77,9 +103,13 @@ class LocalFileIO(FileIO):
         return tmp
 
     def write_bytes(self, path: str, data: bytes, *, overwrite: bool = False) -> None:
-        """Write ``data`` atomically (temp file + rename/link); see :meth:`FileIO.write_bytes`."""
+        """Write ``data`` atomically (temp file + rename); see :meth:`FileIO.write_bytes`.
+
+        An overwrite (hint files, leases) is atomic but not fsynced: such files
+        are advisory. Without ``overwrite`` this is :meth:`write_new`.
+        """
         if not overwrite:
-            self.write_if_absent(path, data)
+            self.write_new(path, data)
             return
         tmp = self._write_tmp(path, data)
         try:
@@ -87,13 +117,18 @@ class LocalFileIO(FileIO):
         except BaseException:
             os.unlink(tmp)
             raise
-        if self._fsync:
-            _fsync_dir(os.path.dirname(path))
 
     def write_if_absent(self, path: str, data: bytes) -> None:
-        """Publish ``data`` at ``path`` by hard link; see :meth:`FileIO.write_if_absent`."""
+        """Publish ``data`` at ``path`` by hard link; see :meth:`FileIO.write_if_absent`.
+
+        Storage: writes a temp file, runs the filesystem barrier (so every file
+        written before — data files, manifests — is durable too), links it to
+        ``path``, removes the temp name and fsyncs the directory.
+        """
         tmp = self._write_tmp(path, data)
         try:
+            if self._fsync:
+                _barrier(os.path.dirname(path))
             os.link(tmp, path)
         except FileExistsError as exc:
             raise FileAlreadyExistsError(
@@ -108,7 +143,7 @@ class LocalFileIO(FileIO):
         except OSError as exc:
             if exc.errno in (errno.EPERM, errno.EXDEV, errno.ENOTSUP):
                 # Filesystems without hard links: O_EXCL create is still create-only.
-                self._write_exclusive(path, data)
+                self._write_exclusive(path, data, sync=True)
             else:
                 raise StorageError(
                     f"creating {path} failed: {exc}", path=path, operation="write_if_absent"
@@ -118,19 +153,37 @@ class LocalFileIO(FileIO):
         if self._fsync:
             _fsync_dir(os.path.dirname(path))
 
-    def _write_exclusive(self, path: str, data: bytes) -> None:
+    def _write_exclusive(self, path: str, data: bytes, *, sync: bool = True) -> None:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError as exc:
             raise FileAlreadyExistsError(
-                f"{path} already exists", path=path, operation="write_if_absent"
+                f"{path} already exists", path=path, operation="write_new"
             ) from exc
         try:
-            os.write(fd, data)
-            if self._fsync:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if sync and self._fsync:
                 os.fsync(fd)
-        finally:
+        except BaseException:
             os.close(fd)
+            os.unlink(path)
+            raise
+        os.close(fd)
+
+    def write_new(self, path: str, data: bytes) -> None:
+        """Create a file under a fresh unique name; durable at the next publish.
+
+        Written in place with ``O_EXCL`` (no temp file, no fsync): nothing
+        reads it before a snapshot referencing it is published, and that
+        publish's barrier makes it durable.
+
+        Raises:
+            FileAlreadyExistsError: ``path`` exists (a name was reused: a bug).
+        """
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._write_exclusive(path, data, sync=False)
 
     def open_input(self, path: str) -> IO[bytes]:
         """Open ``path`` for reading; raises ``FileNotFoundError`` if absent."""

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MANIFEST_ENTRY_AVRO_SCHEMA",
     "MANIFEST_FORMAT_VERSION",
+    "MANIFEST_SCHEMA_JSON",
     "EntryIdentifier",
     "FileKind",
     "ManifestEntry",
@@ -260,14 +261,14 @@ def write_manifest_file(
         StorageError: The backend failed; retrying may help.
 
     Storage:
-        Creates ``path`` with ``write_if_absent``; deletes nothing. On success the
+        Creates ``path`` with ``write_new``; deletes nothing. On success the
         entries are also placed in the process-wide decoded-metadata cache.
 
     Source:
         Paimon ``ManifestFile.write`` (one file, no rolling: callers split).
     """
     data = encode_manifest_file(entries, compression=compression)
-    file_io.write_if_absent(path, data)
+    file_io.write_new(path, data)
     avro_fast.metadata_cache.put((file_io, path), tuple(entries))
     return len(data)
 

@@ -33,7 +33,9 @@ __all__ = [
     "MANIFEST_LIST_SCHEMA_JSON",
     "ManifestFileMeta",
     "decode_manifest_list",
+    "decode_manifest_list_container",
     "encode_manifest_list",
+    "encode_manifest_list_block",
     "read_manifest_list",
     "write_manifest_list",
 ]
@@ -270,14 +272,14 @@ def write_manifest_list(
         StorageError: The backend failed; retrying may help.
 
     Storage:
-        Creates ``path`` with ``write_if_absent``; deletes nothing. On success the
+        Creates ``path`` with ``write_new``; deletes nothing. On success the
         records are also placed in the process-wide decoded-metadata cache.
 
     Source:
         Paimon ``ManifestList.write``.
     """
     data = encode_manifest_list(metas, compression=compression)
-    file_io.write_if_absent(path, data)
+    file_io.write_new(path, data)
     avro_fast.metadata_cache.put((file_io, path), tuple(metas))
     return len(data)
 
