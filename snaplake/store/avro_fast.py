@@ -11,7 +11,7 @@ This module owns:
   lists by copying their encoded blocks verbatim;
 * a process-wide LRU cache of decoded manifest files and manifest lists
   (files are immutable once written);
-* the columnar decoder for large manifests (:func:`decode_manifest_entries_columnar`).
+* the columnar decoder for large files (:func:`iter_container_columns`, polars).
 
 It imports only from ``snaplake.errors`` and ``snaplake.store.data_file`` at
 module level; ``manifest`` and ``manifest_list`` import it, and the one
@@ -45,11 +45,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AVRO_MAGIC",
+    "COLUMNAR_CHUNK_RECORDS",
+    "COLUMNAR_MIN_RECORDS",
     "DEFAULT_SYNC_INTERVAL_BYTES",
+    "SMALL_BLOCK_BYTES",
+    "SMALL_BLOCK_RECORDS",
     "AvroContainer",
     "ColumnarUnavailableError",
     "DecodedCache",
     "build_container",
+    "cached_read",
     "codec_for_compression",
     "columnar_available",
     "compress_block",
@@ -57,11 +62,12 @@ __all__ = [
     "decode_container_columns",
     "decode_container_records",
     "decompress_block",
-    "iter_container_columns",
+    "encode_block",
     "encode_container",
+    "iter_container_columns",
     "metadata_cache",
-    "paused_gc",
     "parse_container",
+    "paused_gc",
 ]
 
 AVRO_MAGIC: Final[bytes] = b"Obj\x01"
@@ -582,7 +588,7 @@ def iter_container_columns(
         )
         try:
             frame = pl.read_avro(io.BytesIO(plain))
-        except Exception as e:  # noqa: BLE001 - any polars failure means "use the exact fallback"
+        except Exception as e:
             raise ColumnarUnavailableError(str(e)) from e
         if frame.height != sum(count for count, _ in blocks):
             raise ColumnarUnavailableError("polars returned a different row count")
@@ -797,8 +803,10 @@ def concat_manifest_lists(parts: Sequence[bytes], extra: Sequence[ManifestFileMe
     Data blocks of a part whose schema is ours (byte-identical ``avro.schema`` or
     the same parsed schema) and whose codec matches the output codec are copied
     verbatim, re-framed with the new file's sync marker; other parts are decoded
-    and re-encoded. The output codec is the first part's codec when we can write
-    it, else ``zstandard``.
+    and re-encoded. Runs of small blocks (fewer than ``SMALL_BLOCK_RECORDS``
+    records, typically one commit's delta list each) are merged by joining their
+    decompressed contents, still without decoding any record. The output codec
+    is the first part's codec when we can write it, else ``zstandard``.
 
     Args:
         parts: Whole manifest-list files (e.g. the latest snapshot's base and delta lists).
@@ -836,7 +844,59 @@ def concat_manifest_lists(parts: Sequence[bytes], extra: Sequence[ManifestFileMe
             blocks.append((len(metas), compress_block(codec, raw)))
     if extra:
         blocks.append((len(extra), compress_block(codec, ml.encode_manifest_list_block(extra))))
-    return build_container(our_schema, codec, blocks)
+    return build_container(our_schema, codec, _coalesce_small_blocks(blocks, codec))
+
+
+SMALL_BLOCK_BYTES: Final[int] = 4096
+SMALL_BLOCK_RECORDS: Final[int] = 128
+"""Blocks with fewer records than this and under ``SMALL_BLOCK_BYTES`` compressed are
+merged with their neighbours by :func:`concat_manifest_lists` into blocks of
+``SMALL_BLOCK_RECORDS`` records, so that a list appended to on every commit does not
+end up as one tiny block (plus a 16-byte sync marker and a codec frame) per commit,
+while full blocks are copied verbatim from then on."""
+
+
+def _coalesce_small_blocks(
+    blocks: list[tuple[int, bytes | memoryview]], codec: str
+) -> list[tuple[int, bytes | memoryview]]:
+    """Merge runs of small blocks into blocks of up to ``DEFAULT_SYNC_INTERVAL_BYTES``.
+
+    Avro records are self-delimiting, so a block's content is the plain
+    concatenation of its records: merging decompresses and joins block contents
+    without decoding any record. Large blocks are kept verbatim.
+    """
+
+    def small(count: int, block: bytes | memoryview) -> bool:
+        return count < SMALL_BLOCK_RECORDS and len(block) < SMALL_BLOCK_BYTES
+
+    if sum(1 for count, b in blocks if small(count, b)) < 2:
+        return blocks
+    out: list[tuple[int, bytes | memoryview]] = []
+    run: list[bytes] = []
+    run_count = 0
+    run_bytes = 0
+
+    def flush() -> None:
+        nonlocal run, run_count, run_bytes
+        if len(run) == 1:
+            out.append((run_count, compress_block(codec, run[0])))
+        elif run:
+            out.append((run_count, compress_block(codec, b"".join(run))))
+        run, run_count, run_bytes = [], 0, 0
+
+    for count, block in blocks:
+        if not small(count, block):
+            flush()
+            out.append((count, block))
+            continue
+        raw = decompress_block(codec, block, path="<concat>")
+        run.append(raw)
+        run_count += count
+        run_bytes += len(raw)
+        if run_count >= SMALL_BLOCK_RECORDS or run_bytes >= DEFAULT_SYNC_INTERVAL_BYTES:
+            flush()
+    flush()
+    return out
 
 
 def _same_schema(container: AvroContainer, schema_json: bytes) -> bool:
