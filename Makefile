@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PYPAIMON_VERSION := 2.1.0
 PYTEST_ARGS ?=
 
-.PHONY: venv paimon-venv test lint unit demo bench clean
+.PHONY: venv paimon-venv test lint unit demo bench clean prometheus grafana-schema
 
 venv: $(VENV)/.installed
 paimon-venv: $(PAIMON_VENV)/.installed
@@ -29,7 +29,17 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-unit: venv paimon-venv
+# Debian's prometheus + promtool: the daemon tests run a real Prometheus (tests/daemon/).
+prometheus:
+	@command -v promtool >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends prometheus)
+
+# @grafana/schema + TypeScript for the strict dashboard check (tests/daemon/test_dashboard.py).
+grafana-schema: grafana/.schema-check/node_modules/.bin/tsc
+grafana/.schema-check/node_modules/.bin/tsc:
+	mkdir -p grafana/.schema-check
+	npm i --silent --no-audit --no-fund --prefix grafana/.schema-check @grafana/schema typescript
+
+unit: venv paimon-venv prometheus grafana-schema
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 test: lint unit

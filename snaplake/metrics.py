@@ -54,7 +54,12 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
-from snaplake.commit.result import CommitEvent, add_commit_listener, remove_commit_listener
+from snaplake.commit.result import (
+    CommitEvent,
+    CommitOutcome,
+    add_commit_listener,
+    remove_commit_listener,
+)
 
 __all__ = [
     "COMMIT_DURATION_BUCKETS_S",
@@ -142,6 +147,7 @@ class SnaplakeMetrics:
         self, *, registry: CollectorRegistry, clock: Callable[[], float] = time.time
     ) -> None:
         self.registry = registry
+        self._commit_series: set[tuple[str, str]] = set()
         r = registry
         # -- commits recorded in this process (commit listener) --------------
         self.commits = Counter(
@@ -239,7 +245,7 @@ class SnaplakeMetrics:
             ["table"], registry=r,
         )  # fmt: skip
         self.manifest_merge_min_count = Gauge(
-            "snaplake_manifest_merge_min_count",
+            "snaplake_manifest_merge_threshold",
             "Effective manifest.merge-min-count of the table (the merge threshold).",
             ["table"], registry=r,
         )  # fmt: skip
@@ -329,6 +335,12 @@ class SnaplakeMetrics:
                 ``result=None``.
         """
         table, kind = event.table, event.kind.value
+        if (table, kind) not in self._commit_series:
+            # Every outcome exists from the first commit on: a conflict rate is 0, not absent.
+            self._commit_series.add((table, kind))
+            for outcome in CommitOutcome:
+                self.commits.labels(table, kind, outcome.value)
+            self.commit_retries.labels(table, kind)
         self.commits.labels(table, kind, event.outcome.value).inc()
         self.commit_duration.labels(table, kind).observe(max(0.0, event.duration_s))
         if event.attempts > 0:
@@ -406,6 +418,7 @@ class SnaplakeMetrics:
         here would make ``sum`` over daemons double count.
         """
         self._freshness.remove(table)
+        self._commit_series = {k for k in self._commit_series if k[0] != table}
         for metric in self._table_metrics():
             for labels in _label_sets(metric):
                 if labels.get("table") == table:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 from prometheus_client import CollectorRegistry
@@ -96,6 +97,7 @@ def test_orphan_clean_deletes_unreferenced_old_files():
 
     write.write_arrow(rows(1000, 5))
     write.prepare_commit()  # files written, never committed
+    time.sleep(0.01)  # older_than=0 still needs an mtime strictly before now
     dry = orphan_clean_job(table, older_than=timedelta(0), dry_run=True)
     assert dry.dry_run
     assert not dry.acted
