@@ -1,0 +1,395 @@
+"""Table commands: databases, tables, create-table, write, read, snapshots, files.
+
+Each command parses its arguments, makes one or two library calls and
+renders the result; exit codes come from the group (see :mod:`snaplake.cli`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from snaplake.cli.context import CliContext, TableIdentifier, pass_cli
+from snaplake.cli.history import snapshot_rows
+from snaplake.cli.output import Column, format_size
+from snaplake.cli.parsing import parse_columns, parse_filters, parse_key_values
+from snaplake.commit.table_write import TableWrite
+from snaplake.errors import CommitConflictError, CommitRetriesExhaustedError
+from snaplake.store.data_file import FileSource
+from snaplake.table import Table
+
+__all__ = [
+    "create_table",
+    "databases",
+    "files",
+    "read",
+    "snapshots",
+    "tables",
+    "write",
+]
+
+TEXT_ROW_CAP = 100
+"""``read`` in text mode without ``--limit`` shows at most this many rows."""
+
+logger = logging.getLogger(__name__)
+
+_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst", ".tsv")
+
+
+@click.command()
+@pass_cli
+def databases(cli: CliContext) -> None:
+    """List the databases of the warehouse.
+
+    Exit codes: 0 ok; 1 the warehouse cannot be read; 2 no warehouse given.
+    """
+    names = cli.catalog().list_databases()
+    cli.output.rows(
+        [{"database": n} for n in names],
+        columns=[Column(key="database", header="database")],
+        empty="(no databases)",
+    )
+
+
+@click.command()
+@click.argument("database")
+@pass_cli
+def tables(cli: CliContext, database: str) -> None:
+    """List the tables of DATABASE.
+
+    Exit codes: 0 ok; 4 no such database.
+    """
+    names = cli.catalog().list_tables(database)
+    cli.output.rows(
+        [{"table": f"{database}.{n}", "name": n} for n in names],
+        columns=[Column(key="table", header="table")],
+        empty=f"(no tables in {database})",
+    )
+
+
+def _schema_record(table: Table) -> dict[str, Any]:
+    schema = table.schema()
+    return {
+        "table": table.identifier,
+        "schema_id": schema.id,
+        "columns": [
+            f"{f['name']} {f['type'] if isinstance(f['type'], str) else f['type'].get('type')}"
+            for f in schema.fields
+        ],
+        "partition_keys": list(schema.partition_keys),
+        "options": dict(schema.options),
+        "location": table.root,
+    }
+
+
+@click.command("create-table")
+@click.argument("table", type=TableIdentifier())
+@click.option(
+    "--from-parquet",
+    "parquet_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Take the columns (names, types, nullability) from this Parquet file's schema.",
+)
+@click.option("--partition-keys", default=None, help="Partition columns in path order: a,b.")
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Paimon table option, e.g. bucket=4 or snapshot.num-retained.min=5 (repeatable).",
+)
+@pass_cli
+def create_table(
+    cli: CliContext,
+    *,
+    table: str,
+    parquet_file: Path,
+    partition_keys: str | None,
+    options: tuple[str, ...],
+) -> None:
+    """Create append table TABLE (db.table) with the schema of a Parquet file.
+
+    The database is created if absent. No data is written; use ``write``.
+
+    Exit codes: 0 created; 1 the table exists, a type cannot be stored or an
+    option is invalid; 2 bad arguments.
+    """
+    schema = pq.read_schema(parquet_file).remove_metadata()
+    keys = [k.strip() for k in (partition_keys or "").split(",") if k.strip()]
+    created = cli.catalog().create_table(
+        table,
+        schema=schema,
+        partition_keys=keys,
+        options=parse_key_values(options, what="--option"),
+    )
+    cli.output.record(_schema_record(created), title=f"created {table}")
+
+
+def _is_csv(path: Path, file_format: str) -> bool:
+    if file_format != "auto":
+        return file_format == "csv"
+    return path.name.lower().endswith(_CSV_SUFFIXES)
+
+
+def _read_csv(path: Path, schema: pa.Schema) -> pa.Table:
+    """Read a CSV file with the table's column types, then cast to them exactly."""
+    delimiter = "\t" if path.name.lower().endswith(".tsv") else ","
+    data = pacsv.read_csv(
+        path,
+        parse_options=pacsv.ParseOptions(delimiter=delimiter),
+        convert_options=pacsv.ConvertOptions(
+            column_types={f.name: f.type for f in schema}, strings_can_be_null=True
+        ),
+    )
+    columns = []
+    for name in data.column_names:
+        col = data.column(name)
+        index = schema.get_field_index(name)
+        if index >= 0 and col.type != schema.field(index).type:
+            col = col.cast(schema.field(index).type)
+        columns.append(col)
+    return pa.Table.from_arrays(columns, names=data.column_names)
+
+
+def _write_file(write: TableWrite, path: Path, *, csv: bool, schema: pa.Schema) -> int:
+    if csv:
+        data = _read_csv(path, schema)
+        write.write_arrow(data)
+        return int(data.num_rows)
+    rows = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=256 * 1024):
+        write.write_arrow(batch)
+        rows += batch.num_rows
+    return rows
+
+
+def _abort_quietly(writer: TableWrite) -> None:
+    """Delete the data files written so far; the original error stays the one reported."""
+    try:
+        writer.abort(writer.prepare_commit())
+    except Exception:  # best-effort cleanup; orphan clean removes leftovers
+        logger.warning("could not delete the data files of the failed write", exc_info=True)
+
+
+@click.command()
+@click.argument("table", type=TableIdentifier())
+@click.argument(
+    "files",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+)
+@click.option(
+    "--format",
+    "file_format",
+    type=click.Choice(["auto", "parquet", "csv"]),
+    default="auto",
+    show_default=True,
+    help="Input format; auto = CSV for .csv/.csv.gz/.tsv names, else Parquet.",
+)
+@click.option(
+    "--commit-user",
+    default="snaplake-cli",
+    show_default=True,
+    help="Commit user recorded in the snapshot.",
+)
+@pass_cli
+def write(
+    cli: CliContext, *, table: str, files: tuple[Path, ...], file_format: str, commit_user: str
+) -> None:
+    """Append the rows of FILES (Parquet or CSV) to TABLE in one commit.
+
+    CSV files are read with the table's column types. Columns are matched by
+    name; a missing, extra or incompatible column aborts before the commit
+    and the data files already written are deleted.
+
+    Exit codes: 0 committed; 1 schema mismatch or unreadable file; 3 commit
+    conflict or retries exhausted (nothing committed); 4 no such table.
+    """
+    start = time.monotonic()
+    target = cli.table(table)
+    schema = target.arrow_schema
+    writer = target.new_write(commit_user=commit_user)
+    rows = 0
+    try:
+        with cli.output.progress(total=len(files), description="writing") as progress:
+            for path in files:
+                rows += _write_file(writer, path, csv=_is_csv(path, file_format), schema=schema)
+                progress.advance(description=f"wrote {path.name}")
+        messages = writer.prepare_commit()
+    except BaseException:
+        _abort_quietly(writer)
+        raise
+    try:
+        with cli.output.status("committing"):
+            result = target.new_commit(commit_user=commit_user).commit(messages)
+    except (CommitConflictError, CommitRetriesExhaustedError):
+        writer.abort(messages)  # not committed: the new data files are garbage
+        raise
+    cli.output.record(
+        {
+            "table": table,
+            "snapshot_id": result.snapshot_id,
+            "rows": rows,
+            "files": result.files_added,
+            "input_files": len(files),
+            "attempts": result.attempts,
+            "commit_duration_s": round(result.duration_s, 3),
+            "duration_s": round(time.monotonic() - start, 3),
+        },
+        title=None,
+    )
+
+
+@click.command()
+@click.argument("table", type=TableIdentifier())
+@click.option("--snapshot", "snapshot_id", type=int, default=None, help="Read this snapshot id.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="Read at most N rows.")
+@click.option("--columns", default=None, help="Columns to read: a,b (default all).")
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    help="Row filter, e.g. \"amount > 5 and city = 'Berlin'\" (repeatable; ANDed).",
+)
+@click.option(
+    "--to-parquet",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    help="Write the rows to this Parquet file instead of printing them.",
+)
+@pass_cli
+def read(
+    cli: CliContext,
+    *,
+    table: str,
+    snapshot_id: int | None,
+    limit: int | None,
+    columns: str | None,
+    filters: tuple[str, ...],
+    to_parquet: Path | None,
+) -> None:
+    """Read rows of TABLE (the latest snapshot unless --snapshot).
+
+    Text output shows a table of at most 100 rows unless --limit is given;
+    JSON output is an array of records (all rows).
+
+    Exit codes: 0 ok; 2 bad column or filter; 4 no such table or snapshot.
+    """
+    source = cli.table(table)
+    schema = source.arrow_schema
+    cap = limit
+    if cap is None and to_parquet is None and cli.output_is_text:
+        cap = TEXT_ROW_CAP + 1
+    data = source.to_arrow(
+        snapshot_id=snapshot_id,
+        columns=parse_columns(columns, schema=schema),
+        filter=parse_filters(filters, schema=schema) or None,
+        limit=cap,
+    )
+    if to_parquet is not None:
+        pq.write_table(data, to_parquet)
+        cli.output.record({"table": table, "rows": data.num_rows, "path": str(to_parquet)})
+        return
+    note = None
+    if limit is None and cli.output_is_text and data.num_rows > TEXT_ROW_CAP:
+        data = data.slice(0, TEXT_ROW_CAP)
+        note = f"(first {TEXT_ROW_CAP} rows; pass --limit N or --output json for more)"
+    numeric = {
+        f.name for f in data.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+    }
+    cli.output.rows(
+        data.to_pylist(),
+        columns=[Column(key=n, header=n, numeric=n in numeric) for n in data.column_names],
+        empty="(no rows)",
+        note=note,
+    )
+
+
+_HISTORY_COLUMNS = [
+    Column(key="id", header="id", numeric=True),
+    Column(key="time", header="time (UTC)"),
+    Column(key="kind", header="kind"),
+    Column(key="user", header="user"),
+    Column(key="identifier", header="identifier", numeric=True),
+    Column(key="records_added", header="+records", numeric=True),
+    Column(key="total_records", header="records", numeric=True),
+    Column(key="files_added", header="+files", numeric=True),
+    Column(key="files_deleted", header="-files", numeric=True),
+]
+
+
+@click.command()
+@click.argument("table", type=TableIdentifier())
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, help="Only the newest N snapshots."
+)
+@pass_cli
+def snapshots(cli: CliContext, *, table: str, limit: int | None) -> None:
+    """Show the retained snapshot history of TABLE, oldest first.
+
+    Per snapshot: id, commit time (UTC), kind, commit user, identifier
+    (empty for batch commits), records added and total, and the data files
+    its delta added and deleted.
+
+    Exit codes: 0 ok; 4 no such table.
+    """
+    source = cli.table(table)
+    history = source.snapshots()
+    if limit is not None:
+        history = history[-limit:]
+    cli.output.rows(
+        snapshot_rows(source, history), columns=_HISTORY_COLUMNS, empty="(no snapshots)"
+    )
+
+
+_FILE_COLUMNS = [
+    Column(key="partition", header="partition"),
+    Column(key="bucket", header="bucket", numeric=True),
+    Column(key="file", header="file"),
+    Column(key="rows", header="rows", numeric=True),
+    Column(key="size_bytes", header="size", numeric=True, fmt=format_size),
+    Column(key="level", header="level", numeric=True),
+    Column(key="source", header="source"),
+]
+
+
+@click.command()
+@click.argument("table", type=TableIdentifier())
+@click.option("--snapshot", "snapshot_id", type=int, default=None, help="List this snapshot.")
+@pass_cli
+def files(cli: CliContext, *, table: str, snapshot_id: int | None) -> None:
+    """List the live data files of TABLE (the latest snapshot unless --snapshot).
+
+    Exit codes: 0 ok; 4 no such table or snapshot.
+    """
+    source = cli.table(table)
+    keys = source.partition_keys
+    rows = []
+    for split in source.new_scan(snapshot_id=snapshot_id).plan():
+        partition = "/".join(f"{k}={v}" for k, v in zip(keys, split.partition_values, strict=True))
+        for meta, path in zip(split.files, split.paths, strict=True):
+            source_kind = (
+                FileSource(meta.file_source).name if meta.file_source is not None else None
+            )
+            rows.append(
+                {
+                    "partition": partition or None,
+                    "bucket": split.bucket,
+                    "file": meta.file_name,
+                    "rows": meta.row_count,
+                    "size_bytes": meta.file_size_bytes,
+                    "level": meta.level,
+                    "source": source_kind,
+                    "path": path,
+                }
+            )
+    cli.output.rows(rows, columns=_FILE_COLUMNS, empty="(no data files)")
