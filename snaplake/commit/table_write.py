@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import numpy as np
 import pyarrow as pa
@@ -197,6 +198,7 @@ class TableWrite:
         self._default_partition = opts.partition_default_name
         self._buffers: dict[tuple[bytes, int], _BucketBuffer] = {}
         self._next_sequence = 0
+        self._sequence_lock = threading.Lock()
         self._closed = False
 
     def write_arrow(self, data: pa.Table | pa.RecordBatch) -> None:
@@ -234,14 +236,16 @@ class TableWrite:
             self._add(EMPTY_BINARY_ROW, "", 0, table)
             return
         group = _group_ids(table, keys, buckets)
-        order = np.argsort(group, kind="stable")
-        sorted_group = group[order]
-        starts = np.concatenate(([0], np.flatnonzero(np.diff(sorted_group)) + 1))
-        ends = np.concatenate((starts[1:], [len(order)]))
-        if len(starts) > 1:
+        steps = np.diff(group)
+        if not (steps >= 0).all():  # already grouped (e.g. sorted by partition): no copy
+            order = np.argsort(group, kind="stable")
+            group = group[order]
             table = table.take(pa.array(order))
             if buckets is not None:
                 buckets = buckets[order]
+            steps = np.diff(group)
+        starts = np.concatenate(([0], np.flatnonzero(steps) + 1))
+        ends = np.concatenate((starts[1:], [len(group)]))
         types = self.schema.partition_types
         for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
             part = table.slice(s, e - s)
@@ -281,9 +285,10 @@ class TableWrite:
             file_io=self.file_io, path=path, data=data, compression=self._compression
         )
         stats = compute_value_stats(data, self.schema.value_types)
-        start = max(self._next_sequence, time.time_ns() // 1000)
-        end = start + data.num_rows - 1
-        self._next_sequence = end + 1
+        with self._sequence_lock:
+            start = max(self._next_sequence, time.time_ns() // 1000)
+            end = start + data.num_rows - 1
+            self._next_sequence = end + 1
         logger.debug("wrote %s (%d rows, %d bytes)", path, data.num_rows, size)
         return DataFileMeta(
             file_name=name,
@@ -320,8 +325,12 @@ class TableWrite:
 
         Storage: writes the remaining buffered rows as Parquet files.
         """
+        buffers = list(self._buffers.values())
+        if len(buffers) > 1:  # Parquet encoding releases the GIL: write buckets in parallel
+            with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+                list(pool.map(self._flush, buffers))
         messages = []
-        for buf in self._buffers.values():
+        for buf in buffers:
             self._flush(buf)
             if buf.files:
                 messages.append(
@@ -382,7 +391,5 @@ def abort_messages(
 
 def _local_wall_clock_ms() -> int:
     """Paimon's ``_CREATION_TIME``: local wall-clock time as a zone-less timestamp-millis."""
-    now = datetime.now().astimezone()
-    offset = now.utcoffset()
-    seconds = offset.total_seconds() if offset is not None else 0.0
-    return int(now.timestamp() * 1000 + seconds * 1000)
+    now_s = time.time()
+    return int((now_s + time.localtime(now_s).tm_gmtoff) * 1000)
