@@ -16,12 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import median, pct, summary_ms
-
 import pyarrow as pa
+from _common import median, pct, summary_ms
+from tests.oracle import PaimonOracle
 
 import snaplake
-from tests.oracle import PaimonOracle
 
 SCHEMA = pa.schema([("month", pa.int32()), ("carrier", pa.string()), ("distance", pa.float64())])
 

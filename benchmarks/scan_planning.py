@@ -19,15 +19,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import median
-
 import pyarrow.compute as pc
+from _common import median
+from demo.flights_data import load_flights
+from tests.oracle import PaimonOracle
 
 import snaplake
-from demo.flights_data import load_flights
 from snaplake.commit.message import DataIncrement
 from snaplake.store.avro_fast import metadata_cache
-from tests.oracle import PaimonOracle
 
 
 def plan_times(warehouse: Path, *, rounds: int = 5, cold: bool) -> tuple[float, int]:
@@ -89,7 +88,7 @@ def part_b(work: Path, n_files: int, commits: int = 10) -> None:
     k = 0
     for c in range(commits):
         messages = []
-        for month, msg in templates.items():
+        for msg in templates.values():
             proto = msg.data_increment.new_files[0]
             files = tuple(
                 dataclasses.replace(proto, file_name=f"data-synthetic-{k + j}.parquet")

@@ -15,13 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import median
-
 import pyarrow.parquet as pq
-
-import snaplake
+from _common import median
 from demo.flights_data import load_flights
 from tests.oracle import PaimonOracle
+
+import snaplake
 
 
 def ours(data, work: Path) -> tuple[float, float]:
