@@ -47,6 +47,8 @@ __all__ = [
 ]
 
 _REGION = "us-east-1"
+_CLIENTS: dict[S3Endpoint, Any] = {}
+_CLIENTS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -74,17 +76,27 @@ class S3Endpoint:
         return opts
 
     def client(self) -> Any:
-        """Return a plain boto3 client for test setup and inspection."""
+        """Return a plain boto3 client for test setup and inspection (one per endpoint)."""
+        with _CLIENTS_LOCK:
+            if self not in _CLIENTS:
+                _CLIENTS[self] = self._new_client()
+            return _CLIENTS[self]
+
+    def _new_client(self) -> Any:
         import boto3
         from botocore.config import Config
 
-        return boto3.client(
+        return boto3.session.Session().client(
             "s3",
             endpoint_url=self.url,
             aws_access_key_id=self.access_key_id,
             aws_secret_access_key=self.secret_access_key,
             region_name=self.region,
-            config=Config(s3={"addressing_style": "path"}, retries={"mode": "standard"}),
+            config=Config(
+                s3={"addressing_style": "path"},
+                retries={"mode": "standard"},
+                max_pool_connections=32,
+            ),
         )
 
     def new_bucket(self, prefix: str = "t") -> str:
@@ -118,7 +130,7 @@ def _wait_for_s3(endpoint: S3Endpoint, *, timeout_s: float, proc: subprocess.Pop
         if proc.poll() is not None:
             raise RuntimeError(f"weed exited early with code {proc.returncode}")
         try:
-            endpoint.client().list_buckets()
+            endpoint._new_client().list_buckets()
             return
         except Exception as exc:  # noqa: BLE001 - polling until the server answers
             last = exc

@@ -491,8 +491,10 @@ class S3FileIO(FileIO):
             if code in _DENIED_CODES or status == 403:
                 return StorageAccessError(
                     f"{operation} {path} ({where}) refused: access denied ({code or status}) "
-                    f"for the credentials from {self._credential_source}; check that their "
-                    f"IAM policy and the bucket policy allow {operation} on this bucket and key",
+                    f"for the credentials from {self._credential_source}; check that they are "
+                    "valid (s3.access-key-id/s3.secret-access-key or AWS_ACCESS_KEY_ID/"
+                    "AWS_SECRET_ACCESS_KEY) and that their IAM policy and the bucket policy "
+                    f"allow {operation} on this bucket and key",
                     path=path,
                     operation=operation,
                 )
@@ -889,11 +891,7 @@ class S3FileIO(FileIO):
                 return
             parent = posixpath.dirname(key)
             probe_key = (parent + "/" if parent else "") + _PROBE_NAME + uuid.uuid4().hex
-            probe_path = f"s3://{bucket}/{probe_key}"
-            try:
-                unsafe_reason = self._probe(probe_path, bucket=bucket, key=probe_key)
-            finally:
-                self._delete_probe(probe_path, bucket=bucket, key=probe_key)
+            unsafe_reason = self._probe(path, bucket=bucket, probe_key=probe_key)
             if unsafe_reason:
                 raise UnsafeStorageError(
                     f"refusing create-only write of {path}: the S3 server at "
@@ -907,34 +905,44 @@ class S3FileIO(FileIO):
             self._verified_buckets.add(bucket)
             logger.debug("bucket %s honours If-None-Match", bucket)
 
-    def _probe(self, probe_path: str, *, bucket: str, key: str) -> str | None:
-        """Write ``key`` twice with ``If-None-Match: *``; return why it is unsafe, or None."""
+    def _probe(self, path: str, *, bucket: str, probe_key: str) -> str | None:
+        """Create ``probe_key`` twice with ``If-None-Match: *``; return why that is unsafe.
+
+        Errors are reported against ``path``, the write the caller asked for.
+        The scratch object is deleted whenever the first write created it.
+        """
         from botocore.exceptions import BotoCoreError, ClientError
 
         client = self._s3()
-        for round_ in (1, 2):
-            try:
-                client.put_object(
-                    Bucket=bucket, Key=key, Body=b"probe-%d" % round_, IfNoneMatch="*"
-                )
-            except ClientError as exc:
-                status, code = self._status_code(exc)
-                if round_ == 2 and status == 412:
-                    return None
-                if status == 501 or code in _UNSUPPORTED_CODES:
-                    return f"does not implement If-None-Match ({code or status})"
-                self._raise(exc, path=probe_path, operation="probe conditional write")
-            except BotoCoreError as exc:
-                self._raise(exc, path=probe_path, operation="probe conditional write")
-        return "ignores If-None-Match (a second create of a scratch key succeeded)"
+        created = False
+        try:
+            for round_ in (1, 2):
+                try:
+                    client.put_object(
+                        Bucket=bucket, Key=probe_key, Body=b"probe-%d" % round_, IfNoneMatch="*"
+                    )
+                    created = True
+                except ClientError as exc:
+                    status, code = self._status_code(exc)
+                    if round_ == 2 and status == 412:
+                        return None
+                    if status == 501 or code in _UNSUPPORTED_CODES:
+                        return f"does not implement If-None-Match ({code or status})"
+                    self._raise(exc, path=path, operation="write_if_absent")
+                except BotoCoreError as exc:
+                    self._raise(exc, path=path, operation="write_if_absent")
+            return "ignores If-None-Match (a second create of a scratch key succeeded)"
+        finally:
+            if created:
+                self._delete_probe(bucket=bucket, key=probe_key)
 
-    def _delete_probe(self, probe_path: str, *, bucket: str, key: str) -> None:
+    def _delete_probe(self, *, bucket: str, key: str) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             self._s3().delete_object(Bucket=bucket, Key=key)
         except (ClientError, BotoCoreError):
-            logger.warning("could not delete probe object %s", probe_path, exc_info=True)
+            logger.warning("could not delete probe object s3://%s/%s", bucket, key, exc_info=True)
 
     def open_output(self, path: str) -> IO[bytes]:
         """Open a stream that uploads ``path`` as it is written; visible once closed.
