@@ -22,7 +22,7 @@ import errno
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO
 
 import pyarrow.fs as pafs
@@ -32,10 +32,15 @@ from snaplake.store.file_io import FileIO, FileStatus
 
 __all__ = ["LocalFileIO"]
 
-try:
-    _SYNCFS = ctypes.CDLL(None, use_errno=True).syncfs
-except (AttributeError, OSError):  # not Linux: fall back to a global sync
-    _SYNCFS = None
+def _load_syncfs() -> Callable[[int], int] | None:
+    try:
+        fn: Callable[[int], int] = ctypes.CDLL(None, use_errno=True).syncfs
+    except (AttributeError, OSError):  # not Linux: fall back to a global sync
+        return None
+    return fn
+
+
+_SYNCFS = _load_syncfs()
 
 
 def _tmp_name(path: str) -> str:

@@ -27,11 +27,26 @@ def _run_writers(table, *, writers: int, commits: int, rows: int) -> list[list[s
     start_at = time.time() + 3.0  # all processes import first, then start together
     procs = [
         subprocess.Popen(
-            [sys.executable, str(WRITER), "--root", table.root, "--user", f"w{n}",
-             "--user-no", str(n), "--idents", ",".join(map(str, range(1, commits + 1))),
-             "--rows", str(rows), "--start-at", str(start_at)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                str(WRITER),
+                "--root",
+                table.root,
+                "--user",
+                f"w{n}",
+                "--user-no",
+                str(n),
+                "--idents",
+                ",".join(map(str, range(1, commits + 1))),
+                "--rows",
+                str(rows),
+                "--start-at",
+                str(start_at),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for n in range(writers)
     ]
     outputs = []
@@ -47,7 +62,7 @@ def _check(table, outputs, *, writers, commits, rows):
     for n, lines in enumerate(outputs):
         assert len(lines) == commits, f"writer {n} acknowledged {len(lines)} of {commits}"
         for line in lines:
-            _, ident, snap, dup, _attempts = line.split()
+            _, _ident, snap, dup, _attempts = line.split()
             assert dup == "0"
             acked_snapshots.append(int(snap))
     assert sorted(acked_snapshots) == list(range(1, writers * commits + 1))

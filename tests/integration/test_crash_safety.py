@@ -48,7 +48,9 @@ def test_sigkill_at_random_points_of_the_commit(tmp_path):
             # the rerun of ident-1 precedes the crash; its outcome is exact
             # (a duplicate if the crashed attempt had landed)
             assert proc.returncode != 0 or acks
-        assert proc.returncode == -9 or (proc.returncode == 0 and len(acks) == len(idents.split(","))), proc.stderr
+        assert proc.returncode == -9 or (
+            proc.returncode == 0 and len(acks) == len(idents.split(","))
+        ), proc.stderr
         # After every crash: the table opens and reads, and each identifier is all-or-nothing.
         reopened = catalog.get_table("db.t")
         ids = reopened.to_arrow().column("id").to_pylist()

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-
-import snaplake
 from tests.helpers import SCHEMA, rows
 from tests.oracle import PaimonOracle, pred, requires_paimon
+
+import snaplake
 
 pytestmark = [pytest.mark.integration, requires_paimon]
 
@@ -64,7 +64,9 @@ def test_pypaimon_reads_snaplake_partitioned_table(written):
 
 def test_pypaimon_reads_snaplake_bucketed_table(written):
     wh, catalog = written
-    _assert_same_rows(catalog.get_table("db.bucketed").to_arrow(), PaimonOracle(wh).read("db.bucketed"))
+    _assert_same_rows(
+        catalog.get_table("db.bucketed").to_arrow(), PaimonOracle(wh).read("db.bucketed")
+    )
 
 
 def test_pypaimon_partition_filter_uses_our_partition_bytes(written):
@@ -72,7 +74,9 @@ def test_pypaimon_partition_filter_uses_our_partition_bytes(written):
     got = PaimonOracle(wh).read_detailed("db.part", filter=pred.equal("month", 3))
     ours = catalog.get_table("db.part").to_arrow(partition_filter={"month": 3})
     _assert_same_rows(ours, got.table)
-    assert got.num_files == len(catalog.get_table("db.part").new_scan(partition_filter={"month": 3}).plan()[0].files)
+    assert got.num_files == len(
+        catalog.get_table("db.part").new_scan(partition_filter={"month": 3}).plan()[0].files
+    )
 
 
 def test_pypaimon_value_filters_use_our_stats(written):

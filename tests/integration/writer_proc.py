@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import pyarrow as pa  # noqa: E402
+import pyarrow as pa
 
-from snaplake.store.local_file_io import LocalFileIO  # noqa: E402
-from snaplake.table import Table  # noqa: E402
+from snaplake.store.local_file_io import LocalFileIO
+from snaplake.table import Table
 
 
 class KillingFileIO(LocalFileIO):

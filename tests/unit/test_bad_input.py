@@ -6,6 +6,7 @@ import os
 
 import pyarrow as pa
 import pytest
+from tests.helpers import SCHEMA, rows
 
 import snaplake
 from snaplake.errors import (
@@ -13,7 +14,6 @@ from snaplake.errors import (
     SchemaMismatchError,
     UnsupportedTypeError,
 )
-from tests.helpers import SCHEMA, rows
 
 
 @pytest.fixture

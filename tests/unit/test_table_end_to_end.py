@@ -7,10 +7,10 @@ import os
 
 import pyarrow as pa
 import pytest
+from tests.helpers import SCHEMA, rows, sorted_ids
 
 import snaplake
 from snaplake.errors import SnapshotNotFoundError
-from tests.helpers import SCHEMA, rows, sorted_ids
 
 
 @pytest.fixture
@@ -21,7 +21,9 @@ def catalog(tmp_path):
 def _append(table, data, *, user="u", ident=None):
     write = table.new_write(commit_user=user)
     write.write_arrow(data)
-    return table.new_commit(commit_user=user).commit(write.prepare_commit(), commit_identifier=ident)
+    return table.new_commit(commit_user=user).commit(
+        write.prepare_commit(), commit_identifier=ident
+    )
 
 
 def test_catalog_databases_and_tables(catalog):
@@ -69,7 +71,9 @@ def test_partition_layout_and_pruning(catalog):
     _append(table, rows(0, 90))
     root = table.root
     assert sorted(d for d in os.listdir(root) if d.startswith("month=")) == [
-        "month=1", "month=2", "month=3"
+        "month=1",
+        "month=2",
+        "month=3",
     ]
     assert os.listdir(os.path.join(root, "month=1")) == ["bucket-0"]
     splits = table.new_scan(partition_filter={"month": 2}).plan()
@@ -119,12 +123,14 @@ def test_overwrite_static_and_dynamic(catalog):
     new = rows(1000, 30).filter(pa.compute.equal(rows(1000, 30).column("month"), 1))
     write = table.new_write(commit_user="o")
     write.write_arrow(new)
-    result = table.new_commit(commit_user="o").commit(write.prepare_commit(), overwrite={"month": 1})
+    result = table.new_commit(commit_user="o").commit(
+        write.prepare_commit(), overwrite={"month": 1}
+    )
     assert result.kind == snaplake.CommitKind.OVERWRITE
     got = table.to_arrow()
-    assert set(got.filter(pa.compute.equal(got.column("month"), 1)).column("id").to_pylist()) == set(
-        new.column("id").to_pylist()
-    )
+    assert set(
+        got.filter(pa.compute.equal(got.column("month"), 1)).column("id").to_pylist()
+    ) == set(new.column("id").to_pylist())
     assert got.filter(pa.compute.equal(got.column("month"), 2)).num_rows == 30
     # dynamic: only the partitions present in the data are replaced
     m2 = rows(2000, 30).filter(pa.compute.equal(rows(2000, 30).column("month"), 2))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from tests.helpers import SCHEMA, rows, sorted_ids
 
 import snaplake
 from snaplake.commit.file_store_commit import FileStoreCommit
@@ -15,7 +16,6 @@ from snaplake.errors import (
     StorageError,
 )
 from snaplake.store.memory_file_io import InMemoryFileIO
-from tests.helpers import SCHEMA, rows, sorted_ids
 
 _counter = iter(range(10**9))
 
@@ -79,7 +79,11 @@ def test_dedup_falls_back_to_backward_scan_without_txn_map(table):
     foreign = dataclasses.replace(latest, id=latest.id + 1, properties=None, commit_user="java")
     table.file_io.write_if_absent(table.paths.snapshot_path(foreign.id), foreign.to_bytes())
     assert c.txn_map(table.latest_snapshot()) == {"a": 1, "other": 1, "java": 1}
-    assert _committer(table, "a").commit(_messages(table, rows(0, 10)), commit_identifier=1).was_duplicate
+    assert (
+        _committer(table, "a")
+        .commit(_messages(table, rows(0, 10)), commit_identifier=1)
+        .was_duplicate
+    )
 
 
 def test_batch_commits_without_identifier_never_dedup(table):
