@@ -8,11 +8,13 @@ columns: 32-bit Murmur3 (seed 42) over the row bytes read as little-endian
 The row bytes are exactly those of :func:`snaplake.store.binary_row.encode_binary_row`
 (RowKind INSERT), including the zero padding of the variable part.
 
-This module builds those bytes for all rows at once: the fixed part as a
-2-D array, the variable parts (long strings and bytes, DECIMAL(p > 18),
-TIMESTAMP(p > 3)) scattered into one flat buffer with ragged-copy index
-arithmetic, then runs Murmur word by word over rows sorted by length, so the
-Python-level loop runs once per word position, never once per row.
+This module builds those bytes for all rows at once without a per-row Python
+loop: the fixed part (bitset + slots) as one 2-D word array that Murmur
+consumes column by column, and the variable parts (long strings and bytes,
+DECIMAL(p > 18), TIMESTAMP(p > 3)) scattered into one flat buffer with
+ragged-copy index arithmetic, which Murmur then consumes word position by word
+position over the rows sorted by length (the rows still active form a
+prefix), so Python iterates once per word position, never once per row.
 
 This module imports only :mod:`snaplake.errors`, :mod:`snaplake.store.types`
 and :mod:`snaplake.store.binary_row`.
@@ -87,6 +89,32 @@ def _fmix(h1: npt.NDArray[np.uint32], length: npt.NDArray[np.uint32]) -> npt.NDA
     return h1 ^ (h1 >> np.uint32(16))
 
 
+def _mix_ragged(
+    h: npt.NDArray[np.uint32],
+    words: npt.NDArray[np.uint32],
+    starts: npt.NDArray[np.int64],
+    num_words: npt.NDArray[np.int64],
+) -> npt.NDArray[np.uint32]:
+    """Feed string ``i`` (``num_words[i]`` words at ``starts[i]``) into state ``h[i]``."""
+    n = len(starts)
+    if n == 0:
+        return h
+    order = np.argsort(-num_words, kind="stable")
+    sorted_starts = starts[order]
+    sorted_lengths = num_words[order]
+    state = h[order]
+    max_words = int(sorted_lengths[0])
+    # Rows sorted by length, descending: the rows longer than j words form a prefix.
+    active = np.searchsorted(-sorted_lengths, -np.arange(max_words), side="left")
+    with np.errstate(over="ignore"):
+        for j in range(max_words):
+            k = int(active[j])
+            state[:k] = _mix_h1(state[:k], _mix_k1(words[sorted_starts[:k] + j]))
+    out = np.empty_like(h)
+    out[order] = state
+    return out
+
+
 def murmur_hash_words(
     words: npt.NDArray[np.uint32],
     starts: npt.NDArray[np.int64],
@@ -105,21 +133,10 @@ def murmur_hash_words(
     Source:
         ``org.apache.paimon.utils.MurmurHashUtils.hashBytesByWords`` (seed 42).
     """
-    n = len(starts)
-    order = np.argsort(-num_words, kind="stable")
-    sorted_starts = starts[order]
-    sorted_lengths = num_words[order]
-    h = np.full(n, _SEED, dtype=np.uint32)
-    max_words = int(sorted_lengths[0]) if n else 0
-    # Rows sorted by length, descending: the rows longer than j words form a prefix.
-    active = np.searchsorted(-sorted_lengths, -np.arange(max_words), side="left")
+    h = np.full(len(starts), _SEED, dtype=np.uint32)
+    h = _mix_ragged(h, words, starts, num_words)
     with np.errstate(over="ignore"):
-        for j in range(max_words):
-            k = int(active[j])
-            h[:k] = _mix_h1(h[:k], _mix_k1(words[sorted_starts[:k] + j]))
-        result = np.empty(n, dtype=np.uint32)
-        result[order] = _fmix(h, (sorted_lengths * 4).astype(np.uint32))
-    return result.view(np.int32)
+        return _fmix(h, (num_words * 4).astype(np.uint32)).view(np.int32)
 
 
 # ---------------------------------------------------------------------------
@@ -314,8 +331,14 @@ def _timestamp_column(
 
 def _build_rows(
     columns: Sequence[pa.Array], types: Sequence[DataType]
-) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Return (flat words, word start per row, word count per row) of the BinaryRows."""
+) -> tuple[
+    npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.int64]
+]:
+    """Return the BinaryRows split into their fixed and variable parts.
+
+    The result is (fixed-part words of shape (rows, fixed/4); flat variable-part
+    words; variable-part word start per row; variable-part word count per row).
+    """
     n = len(columns[0]) if columns else 0
     arity = len(types)
     bits = null_bits_size(arity)
@@ -346,35 +369,45 @@ def _build_rows(
         if var is not None:
             var_parts.append((bits // 8 + pos, var, has_var))
 
-    # Row sizes and var-part offsets (relative to the row start).
-    row_sizes = np.full(n, fixed, dtype=np.int64)
+    # Variable parts: offsets (from the row start) into the slots, bytes into one
+    # flat buffer holding each row's variable part contiguously.
+    var_sizes = np.zeros(n, dtype=np.int64)
     placements = []
     for slot_word, var, has_var in var_parts:
         reserved = np.where(has_var, var.reserved, 0)
-        offsets = row_sizes.copy()
+        offsets = fixed + var_sizes
         fixed_words[:, slot_word] |= np.where(
             has_var, offsets.astype(np.uint64) << _U64(32), _U64(0)
         )
-        placements.append((offsets, var, has_var))
-        row_sizes = row_sizes + reserved
-    row_starts = np.zeros(n, dtype=np.int64)
+        placements.append((var_sizes.copy(), var, has_var))
+        var_sizes = var_sizes + reserved
+    var_starts = np.zeros(n, dtype=np.int64)
     if n:
-        row_starts[1:] = np.cumsum(row_sizes)[:-1]
-    total = int(row_sizes.sum())
-    flat = np.zeros(total, dtype=np.uint8)
-    fixed_bytes = fixed_words.astype("<u8").view(np.uint8).reshape(n, fixed)
-    flat[(row_starts[:, None] + np.arange(fixed)[None, :]).reshape(-1)] = fixed_bytes.reshape(-1)
-    for offsets, var, has_var in placements:
+        var_starts[1:] = np.cumsum(var_sizes)[:-1]
+    flat = np.zeros(int(var_sizes.sum()), dtype=np.uint8)
+    for within_row, var, has_var in placements:
         lengths = np.where(has_var, var.lengths, 0)
-        count = int(lengths.sum())
-        if count == 0:
-            continue
-        within = np.arange(count, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        src = np.repeat(var.starts, lengths) + within
-        dst = np.repeat(row_starts + offsets, lengths) + within
-        flat[dst] = var.data[src]
-    words = flat.view("<u4")
-    return words, row_starts // 4, row_sizes // 4
+        dst = _ragged_indices(var_starts + within_row, lengths)
+        if len(dst):
+            flat[dst] = var.data[_ragged_indices(var.starts, lengths)]
+    fixed32 = fixed_words.astype("<u8").view("<u4").reshape(n, fixed // 4)
+    return fixed32, flat.view("<u4"), var_starts // 4, var_sizes // 4
+
+
+def _ragged_indices(
+    starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Concatenation of ``arange(starts[i], starts[i] + lengths[i])`` over all i."""
+    keep = lengths > 0
+    s, ln = starts[keep], lengths[keep]
+    total = int(ln.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    steps = np.ones(total, dtype=np.int64)
+    steps[0] = s[0]
+    bounds = np.cumsum(ln)[:-1]
+    steps[bounds] = s[1:] - (s[:-1] + ln[:-1] - 1)
+    return np.cumsum(steps)
 
 
 def hash_binary_rows(
@@ -407,10 +440,16 @@ def hash_binary_rows(
         if name not in data.column_names:
             raise SchemaMismatchError(f"bucket key {name!r} is not a column of {data.column_names}")
         arrays.append(data.column(name).combine_chunks())
-    words, starts, num_words = _build_rows(arrays, types)
     if data.num_rows == 0:
         return np.zeros(0, dtype=np.int32)
-    return murmur_hash_words(words, starts, num_words)
+    fixed32, var_words, var_starts, var_num_words = _build_rows(arrays, types)
+    h = np.full(data.num_rows, _SEED, dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for j in range(fixed32.shape[1]):
+            h = _mix_h1(h, _mix_k1(fixed32[:, j]))
+        h = _mix_ragged(h, var_words, var_starts, var_num_words)
+        total_bytes = (fixed32.shape[1] + var_num_words) * 4
+        return _fmix(h, total_bytes.astype(np.uint32)).view(np.int32)
 
 
 def bucket_ids(
