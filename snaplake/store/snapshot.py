@@ -164,7 +164,9 @@ class Snapshot:
                 changelog_record_count=data.get("changelogRecordCount"),
                 watermark=data.get("watermark"),
                 statistics=data.get("statistics"),
-                properties={str(k): str(v) for k, v in props.items()} if props else None,
+                properties=(
+                    {str(k): str(v) for k, v in props.items()} if props is not None else None
+                ),
                 next_row_id=data.get("nextRowId"),
                 extra=extra,
             )
