@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.strategies import data_file_metas
 
 from snaplake.commit.message import CommitMessage, CompactIncrement, DataIncrement
 from snaplake.commit.retry import RetryPolicy
 from snaplake.store.snapshot import CommitKind, Snapshot
-from tests.strategies import data_file_metas
 
 longs = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 names = st.text(min_size=1, max_size=30)
