@@ -251,7 +251,7 @@ class DataType:
             return (self.precision or 0) <= _MAX_COMPACT_TIMESTAMP_PRECISION
         return root in _FIXED_ROOTS
 
-    def with_nullable(self, nullable: bool) -> DataType:  # noqa: FBT001 - mirrors DataType.copy
+    def with_nullable(self, *, nullable: bool) -> DataType:
         """Return this type with the given nullability (children unchanged)."""
         return self if nullable == self.nullable else replace(self, nullable=nullable)
 
@@ -593,7 +593,7 @@ def data_type_from_arrow(pa_type: pa.DataType, *, nullable: bool = True) -> Data
     elif t.is_time32(pa_type) and pa_type.unit == "ms":
         simple = DataType(root=TypeRoot.TIME, precision=3)
     if simple is not None:
-        return simple.with_nullable(nullable)
+        return simple.with_nullable(nullable=nullable)
 
     if t.is_list(pa_type) or t.is_large_list(pa_type) or t.is_list_view(pa_type):
         vf = pa_type.value_field

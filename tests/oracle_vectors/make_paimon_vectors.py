@@ -28,8 +28,6 @@ tagged JSON: ``{"t": "decimal", "v": "1.50"}``, ``{"t": "date", "v": "..."}``,
 null are plain JSON.
 """
 
-# ruff: noqa: DTZ001 - TIMESTAMP test values are zone-less by design
-
 from __future__ import annotations
 
 import datetime as dt

@@ -23,8 +23,8 @@ def _decimal(precision: int, scale: int) -> st.SearchStrategy[Decimal]:
 
 
 def _naive(min_year: int = 1, max_year: int = 9999) -> st.SearchStrategy[dt.datetime]:
-    lo = dt.datetime(min_year, 1, 1)  # noqa: DTZ001 - TIMESTAMP values are zone-less
-    hi = dt.datetime(max_year, 12, 31)  # noqa: DTZ001
+    lo = dt.datetime(min_year, 1, 1)
+    hi = dt.datetime(max_year, 12, 31)
     return st.datetimes(min_value=lo, max_value=hi)
 
 

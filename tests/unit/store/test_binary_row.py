@@ -142,7 +142,7 @@ def test_high_precision_decimal_bytes_are_biginteger_to_byte_array(
 
 
 def test_timestamp_precision_layouts() -> None:
-    value = dt.datetime(1969, 12, 31, 23, 59, 59, 999_001)  # noqa: DTZ001
+    value = dt.datetime(1969, 12, 31, 23, 59, 59, 999_001)
     compact = encode_binary_row([value.replace(microsecond=999_000)], [T("TIMESTAMP(3)")])
     assert struct.unpack_from("<q", compact, 12)[0] == -1
     wide = encode_binary_row([value], [T("TIMESTAMP(6)")])
@@ -184,8 +184,8 @@ def test_nested_types_encode_only_null() -> None:
         (Decimal("123456789.1"), "DECIMAL(10, 2)"),
         (Decimal("NaN"), "DECIMAL(10, 2)"),
         (dt.datetime(2024, 1, 1, tzinfo=dt.UTC), "TIMESTAMP(6)"),
-        (dt.datetime(2024, 1, 1, 0, 0, 0, 1), "TIMESTAMP(3)"),  # noqa: DTZ001
-        (dt.datetime(2024, 1, 1), "DATE"),  # noqa: DTZ001
+        (dt.datetime(2024, 1, 1, 0, 0, 0, 1), "TIMESTAMP(3)"),
+        (dt.datetime(2024, 1, 1), "DATE"),
         (1e300, "FLOAT"),
     ],
 )

@@ -111,7 +111,7 @@ def test_sliced_chunked_and_view_inputs() -> None:
             "s": pa.array(strings * 3),
             "d": pa.array(decimals * 3, type=pa.decimal128(38, 1)),
             "t": pa.array(
-                [dt.datetime(2000, 1, 1, 0, 0, 0, i) for i in range(21)],  # noqa: DTZ001
+                [dt.datetime(2000, 1, 1, 0, 0, 0, i) for i in range(21)],
                 type=pa.timestamp("us"),
             ),
         }

@@ -98,7 +98,7 @@ def test_paths_match_pypaimon(case: dict[str, Any]) -> None:
             False,
             "2024-01-02 03:04:05.678123456",
         ),
-        (dt.datetime(2024, 1, 2, 3, 4), "TIMESTAMP(0)", False, "2024-01-02 03:04:00"),  # noqa: DTZ001
+        (dt.datetime(2024, 1, 2, 3, 4), "TIMESTAMP(0)", False, "2024-01-02 03:04:00"),
         (Decimal("1.5"), "DECIMAL(10, 2)", True, "1.50"),
         (Decimal("1E-7"), "DECIMAL(10, 8)", True, "0.00000010"),
         (7, "DECIMAL(5, 0)", True, "7"),

@@ -198,7 +198,7 @@ def test_timestamps_decimals_and_views() -> None:
     )
     types = _types(data)
     bounds = _bounds(compute_value_stats(data, types), types)
-    epoch = dt.datetime(1970, 1, 1)  # noqa: DTZ001
+    epoch = dt.datetime(1970, 1, 1)
     assert bounds[0] == (
         epoch - dt.timedelta(microseconds=5),
         epoch + dt.timedelta(microseconds=1_700_000_000_123_456),
@@ -238,7 +238,7 @@ def test_empty_table_and_no_columns() -> None:
 
 def test_partition_stats_over_rows() -> None:
     types = [parse_type("STRING"), parse_type("DOUBLE"), parse_type("TIMESTAMP(6)")]
-    t0 = dt.datetime(2024, 1, 1, 0, 0, 0, 1)  # noqa: DTZ001
+    t0 = dt.datetime(2024, 1, 1, 0, 0, 0, 1)
     rows = [
         encode_binary_row(["b", 0.0, t0], types),
         encode_binary_row(["a", -0.0, None], types),

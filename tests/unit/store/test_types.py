@@ -323,7 +323,7 @@ def test_value_model_invariants() -> None:
     with pytest.raises(ValueError, match="child"):
         DataType(root=TypeRoot.ARRAY)
     dtype = DataType(root=TypeRoot.INT)
-    assert dtype.with_nullable(False).sql() == "INT NOT NULL"
+    assert dtype.with_nullable(nullable=False).sql() == "INT NOT NULL"
     assert dtype.is_compact
     assert not parse_type("DECIMAL(19, 0)").is_compact
     assert parse_type("TIMESTAMP(3)").is_compact
