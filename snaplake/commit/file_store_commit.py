@@ -80,7 +80,7 @@ _CONFLICT_SEARCH_DEPTH = 50
 class _Published:
     """What this committer published last, to rebuild the next base list without reads."""
 
-    snapshot_id: int
+    snapshot: Snapshot
     base_name: str
     base_bytes: bytes
     delta_name: str
@@ -336,7 +336,7 @@ class FileStoreCommit:
         pub = self._published
         if (
             pub is not None
-            and pub.snapshot_id == latest.id
+            and pub.snapshot.id == latest.id
             and pub.base_name == latest.base_manifest_list
             and pub.delta_name == latest.delta_manifest_list
         ):
@@ -480,11 +480,15 @@ class FileStoreCommit:
         properties: Mapping[str, str],
         start: float,
     ) -> tuple[CommitResult, int]:
-        schema = self.schema_manager.latest()
+        latest = self._latest_snapshot()
+        schema = (
+            self.schema_manager.schema(latest.schema_id)
+            if latest is not None
+            else self.schema_manager.latest()
+        )
         if schema is None:
             raise SchemaMismatchError(f"table {self.table_name} has no schema; create it first")
         policy = self._policy(schema)
-        latest = self.snapshot_manager.latest_snapshot()
         dup = self._duplicate_of(latest, identifier)
         if dup is not None:
             return self._duplicate_result(dup, kind, start), 0
@@ -565,6 +569,18 @@ class FileStoreCommit:
             self._delete_quietly(fixed_names)
             raise
 
+    def _latest_snapshot(self) -> Snapshot | None:
+        """The latest snapshot; one existence probe when this committer made the last one.
+
+        A writer that published ``snapshot-N`` itself only checks that
+        ``snapshot-(N+1)`` is absent (one HEAD on S3) instead of reading the
+        ``LATEST`` hint and the snapshot file again.
+        """
+        pub = self._published
+        if pub is not None and not self.snapshot_manager.snapshot_exists(pub.snapshot.id + 1):
+            return pub.snapshot
+        return self.snapshot_manager.latest_snapshot()
+
     def _check_buckets(self, adds: Sequence[ManifestEntry], schema: TableSchema) -> None:
         expected = schema.core_options.bucket
         wrong = sorted({e.total_buckets for e in adds if e.total_buckets != expected})
@@ -630,7 +646,7 @@ class FileStoreCommit:
             properties=props,
         )
         published = _Published(
-            snapshot_id=snapshot.id,
+            snapshot=snapshot,
             base_name=base_name,
             base_bytes=base_bytes,
             delta_name=delta_name,
