@@ -26,7 +26,11 @@ from tests.spark.conftest import (
 import snaplake
 from snaplake.spark import BatchOutcome, SinkBatchResult, SnaplakeSink
 
-pytestmark = [pytest.mark.spark, pytest.mark.integration]
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.integration,
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas"),
+]
 
 JOB = Path(__file__).with_name("stream_job.py")
 ROWS_PER_FILE = 500
