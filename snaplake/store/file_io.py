@@ -45,7 +45,14 @@ class FileIO(abc.ABC):
 
     Implementations hold configuration only and are picklable, because Spark
     ships them to executors; clients are created lazily per process.
+
+    Attributes:
+        read_parallelism: How many small metadata files are worth reading at
+            once (1 for local disk, where decoding dominates; more for object
+            stores, where round trips do).
     """
+
+    read_parallelism: int = 1
 
     @abc.abstractmethod
     def read_bytes(self, path: str) -> bytes:

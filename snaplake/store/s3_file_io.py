@@ -37,8 +37,8 @@ the default credential chain):
 ``s3.connect-timeout-ms``       Connection timeout, default 10000.
 ``s3.read-timeout-ms``          Socket read timeout, default 60000.
 ``s3.max-pool-connections``     HTTP connections per client, default 32.
-``s3.multipart.part-size-bytes``  Part size of streamed writes (>= 5 MiB), default 16 MiB;
-                                smaller files are one ``PutObject``.
+``s3.multipart.part-size-bytes``  Part size of streamed writes (>= 5 MiB), default 8 MiB;
+                                smaller files are one ``PutObject``; 2 parts upload at once.
 ``s3.conflict.max-retries``     Retries of a create-only write after 409 or an unresolved
                                 uncertain outcome, default 10.
 ``s3.allow-unsafe-create``      ``true`` skips the conditional-write probe and accepts a
@@ -67,6 +67,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, NoReturn, cast
 from urllib.parse import urlsplit
@@ -89,6 +90,7 @@ logger = logging.getLogger(__name__)
 
 _MIB = 1024 * 1024
 _DELETE_BATCH = 1000  # DeleteObjects accepts at most 1,000 keys per call
+_PARTS_IN_FLIGHT = 2  # concurrent UploadPart calls per output stream
 _PROBE_NAME = ".snaplake-probe-"
 
 _DEFAULTS: dict[str, str] = {
@@ -102,7 +104,7 @@ _DEFAULTS: dict[str, str] = {
     "s3.connect-timeout-ms": "10000",
     "s3.read-timeout-ms": "60000",
     "s3.max-pool-connections": "32",
-    "s3.multipart.part-size-bytes": str(16 * _MIB),
+    "s3.multipart.part-size-bytes": str(8 * _MIB),
     "s3.conflict.max-retries": "10",
     "s3.allow-unsafe-create": "false",
 }
@@ -261,6 +263,8 @@ class S3FileIO(FileIO):
         ``PyArrowFileIO`` (lazy, pickle-safe clients).
     """
 
+    read_parallelism = 16  # round trips dominate small metadata reads on object stores
+
     def __init__(self, options: Mapping[str, str] | None = None) -> None:
         raw: dict[str, str] = {}
         for key, value in (options or {}).items():
@@ -283,7 +287,9 @@ class S3FileIO(FileIO):
         self._pid = os.getpid()
         self._client: Any = None
         self._credential_source = "the AWS default credential chain"
+        self._session: Any = None
         self._arrow_fs: pafs.S3FileSystem | None = None
+        self._arrow_credentials: tuple[str, str, str] | None = None
         self._warned_unsafe = False
 
     # -- pickling, equality, repr -------------------------------------------------
@@ -328,7 +334,7 @@ class S3FileIO(FileIO):
         from botocore.config import Config
 
         s = self._settings
-        session = boto3.session.Session()
+        session = self._session = boto3.session.Session()
         credentials: dict[str, str] = {}
         if s.access_key_id:
             credentials["aws_access_key_id"] = s.access_key_id
@@ -380,18 +386,24 @@ class S3FileIO(FileIO):
             return str(self._client.meta.endpoint_url)
         return self._settings.endpoint or "the default AWS endpoint"
 
-    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str] | None:
         """Return a ``pyarrow.fs.S3FileSystem`` configured like the boto3 client, and ``"s3://"``.
 
         Endpoint (as ``endpoint_override`` plus ``scheme``), region,
-        credentials (those boto3 resolved, frozen at first use), timeouts,
-        retry budget and addressing style match :meth:`_s3`'s client. Strip
-        the prefix from a snaplake path to get the pyarrow path
-        (``bucket/key``). Measured on SeaweedFS (``benchmarks/s3_io.py``),
-        pyarrow's native reader is the faster path for bulk Parquet reads.
+        credentials (those boto3 resolved), timeouts, retry budget and
+        addressing style match the boto3 client's. Strip the prefix from a
+        snaplake path to get the pyarrow path (``bucket/key``). Temporary
+        credentials are re-read on every call and the filesystem is rebuilt
+        when botocore has refreshed them. Measured on SeaweedFS
+        (``benchmarks/s3_io.py``), pyarrow's native S3 reader is the faster
+        path for Parquet (full reads and projections), so bulk reads and
+        writes should go through it. Errors it raises are pyarrow's
+        ``OSError`` subclasses, not translated here.
 
         Returns:
-            ``(filesystem, "s3://")``.
+            ``(filesystem, "s3://")``, or ``None`` when this pyarrow build
+            has no S3 support (then use :meth:`open_input` /
+            :meth:`open_output`).
 
         Raises:
             StorageAccessError: no credentials can be found.
@@ -400,13 +412,18 @@ class S3FileIO(FileIO):
             None; the filesystem connects lazily.
 
         Source:
-            ``pyarrow.fs.S3FileSystem`` (Arrow C++ S3 client).
+            ``pyarrow.fs.S3FileSystem`` (Arrow C++ S3 client, AWS SDK standard retries).
         """
-        import pyarrow.fs as pafs
+        try:
+            import pyarrow.fs as pafs
 
+            s3_filesystem = pafs.S3FileSystem
+        except (ImportError, AttributeError):  # pyarrow built without S3
+            return None
         client = self._s3()
+        credentials = self._frozen_credentials()
         with self._lock:
-            if self._arrow_fs is not None:
+            if self._arrow_fs is not None and self._arrow_credentials == credentials:
                 return self._arrow_fs, "s3://"
             s = self._settings
             kwargs: dict[str, Any] = {
@@ -416,30 +433,36 @@ class S3FileIO(FileIO):
                 "retry_strategy": pafs.AwsStandardS3RetryStrategy(
                     max_attempts=client.meta.config.retries["total_max_attempts"]
                 ),
+                "access_key": credentials[0],
+                "secret_key": credentials[1],
             }
+            if credentials[2]:
+                kwargs["session_token"] = credentials[2]
             endpoint = urlsplit(str(client.meta.endpoint_url))
             if not (endpoint.hostname or "").endswith("amazonaws.com"):
                 kwargs["endpoint_override"] = endpoint.netloc
                 kwargs["scheme"] = endpoint.scheme
                 kwargs["force_virtual_addressing"] = s.path_style is False
-            frozen = self._frozen_credentials(client)
-            kwargs["access_key"] = frozen.access_key
-            kwargs["secret_key"] = frozen.secret_key
-            if frozen.token:
-                kwargs["session_token"] = frozen.token
-            self._arrow_fs = pafs.S3FileSystem(**kwargs)
+            self._arrow_fs = s3_filesystem(**kwargs)
+            self._arrow_credentials = credentials
             return self._arrow_fs, "s3://"
 
-    def _frozen_credentials(self, client: Any) -> Any:
-        credentials = client._request_signer._credentials
-        if credentials is None:
+    def _frozen_credentials(self) -> tuple[str, str, str]:
+        """Return ``(access key id, secret key, token)`` as boto3 resolves them now."""
+        s = self._settings
+        if s.access_key_id:
+            return s.access_key_id, s.secret_access_key, s.session_token
+        self._s3()
+        found = self._session.get_credentials() if self._session is not None else None
+        if found is None:
             raise StorageAccessError(
                 "no AWS credentials found; set s3.access-key-id and s3.secret-access-key, "
                 "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials",
                 path="s3://",
                 operation="credentials",
             )
-        return credentials.get_frozen_credentials()
+        frozen = found.get_frozen_credentials()
+        return frozen.access_key, frozen.secret_key, frozen.token or ""
 
     # -- error translation --------------------------------------------------------------
 
@@ -594,13 +617,17 @@ class S3FileIO(FileIO):
             return None
 
     def open_input(self, path: str) -> IO[bytes]:
-        """Open ``path`` for random-access reading through ranged ``GetObject`` calls.
+        """Open ``path`` for random-access reading with ranged GETs.
 
-        The stream is a ``BufferedReader`` (1 MiB buffer) over a raw reader
-        that issues one ranged GET per buffer fill or large read; ``read()``
-        of the rest is a single GET. It is seekable and works as a pyarrow
-        ``PythonFile``. For bulk Parquet reads prefer :meth:`arrow_filesystem`
-        (faster, see ``benchmarks/s3_io.py``).
+        A boto3 ``HeadObject`` first turns a missing object, a missing
+        bucket or refused credentials into the typed errors below; the
+        stream itself is pyarrow's native S3 file (``NativeFile``: seekable,
+        ``read``/``seek``/``tell``, usable by ``pq.read_table`` without the
+        GIL), which ``benchmarks/s3_io.py`` measured faster than a Python
+        file object over boto3 ranged GETs (a 1-column projection of a
+        48 MB file: ~120 ms vs ~240 ms on SeaweedFS). Without pyarrow S3
+        support the stream is a buffered boto3 ranged-GET reader. Failures
+        while reading from a ``NativeFile`` are pyarrow ``OSError`` s.
 
         Raises:
             FileNotFoundError: no object at ``path``.
@@ -611,6 +638,11 @@ class S3FileIO(FileIO):
             One ``HeadObject`` now, ranged ``GetObject`` calls while reading.
         """
         head = self._head(path, operation="open_input")
+        arrow = self.arrow_filesystem()
+        if arrow is not None:
+            filesystem, _ = arrow
+            bucket, key = _split_path(path)
+            return cast("IO[bytes]", filesystem.open_input_file(f"{bucket}/{key}"))
         raw = _S3RangeReader(self, path, size_bytes=int(head["ContentLength"]))
         return cast("IO[bytes]", io.BufferedReader(raw, buffer_size=_MIB))
 
@@ -947,10 +979,11 @@ class S3FileIO(FileIO):
     def open_output(self, path: str) -> IO[bytes]:
         """Open a stream that uploads ``path`` as it is written; visible once closed.
 
-        Bytes are buffered up to ``s3.multipart.part-size-bytes`` (16 MiB);
+        Bytes are buffered up to ``s3.multipart.part-size-bytes`` (8 MiB);
         a file that stays below it is one ``PutObject`` at close, larger ones
-        become a multipart upload whose parts are sent as they fill, so at
-        most about two parts are held in memory. Closing after an exception
+        become a multipart upload whose parts are uploaded by two background
+        threads while writing continues, so at most three parts (24 MiB by
+        default) are held in memory, never the whole file. Closing after an exception
         inside ``with`` (or never closing) aborts the upload: nothing
         becomes visible. The final request carries ``If-None-Match: *``
         (unless ``s3.allow-unsafe-create``), like ``open(path, "xb")``.
@@ -1140,7 +1173,12 @@ class _S3RangeReader(io.RawIOBase):
 
 
 class _S3OutputStream(io.BufferedIOBase):
-    """Write-only stream uploading one object: ``PutObject`` or multipart parts."""
+    """Write-only stream uploading one object: ``PutObject`` or multipart parts.
+
+    Full parts are uploaded by a small per-stream thread pool while the
+    caller keeps writing; at most ``_PARTS_IN_FLIGHT`` uploads run at once,
+    so memory stays below ``(_PARTS_IN_FLIGHT + 1) * part size``.
+    """
 
     def __init__(
         self,
@@ -1162,7 +1200,9 @@ class _S3OutputStream(io.BufferedIOBase):
         self._buffer = bytearray()
         self._written = 0
         self._upload_id: str | None = None
+        self._pending: list[Future[dict[str, Any]]] = []
         self._parts: list[dict[str, Any]] = []
+        self._pool: ThreadPoolExecutor | None = None
         self._finished = False
 
     def writable(self) -> bool:
@@ -1172,7 +1212,7 @@ class _S3OutputStream(io.BufferedIOBase):
         return self._written
 
     def write(self, data: Any) -> int:
-        if self.closed:
+        if self.closed or self._finished:
             raise ValueError(f"write to closed S3 stream {self._path}")
         view = memoryview(data).cast("B")
         total = len(view)
@@ -1181,31 +1221,50 @@ class _S3OutputStream(io.BufferedIOBase):
             self._buffer += view[:take]
             view = view[take:]
             if len(self._buffer) >= self._part_size:
-                self._upload_part()
+                self._submit_part()
         self._written += total
         return total
 
-    def _upload_part(self) -> None:
+    def _submit_part(self) -> None:
+        """Hand the buffer to the upload pool, first waiting if too many parts are in flight."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        client = self._file_io._s3()
-        body, self._buffer = bytes(self._buffer), bytearray()
         try:
             if self._upload_id is None:
-                created = client.create_multipart_upload(Bucket=self._bucket, Key=self._key)
+                created = self._file_io._s3().create_multipart_upload(
+                    Bucket=self._bucket, Key=self._key
+                )
                 self._upload_id = str(created["UploadId"])
-            number = len(self._parts) + 1
-            uploaded = client.upload_part(
+                self._pool = ThreadPoolExecutor(
+                    max_workers=_PARTS_IN_FLIGHT, thread_name_prefix="snaplake-s3-upload"
+                )
+            while len(self._pending) >= _PARTS_IN_FLIGHT:
+                self._parts.append(self._pending.pop(0).result())
+        except BaseException as exc:
+            self.abort()
+            if isinstance(exc, ClientError | BotoCoreError):
+                self._file_io._raise(exc, path=self._path, operation="open_output")
+            raise  # already translated by _upload_part, or not ours to translate
+        body, self._buffer = bytes(self._buffer), bytearray()
+        number = len(self._parts) + len(self._pending) + 1
+        assert self._pool is not None
+        self._pending.append(self._pool.submit(self._upload_part, number, body))
+
+    def _upload_part(self, number: int, body: bytes) -> dict[str, Any]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        assert self._upload_id is not None
+        try:
+            uploaded = self._file_io._s3().upload_part(
                 Bucket=self._bucket,
                 Key=self._key,
                 UploadId=self._upload_id,
                 PartNumber=number,
                 Body=body,
             )
-            self._parts.append({"PartNumber": number, "ETag": uploaded["ETag"]})
         except (ClientError, BotoCoreError) as exc:
-            self.abort()
             self._file_io._raise(exc, path=self._path, operation="open_output")
+        return {"PartNumber": number, "ETag": uploaded["ETag"]}
 
     def close(self) -> None:
         if self.closed:
@@ -1219,17 +1278,19 @@ class _S3OutputStream(io.BufferedIOBase):
     def _finish(self) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        self._finished = True
         condition = {"IfNoneMatch": "*"} if self._conditional else {}
         client = self._file_io._s3()
+        if self._upload_id is not None and self._buffer:
+            self._submit_part()
+        self._finished = True
         try:
             if self._upload_id is None:
                 client.put_object(
                     Bucket=self._bucket, Key=self._key, Body=bytes(self._buffer), **condition
                 )
             else:
-                if self._buffer:
-                    self._upload_part()
+                while self._pending:
+                    self._parts.append(self._pending.pop(0).result())
                 client.complete_multipart_upload(
                     Bucket=self._bucket,
                     Key=self._key,
@@ -1237,15 +1298,19 @@ class _S3OutputStream(io.BufferedIOBase):
                     MultipartUpload={"Parts": self._parts},
                     **condition,
                 )
-        except (ClientError, BotoCoreError) as exc:
-            self._abort_upload()
+                self._upload_id = None
+        except BaseException as exc:
+            self.abort()
             if S3FileIO._status_code(exc)[0] == 412:
                 raise FileAlreadyExistsError(
                     f"{self._path} already exists", path=self._path, operation="open_output"
                 ) from exc
-            self._file_io._raise(exc, path=self._path, operation="open_output")
+            if isinstance(exc, ClientError | BotoCoreError):
+                self._file_io._raise(exc, path=self._path, operation="open_output")
+            raise
         finally:
             self._buffer = bytearray()
+            self._shutdown_pool()
         logger.debug(
             "uploaded %s (%d bytes, %d parts)", self._path, self._written, len(self._parts)
         )
@@ -1254,9 +1319,18 @@ class _S3OutputStream(io.BufferedIOBase):
         """Discard everything written; nothing becomes visible at ``path``."""
         self._finished = True
         self._buffer = bytearray()
+        for pending in self._pending:
+            pending.cancel()
+        self._shutdown_pool()
+        self._pending = []
         self._abort_upload()
         if not self.closed:
             super().close()
+
+    def _shutdown_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     def _abort_upload(self) -> None:
         from botocore.exceptions import BotoCoreError, ClientError

@@ -166,10 +166,11 @@ class FileStoreScan:
     def read_entries(self, metas: Sequence[ManifestFileMeta]) -> list[ManifestEntry]:
         """Read the entries of ``metas`` in order (parallel I/O, ordered result)."""
         paths = [self.paths.manifest_path(m.file_name) for m in metas]
-        if len(paths) < _PARALLEL_MIN_MANIFESTS:
+        workers = min(self.file_io.read_parallelism, len(paths))
+        if workers <= 1 or len(paths) < _PARALLEL_MIN_MANIFESTS:
             chunks = [read_manifest_file(self.file_io, p) for p in paths]
         else:
-            with ThreadPoolExecutor(max_workers=8) as pool:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
                 chunks = list(pool.map(lambda p: read_manifest_file(self.file_io, p), paths))
         out: list[ManifestEntry] = []
         for chunk in chunks:
