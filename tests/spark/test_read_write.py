@@ -1,0 +1,195 @@
+"""Spark reads planned by snaplake, batch writes, bad input refused before any file is written."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from tests.spark.conftest import (
+    ROWS_SCHEMA,
+    ROWS_SPARK_DDL,
+    data_files_on_disk,
+    numbered_rows,
+    write_parquet_files,
+)
+
+import snaplake
+from snaplake.errors import SchemaMismatchError
+from snaplake.spark import SnaplakeSink, read, write
+from snaplake.table import Table
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.integration,
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas"),
+]
+
+WIDE = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("month", pa.int64()),
+        ("carrier", pa.string()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("distance", pa.float64()),
+    ]
+)
+
+
+def _wide_rows(start: int, count: int) -> pa.Table:
+    ids = list(range(start, start + count))
+    base = dt.datetime(2013, 1, 1, tzinfo=dt.UTC)
+    return pa.table(
+        {
+            "id": ids,
+            "month": [1 + i % 4 for i in ids],
+            "carrier": [None if i % 7 == 0 else f"c{i % 5}" for i in ids],
+            "ts": [base + dt.timedelta(minutes=i) for i in ids],
+            "distance": [float(i % 997) for i in ids],
+        },
+        schema=WIDE,
+    )
+
+
+@pytest.fixture
+def wide_table(tmp_path: Path) -> Table:
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    table = catalog.create_table("db.wide", schema=WIDE, partition_keys=["month"])
+    for i in range(3):  # three commits: ids grow with each, so id stats prune files
+        w = table.new_write(commit_user="py")
+        w.write_arrow(_wide_rows(i * 1_000, 1_000))
+        table.new_commit(commit_user="py").commit(w.prepare_commit(), commit_identifier=i)
+    return table
+
+
+def _sorted_rows(data: pa.Table) -> list[dict[str, Any]]:
+    return sorted(data.to_pylist(), key=lambda r: r["id"])
+
+
+def test_read_equals_to_arrow_with_pruning(spark: Any, wide_table: Table) -> None:
+    """The whole table, a partition and an id range read through Spark equal to_arrow()."""
+    full = read(spark, wide_table)
+    assert _sorted_rows(full.toArrow()) == _sorted_rows(wide_table.to_arrow())
+    all_files = len(full.inputFiles())
+    assert all_files == 12  # 3 commits x 4 months
+
+    july = read(spark, wide_table, filter={"month": 2})
+    assert _sorted_rows(july.toArrow()) == _sorted_rows(wide_table.to_arrow(filter={"month": 2}))
+    assert len(july.inputFiles()) == 3 < all_files
+
+    low = read(spark, wide_table, filter=[("id", "<", 500), ("carrier", "is not null")])
+    want = wide_table.to_arrow(filter=[("id", "<", 500), ("carrier", "is not null")])
+    assert _sorted_rows(low.toArrow()) == _sorted_rows(want)
+    assert len(low.inputFiles()) == 4 < all_files  # only the first commit's files
+
+    first = read(spark, wide_table, snapshot_id=1, columns=["distance", "id"])
+    assert first.columns == ["distance", "id"]
+    assert _sorted_rows(first.toArrow()) == _sorted_rows(
+        wide_table.to_arrow(snapshot_id=1, columns=["distance", "id"])
+    )
+
+
+def test_read_errors_and_empty_table(spark: Any, tmp_path: Path) -> None:
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    catalog.create_table("db.empty", schema=ROWS_SCHEMA, partition_keys=["month"])
+    empty = read(spark, "db.empty", warehouse=str(tmp_path / "wh"))
+    assert empty.count() == 0
+    assert empty.columns == ["id", "month", "value"]
+    with pytest.raises(SchemaMismatchError, match="nope"):
+        read(spark, "db.empty", warehouse=str(tmp_path / "wh"), columns=["nope"])
+
+
+def test_batch_write_append_and_overwrites(spark: Any, wide_table: Table) -> None:
+    """append adds; a static partition overwrite, a dynamic one and a full one replace rows."""
+    extra = spark.createDataFrame(
+        _wide_rows(5_000, 40).to_pylist(), schema=read(spark, wide_table).schema
+    )
+    result = write(extra, wide_table)
+    assert result.records_added == 40
+    assert wide_table.to_arrow().num_rows == 3_040
+
+    month1 = extra.where("month = 1")
+    write(month1, wide_table, mode="overwrite", overwrite_partitions={"month": 1})
+    back = wide_table.to_arrow()
+    assert back.filter(pa.compute.equal(back["month"], 1)).num_rows == 10
+    assert back.num_rows == 3_040 - 760 + 10
+
+    write(extra.where("month = 2"), wide_table, mode="overwrite", overwrite_partitions="dynamic")
+    assert wide_table.to_arrow(filter={"month": 2}).num_rows == 10
+    assert wide_table.to_arrow(filter={"month": 3}).num_rows == 760
+
+    write(extra, wide_table, mode="overwrite")
+    assert wide_table.to_arrow().num_rows == 40
+    with pytest.raises(ValueError, match="overwrite_partitions"):
+        write(extra, wide_table, overwrite_partitions={"month": 1})
+
+
+def _strict_table(tmp_path: Path) -> Table:
+    schema = pa.schema(
+        [pa.field("id", pa.int64(), nullable=False), ("month", pa.int64()), ("value", pa.float64())]
+    )
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    return catalog.create_table("db.strict", schema=schema, partition_keys=["month"])
+
+
+def test_schema_mismatch_fails_the_query_before_any_file(spark: Any, tmp_path: Path) -> None:
+    """A stream whose columns do not fit the table fails with SchemaMismatchError, no file."""
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    table = catalog.create_table("db.t", schema=ROWS_SCHEMA, partition_keys=["month"])
+    bad = numbered_rows(0, 50).set_column(0, "id", pa.array([str(i) for i in range(50)]))
+    write_parquet_files(tmp_path / "src", [bad])
+    query = (
+        spark.readStream.schema("id string, month long, value double")
+        .parquet(str(tmp_path / "src"))
+        .writeStream.foreachBatch(SnaplakeSink(table))
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception, match="SchemaMismatchError") as caught:
+        query.awaitTermination()
+    assert "column 'id' has type string" in str(caught.value)
+    assert table.latest_snapshot() is None
+    assert data_files_on_disk(Path(table.root)) == set()
+
+    extra_col = spark.createDataFrame(
+        [(1, 1, 1.0, "x")], "id long, month long, value double, z string"
+    )
+    with pytest.raises(SchemaMismatchError, match="unexpected \\['z'\\]"):
+        SnaplakeSink(table, commit_user="u")(extra_col, 0)
+    assert data_files_on_disk(Path(table.root)) == set()
+
+
+def test_nullable_column_into_not_null_field(spark: Any, tmp_path: Path) -> None:
+    """Nullable-by-schema is refused on the driver; with value checks, an actual null is refused."""
+    table = _strict_table(tmp_path)
+    nullable = spark.createDataFrame(numbered_rows(0, 20).to_pylist(), ROWS_SPARK_DDL)
+    with pytest.raises(SchemaMismatchError, match="nullable in the DataFrame but NOT NULL"):
+        SnaplakeSink(table, commit_user="u")(nullable, 0)
+
+    # The same check in a streaming query (file sources mark every column nullable).
+    write_parquet_files(tmp_path / "src", [numbered_rows(0, 20)])
+    query = (
+        spark.readStream.schema(ROWS_SPARK_DDL)
+        .parquet(str(tmp_path / "src"))
+        .writeStream.foreachBatch(SnaplakeSink(table))
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception, match="SchemaMismatchError"):
+        query.awaitTermination()
+    assert data_files_on_disk(Path(table.root)) == set()
+
+    # Checking values instead: the nulls are found on the executors, files removed.
+    rows = [(None if i == 13 else i, 1 + i % 3, 0.5) for i in range(40)]
+    with_null = spark.createDataFrame(rows, ROWS_SPARK_DDL).repartition(2)
+    lenient = SnaplakeSink(table, commit_user="u", check_nullability=False)
+    with pytest.raises(SchemaMismatchError, match="NOT NULL in the table"):
+        lenient(with_null, 0)
+    assert data_files_on_disk(Path(table.root)) == set()
+    assert table.latest_snapshot() is None
+    lenient(nullable, 0)  # no actual nulls: accepted
+    assert table.to_arrow().num_rows == 20
