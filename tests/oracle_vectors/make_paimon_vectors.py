@@ -36,7 +36,7 @@ import random
 import shutil
 import struct
 import tempfile
-from decimal import Decimal
+from decimal import Context, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ from pypaimon.write.writer.data_writer import DataWriter
 
 OUT = Path(__file__).resolve().parents[1] / "fixtures" / "paimon_vectors"
 UTC = dt.UTC
+EXACT = Context(prec=100)  # the default 28 digits would round 38-digit decimals
 
 
 def tag(value: Any) -> Any:
@@ -259,14 +260,17 @@ def bucket_table(n: int = 300) -> pa.Table:
             pa.timestamp("us", tz="UTC"),
         ),
         "dec": pa.array(
-            [maybe(Decimal(rnd.randint(-(10**10) + 1, 10**10 - 1)).scaleb(-2)) for _ in range(n)],
+            [
+                maybe(Decimal(rnd.randint(-(10**10) + 1, 10**10 - 1)).scaleb(-2, EXACT))
+                for _ in range(n)
+            ],
             pa.decimal128(10, 2),
         ),
         "dec38": pa.array(
             [
-                Decimal(rnd.randint(-(10**38) + 1, 10**38 - 1)).scaleb(-4)
+                Decimal(rnd.randint(-(10**38) + 1, 10**38 - 1)).scaleb(-4, EXACT)
                 if rnd.random() < 0.5
-                else Decimal(rnd.randint(-300, 300)).scaleb(-4)
+                else Decimal(rnd.randint(-300, 300)).scaleb(-4, EXACT)
                 for _ in range(n)
             ],
             pa.decimal128(38, 4),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
+from decimal import Context, Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +19,8 @@ _UTC = dt.UTC
 
 def _decimal(precision: int, scale: int) -> st.SearchStrategy[Decimal]:
     bound = 10**precision - 1
-    return st.integers(-bound, bound).map(lambda u: Decimal(u).scaleb(-scale))
+    exact = Context(prec=100)  # the default 28 digits would round DECIMAL(38, s) values
+    return st.integers(-bound, bound).map(lambda u: Decimal(u).scaleb(-scale, context=exact))
 
 
 def _naive(min_year: int = 1, max_year: int = 9999) -> st.SearchStrategy[dt.datetime]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from decimal import Decimal
+from decimal import Context, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ def _pypaimon_decimal_bug(value: Decimal | None, scale: int) -> bool:
     """pypaimon serialises -2**(8k-1) in DECIMAL(p > 18) with one byte too many."""
     if value is None:
         return False
-    unscaled = int(value.scaleb(scale))
+    unscaled = int(value.scaleb(scale, Context(prec=100)))
     magnitude = -unscaled
     return unscaled < 0 and magnitude & (magnitude - 1) == 0 and magnitude.bit_length() % 8 == 0
 
