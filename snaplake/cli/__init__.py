@@ -21,7 +21,6 @@ or ``SNAPLAKE_LOG_LEVEL``.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import traceback
 from typing import Any
@@ -90,20 +89,13 @@ class _SnaplakeGroup(click.Group):
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except BrokenPipeError:
-            _silence_broken_pipe()
-            raise click.exceptions.Exit(EXIT_ERROR) from None
+            raise  # stdout closed (``| head``): click exits 1 quietly
         except Exception as exc:  # noqa: BLE001 - CLI boundary: one line + exit code
             state = ctx.find_object(CliContext)
             if state is not None and state.debug:
                 traceback.print_exception(exc, file=sys.stderr)
             click.echo(_error_line(exc), err=True)
             raise click.exceptions.Exit(exit_code_for(exc)) from None
-
-
-def _silence_broken_pipe() -> None:
-    """Stop Python's flush of a closed stdout at exit from printing a second error."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _configure_logging(level: str) -> None:

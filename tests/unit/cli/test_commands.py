@@ -13,6 +13,7 @@ from tests.unit.cli.runner import Snaplake
 
 from snaplake.catalog import FileSystemCatalog
 from snaplake.cli import cli
+from snaplake.cli.output import JsonOutput
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.errors import CommitConflictError, CommitRetriesExhaustedError
 from snaplake.table import Table
@@ -394,3 +395,14 @@ def test_daemon_check_config(snaplake: Snaplake, tmp_path: Path, warehouse: str)
     result = snaplake("daemon", "--config", str(config), "--check-config", expect=2)
     assert "invalid configuration" in result.stderr
     snaplake("daemon", "--config", str(tmp_path / "missing.toml"), expect=2)
+
+
+def test_closed_stdout_exits_1_quietly(
+    snaplake: Snaplake, sales_table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: JsonOutput, document: object) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(JsonOutput, "_emit", broken)
+    result = snaplake("--output", "json", "read", sales_table, expect=1)
+    assert "Traceback" not in result.stderr
