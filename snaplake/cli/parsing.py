@@ -41,6 +41,8 @@ _COMPARE = re.compile(r"^\s*([A-Za-z_][\w.$-]*)\s*(>=|<=|!=|<>|==|=|>|<)\s*(.+?)
 _IN = re.compile(r"^\s*([A-Za-z_][\w.$-]*)\s+(not\s+in|in)\s*\((.*)\)\s*$", re.I | re.DOTALL)
 _NULL = re.compile(r"^\s*([A-Za-z_][\w.$-]*)\s+is\s+(not\s+)?null\s*$", re.I)
 _AND = re.compile(r"\s+and\s+", re.I)
+_OR = re.compile(r"\s+or\s+", re.I)
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
 def parse_key_values(pairs: Iterable[str], *, what: str) -> dict[str, str]:
@@ -212,6 +214,11 @@ def parse_filters(texts: Iterable[str], *, schema: pa.Schema) -> list[Predicate]
 
 
 def _parse_term(term: str, *, schema: pa.Schema) -> Predicate:
+    if _OR.search(_QUOTED.sub("''", term)):
+        raise click.BadParameter(
+            f"{term.strip()!r}: filters combine terms with 'and' only; for alternatives of "
+            "one column use 'col in (a, b)'"
+        )
     match = _NULL.match(term)
     if match:
         _field(schema, match.group(1))

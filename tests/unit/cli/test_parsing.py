@@ -38,6 +38,9 @@ def test_filters() -> None:
         Predicate(column="id", op=">", value=5),
         Predicate(column="city", op="=", value="New York and more"),
     ]
+    assert parse_filters(["city = 'this or that'"], schema=SCHEMA) == [
+        Predicate(column="city", op="=", value="this or that")
+    ]
     assert parse_filters(["id<>3", "amount<=2.5", "id == 1"], schema=SCHEMA) == [
         Predicate(column="id", op="!=", value=3),
         Predicate(column="amount", op="<=", value=2.5),
@@ -61,6 +64,7 @@ def test_filters() -> None:
         ("id ~ 1", "cannot read filter term"),
         ("id > 1 and  and id < 3", "cannot read filter term 'and id < 3'"),
         ("id in ()", "empty list"),
+        ("id = 1 OR id = 2", "'and' only"),
     ],
 )
 def test_bad_filters(text: str, message: str) -> None:
