@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from snaplake.commit.file_store_commit import FileStoreCommit
@@ -56,6 +57,8 @@ from snaplake.store.stats import compute_value_stats
 __all__ = ["AppendCompactor", "CompactResult", "CompactTask"]
 
 logger = logging.getLogger(__name__)
+
+_READ_WORKERS = 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -275,11 +278,30 @@ class AppendCompactor:
         arrow = self.file_io.arrow_filesystem()
         if arrow is not None:
             fs, prefix = arrow
-            table = pq.read_table(path.removeprefix(prefix), filesystem=fs)
+            with fs.open_input_file(path.removeprefix(prefix)) as f:
+                table = pq.read_table(f, use_threads=False)
         else:
             with self.file_io.open_input(path) as f:
-                table = pq.read_table(f)
+                table = pq.read_table(f, use_threads=False)
         return table.select(schema.names).cast(schema)
+
+    def _read_many(self, paths: Sequence[str], schema: pa.Schema) -> pa.Table:
+        """Read ``paths`` in parallel and concatenate them in the given order."""
+        if len(paths) < 4:
+            return pa.concat_tables([self._read(p, schema) for p in paths])
+        arrow = self.file_io.arrow_filesystem()
+        if arrow is not None:
+            fs, prefix = arrow
+            # Arrow's multi-threaded scan; to_table() keeps the fragments' order.
+            dataset = ds.dataset(
+                [p.removeprefix(prefix) for p in paths],
+                schema=schema,
+                format="parquet",
+                filesystem=fs,
+            )
+            return dataset.to_table(columns=schema.names)
+        with ThreadPoolExecutor(max_workers=_READ_WORKERS) as pool:
+            return pa.concat_tables(list(pool.map(lambda p: self._read(p, schema), paths)))
 
     def _rewrite(self, task: CompactTask, target: int) -> list[tuple[DataFileMeta, str]]:
         """Rewrite one run into files of about ``target`` bytes; returns (meta, path) pairs."""
@@ -299,9 +321,7 @@ class AppendCompactor:
         next_seq = run_min
         try:
             for n, group in enumerate(groups):
-                data = pa.concat_tables(
-                    [self._read(task.paths[i], schema.arrow_schema) for i in group]
-                )
+                data = self._read_many([task.paths[i] for i in group], schema.arrow_schema)
                 last = n == len(groups) - 1
                 lo = next_seq
                 hi = run_max if last else min(lo + max(data.num_rows - 1, 0), run_max)

