@@ -134,8 +134,8 @@ def delta_run(root: Path, data: pa.Table, commits: int) -> dict[str, float]:
     dt = DeltaTable(path)
     read_before, _ = timed(lambda: DeltaTable(path).to_pyarrow_table())
     compact_s, metrics = timed(lambda: dt.optimize.compact())
-    print(f"  optimize.compact: {compact_s * 1000:.0f} ms "
-          f"({metrics.get('numFilesRemoved')} -> {metrics.get('numFilesAdded')} files)")  # fmt: skip
+    removed_n, added_n = metrics.get("numFilesRemoved"), metrics.get("numFilesAdded")
+    print(f"  optimize.compact: {compact_s * 1000:.0f} ms ({removed_n} -> {added_n} files)")
     vacuum_s, removed = timed(
         lambda: dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
     )
@@ -167,7 +167,8 @@ def main() -> None:
     print(f"  planning after merge: cold {ours['plan_after_cold_ms']:.1f} ms, "
           f"warm {ours['plan_after_warm_ms']:.2f} ms (target <= 10 ms)")  # fmt: skip
     print(f"  commit p50: fresh {ours['commit_fresh_p50_ms']:.1f} ms, before merge "
-          f"{ours['commit_before_p50_ms']:.1f} ms, after merge {ours['commit_after_p50_ms']:.1f} ms")  # fmt: skip
+          f"{ours['commit_before_p50_ms']:.1f} ms, "
+          f"after merge {ours['commit_after_p50_ms']:.1f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":
