@@ -10,8 +10,8 @@ Threads and pools (all APScheduler 3.x ``BlockingScheduler``, UTC,
 - ``watch`` (two threads): each held table's :class:`TableWatcher`.
 - ``default`` (``workers`` threads): merge, compaction, expiry and orphan
   clean, one APScheduler job per (task, table). The tasks of one table never
-  run at the same time (a per-table lock; a busy table's run is skipped and
-  counted as ``outcome="skipped"``).
+  run at the same time (a per-table lock; a run that waited a whole interval
+  for it is skipped and counted as ``outcome="skipped"``).
 
 A table's jobs exist only while this daemon holds its lease. SIGTERM/SIGINT
 stop the scheduling, wait up to ``shutdown_grace`` for running jobs, release
@@ -390,7 +390,8 @@ class MaintenanceDaemon:
                     table=name, task=task, metrics=self.metrics,
                 )  # fmt: skip
             return
-        if not state.lock.acquire(blocking=False):
+        # Wait (at most one interval) for another task of the table to finish.
+        if not state.lock.acquire(timeout=self.config.tasks[task].interval.total_seconds()):
             logger.debug("%s of %s skipped: another task of the table is running", task, name)
             self.metrics.maintenance_runs.labels(name, task.value, "skipped").inc()
             return

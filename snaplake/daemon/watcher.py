@@ -140,6 +140,7 @@ class TableWatcher:
         self._set_limits(options)
         latest_id = sm.latest_snapshot_id()
         if latest_id is None:
+            self._last_seen = 0  # every snapshot from the first one on is new
             self.metrics.snapshot_latest_id.labels(name).set(0)
             self.metrics.snapshots_retained.labels(name).set(0)
             self.metrics.manifest_files.labels(name).set(0)
@@ -148,7 +149,7 @@ class TableWatcher:
                 snapshots_retained=0, manifest_files=0,
             )  # fmt: skip
         if self._last_seen is None or latest_id < self._last_seen:
-            self._last_seen = latest_id  # first poll, or the table was recreated
+            self._last_seen = latest_id  # first poll of a non-empty table, or it was recreated
         new = missed = 0
         start = self._last_seen + 1
         if latest_id - start + 1 > _MAX_SNAPSHOTS_PER_POLL:

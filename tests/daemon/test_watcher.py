@@ -72,3 +72,13 @@ def test_empty_table():
     result = TableWatcher(table, metrics=metrics, options=lambda: CoreOptions({})).poll()
     assert result.latest_snapshot_id is None
     assert _value(metrics.snapshot_latest_id, "db.t") == 0
+
+
+def test_a_table_empty_at_the_first_poll_has_every_later_commit_counted():
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    table = memory_table()
+    watcher = TableWatcher(table, metrics=metrics, options=lambda: CoreOptions({}))
+    watcher.poll()
+    append(table, 3)
+    assert watcher.poll().new_snapshots == 3
+    assert _value(metrics.table_commits, "db.t", "APPEND") == 3

@@ -1,0 +1,463 @@
+"""The daemon as a real process: a 60 s end-to-end run scraped by a real Prometheus,
+SIGTERM during a compaction, two daemons on one warehouse, a corrupt table.
+
+One daemon + writer + Prometheus run (the module fixture ``soak``) serves the end-to-end
+assertions, the PromQL evaluation of every dashboard expression and ``promtool check metrics``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from tests.daemon.procs import (
+    Proc,
+    daemon_config,
+    free_port,
+    http_get,
+    log_events,
+    promql,
+    sample_value,
+    scrape,
+    start_daemon,
+    start_prometheus,
+    start_writer,
+    wait_for,
+    writer_summary,
+)
+from tests.daemon.promql import expressions, load_dashboard, substitute
+from tests.oracle import PaimonOracle, requires_paimon
+
+import snaplake
+from snaplake.daemon.jobs import count_manifests
+from snaplake.daemon.lease import TableLease
+from snaplake.store.avro_fast import metadata_cache
+from snaplake.table import Table
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("month", pa.int32()),
+        pa.field("payload", pa.string()),
+    ]
+)
+E2E_OPTIONS = {
+    "manifest.merge-min-count": "10",
+    "target-file-size": "1 mb",
+    "compaction.min.file-num": "5",
+    "snapshot.num-retained.min": "5",
+    "snapshot.num-retained.max": "20",
+    "snapshot.time-retained": "10 s",
+}
+WRITE_SECONDS = 60.0
+_TTL = timedelta(seconds=10)
+
+
+def _create(warehouse: Path, name: str, options: dict[str, str]) -> Table:
+    catalog = snaplake.FileSystemCatalog(str(warehouse))
+    return catalog.create_table(name, schema=SCHEMA, partition_keys=["month"], options=options)
+
+
+def _append(table: Table, start: int, count: int, *, user: str = "seed", ident: int = 1) -> None:
+    write = table.new_write(commit_user=user)
+    write.write_arrow(
+        pa.table(
+            {
+                "id": pa.array(range(start, start + count), pa.int64()),
+                "month": pa.array([1 + i % 2 for i in range(count)], pa.int32()),
+                "payload": pa.array([f"seed-{i}" for i in range(count)]),
+            },
+            schema=SCHEMA,
+        )
+    )
+    table.new_commit(commit_user=user).commit(write.prepare_commit(), commit_identifier=ident)
+
+
+class Sampler(threading.Thread):
+    """Samples the manifests and retained snapshots of a table every 0.5 s (own reader)."""
+
+    def __init__(self, table: Table) -> None:
+        super().__init__(daemon=True)
+        self.table = table
+        self.samples: list[tuple[float, int, int]] = []
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        sm = self.table.snapshot_manager
+        while not self.stop_event.wait(0.5):
+            try:
+                latest = sm.latest_snapshot()
+                earliest = sm.earliest_snapshot_id()
+                if latest is None or earliest is None:
+                    continue
+                manifests = count_manifests(self.table, latest)
+                self.samples.append((time.time(), manifests, latest.id - earliest + 1))
+            except (FileNotFoundError, snaplake.SnapshotNotFoundError):
+                continue  # expired between two reads
+
+
+@pytest.fixture(scope="module")
+def soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("soak")
+    warehouse = work / "wh"
+    events = _create(warehouse, "db.events", E2E_OPTIONS)
+    idle = _create(warehouse, "db.idle", {"manifest.merge-min-count": "3"})
+    for i in range(4):
+        _append(idle, i * 10, 10, ident=i + 1)
+    daemon_port, writer_port = free_port(), free_port()
+    procs: list[Proc] = []
+    out: dict[str, Any] = {"work": work, "warehouse": warehouse}
+    try:
+        prom = start_prometheus(work, daemon_ports=[daemon_port], writer_ports=[writer_port])
+        procs.append(prom)
+        daemon = start_daemon(
+            daemon_config(warehouse, daemon_id="soak", port=daemon_port, log_level="INFO"),
+            work, "daemon", daemon_port,
+        )  # fmt: skip
+        procs.append(daemon)
+        # Start writing only once the watcher tails db.events (history is not replayed).
+        wait_for(lambda: sample_value(scrape(daemon_port), "snaplake_snapshot_latest_id",
+                                      table="db.events") is not None,
+                 timeout=20, what="the first watch of db.events")  # fmt: skip
+        sampler = Sampler(events)
+        sampler.start()
+        writer = start_writer(warehouse, "db.events", work, seconds=WRITE_SECONDS,
+                              interval_s=0.1, metrics_port=writer_port, hold=True)  # fmt: skip
+        procs.append(writer)
+        wait_for(lambda: "DONE" in writer.text() or not writer.alive(),
+                 timeout=WRITE_SECONDS + 60, what="the writer to finish")  # fmt: skip
+        out["writer_summary"] = writer_summary(work)
+        # Every dashboard expression, evaluated by Prometheus while everything still runs.
+        out["promql"] = {
+            (title, expr): promql(prom, substitute(expr)) for title, expr in expressions(
+                load_dashboard())
+        }  # fmt: skip
+        out["exposition"] = scrape(daemon_port)
+        # The daemon catches up: small files compacted, manifests merged, snapshots expired.
+        wait_for(
+            lambda: (sample_value(scrape(daemon_port), "snaplake_data_files", table="db.events")
+                     or 1e9) <= 2 * 5,
+            timeout=30, what="the last small files to be compacted",
+        )  # fmt: skip
+        time.sleep(3)
+        sampler.stop_event.set()
+        sampler.join()
+        out["samples"] = sampler.samples
+        out["final_exposition"] = scrape(daemon_port)
+        out["writer_exit"] = writer.stop()
+        out["daemon_exit"] = daemon.stop(signal.SIGTERM)
+        out["daemon_log"] = daemon.text()
+        out["writer_log"] = writer.text()
+        out["events"] = events
+        return out
+    finally:
+        for p in procs:
+            if p.alive():
+                p.stop(signal.SIGTERM, timeout=10)
+        keep = os.environ.get("SNAPLAKE_KEEP_SOAK")
+        if keep:
+            shutil.copytree(work, keep, dirs_exist_ok=True, ignore=shutil.ignore_patterns("wh"))
+
+
+def _rate(summary: dict[str, Any]) -> float:
+    return summary["commits"] / WRITE_SECONDS
+
+
+def test_e2e_writer_never_fails_and_rows_are_exact(soak):
+    summary = soak["writer_summary"]
+    assert summary["failures"] == [], soak["writer_log"][-3000:]
+    assert soak["writer_exit"][0] == 0
+    assert summary["commits"] > 200  # ~10 commits/s for 60 s on a quiet machine
+    expected = list(range(summary["commits"] * summary["rows_per_commit"]))
+    metadata_cache.clear()
+    table = snaplake.FileSystemCatalog(str(soak["warehouse"])).get_table("db.events")
+    assert sorted(table.to_arrow(columns=["id"]).column("id").to_pylist()) == expected
+
+
+@requires_paimon
+def test_e2e_pypaimon_reads_the_maintained_table(soak):
+    summary = soak["writer_summary"]
+    rows = PaimonOracle(soak["warehouse"]).read("db.events")
+    assert sorted(rows.column("id").to_pylist()) == list(
+        range(summary["commits"] * summary["rows_per_commit"])
+    )
+
+
+def test_e2e_manifests_stay_bounded_by_the_merge_threshold(soak):
+    samples = soak["samples"]
+    assert len(samples) > 60
+    manifests = [m for _, m, _ in samples]
+    rate = _rate(soak["writer_summary"])
+    threshold = int(E2E_OPTIONS["manifest.merge-min-count"])
+    # Between two merge runs (1 s apart) the writer adds ~rate manifests.
+    t0 = samples[0][0]
+    series = [(round(ts - t0, 1), m) for ts, m, _ in samples]
+    assert max(manifests) <= threshold + math.ceil(3 * rate), series
+    assert statistics.median(manifests) <= threshold + math.ceil(rate), manifests
+    assert manifests[-1] < threshold
+    merged = sample_value(soak["final_exposition"], "snaplake_manifests_merged_total",
+                          table="db.events")  # fmt: skip
+    assert merged and merged > 0
+
+
+def test_e2e_snapshots_stay_within_retention(soak):
+    retained = [r for _, _, r in soak["samples"]]
+    rate = _rate(soak["writer_summary"])
+    limit = int(E2E_OPTIONS["snapshot.num-retained.max"])
+    t0 = soak["samples"][0][0]
+    series = [(round(ts - t0, 1), r) for ts, _, r in soak["samples"]]
+    assert max(retained) <= limit + math.ceil(3 * rate), series
+    assert retained[-1] <= limit
+    assert min(retained[len(retained) // 2 :]) >= int(E2E_OPTIONS["snapshot.num-retained.min"])
+    expired = sample_value(soak["final_exposition"], "snaplake_snapshots_expired_total",
+                           table="db.events")  # fmt: skip
+    assert expired and expired > 0.5 * soak["writer_summary"]["commits"]
+
+
+def test_e2e_small_files_get_compacted(soak):
+    final = soak["final_exposition"]
+    compacted = sample_value(final, "snaplake_files_compacted_total", table="db.events")
+    written = 2 * soak["writer_summary"]["commits"]  # one file per month partition per commit
+    assert compacted and compacted > 0.5 * written
+    live = sample_value(final, "snaplake_data_files", table="db.events")
+    assert live is not None
+    assert live <= 2 * int(E2E_OPTIONS["compaction.min.file-num"])
+    deleted = sample_value(final, "snaplake_files_deleted_total", table="db.events",
+                           file_type="data")  # fmt: skip
+    assert deleted and deleted > 0  # expiry removed the compacted inputs
+
+
+def test_e2e_daemon_exports_table_metrics_for_an_unscraped_writer(soak):
+    final = soak["final_exposition"]
+    commits = sample_value(final, "snaplake_table_commits_total", table="db.events", kind="APPEND")
+    # The daemon saw (nearly) every writer commit by tailing snapshots; none was missed.
+    assert commits == soak["writer_summary"]["commits"]
+    assert sample_value(final, "snaplake_table_snapshots_missed_total", table="db.events") == 0
+    hist = sample_value(final, "snaplake_table_commit_duration_seconds_count", table="db.events",
+                        kind="APPEND")  # fmt: skip
+    assert hist == commits
+    assert sample_value(final, "snaplake_table_lease_held", table="db.idle") == 1
+    assert (sample_value(final, "snaplake_manifest_files", table="db.idle") or 99) < 3
+
+
+def test_e2e_sigterm_exits_zero_and_releases_leases(soak):
+    code, seconds = soak["daemon_exit"]
+    assert code == 0, soak["daemon_log"][-3000:]
+    assert seconds < 10
+    for name in ("db.events", "db.idle"):
+        table = snaplake.FileSystemCatalog(str(soak["warehouse"])).get_table(name)
+        state = TableLease(file_io=table.file_io, table_root=table.root, owner="probe",
+                           ttl=_TTL).current()  # fmt: skip
+        assert state is not None
+        assert state.released
+    assert "Traceback" not in soak["daemon_log"]
+
+
+def test_promql_every_dashboard_expression_returns_data(soak):
+    empty = [f"{title}: {expr}" for (title, expr), result in soak["promql"].items() if not result]
+    assert not empty, "\n".join(empty)
+
+
+def test_promtool_check_metrics_passes_on_the_daemon_exposition(soak):
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is not installed (make prometheus)"
+    result = subprocess.run([promtool, "check", "metrics"], input=soak["exposition"],
+                            capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --------------------------------------------------------------------------- shutdown
+
+
+def _big_table(warehouse: Path, *, files: int, rows: int) -> Table:
+    """A table whose single bucket holds ``files`` incompressible ~3 MB files (slow to compact)."""
+    table = _create(
+        warehouse, "db.big",
+        {"target-file-size": "512 mb", "compaction.min.file-num": "5", "bucket": "1",
+         "bucket-key": "id", "manifest.merge-min-count": "1000"},
+    )  # fmt: skip
+    rng = np.random.default_rng(7)
+    committer = table.new_commit(commit_user="seed")
+    for i in range(files):
+        ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
+        payload = rng.integers(0, 2**62, size=rows).astype(str)
+        write = table.new_write(commit_user="seed")
+        write.write_arrow(pa.table({"id": ids, "month": np.ones(rows, dtype=np.int32),
+                                    "payload": payload}, schema=SCHEMA))  # fmt: skip
+        committer.commit(write.prepare_commit(), commit_identifier=i + 1)
+    return table
+
+
+@pytest.fixture(scope="module")
+def big_warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    base = tmp_path_factory.mktemp("big")
+    files, rows = 24, 100_000
+    _big_table(base / "template", files=files, rows=rows)
+    return base / "template", files * rows
+
+
+@pytest.mark.parametrize("grace", ["8 s", "1 s"])
+def test_sigterm_during_compaction(tmp_path, big_warehouse, grace):
+    """SIGTERM while a compaction runs: exit 0 within 10 s, table consistent, lease released.
+
+    With an 8 s grace the compaction finishes and is published; with 1 s it is abandoned
+    (nothing published; its output files are orphans that orphan clean removes).
+    """
+    template, total_rows = big_warehouse
+    warehouse = tmp_path / "wh"
+    shutil.copytree(template, warehouse)
+    port = free_port()
+    daemon = start_daemon(
+        daemon_config(warehouse, daemon_id="term", port=port, grace=grace,
+                      intervals={"compact": "1 s"}),
+        tmp_path, "daemon", port,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: "compact of db.big started" in daemon.text(), timeout=30,
+                 what="the compaction to start")  # fmt: skip
+        time.sleep(0.3)
+        assert "compacted" not in daemon.text()  # still running
+        code, seconds = daemon.stop(signal.SIGTERM)
+    finally:
+        daemon.stop(signal.SIGKILL)
+    log = daemon.text()
+    assert code == 0, log[-3000:]
+    assert seconds < 10, seconds
+    metadata_cache.clear()
+    table = snaplake.FileSystemCatalog(str(warehouse)).get_table("db.big")
+    ids = table.to_arrow(columns=["id"]).column("id")
+    assert len(ids) == total_rows
+    assert ids.to_pylist() == list(range(total_rows))  # one bucket: order kept by compaction
+    kinds = [s.commit_kind.value for s in table.snapshots()]
+    if grace == "8 s":
+        assert kinds[-1] == "COMPACT", log[-3000:]
+        assert len(table.new_scan().plan()[0].files) == 1
+    else:
+        assert "aborting" in log
+        assert kinds.count("COMPACT") == 0
+    lease = TableLease(file_io=table.file_io, table_root=table.root, owner="probe", ttl=_TTL)
+    assert lease.current().released
+    assert lease.try_acquire()  # another daemon may take over at once
+
+
+# ----------------------------------------------------------------------- two daemons
+def _maintained_by(log: str) -> dict[str, list[float]]:
+    """table -> start times of maintenance tasks in a daemon's DEBUG log."""
+    out: dict[str, list[float]] = {}
+    for ts, m in log_events(log, r"^(manifest_merge|compact|expire_snapshots) of (\S+) started"):
+        out.setdefault(m.group(2), []).append(ts)
+    return out
+
+
+def test_two_daemons_never_maintain_one_table_at_once(tmp_path):
+    warehouse = tmp_path / "wh"
+    names = [f"db.t{i}" for i in range(6)]
+    for n, name in enumerate(names):
+        table = _create(warehouse, name, {"manifest.merge-min-count": "3"})
+        for i in range(3):
+            _append(table, 1000 * n + 10 * i, 10, ident=i + 1)
+    ports = [free_port(), free_port()]
+    cfgs = [
+        daemon_config(warehouse, daemon_id=f"d{i}", port=ports[i], lease_ttl="4 s",
+                      lease_renew="1 s")
+        for i in range(2)
+    ]  # fmt: skip
+    a = start_daemon(cfgs[0], tmp_path, "a", ports[0])
+    b = start_daemon(cfgs[1], tmp_path, "b", ports[1])
+    try:
+        time.sleep(5)
+        held = {}
+        for port in ports:
+            body = scrape(port)
+            held[port] = {n for n in names if sample_value(body, "snaplake_table_lease_held",
+                                                           table=n) == 1}  # fmt: skip
+        assert held[ports[0]].isdisjoint(held[ports[1]])
+        assert held[ports[0]] | held[ports[1]] == set(names)
+        by_a, by_b = _maintained_by(a.text()), _maintained_by(b.text())
+        assert set(by_a).isdisjoint(by_b), (by_a.keys(), by_b.keys())
+        assert set(by_a) | set(by_b) == set(names)
+
+        # Daemon a crashes; b takes its tables over after the lease expires.
+        a.stop(signal.SIGKILL)
+        crashed_at = time.time()
+        wait_for(
+            lambda: all(sample_value(scrape(ports[1]), "snaplake_table_lease_held", table=n) == 1
+                        for n in names),
+            timeout=20, what="daemon b to take over every table",
+        )  # fmt: skip
+        taken_after = time.time() - crashed_at
+        time.sleep(2)
+        by_b = _maintained_by(b.text())
+        assert set(by_b) == set(names)
+        for n in held[ports[0]]:
+            # b never worked on a's tables before a was gone and the lease had expired.
+            assert min(by_b[n]) > crashed_at, n
+        assert taken_after >= 2.0  # not before the 4 s TTL (+ renewal slack) ran out
+        code, _ = b.stop(signal.SIGTERM)
+        assert code == 0
+    finally:
+        a.stop(signal.SIGKILL)
+        b.stop(signal.SIGKILL)
+
+
+# -------------------------------------------------------------------- failing table
+def test_a_corrupt_table_does_not_stop_the_others(tmp_path):
+    warehouse = tmp_path / "wh"
+    good = _create(warehouse, "db.good", {"manifest.merge-min-count": "3"})
+    bad = _create(warehouse, "db.bad", {"manifest.merge-min-count": "3"})
+    for i in range(4):
+        _append(good, 10 * i, 10, ident=i + 1)
+        _append(bad, 10 * i, 10, ident=i + 1)
+    latest = bad.latest_snapshot()
+    assert latest is not None
+    from snaplake.store.manifest_list import read_manifest_list
+
+    metas = read_manifest_list(bad.file_io, bad.paths.manifest_path(latest.delta_manifest_list))
+    Path(bad.paths.manifest_path(metas[0].file_name)).write_bytes(b"not an avro file")
+
+    port = free_port()
+    daemon = start_daemon(daemon_config(warehouse, daemon_id="c", port=port), tmp_path, "d", port)
+    try:
+
+        def failures() -> float:
+            return sample_value(scrape(port), "snaplake_maintenance_runs_total", table="db.bad",
+                                outcome="failure") or 0.0  # fmt: skip
+
+        wait_for(lambda: failures() >= 2, timeout=20, what="failures of db.bad to be counted")
+        first = failures()
+        merged = sample_value(scrape(port), "snaplake_manifests_merged_total", table="db.good")
+        assert merged and merged > 0
+        # db.good keeps being maintained while db.bad keeps failing.
+        writer = start_writer(warehouse, "db.good", tmp_path, seconds=4, interval_s=0.1)
+        assert writer.popen.wait(timeout=30) == 0
+        wait_for(lambda: failures() > first, timeout=10, what="the failure metric to rise")
+        wait_for(
+            lambda: (sample_value(scrape(port), "snaplake_manifest_files", table="db.good")
+                     or 99) < 3,
+            timeout=10, what="db.good's new manifests to be merged",
+        )  # fmt: skip
+        body = scrape(port)
+        assert sample_value(body, "snaplake_maintenance_failures_total", table="db.bad",
+                            error="CorruptMetadataError")  # fmt: skip
+        assert http_get(f"http://127.0.0.1:{port}/healthz")[0] == 200
+        log = daemon.text()
+        assert "of db.bad failed" in log
+        assert "CorruptMetadataError" in log
+        code, _ = daemon.stop(signal.SIGTERM)
+        assert code == 0
+    finally:
+        daemon.stop(signal.SIGKILL)
