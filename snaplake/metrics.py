@@ -301,6 +301,11 @@ class SnaplakeMetrics:
             ["table", "task"], registry=r,
         )  # fmt: skip
         # -- the daemon -------------------------------------------------------
+        self.build_info = Gauge(
+            "snaplake_build_info", "Always 1; the snaplake version of this process.",
+            ["version"], registry=r,
+        )  # fmt: skip
+        self.build_info.labels(_version()).set(1)
         self.daemon_up = Gauge(
             "snaplake_daemon_up", "1 while the maintenance daemon runs.", registry=r
         )
@@ -430,6 +435,12 @@ class SnaplakeMetrics:
                 value, "_labelnames", ()
             ):
                 yield value
+
+
+def _version() -> str:
+    import snaplake
+
+    return str(getattr(snaplake, "__version__", "unknown"))
 
 
 def _label_sets(metric: Any) -> list[dict[str, str]]:

@@ -129,3 +129,39 @@ def test_http_server_serves_metrics_and_probes():
             assert r.status == 200
     finally:
         server.close()
+
+
+def test_push_to_gateway_puts_the_exposition():
+    import http.server
+    import threading
+
+    from snaplake.metrics import push_to_gateway
+
+    received: list[tuple[str, str, bytes]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_PUT(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((self.command, self.path, body))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        metrics = SnaplakeMetrics(registry=CollectorRegistry())
+        metrics.commits.labels("db.t", "APPEND", "success").inc()
+        push_to_gateway(f"127.0.0.1:{server.server_address[1]}", job="nightly",
+                        grouping_key={"stage": "load"}, metrics=metrics)  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    method, path, body = received[0]
+    assert method == "PUT"
+    assert path == "/metrics/job/nightly/stage/load"
+    assert b'snaplake_commits_total{kind="APPEND",outcome="success",table="db.t"} 1.0' in body
+    assert b"snaplake_build_info" in body
