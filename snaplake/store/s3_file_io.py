@@ -517,7 +517,8 @@ class S3FileIO(FileIO):
                     f"for the credentials from {self._credential_source}; check that they are "
                     "valid (s3.access-key-id/s3.secret-access-key or AWS_ACCESS_KEY_ID/"
                     "AWS_SECRET_ACCESS_KEY) and that their IAM policy and the bucket policy "
-                    f"allow {operation} on this bucket and key",
+                    f"allow {operation} on this bucket and key (S3 also answers 403 for a "
+                    "missing key when s3:ListBucket is not granted)",
                     path=path,
                     operation=operation,
                 )

@@ -435,3 +435,27 @@ def test_arrow_filesystem_matches_the_client(seaweed_s3: S3Endpoint) -> None:
     bad_fs, _ = bad.arrow_filesystem()
     with pytest.raises(OSError, match="AWS Error"):
         pq.read_table(f"{bucket}/t/a.parquet", filesystem=bad_fs)
+
+
+def test_boto3_range_reader_is_the_fallback_without_pyarrow_s3(
+    moto_s3: S3Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import random
+
+    bucket = moto_s3.new_bucket()
+    fio = S3FileIO(moto_s3.options())
+    data = random.Random(1).randbytes(2 * 1024 * 1024 + 5)
+    fio.write_bytes(f"s3://{bucket}/r", data)
+    monkeypatch.setattr(fio, "arrow_filesystem", lambda: None)
+    with fio.open_input(f"s3://{bucket}/r") as f:
+        assert isinstance(f, io.BufferedReader)
+        assert f.read(3) == data[:3]
+        f.seek(-5, io.SEEK_END)
+        assert f.read() == data[-5:]
+        f.seek(1_500_000)
+        assert f.read(1_000_000) == data[1_500_000:2_500_000]
+        f.seek(10)
+        assert f.read() == data[10:]
+    with pytest.raises(FileNotFoundError):
+        fio.open_input(f"s3://{bucket}/missing")
