@@ -2,6 +2,7 @@
 
 Atomic, exactly-once commits (create-if-absent publish, dedup by commit user
 and identifier), Paimon-compatible on-disk format, and table maintenance.
+Names load lazily, so ``import snaplake`` stays cheap (the CLI's ``--help``).
 
 Example::
 
@@ -16,9 +17,9 @@ Example::
 
 from __future__ import annotations
 
-from snaplake.catalog import FileSystemCatalog
-from snaplake.commit.message import CommitMessage, CompactIncrement, DataIncrement
-from snaplake.commit.result import CommitResult
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from snaplake.errors import (
     CommitConflictError,
     CommitError,
@@ -30,11 +31,38 @@ from snaplake.errors import (
     SnapshotNotFoundError,
     TableNotFoundError,
 )
-from snaplake.store.predicate import Predicate
-from snaplake.store.snapshot import CommitKind, Snapshot
-from snaplake.table import Table
+
+if TYPE_CHECKING:
+    from snaplake.catalog import FileSystemCatalog
+    from snaplake.commit.message import CommitMessage, CompactIncrement, DataIncrement
+    from snaplake.commit.result import CommitResult
+    from snaplake.store.predicate import Predicate
+    from snaplake.store.snapshot import CommitKind, Snapshot
+    from snaplake.table import Table
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "FileSystemCatalog": "snaplake.catalog",
+    "CommitMessage": "snaplake.commit.message",
+    "CompactIncrement": "snaplake.commit.message",
+    "DataIncrement": "snaplake.commit.message",
+    "CommitResult": "snaplake.commit.result",
+    "Predicate": "snaplake.store.predicate",
+    "CommitKind": "snaplake.store.snapshot",
+    "Snapshot": "snaplake.store.snapshot",
+    "Table": "snaplake.table",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'snaplake' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CommitConflictError",

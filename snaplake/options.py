@@ -156,6 +156,12 @@ COMPACTION_SMALL_FILE_RATIO = _opt(
 PARTITION_DEFAULT_NAME = _opt(
     "partition.default-name", str, "__DEFAULT_PARTITION__", "Directory name of null partitions."
 )
+PARTITION_LEGACY_NAME = ConfigOption(
+    key="partition.legacy-name",
+    parse=_parse_bool,
+    default=True,
+    doc="Java-compatible partition value spelling in paths (dates as day numbers, ...).",
+)
 MAINTENANCE_INLINE = ConfigOption(
     key="snaplake.maintenance.inline",
     parse=_parse_bool,
@@ -317,6 +323,11 @@ class CoreOptions:
     def partition_default_name(self) -> str:
         """``partition.default-name``."""
         return self._req(PARTITION_DEFAULT_NAME)
+
+    @property
+    def partition_legacy_name(self) -> bool:
+        """``partition.legacy-name``."""
+        return self._req(PARTITION_LEGACY_NAME)
 
     @property
     def maintenance_inline(self) -> bool:

@@ -308,9 +308,8 @@ class FileStoreCommit:
             entries,
             compression=schema.core_options.manifest_compression,
         )
-        parts = compare_partition_stats(
-            sorted({e.partition for e in entries}), schema.partition_types
-        )
+        # Null counts are per entry, as Java and pypaimon count them.
+        parts = compare_partition_stats([e.partition for e in entries], schema.partition_types)
         return ManifestFileMeta(
             file_name=name,
             file_size_bytes=size,

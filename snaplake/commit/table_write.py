@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from snaplake.commit.message import CommitMessage, DataIncrement
 from snaplake.errors import SchemaMismatchError
-from snaplake.store.binary_row import decode_binary_row, encode_binary_row
+from snaplake.store.binary_row import encode_binary_row
 from snaplake.store.bucket import bucket_ids
 from snaplake.store.data_file import (
     EMPTY_BINARY_ROW,
@@ -40,7 +40,6 @@ from snaplake.store.data_file import (
     SimpleStats,
 )
 from snaplake.store.file_io import FileIO
-from snaplake.store.partition import partition_path
 from snaplake.store.paths import PathFactory
 from snaplake.store.schema import TableSchema
 from snaplake.store.stats import compute_value_stats
@@ -195,7 +194,6 @@ class TableWrite:
         self._bucket_key = opts.bucket_key
         self._target = opts.target_file_size_bytes
         self._compression = opts.file_compression
-        self._default_partition = opts.partition_default_name
         self._buffers: dict[tuple[bytes, int], _BucketBuffer] = {}
         self._next_sequence = 0
         self._sequence_lock = threading.Lock()
@@ -252,10 +250,7 @@ class TableWrite:
             values = tuple(part.column(k)[0].as_py() for k in keys)
             bucket = int(buckets[s]) if buckets is not None else 0
             partition = encode_binary_row(values, types) if keys else EMPTY_BINARY_ROW
-            path = partition_path(
-                keys, values, types, default_partition_name=self._default_partition
-            )
-            self._add(partition, path, bucket, part)
+            self._add(partition, self.schema.partition_path(values), bucket, part)
 
     def _add(self, partition: bytes, part_path: str, bucket: int, data: pa.Table) -> None:
         buf = self._buffers.get((partition, bucket))
@@ -344,16 +339,31 @@ class TableWrite:
         self._buffers.clear()
         return messages
 
-    def abort(self, messages: Sequence[CommitMessage]) -> None:
-        """Delete the data files of ``messages`` that will never be committed.
+    def abort(self, messages: Sequence[CommitMessage] | None = None) -> None:
+        """Abandon this write: delete data files that will never be committed.
 
-        Also drops anything still buffered. Only call this for messages that
-        were not (and will not be) committed: it deletes their ADDed files.
+        Args:
+            messages: Messages returned by :meth:`prepare_commit` that will not
+                be committed; their ADDed files are deleted. Files this writer
+                rolled since the last ``prepare_commit`` (not yet in any
+                message) are always deleted, and buffered rows are dropped.
+                ``None`` = only that.
 
-        Storage: deletes ``new_files`` and ``compact_after`` files of the messages.
+        Storage: deletes ``new_files``/``compact_after`` of ``messages`` and the
+        writer's unprepared files; never metadata.
         """
+        pending = [
+            CommitMessage(
+                partition=buf.partition,
+                bucket=buf.bucket,
+                total_buckets=self._num_buckets,
+                data_increment=DataIncrement(new_files=tuple(buf.files)),
+            )
+            for buf in self._buffers.values()
+            if buf.files
+        ]
         self._buffers.clear()
-        abort_messages(self.file_io, self.paths, self.schema, messages)
+        abort_messages(self.file_io, self.paths, self.schema, [*(messages or ()), *pending])
 
     def close(self) -> None:
         """Drop buffered rows (files already written stay until committed or aborted)."""
@@ -369,17 +379,8 @@ def abort_messages(
     Storage: deletes data files only; never metadata.
     """
     targets = []
-    default_name = schema.core_options.partition_default_name
     for m in messages:
-        values = (
-            decode_binary_row(m.partition, schema.partition_types) if schema.partition_keys else ()
-        )
-        part_path = partition_path(
-            schema.partition_keys,
-            values,
-            schema.partition_types,
-            default_partition_name=default_name,
-        )
+        part_path = schema.partition_path_of(m.partition)
         for f in m.added_files():
             targets.append(
                 paths.data_file_path(

@@ -47,11 +47,9 @@ from snaplake.compaction.consumers import ConsumerManager
 from snaplake.compaction.tags import TagManager
 from snaplake.errors import CorruptMetadataError, InvalidOptionError
 from snaplake.store.avro_fast import decompress_block, parse_container
-from snaplake.store.binary_row import decode_binary_row
 from snaplake.store.file_io import FileIO
 from snaplake.store.manifest import FileKind, ManifestEntry
 from snaplake.store.manifest_list import ManifestFileMeta
-from snaplake.store.partition import partition_path
 from snaplake.store.paths import PathFactory
 from snaplake.store.scan import merge_live_entries
 from snaplake.store.schema import SchemaManager, TableSchema
@@ -336,14 +334,7 @@ class ExpireSnapshots:
     def _partition_path(self, partition: bytes, schema: TableSchema) -> str:
         path = self._part_paths.get(partition)
         if path is None:
-            keys = schema.partition_keys
-            values = decode_binary_row(partition, schema.partition_types) if keys else ()
-            path = partition_path(
-                keys,
-                values,
-                schema.partition_types,
-                default_partition_name=schema.core_options.partition_default_name,
-            )
+            path = schema.partition_path_of(partition)
             self._part_paths[partition] = path
         return path
 

@@ -25,7 +25,6 @@ from snaplake.store.data_file import DataFileMeta
 from snaplake.store.file_io import FileIO
 from snaplake.store.manifest import FileKind, ManifestEntry, read_manifest_file
 from snaplake.store.manifest_list import ManifestFileMeta, read_manifest_list
-from snaplake.store.partition import partition_path
 from snaplake.store.paths import PathFactory
 from snaplake.store.predicate import Predicate
 from snaplake.store.schema import SchemaManager, TableSchema
@@ -245,17 +244,11 @@ class FileStoreScan:
         for entry in self.plan_entries():
             groups.setdefault((entry.partition, entry.bucket), []).append(entry)
         splits = []
-        default_name = self.schema.core_options.partition_default_name if self.schema else ""
         for (partition, bucket), entries in groups.items():
             entries.sort(key=lambda e: (e.file.min_sequence_number, e.file.file_name))
             values = self.partition_values(partition)
             assert self.schema is not None
-            part_path = partition_path(
-                self.schema.partition_keys,
-                values,
-                self.schema.partition_types,
-                default_partition_name=default_name,
-            )
+            part_path = self.schema.partition_path(values)
             splits.append(
                 Split(
                     partition=partition,

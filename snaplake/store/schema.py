@@ -24,8 +24,10 @@ from snaplake.errors import (
     UnsupportedFormatVersionError,
 )
 from snaplake.options import CoreOptions
+from snaplake.store.binary_row import decode_binary_row
 from snaplake.store.codec import decode_json, encode_json
 from snaplake.store.file_io import FileIO
+from snaplake.store.partition import partition_path
 from snaplake.store.paths import PathFactory
 from snaplake.store.types import DataType, arrow_schema_from_fields, fields_from_arrow, parse_type
 
@@ -152,6 +154,30 @@ class TableSchema:
     def value_types(self) -> tuple[DataType, ...]:
         """Paimon types of every column, in order."""
         return tuple(parse_type(f["type"]) for f in self.fields)
+
+    def partition_path(self, values: Sequence[Any]) -> str:
+        """Directory of a partition (``k1=v1/k2=v2``; ``""`` when unpartitioned).
+
+        Uses the table's ``partition.default-name`` and
+        ``partition.legacy-name`` options, so every writer and reader spells
+        a partition the same way Paimon's Java writers do.
+        """
+        if not self.partition_keys:
+            return ""
+        opts = self.core_options
+        return partition_path(
+            self.partition_keys,
+            values,
+            self.partition_types,
+            default_partition_name=opts.partition_default_name,
+            legacy_partition_name=opts.partition_legacy_name,
+        )
+
+    def partition_path_of(self, partition: bytes) -> str:
+        """Directory of a partition given as BinaryRow bytes."""
+        if not self.partition_keys:
+            return ""
+        return self.partition_path(decode_binary_row(partition, self.partition_types))
 
     def to_json_dict(self) -> dict[str, Any]:
         """Return the Paimon schema JSON object."""
