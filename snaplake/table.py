@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from snaplake.commit.file_store_commit import FileStoreCommit
+from snaplake.commit.result import CommitResult
 from snaplake.commit.table_write import TableWrite
 from snaplake.compaction.tags import TagManager
 from snaplake.errors import SnapshotNotFoundError, TableNotFoundError
@@ -173,9 +174,20 @@ class Table:
     def new_commit(self, *, commit_user: str) -> FileStoreCommit:
         """Return a FileStoreCommit for ``commit_user``; keep it for later commits (cheaper).
 
+        With the table option ``snaplake.maintenance.inline = true`` each
+        successful commit is followed, in this process, by the due manifest
+        merge and snapshot expiry (failures are logged, never raised).
+
         Args:
             commit_user: Stable across restarts for exactly-once streaming.
         """
+        after_commit = None
+        if self.schema().core_options.maintenance_inline:
+            from snaplake.compaction.inline import run_inline_maintenance
+
+            def after_commit(_result: CommitResult) -> None:
+                run_inline_maintenance(self)
+
         return FileStoreCommit(
             file_io=self.file_io,
             paths=self.paths,
@@ -183,6 +195,7 @@ class Table:
             snapshot_manager=self.snapshot_manager,
             table_name=self.identifier,
             commit_user=commit_user,
+            after_commit=after_commit,
         )
 
     # snapshots -----------------------------------------------------------

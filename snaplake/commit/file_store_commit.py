@@ -111,6 +111,9 @@ class FileStoreCommit:
         wall_clock_ms: Epoch milliseconds for ``timeMillis`` (injected by tests).
         sleep: Sleeps seconds (injected by tests so retries never sleep).
         rng: Uniform [0, 1) numbers for jitter.
+        after_commit: Called with the result after each successful,
+            non-duplicate commit (the facade hooks inline maintenance here);
+            its failures are the hook's own business and must not raise.
     """
 
     def __init__(
@@ -127,6 +130,7 @@ class FileStoreCommit:
         wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         sleep: Callable[[float], None] = time.sleep,
         rng: Callable[[], float] = random.random,
+        after_commit: Callable[[CommitResult], None] | None = None,
     ) -> None:
         if not commit_user:
             raise ValueError("commit_user must be a non-empty string")
@@ -142,6 +146,7 @@ class FileStoreCommit:
         self._sleep = sleep
         self._rng = rng
         self._published: _Published | None = None
+        self._after_commit = after_commit
 
     # ------------------------------------------------------------------ public
     def commit(
@@ -217,6 +222,8 @@ class FileStoreCommit:
             raise
         outcome = CommitOutcome.DUPLICATE if result.was_duplicate else CommitOutcome.SUCCESS
         self._notify(kind, outcome, result.attempts, start, result)
+        if self._after_commit is not None and outcome == CommitOutcome.SUCCESS:
+            self._after_commit(result)
         return result
 
     # ----------------------------------------------------------------- helpers

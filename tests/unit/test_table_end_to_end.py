@@ -197,3 +197,24 @@ def test_commit_message_bytes_and_pickle_round_trip(catalog):
     shipped = [snaplake.CommitMessage.from_bytes(m.to_bytes()) for m in messages]
     table.new_commit(commit_user="u").commit(shipped, commit_identifier=1)
     assert table.to_arrow().num_rows == 30
+
+
+def test_inline_maintenance_option_merges_and_expires_after_commits(catalog):
+    table = catalog.create_table(
+        "db.t", schema=SCHEMA,
+        options={
+            "snaplake.maintenance.inline": "true", "manifest.merge-min-count": "3",
+            "snapshot.num-retained.min": "2", "snapshot.num-retained.max": "4",
+            "snapshot.time-retained": "1 ms",
+        },
+    )  # fmt: skip
+    committer = table.new_commit(commit_user="u")
+    write = table.new_write(commit_user="u")
+    for i in range(12):
+        write.write_arrow(rows(i * 10, 10))
+        committer.commit(write.prepare_commit(), commit_identifier=i)
+    snaps = table.snapshots()
+    assert len(snaps) <= 4
+    assert any(s.commit_kind == snaplake.CommitKind.COMPACT for s in snaps)
+    assert len(table.new_scan()._scan.manifest_metas()) < 12
+    assert sorted_ids(table.to_arrow()) == list(range(120))
