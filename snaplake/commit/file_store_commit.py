@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from snaplake.commit.conflict import apply_entries, check_deletes_live, check_self_consistent
+from snaplake.commit.conflict import ConflictDetection, check_self_consistent
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import (
     CommitEvent,
@@ -50,10 +50,9 @@ from snaplake.store.manifest import FileKind, ManifestEntry, write_manifest_file
 from snaplake.store.manifest_list import (
     ManifestFileMeta,
     encode_manifest_list,
-    read_manifest_list,
 )
 from snaplake.store.paths import PathFactory
-from snaplake.store.scan import FileStoreScan, merge_live_entries
+from snaplake.store.scan import FileStoreScan
 from snaplake.store.schema import SchemaManager, TableSchema
 from snaplake.store.snapshot import (
     BATCH_COMMIT_IDENTIFIER,
@@ -73,7 +72,6 @@ ATTEMPTS_PROPERTY = "snaplake.commit.attempts"
 DURATION_PROPERTY = "snaplake.commit.duration-ms"
 _SNAPLAKE_VERSION = "1"
 _UNCERTAIN_READBACKS = 5
-_CONFLICT_SEARCH_DEPTH = 50
 
 
 @dataclass(slots=True)
@@ -85,14 +83,6 @@ class _Published:
     base_bytes: bytes
     delta_name: str
     delta_bytes: bytes
-
-
-@dataclass(slots=True)
-class _ConflictState:
-    """Live entries of the touched partitions as of ``snapshot``, kept across retries."""
-
-    snapshot: Snapshot
-    live: dict[tuple[Any, ...], ManifestEntry]
 
 
 class FileStoreCommit:
@@ -395,78 +385,6 @@ class FileStoreCommit:
             live = [e for e in live if e.partition in touched]
         return [e.as_delete() for e in live]
 
-    def _check_conflicts(
-        self,
-        deletes: Sequence[ManifestEntry],
-        latest: Snapshot | None,
-        state: _ConflictState | None,
-    ) -> _ConflictState | None:
-        """Verify ``deletes`` against ``latest``; returns state reusable on retry."""
-        if not deletes:
-            return state
-        if latest is None:
-            raise CommitConflictError(
-                "the commit deletes files but the table has no snapshot",
-                paths=[d.file.file_name for d in deletes],
-            )
-        partitions = frozenset(d.partition for d in deletes)
-        if state is not None and self._still_ancestor(state.snapshot):
-            for sid in range(state.snapshot.id + 1, latest.id + 1):
-                snap = self.snapshot_manager.snapshot(sid)
-                apply_entries(state.live, self._delta_entries(snap), partitions=partitions)
-        else:
-            scan = FileStoreScan(
-                file_io=self.file_io,
-                paths=self.paths,
-                schema_manager=self.schema_manager,
-                snapshot=latest,
-            )
-            metas = scan.manifest_metas()
-            live = merge_live_entries(scan.read_entries(metas))
-            state = _ConflictState(
-                snapshot=latest,
-                live={k: e for k, e in live.items() if e.partition in partitions},
-            )
-        state.snapshot = latest
-        missing = [d for d in deletes if d.identifier() not in state.live]
-        removed_by = self._find_removers(missing, latest) if missing else None
-        check_deletes_live(deletes, state.live, snapshot_id=latest.id, removed_by=removed_by)
-        return state
-
-    def _still_ancestor(self, snap: Snapshot) -> bool:
-        current = self.snapshot_manager.try_snapshot(snap.id)
-        return (
-            current is not None
-            and current.time_millis == snap.time_millis
-            and (current.commit_user == snap.commit_user)
-        )
-
-    def _delta_entries(self, snap: Snapshot) -> list[ManifestEntry]:
-        from snaplake.store.manifest import read_manifest_file
-
-        metas = read_manifest_list(self.file_io, self.paths.manifest_path(snap.delta_manifest_list))
-        out: list[ManifestEntry] = []
-        for m in metas:
-            out.extend(read_manifest_file(self.file_io, self.paths.manifest_path(m.file_name)))
-        return out
-
-    def _find_removers(self, missing: Sequence[ManifestEntry], latest: Snapshot) -> dict[str, int]:
-        """Best effort: which recent snapshot DELETEd each missing file."""
-        wanted = {d.file.file_name for d in missing}
-        found: dict[str, int] = {}
-        earliest = self.snapshot_manager.earliest_snapshot_id() or 1
-        low = max(earliest, latest.id - _CONFLICT_SEARCH_DEPTH)
-        for sid in range(latest.id, low - 1, -1):
-            snap = self.snapshot_manager.try_snapshot(sid)
-            if snap is None:
-                continue
-            for e in self._delta_entries(snap):
-                if e.kind == FileKind.DELETE and e.file.file_name in wanted:
-                    found.setdefault(e.file.file_name, sid)
-            if len(found) == len(wanted):
-                break
-        return found
-
     def _delete_quietly(self, names: Sequence[str]) -> None:
         for name in names:
             path = self.paths.manifest_path(name)
@@ -514,13 +432,18 @@ class FileStoreCommit:
 
         fixed_meta = self._write_manifest(entries, schema) if entries else None
         fixed_names = [fixed_meta.file_name] if fixed_meta else []
-        conflict_state: _ConflictState | None = None
+        conflicts = ConflictDetection(
+            file_io=self.file_io,
+            paths=self.paths,
+            schema_manager=self.schema_manager,
+            snapshot_manager=self.snapshot_manager,
+        )
         attempts = 0
         try:
             while True:
                 attempts += 1
                 attempt_names: list[str] = []
-                conflict_state = self._check_conflicts(deletes, latest, conflict_state)
+                conflicts.check(deletes, latest)
                 delta_metas = [fixed_meta] if fixed_meta else []
                 extra_deletes: list[ManifestEntry] = []
                 if overwrite is not None:

@@ -38,7 +38,7 @@ def test_failure_is_reported_not_raised(make_table):
         append(table, i, 1)
     from snaplake.store.avro_fast import metadata_cache
 
-    os.remove(table.paths.manifest_path(table.snapshot(1).base_manifest_list))
+    os.remove(table.paths.manifest_path(table.latest_snapshot().base_manifest_list))
     metadata_cache.clear()
     result = run_inline_maintenance(table)
     assert result.enabled
