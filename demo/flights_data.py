@@ -39,3 +39,25 @@ def load_flights() -> pa.Table:
         [pa.field(n, c.type, nullable=True) for n, c in zip(raw.column_names, columns, strict=True)]
     )
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+FLIGHTS_SCHEMA = pa.schema(
+    [
+        pa.field(name, pa.int64()) if name in _INT_COLUMNS else pa.field(name, typ)
+        for name, typ in (
+            ("year", None), ("month", None), ("day", None), ("dep_time", None),
+            ("sched_dep_time", None), ("dep_delay", None), ("arr_time", None),
+            ("sched_arr_time", None), ("arr_delay", None), ("carrier", pa.string()),
+            ("flight", None), ("tailnum", pa.string()), ("origin", pa.string()),
+            ("dest", pa.string()), ("air_time", None), ("distance", None), ("hour", None),
+            ("minute", None), ("time_hour", pa.timestamp("us", tz="UTC")),
+        )
+    ]
+)  # fmt: skip
+"""The schema :func:`load_flights` returns (every column nullable)."""
+
+
+def spark_schema_ddl() -> str:
+    """Return the flights schema as a Spark DDL string (``year BIGINT, ...``)."""
+    spark_types = {pa.int64(): "BIGINT", pa.string(): "STRING"}
+    return ", ".join(f"{f.name} {spark_types.get(f.type, 'TIMESTAMP')}" for f in FLIGHTS_SCHEMA)

