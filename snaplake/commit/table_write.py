@@ -143,6 +143,11 @@ def write_data_file(
 ) -> int:
     """Write ``data`` as one Parquet file at ``path``; return its size in bytes.
 
+    Raises:
+        StorageError: the storage failed (``StorageAccessError`` for refused
+            credentials; pyarrow's ``OSError`` s go through
+            ``FileIO.translate_error``).
+
     Storage: creates ``path`` (a unique name; never overwritten).
     """
     arrow = file_io.arrow_filesystem()
@@ -151,9 +156,15 @@ def write_data_file(
         target = path.removeprefix(prefix)
         if isinstance(fs, pafs.LocalFileSystem):
             os.makedirs(os.path.dirname(target), exist_ok=True)
-        with fs.open_output_stream(target) as sink:
-            pq.write_table(data, sink, compression=compression)
-            return int(sink.tell())
+        try:
+            with fs.open_output_stream(target) as sink:
+                pq.write_table(data, sink, compression=compression)
+                return int(sink.tell())
+        except OSError as exc:  # pyarrow's own errors: typed by the FileIO
+            error = file_io.translate_error(exc, path=path, operation="write")
+            if error is exc:
+                raise
+            raise error from exc
     with file_io.open_output(path) as out:
         pq.write_table(data, out, compression=compression)
         return int(out.tell())

@@ -22,7 +22,15 @@ from typing import IO, TYPE_CHECKING
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-__all__ = ["FileIO", "FileStatus", "resolve_file_io", "split_scheme"]
+__all__ = ["SCRATCH_PREFIX", "FileIO", "FileStatus", "resolve_file_io", "split_scheme"]
+
+SCRATCH_PREFIX = ".snaplake-probe-"
+"""Name prefix of short-lived scratch files a backend may write next to its targets.
+
+S3FileIO writes and deletes one ``<dir>/.snaplake-probe-<uuid>`` per bucket to
+check conditional writes; a crash in between leaves it behind. Readers ignore
+such files; orphan clean deletes them once they are older than its cutoff.
+"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,6 +134,15 @@ class FileIO(abc.ABC):
     def exists(self, path: str) -> bool:
         """Tell whether ``path`` names an existing file or directory."""
 
+    def file_exists(self, path: str) -> bool:
+        """Tell whether ``path`` names an existing file; directories do not count.
+
+        The commit path's "is ``snapshot-(N+1)`` there?" probe. Object stores
+        answer it with one request, where :meth:`exists` may need a listing
+        to recognise a directory. The default is :meth:`exists`.
+        """
+        return self.exists(path)
+
     @abc.abstractmethod
     def file_status(self, path: str) -> FileStatus:
         """Return size and modification time of ``path``.
@@ -167,6 +184,26 @@ class FileIO(abc.ABC):
         (the default) means: use :meth:`open_input` / :meth:`open_output`.
         """
         return None
+
+    def translate_error(self, exc: OSError, *, path: str, operation: str) -> BaseException:
+        """Map an ``OSError`` raised by :meth:`arrow_filesystem`'s filesystem to a typed error.
+
+        Code that calls pyarrow's filesystem directly (bulk Parquet reads and
+        writes) raises the result ``from exc``, so a missing bucket, refused
+        credentials or an unreachable endpoint read the same as on the
+        FileIO's own methods. The default returns ``exc`` unchanged.
+
+        Args:
+            exc: What pyarrow raised.
+            path: The snaplake path (or the first of several) being accessed.
+            operation: What was being done (``"read"``, ``"write"``).
+
+        Returns:
+            The exception to raise: a builtin (``FileNotFoundError``), a
+            :mod:`snaplake.errors` type, or ``exc`` itself.
+        """
+        del path, operation
+        return exc
 
 
 def split_scheme(uri: str) -> tuple[str, str]:

@@ -63,6 +63,9 @@ def read_splits(
         SchemaMismatchError: an unknown column is named.
         FileNotFoundError: a data file of the snapshot is missing (it was
             deleted by something other than snaplake's expiry).
+        StorageError: the storage failed (``StorageAccessError`` for refused
+            credentials); pyarrow's ``OSError`` s are translated by
+            ``FileIO.translate_error``.
     """
     names, needed = _projection(schema, columns, predicates)
     out_schema = pa.schema([schema.field(n) for n in needed])
@@ -76,16 +79,22 @@ def read_splits(
         arrow = file_io.arrow_filesystem()
         if arrow is not None:
             fs, prefix = arrow
-            dataset = ds.dataset(
-                [p.removeprefix(prefix) for p in paths],
-                schema=out_schema,
-                format="parquet",
-                filesystem=fs,
-            )
-            if limit is not None and expr is None:
-                table = dataset.head(limit, columns=needed)
-            else:
-                table = dataset.to_table(columns=needed, filter=expr)
+            try:
+                dataset = ds.dataset(
+                    [p.removeprefix(prefix) for p in paths],
+                    schema=out_schema,
+                    format="parquet",
+                    filesystem=fs,
+                )
+                if limit is not None and expr is None:
+                    table = dataset.head(limit, columns=needed)
+                else:
+                    table = dataset.to_table(columns=needed, filter=expr)
+            except OSError as exc:  # pyarrow's own errors: typed by the FileIO
+                error = file_io.translate_error(exc, path=paths[0], operation="read")
+                if error is exc:
+                    raise
+                raise error from exc
         else:
             parts = []
             for path in paths:

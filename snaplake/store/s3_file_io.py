@@ -67,8 +67,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, NoReturn, cast
 from urllib.parse import urlsplit
 
@@ -79,7 +77,26 @@ from snaplake.errors import (
     StorageError,
     UnsafeStorageError,
 )
-from snaplake.store.file_io import FileIO, FileStatus
+from snaplake.store.file_io import SCRATCH_PREFIX, FileIO, FileStatus
+from snaplake.store.s3_errors import (
+    DENIED_CODES,
+    UNSUPPORTED_CODES,
+    arrow_error_path,
+    boto_error_from_arrow,
+    status_code,
+    translate_boto_error,
+)
+from snaplake.store.s3_options import (
+    ALIASES,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULTS,
+    MIB,
+    SECRET_KEYS,
+    S3Settings,
+    dir_prefix,
+    split_s3_path,
+)
+from snaplake.store.s3_streams import S3OutputStream, S3RangeReader
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -88,155 +105,10 @@ __all__ = ["S3FileIO"]
 
 logger = logging.getLogger(__name__)
 
-_MIB = 1024 * 1024
 _DELETE_BATCH = 1000  # DeleteObjects accepts at most 1,000 keys per call
-_PARTS_IN_FLIGHT = 2  # concurrent UploadPart calls per output stream
-_PROBE_NAME = ".snaplake-probe-"
-
-_DEFAULTS: dict[str, str] = {
-    "s3.endpoint": "",
-    "s3.region": "",
-    "s3.access-key-id": "",
-    "s3.secret-access-key": "",
-    "s3.session-token": "",
-    "s3.path-style-access": "",
-    "s3.max-attempts": "",
-    "s3.connect-timeout-ms": "10000",
-    "s3.read-timeout-ms": "60000",
-    "s3.max-pool-connections": "32",
-    "s3.multipart.part-size-bytes": str(8 * _MIB),
-    "s3.conflict.max-retries": "10",
-    "s3.allow-unsafe-create": "false",
-}
-_ALIASES = {
-    "s3.access-key": "s3.access-key-id",
-    "s3.secret-key": "s3.secret-access-key",
-    "s3.path.style.access": "s3.path-style-access",
-}
-_SECRET_KEYS = frozenset({"s3.secret-access-key", "s3.session-token"})
-_DEFAULT_MAX_ATTEMPTS = 5
-# Sensitive fields some servers echo in error bodies (AWS: SignatureDoesNotMatch).
-_ECHOED_FIELDS = ("CanonicalRequest", "CanonicalRequestBytes", "StringToSign", "StringToSignBytes")
-_CREDENTIAL_CODES = frozenset(
-    {"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "AuthorizationHeaderMalformed"}
-)
-_EXPIRED_CODES = frozenset(
-    {"ExpiredToken", "ExpiredTokenException", "TokenRefreshRequired", "RequestExpired"}
-)
-_DENIED_CODES = frozenset({"AccessDenied", "AllAccessDisabled", "AccountProblem", "403"})
-_MISSING_KEY_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
-_UNSUPPORTED_CODES = frozenset({"NotImplemented", "501"})
-
-
-def _parse_bool(key: str, value: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise InvalidOptionError(
-        f"option {key} must be true or false, got {value!r}", key=key, value=value
-    )
-
-
-def _parse_int(key: str, value: str, *, minimum: int) -> int:
-    try:
-        parsed = int(value.strip())
-    except ValueError:
-        parsed = minimum - 1
-    if parsed < minimum:
-        raise InvalidOptionError(
-            f"option {key} must be an integer >= {minimum}, got {value!r}", key=key, value=value
-        )
-    return parsed
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _S3Settings:
-    """Parsed ``s3.*`` options; empty strings mean "not set, ask the AWS chain"."""
-
-    endpoint: str
-    region: str
-    access_key_id: str
-    secret_access_key: str
-    session_token: str
-    path_style: bool | None
-    max_attempts: int | None
-    connect_timeout_s: float
-    read_timeout_s: float
-    max_pool_connections: int
-    part_size_bytes: int
-    conflict_max_retries: int
-    allow_unsafe_create: bool
-
-    @classmethod
-    def parse(cls, raw: Mapping[str, str]) -> _S3Settings:
-        opts = dict(_DEFAULTS)
-        opts.update(raw)
-        endpoint = opts["s3.endpoint"].strip().rstrip("/")
-        if endpoint and "://" not in endpoint:
-            endpoint = "https://" + endpoint
-        if endpoint and urlsplit(endpoint).scheme not in ("http", "https"):
-            raise InvalidOptionError(
-                f"option s3.endpoint must be an http:// or https:// URL, got {endpoint!r}",
-                key="s3.endpoint",
-                value=endpoint,
-            )
-        if bool(opts["s3.access-key-id"]) != bool(opts["s3.secret-access-key"]):
-            raise InvalidOptionError(
-                "options s3.access-key-id and s3.secret-access-key must be set together",
-                key="s3.access-key-id" if not opts["s3.access-key-id"] else "s3.secret-access-key",
-            )
-        path_style = opts["s3.path-style-access"]
-        max_attempts = opts["s3.max-attempts"]
-        return cls(
-            endpoint=endpoint,
-            region=opts["s3.region"].strip(),
-            access_key_id=opts["s3.access-key-id"],
-            secret_access_key=opts["s3.secret-access-key"],
-            session_token=opts["s3.session-token"],
-            path_style=_parse_bool("s3.path-style-access", path_style) if path_style else None,
-            max_attempts=(
-                _parse_int("s3.max-attempts", max_attempts, minimum=1) if max_attempts else None
-            ),
-            connect_timeout_s=_parse_int(
-                "s3.connect-timeout-ms", opts["s3.connect-timeout-ms"], minimum=1
-            )
-            / 1000,
-            read_timeout_s=_parse_int("s3.read-timeout-ms", opts["s3.read-timeout-ms"], minimum=1)
-            / 1000,
-            max_pool_connections=_parse_int(
-                "s3.max-pool-connections", opts["s3.max-pool-connections"], minimum=1
-            ),
-            part_size_bytes=_parse_int(
-                "s3.multipart.part-size-bytes",
-                opts["s3.multipart.part-size-bytes"],
-                minimum=5 * _MIB,
-            ),
-            conflict_max_retries=_parse_int(
-                "s3.conflict.max-retries", opts["s3.conflict.max-retries"], minimum=0
-            ),
-            allow_unsafe_create=_parse_bool(
-                "s3.allow-unsafe-create", opts["s3.allow-unsafe-create"]
-            ),
-        )
-
-
-def _split_path(path: str) -> tuple[str, str]:
-    """Split ``s3://bucket/key`` (or ``s3a://``) into ``(bucket, key)``."""
-    scheme, sep, rest = path.partition("://")
-    if not sep or scheme.lower() not in ("s3", "s3a"):
-        raise ValueError(f"not an S3 path: {path!r}; expected s3://bucket/key")
-    bucket, _, key = rest.partition("/")
-    if not bucket:
-        raise ValueError(f"S3 path {path!r} has no bucket")
-    return bucket, key
-
-
-def _dir_prefix(key: str) -> str:
-    """Return the listing prefix of directory ``key`` (``""`` for the bucket root)."""
-    key = key.strip("/")
-    return key + "/" if key else ""
+# Kept importable from here for benchmarks/s3_io.py.
+_MIB = MIB
+_S3RangeReader = S3RangeReader
 
 
 class S3FileIO(FileIO):
@@ -268,17 +140,17 @@ class S3FileIO(FileIO):
     def __init__(self, options: Mapping[str, str] | None = None) -> None:
         raw: dict[str, str] = {}
         for key, value in (options or {}).items():
-            canonical = _ALIASES.get(key, key)
+            canonical = ALIASES.get(key, key)
             if not canonical.startswith("s3."):
                 continue
-            if canonical not in _DEFAULTS:
+            if canonical not in DEFAULTS:
                 raise InvalidOptionError(
-                    f"unknown S3 option {key!r}; known options: {', '.join(sorted(_DEFAULTS))}",
+                    f"unknown S3 option {key!r}; known options: {', '.join(sorted(DEFAULTS))}",
                     key=key,
                 )
             raw[canonical] = str(value)
         self._raw = raw
-        self._settings = _S3Settings.parse(raw)
+        self._settings = S3Settings.parse(raw)
         self._verified_buckets: set[str] = set()
         self._init_runtime()
 
@@ -300,7 +172,7 @@ class S3FileIO(FileIO):
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self._raw = dict(cast("dict[str, str]", state["options"]))
-        self._settings = _S3Settings.parse(self._raw)
+        self._settings = S3Settings.parse(self._raw)
         self._verified_buckets = set(cast("list[str]", state["verified"]))
         self._init_runtime()
 
@@ -312,7 +184,7 @@ class S3FileIO(FileIO):
 
     def __repr__(self) -> str:
         shown = ", ".join(
-            f"{k}={'***' if k in _SECRET_KEYS else v!r}" for k, v in sorted(self._raw.items())
+            f"{k}={'***' if k in SECRET_KEYS else v!r}" for k, v in sorted(self._raw.items())
         )
         return f"S3FileIO({shown})"
 
@@ -353,7 +225,7 @@ class S3FileIO(FileIO):
         max_attempts = s.max_attempts
         if max_attempts is None:
             configured = session.get_config_variable("max_attempts")
-            max_attempts = int(configured) if configured is not None else _DEFAULT_MAX_ATTEMPTS
+            max_attempts = int(configured) if configured is not None else DEFAULT_MAX_ATTEMPTS
         s3_config: dict[str, str] = {}
         if s.path_style is not None:
             s3_config["addressing_style"] = "path" if s.path_style else "virtual"
@@ -465,89 +337,14 @@ class S3FileIO(FileIO):
         return frozen.access_key, frozen.secret_key, frozen.token or ""
 
     # -- error translation --------------------------------------------------------------
-
     def _translate(self, exc: BaseException, *, path: str, operation: str) -> BaseException:
         """Map a botocore exception to the builtin or snaplake error to raise ``from exc``."""
-        from botocore.exceptions import (
-            ClientError,
-            ConnectionError,
-            NoCredentialsError,
-            PartialCredentialsError,
-        )
-
-        bucket, key = _split_path(path)
-        where = f"bucket {bucket!r}, key {key!r}"
-        if isinstance(exc, ClientError):
-            error = exc.response.get("Error", {})
-            for field in _ECHOED_FIELDS:
-                error.pop(field, None)
-            code = str(error.get("Code", ""))
-            status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
-            if code == "NoSuchBucket":
-                return StorageError(
-                    f"{operation} {path}: bucket {bucket!r} does not exist at "
-                    f"{self._endpoint_for_messages()}; check the warehouse URI, s3.endpoint and "
-                    "s3.region, or create the bucket",
-                    path=path,
-                    operation=operation,
-                )
-            if code in _MISSING_KEY_CODES:
-                return FileNotFoundError(errno.ENOENT, f"no S3 object at {path}", path)
-            if code in _EXPIRED_CODES:
-                return StorageAccessError(
-                    f"{operation} {path} ({where}) refused: the credentials from "
-                    f"{self._credential_source} have expired ({code}); refresh the session "
-                    "token (s3.session-token, AWS_SESSION_TOKEN) or the profile's login",
-                    path=path,
-                    operation=operation,
-                )
-            if code in _CREDENTIAL_CODES:
-                return StorageAccessError(
-                    f"{operation} {path} ({where}) refused: the server at "
-                    f"{self._endpoint_for_messages()} rejected the credentials from "
-                    f"{self._credential_source} ({code}); check the access key id and secret "
-                    "key (s3.access-key-id/s3.secret-access-key or AWS_ACCESS_KEY_ID/"
-                    "AWS_SECRET_ACCESS_KEY), s3.region and the machine clock",
-                    path=path,
-                    operation=operation,
-                )
-            if code in _DENIED_CODES or status == 403:
-                return StorageAccessError(
-                    f"{operation} {path} ({where}) refused: access denied ({code or status}) "
-                    f"for the credentials from {self._credential_source}; check that they are "
-                    "valid (s3.access-key-id/s3.secret-access-key or AWS_ACCESS_KEY_ID/"
-                    "AWS_SECRET_ACCESS_KEY) and that their IAM policy and the bucket policy "
-                    f"allow {operation} on this bucket and key (S3 also answers 403 for a "
-                    "missing key when s3:ListBucket is not granted)",
-                    path=path,
-                    operation=operation,
-                )
-            message = str(error.get("Message", "")) or "no message"
-            return StorageError(
-                f"{operation} {path} ({where}) failed: HTTP {status} {code}: {message}",
-                path=path,
-                operation=operation,
-            )
-        if isinstance(exc, NoCredentialsError | PartialCredentialsError):
-            return StorageAccessError(
-                f"{operation} {path}: no usable AWS credentials ({type(exc).__name__}); set "
-                "s3.access-key-id and s3.secret-access-key, AWS_ACCESS_KEY_ID/"
-                "AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials",
-                path=path,
-                operation=operation,
-            )
-        if isinstance(exc, ConnectionError):
-            return StorageError(
-                f"{operation} {path}: cannot reach the S3 endpoint "
-                f"{self._endpoint_for_messages()} ({type(exc).__name__}); check s3.endpoint "
-                "(or AWS_ENDPOINT_URL), that the server is running, and the network",
-                path=path,
-                operation=operation,
-            )
-        return StorageError(
-            f"{operation} {path} ({where}) failed: {type(exc).__name__}: {exc}",
+        return translate_boto_error(
+            exc,
             path=path,
             operation=operation,
+            endpoint=self._endpoint_for_messages(),
+            credential_source=self._credential_source,
         )
 
     def _raise(self, exc: BaseException, *, path: str, operation: str) -> NoReturn:
@@ -555,20 +352,63 @@ class S3FileIO(FileIO):
 
     @staticmethod
     def _status_code(exc: BaseException) -> tuple[int, str]:
-        from botocore.exceptions import ClientError
+        return status_code(exc)
 
-        if not isinstance(exc, ClientError):
-            return 0, ""
-        meta = exc.response.get("ResponseMetadata", {})
-        return int(meta.get("HTTPStatusCode", 0)), str(
-            exc.response.get("Error", {}).get("Code", "")
-        )
+    def translate_error(self, exc: OSError, *, path: str, operation: str) -> BaseException:
+        """Map an ``OSError`` from :meth:`arrow_filesystem`'s filesystem to a typed error.
+
+        pyarrow names the AWS error in its message (``AWS Error ACCESS_DENIED
+        during HeadObject operation``); that is rebuilt into the botocore
+        error and translated like every boto3 failure, so the message and
+        type match :meth:`read_bytes`'s. pyarrow answers a missing bucket and
+        a missing key alike with ``FileNotFoundError``; one ``HeadBucket``
+        then tells them apart.
+
+        Args:
+            exc: What pyarrow raised.
+            path: The ``s3://`` path being accessed (the first, for a
+                dataset); the one pyarrow's message names wins.
+            operation: ``"read"``, ``"write"``, ...
+
+        Returns:
+            ``FileNotFoundError`` (missing key), ``StorageAccessError``
+            (refused or expired credentials, access denied) or
+            ``StorageError`` (missing bucket, unreachable endpoint, other AWS
+            errors); ``exc`` itself when it is not an S3 error.
+
+        Storage:
+            One ``HeadBucket`` for a ``FileNotFoundError``; nothing otherwise.
+        """
+        path = arrow_error_path(exc) or path
+        if isinstance(exc, FileNotFoundError):
+            return self._missing(path, operation=operation, cause=exc)
+        boto_exc = boto_error_from_arrow(exc, endpoint=self._endpoint_for_messages())
+        if boto_exc is None:
+            return exc
+        if status_code(boto_exc) == (404, "NoSuchKey"):
+            return self._missing(path, operation=operation, cause=exc)
+        return self._translate(boto_exc, path=path, operation=operation)
+
+    def _missing(self, path: str, *, operation: str, cause: OSError) -> BaseException:
+        """``FileNotFoundError`` for ``path``, or the error its bucket's ``HeadBucket`` gives."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        bucket, _ = split_s3_path(path)
+        try:
+            self._s3().head_bucket(Bucket=bucket)
+        except ClientError as exc:
+            if status_code(exc)[0] == 404:
+                exc.response.setdefault("Error", {})["Code"] = "NoSuchBucket"
+            return self._translate(exc, path=path, operation=operation)
+        except BotoCoreError as exc:
+            return self._translate(exc, path=path, operation=operation)
+        return FileNotFoundError(errno.ENOENT, f"no S3 object at {path} ({cause})", path)
 
     def _head(self, path: str, *, operation: str) -> dict[str, Any]:
         """HEAD ``path``; a 404 is disambiguated into a missing key or a missing bucket."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        bucket, key = _split_path(path)
+        bucket, key = split_s3_path(path)
         client = self._s3()
         try:
             return cast("dict[str, Any]", client.head_object(Bucket=bucket, Key=key))
@@ -603,7 +443,7 @@ class S3FileIO(FileIO):
         """
         from botocore.exceptions import BotoCoreError, ClientError
 
-        bucket, key = _split_path(path)
+        bucket, key = split_s3_path(path)
         try:
             response = self._s3().get_object(Bucket=bucket, Key=key)
             with response["Body"] as body:
@@ -642,10 +482,10 @@ class S3FileIO(FileIO):
         arrow = self.arrow_filesystem()
         if arrow is not None:
             filesystem, _ = arrow
-            bucket, key = _split_path(path)
+            bucket, key = split_s3_path(path)
             return cast("IO[bytes]", filesystem.open_input_file(f"{bucket}/{key}"))
-        raw = _S3RangeReader(self, path, size_bytes=int(head["ContentLength"]))
-        return cast("IO[bytes]", io.BufferedReader(raw, buffer_size=_MIB))
+        raw = S3RangeReader(self, path, size_bytes=int(head["ContentLength"]))
+        return cast("IO[bytes]", io.BufferedReader(raw, buffer_size=MIB))
 
     def exists(self, path: str) -> bool:
         """Tell whether ``path`` is an object or a non-empty "directory" prefix.
@@ -659,7 +499,7 @@ class S3FileIO(FileIO):
         """
         from botocore.exceptions import BotoCoreError, ClientError
 
-        bucket, key = _split_path(path)
+        bucket, key = split_s3_path(path)
         client = self._s3()
         try:
             if key.strip("/"):
@@ -669,10 +509,38 @@ class S3FileIO(FileIO):
                 except ClientError as exc:
                     if self._status_code(exc)[0] != 404:
                         raise
-            listed = client.list_objects_v2(Bucket=bucket, Prefix=_dir_prefix(key), MaxKeys=1)
+            listed = client.list_objects_v2(Bucket=bucket, Prefix=dir_prefix(key), MaxKeys=1)
             return bool(listed.get("KeyCount", 0))
         except (ClientError, BotoCoreError) as exc:
             self._raise(exc, path=path, operation="exists")
+
+    def file_exists(self, path: str) -> bool:
+        """Tell whether an object is stored at exactly ``path`` ("directories" do not count).
+
+        Unlike :meth:`exists`, a miss costs no listing: this is the commit
+        path's probe of ``snapshot-(N+1)``. A missing bucket reads as
+        ``False`` (S3 answers ``HeadObject`` with a bare 404 either way);
+        the next write names it.
+
+        Raises:
+            StorageAccessError: credentials refused or not allowed.
+            StorageError: unreachable endpoint or another failure.
+
+        Storage:
+            One ``HeadObject``.
+        """
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        bucket, key = split_s3_path(path)
+        try:
+            self._s3().head_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if self._status_code(exc)[0] == 404:
+                return False
+            self._raise(exc, path=path, operation="exists")
+        except BotoCoreError as exc:
+            self._raise(exc, path=path, operation="exists")
+        return True
 
     def file_status(self, path: str) -> FileStatus:
         """Return size and modification time of ``path`` from ``HeadObject``.
@@ -708,10 +576,10 @@ class S3FileIO(FileIO):
         """
         from botocore.exceptions import BotoCoreError, ClientError
 
-        bucket, key = _split_path(prefix)
+        bucket, key = split_s3_path(prefix)
         paginator = self._s3().get_paginator("list_objects_v2")
         try:
-            for page in paginator.paginate(Bucket=bucket, Prefix=_dir_prefix(key)):
+            for page in paginator.paginate(Bucket=bucket, Prefix=dir_prefix(key)):
                 for item in page.get("Contents", ()):
                     if item["Key"].endswith("/"):
                         continue
@@ -735,8 +603,8 @@ class S3FileIO(FileIO):
         """
         from botocore.exceptions import BotoCoreError, ClientError
 
-        bucket, key = _split_path(path)
-        base = _dir_prefix(key)
+        bucket, key = split_s3_path(path)
+        base = dir_prefix(key)
         names: set[str] = set()
         paginator = self._s3().get_paginator("list_objects_v2")
         try:
@@ -775,7 +643,7 @@ class S3FileIO(FileIO):
             return
         from botocore.exceptions import BotoCoreError, ClientError
 
-        bucket, key = _split_path(path)
+        bucket, key = split_s3_path(path)
         try:
             self._s3().put_object(Bucket=bucket, Key=key, Body=data)
         except (ClientError, BotoCoreError) as exc:
@@ -817,7 +685,7 @@ class S3FileIO(FileIO):
             AWS S3 conditional writes (``If-None-Match: *``, 412, 409 retry);
             DESIGN.md §5d/§5f.
         """
-        bucket, key = _split_path(path)
+        bucket, key = split_s3_path(path)
         self._ensure_conditional_writes(path, bucket=bucket, key=key)
         self._put_create_only(path, bucket=bucket, key=key, data=data)
 
@@ -923,7 +791,7 @@ class S3FileIO(FileIO):
             if bucket in self._verified_buckets:
                 return
             parent = posixpath.dirname(key)
-            probe_key = (parent + "/" if parent else "") + _PROBE_NAME + uuid.uuid4().hex
+            probe_key = (parent + "/" if parent else "") + SCRATCH_PREFIX + uuid.uuid4().hex
             unsafe_reason = self._probe(path, bucket=bucket, probe_key=probe_key)
             if unsafe_reason:
                 raise UnsafeStorageError(
@@ -959,7 +827,7 @@ class S3FileIO(FileIO):
                     status, code = self._status_code(exc)
                     if round_ == 2 and status == 412:
                         return None
-                    if status == 501 or code in _UNSUPPORTED_CODES:
+                    if status == 501 or code in UNSUPPORTED_CODES:
                         return f"does not implement If-None-Match ({code or status})"
                     self._raise(exc, path=path, operation="write_if_absent")
                 except BotoCoreError as exc:
@@ -998,10 +866,10 @@ class S3FileIO(FileIO):
             ``PutObject``, or ``CreateMultipartUpload`` + ``UploadPart`` per
             part + ``CompleteMultipartUpload`` (``AbortMultipartUpload`` on failure).
         """
-        bucket, key = _split_path(path)
+        bucket, key = split_s3_path(path)
         return cast(
             "IO[bytes]",
-            _S3OutputStream(
+            S3OutputStream(
                 self,
                 path,
                 bucket=bucket,
@@ -1028,7 +896,7 @@ class S3FileIO(FileIO):
 
         if not missing_ok:
             self._head(path, operation="delete")
-        bucket, key = _split_path(path)
+        bucket, key = split_s3_path(path)
         try:
             self._s3().delete_object(Bucket=bucket, Key=key)
         except (ClientError, BotoCoreError) as exc:
@@ -1049,7 +917,7 @@ class S3FileIO(FileIO):
 
         by_bucket: dict[str, list[str]] = {}
         for path in paths:
-            bucket, key = _split_path(path)
+            bucket, key = split_s3_path(path)
             by_bucket.setdefault(bucket, []).append(key)
         client = self._s3()
         for bucket, keys in by_bucket.items():
@@ -1071,7 +939,7 @@ class S3FileIO(FileIO):
                     )
                     error_type = (
                         StorageAccessError
-                        if any(e.get("Code") in _DENIED_CODES for e in errors)
+                        if any(e.get("Code") in DENIED_CODES for e in errors)
                         else StorageError
                     )
                     raise error_type(
@@ -1095,264 +963,14 @@ class S3FileIO(FileIO):
         """
         from botocore.exceptions import BotoCoreError, ClientError
 
-        bucket, key = _split_path(path)
+        bucket, key = split_s3_path(path)
         if not key.strip("/"):
             raise ValueError(f"refusing to delete a whole bucket: {path!r}")
         paginator = self._s3().get_paginator("list_objects_v2")
         keys: list[str] = []
         try:
-            for page in paginator.paginate(Bucket=bucket, Prefix=_dir_prefix(key)):
+            for page in paginator.paginate(Bucket=bucket, Prefix=dir_prefix(key)):
                 keys.extend(item["Key"] for item in page.get("Contents", ()))
         except (ClientError, BotoCoreError) as exc:
             self._raise(exc, path=path, operation="delete_dir")
         self.delete_many(f"s3://{bucket}/{k}" for k in keys)
-
-
-class _S3RangeReader(io.RawIOBase):
-    """Raw, seekable reader of one object; each ``readinto`` is one ranged GET."""
-
-    def __init__(self, file_io: S3FileIO, path: str, *, size_bytes: int) -> None:
-        super().__init__()
-        self._file_io = file_io
-        self._path = path
-        self._bucket, self._key = _split_path(path)
-        self._size = size_bytes
-        self._pos = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_SET:
-            target = offset
-        elif whence == io.SEEK_CUR:
-            target = self._pos + offset
-        elif whence == io.SEEK_END:
-            target = self._size + offset
-        else:
-            raise ValueError(f"invalid whence {whence}")
-        if target < 0:
-            raise ValueError(f"negative seek position {target}")
-        self._pos = target
-        return target
-
-    def _get(self, start: int, length: int) -> bytes:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            response = self._file_io._s3().get_object(
-                Bucket=self._bucket, Key=self._key, Range=f"bytes={start}-{start + length - 1}"
-            )
-            with response["Body"] as body:
-                return cast("bytes", body.read())
-        except (ClientError, BotoCoreError) as exc:
-            self._file_io._raise(exc, path=self._path, operation="read")
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        length = min(len(view), self._size - self._pos)
-        if length <= 0:
-            return 0
-        data = self._get(self._pos, length)
-        view[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
-    def readall(self) -> bytes:
-        length = self._size - self._pos
-        if length <= 0:
-            return b""
-        data = self._get(self._pos, length)
-        self._pos += len(data)
-        return data
-
-
-class _S3OutputStream(io.BufferedIOBase):
-    """Write-only stream uploading one object: ``PutObject`` or multipart parts.
-
-    Full parts are uploaded by a small per-stream thread pool while the
-    caller keeps writing; at most ``_PARTS_IN_FLIGHT`` uploads run at once,
-    so memory stays below ``(_PARTS_IN_FLIGHT + 1) * part size``.
-    """
-
-    def __init__(
-        self,
-        file_io: S3FileIO,
-        path: str,
-        *,
-        bucket: str,
-        key: str,
-        part_size_bytes: int,
-        conditional: bool,
-    ) -> None:
-        super().__init__()
-        self._file_io = file_io
-        self._path = path
-        self._bucket = bucket
-        self._key = key
-        self._part_size = part_size_bytes
-        self._conditional = conditional
-        self._buffer = bytearray()
-        self._written = 0
-        self._upload_id: str | None = None
-        self._pending: list[Future[dict[str, Any]]] = []
-        self._parts: list[dict[str, Any]] = []
-        self._pool: ThreadPoolExecutor | None = None
-        self._finished = False
-
-    def writable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._written
-
-    def write(self, data: Any) -> int:
-        if self.closed or self._finished:
-            raise ValueError(f"write to closed S3 stream {self._path}")
-        view = memoryview(data).cast("B")
-        total = len(view)
-        while view:
-            take = min(len(view), self._part_size - len(self._buffer))
-            self._buffer += view[:take]
-            view = view[take:]
-            if len(self._buffer) >= self._part_size:
-                self._submit_part()
-        self._written += total
-        return total
-
-    def _submit_part(self) -> None:
-        """Hand the buffer to the upload pool, first waiting if too many parts are in flight."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            if self._upload_id is None:
-                created = self._file_io._s3().create_multipart_upload(
-                    Bucket=self._bucket, Key=self._key
-                )
-                self._upload_id = str(created["UploadId"])
-                self._pool = ThreadPoolExecutor(
-                    max_workers=_PARTS_IN_FLIGHT, thread_name_prefix="snaplake-s3-upload"
-                )
-            while len(self._pending) >= _PARTS_IN_FLIGHT:
-                self._parts.append(self._pending.pop(0).result())
-        except BaseException as exc:
-            self.abort()
-            if isinstance(exc, ClientError | BotoCoreError):
-                self._file_io._raise(exc, path=self._path, operation="open_output")
-            raise  # already translated by _upload_part, or not ours to translate
-        body, self._buffer = bytes(self._buffer), bytearray()
-        number = len(self._parts) + len(self._pending) + 1
-        assert self._pool is not None
-        self._pending.append(self._pool.submit(self._upload_part, number, body))
-
-    def _upload_part(self, number: int, body: bytes) -> dict[str, Any]:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        assert self._upload_id is not None
-        try:
-            uploaded = self._file_io._s3().upload_part(
-                Bucket=self._bucket,
-                Key=self._key,
-                UploadId=self._upload_id,
-                PartNumber=number,
-                Body=body,
-            )
-        except (ClientError, BotoCoreError) as exc:
-            self._file_io._raise(exc, path=self._path, operation="open_output")
-        return {"PartNumber": number, "ETag": uploaded["ETag"]}
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        try:
-            if not self._finished:
-                self._finish()
-        finally:
-            super().close()
-
-    def _finish(self) -> None:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        condition = {"IfNoneMatch": "*"} if self._conditional else {}
-        client = self._file_io._s3()
-        if self._upload_id is not None and self._buffer:
-            self._submit_part()
-        self._finished = True
-        try:
-            if self._upload_id is None:
-                client.put_object(
-                    Bucket=self._bucket, Key=self._key, Body=bytes(self._buffer), **condition
-                )
-            else:
-                while self._pending:
-                    self._parts.append(self._pending.pop(0).result())
-                client.complete_multipart_upload(
-                    Bucket=self._bucket,
-                    Key=self._key,
-                    UploadId=self._upload_id,
-                    MultipartUpload={"Parts": self._parts},
-                    **condition,
-                )
-                self._upload_id = None
-        except BaseException as exc:
-            self.abort()
-            if S3FileIO._status_code(exc)[0] == 412:
-                raise FileAlreadyExistsError(
-                    f"{self._path} already exists", path=self._path, operation="open_output"
-                ) from exc
-            if isinstance(exc, ClientError | BotoCoreError):
-                self._file_io._raise(exc, path=self._path, operation="open_output")
-            raise
-        finally:
-            self._buffer = bytearray()
-            self._shutdown_pool()
-        logger.debug(
-            "uploaded %s (%d bytes, %d parts)", self._path, self._written, len(self._parts)
-        )
-
-    def abort(self) -> None:
-        """Discard everything written; nothing becomes visible at ``path``."""
-        self._finished = True
-        self._buffer = bytearray()
-        for pending in self._pending:
-            pending.cancel()
-        self._shutdown_pool()
-        self._pending = []
-        self._abort_upload()
-        if not self.closed:
-            super().close()
-
-    def _shutdown_pool(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
-
-    def _abort_upload(self) -> None:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        upload_id, self._upload_id = self._upload_id, None
-        if upload_id is None:
-            return
-        try:
-            self._file_io._s3().abort_multipart_upload(
-                Bucket=self._bucket, Key=self._key, UploadId=upload_id
-            )
-        except (ClientError, BotoCoreError):
-            logger.warning("could not abort multipart upload of %s", self._path, exc_info=True)
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is not None:
-            self.abort()
-        else:
-            self.close()
-
-    def __del__(self) -> None:
-        if not getattr(self, "closed", True) and not getattr(self, "_finished", True):
-            logger.warning("S3 stream for %s was never closed; upload discarded", self._path)
-            self.abort()

@@ -48,8 +48,8 @@ class SnapshotManager:
             return None
 
     def snapshot_exists(self, snapshot_id: int) -> bool:
-        """Tell whether ``snapshot-<id>`` exists."""
-        return self.file_io.exists(self.paths.snapshot_path(snapshot_id))
+        """Tell whether ``snapshot-<id>`` exists (one ``HeadObject`` on S3)."""
+        return self.file_io.file_exists(self.paths.snapshot_path(snapshot_id))
 
     def list_snapshot_ids(self) -> list[int]:
         """Return every snapshot id present on storage, ascending (one listing)."""
