@@ -114,6 +114,9 @@ BUCKET = _opt("bucket", int, -1, "Number of buckets; -1 = bucket-unaware append 
 BUCKET_KEY = _opt("bucket-key", str, None, "Comma-separated bucket key columns.")
 FILE_FORMAT = _opt("file.format", str, "parquet", "Data file format (parquet only).")
 FILE_COMPRESSION = _opt("file.compression", str, "zstd", "Parquet compression codec.")
+FILE_COMPRESSION_ZSTD_LEVEL = _opt(
+    "file.compression.zstd-level", int, 1, "zstd level of data files (Paimon's default 1)."
+)
 TARGET_FILE_SIZE = _opt(
     "target-file-size", parse_memory_size, 256 << 20, "Roll data files at this size."
 )
@@ -248,6 +251,11 @@ class CoreOptions:
     def file_compression(self) -> str:
         """Parquet codec of data files."""
         return self._req(FILE_COMPRESSION)
+
+    @property
+    def file_compression_zstd_level(self) -> int:
+        """``file.compression.zstd-level``."""
+        return self._req(FILE_COMPRESSION_ZSTD_LEVEL)
 
     @property
     def manifest_compression(self) -> str:

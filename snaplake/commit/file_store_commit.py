@@ -452,13 +452,19 @@ class FileStoreCommit:
                         meta = self._write_manifest(extra_deletes, schema)
                         attempt_names.append(meta.file_name)
                         delta_metas.append(meta)
-                published, snapshot_bytes, snapshot = self._write_attempt(
-                    latest=latest, schema=schema, delta_metas=delta_metas, adds=adds,
-                    deletes=deletes + extra_deletes, identifier=identifier, kind=kind,
-                    properties=properties, attempts=attempts, start=start,
-                    attempt_names=attempt_names,
-                )  # fmt: skip
-                outcome = self._publish(snapshot, snapshot_bytes, policy)
+                try:
+                    published, snapshot_bytes, snapshot = self._write_attempt(
+                        latest=latest, schema=schema, delta_metas=delta_metas, adds=adds,
+                        deletes=deletes + extra_deletes, identifier=identifier, kind=kind,
+                        properties=properties, attempts=attempts, start=start,
+                        attempt_names=attempt_names,
+                    )  # fmt: skip
+                except FileNotFoundError:
+                    # ``latest`` was expired (its lists deleted) while we built on it:
+                    # the table moved on, which is a lost race, not a failure.
+                    outcome = False
+                else:
+                    outcome = self._publish(snapshot, snapshot_bytes, policy)
                 if outcome:
                     self._published = published
                     self._write_latest_hint(snapshot.id)

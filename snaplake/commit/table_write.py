@@ -140,8 +140,11 @@ def write_data_file(
     path: str,
     data: pa.Table,
     compression: str,
+    compression_level: int | None = None,
 ) -> int:
     """Write ``data`` as one Parquet file at ``path``; return its size in bytes.
+
+    ``compression_level`` applies to zstd (Paimon's ``file.compression.zstd-level``).
 
     Raises:
         StorageError: the storage failed (``StorageAccessError`` for refused
@@ -158,7 +161,12 @@ def write_data_file(
             os.makedirs(os.path.dirname(target), exist_ok=True)
         try:
             with fs.open_output_stream(target) as sink:
-                pq.write_table(data, sink, compression=compression)
+                pq.write_table(
+                    data,
+                    sink,
+                    compression=compression,
+                    compression_level=_level(compression, compression_level),
+                )
                 return int(sink.tell())
         except OSError as exc:  # pyarrow's own errors: typed by the FileIO
             error = file_io.translate_error(exc, path=path, operation="write")
@@ -166,8 +174,17 @@ def write_data_file(
                 raise
             raise error from exc
     with file_io.open_output(path) as out:
-        pq.write_table(data, out, compression=compression)
+        pq.write_table(
+            data,
+            out,
+            compression=compression,
+            compression_level=_level(compression, compression_level),
+        )
         return int(out.tell())
+
+
+def _level(compression: str, level: int | None) -> int | None:
+    return level if compression.lower() == "zstd" else None
 
 
 @dataclass(slots=True)
@@ -205,6 +222,7 @@ class TableWrite:
         self._bucket_key = opts.bucket_key
         self._target = opts.target_file_size_bytes
         self._compression = opts.file_compression
+        self._zstd_level = opts.file_compression_zstd_level
         self._buffers: dict[tuple[bytes, int], _BucketBuffer] = {}
         self._next_sequence = 0
         self._sequence_lock = threading.Lock()
@@ -288,7 +306,11 @@ class TableWrite:
         name = self.paths.new_data_file_name()
         path = self.paths.data_file_path(buf.partition_path, buf.bucket, name)
         size = write_data_file(
-            file_io=self.file_io, path=path, data=data, compression=self._compression
+            file_io=self.file_io,
+            path=path,
+            data=data,
+            compression=self._compression,
+            compression_level=self._zstd_level,
         )
         stats = compute_value_stats(data, self.schema.value_types)
         with self._sequence_lock:

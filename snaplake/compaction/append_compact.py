@@ -339,7 +339,11 @@ class AppendCompactor:
         path = f"{bucket_dir}/{name}"
         opts = schema.core_options
         size = write_data_file(
-            file_io=self.file_io, path=path, data=data, compression=opts.file_compression
+            file_io=self.file_io,
+            path=path,
+            data=data,
+            compression=opts.file_compression,
+            compression_level=opts.file_compression_zstd_level,
         )
         stats = compute_value_stats(data, schema.value_types)
         meta = DataFileMeta(

@@ -245,3 +245,14 @@ def test_base_list_reuse_across_committers(table):
     scan_ids = sorted_ids(table.to_arrow())
     assert scan_ids == list(range(60))
     assert len(table.new_scan().plan()) == 3
+
+
+def test_latest_expired_during_the_attempt_is_a_lost_race(table):
+    """Expiry removed the lists of the snapshot we built on: re-read latest and retry."""
+    _committer(table, "a").commit(_messages(table, rows(0, 3)), commit_identifier=1)
+    table.file_io.inject_fault(
+        "read", path_contains="manifest-list", error=lambda p: FileNotFoundError(p)
+    )
+    result = _committer(table, "b").commit(_messages(table, rows(10, 3)), commit_identifier=1)
+    assert result.attempts == 2
+    assert table.to_arrow().num_rows == 6
