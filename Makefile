@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PYPAIMON_VERSION := 2.1.0
 PYTEST_ARGS ?=
 
-.PHONY: venv paimon-venv test lint unit demo bench clean prometheus grafana-schema
+.PHONY: venv paimon-venv test lint unit demo demo-ci bench clean prometheus grafana-schema
 
 venv: $(VENV)/.installed
 paimon-venv: $(PAIMON_VENV)/.installed
@@ -47,10 +47,15 @@ test: lint unit
 demo: venv paimon-venv
 	$(PY) demo/flights_demo.py --warehouse ./warehouse
 
+# The CI-sized demo (20 files); tests/spark/test_demo.py runs the same inside `make unit`.
+demo-ci: venv paimon-venv
+	$(PY) demo/flights_demo.py --warehouse ./warehouse-ci --files 20 --rate 10 --metrics-listen auto
+
 bench: venv paimon-venv
 	$(PY) benchmarks/commit_latency.py
 	$(PY) benchmarks/scan_planning.py
 	$(PY) benchmarks/write_read.py
+	$(PY) benchmarks/spark_sink.py
 
 clean:
-	rm -rf $(VENV) $(PAIMON_VENV) warehouse .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PAIMON_VENV) warehouse warehouse-ci .pytest_cache .mypy_cache .ruff_cache
