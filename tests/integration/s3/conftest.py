@@ -44,7 +44,7 @@ class S3Warehouse:
         env["AWS_EC2_METADATA_DISABLED"] = "true"
         return env
 
-    def keys(self, prefix: str = "") -> list[str]:
+    def list_keys(self, prefix: str = "") -> list[str]:
         """Every key of the bucket below ``prefix`` (setup client, not snaplake)."""
         out: list[str] = []
         pages = self.endpoint.client().get_paginator("list_objects_v2")

@@ -91,5 +91,7 @@ def test_eight_processes_append_20_commits_each_on_seaweedfs(warehouse):
     referenced = set()
     for s in snaps:
         referenced |= {s.base_manifest_list, s.delta_manifest_list}
-    lists = {k.rsplit("/", 1)[-1] for k in warehouse.keys("wh/db.db/t/manifest/manifest-list-")}
+    lists = {
+        k.rsplit("/", 1)[-1] for k in warehouse.list_keys("wh/db.db/t/manifest/manifest-list-")
+    }
     assert lists == referenced
