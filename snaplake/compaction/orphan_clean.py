@@ -8,7 +8,9 @@ A candidate is an orphan when no retained snapshot and no tag references it
 data files and manifests exist before the snapshot that publishes them, so
 they are never older than the cutoff unless the writer stalled for longer
 than the grace period (one day by default). Schema, tag, consumer, hint and
-snapshot files are never candidates.
+snapshot files are never candidates. Scratch objects a FileIO left behind
+(``.snaplake-probe-*``, S3FileIO's conditional-write probe interrupted by a
+crash) are candidates in any directory of the table, schema/ included.
 
 Order: list candidates first, then read the snapshots and tags, then delete
 (parallel batches). A snapshot expired while being read is skipped; any other
@@ -31,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from snaplake.compaction._io import delete_in_batches, parallel_map, read_entries_strict
 from snaplake.compaction.tags import TagManager
 from snaplake.errors import CorruptMetadataError
-from snaplake.store.file_io import FileIO, FileStatus
+from snaplake.store.file_io import SCRATCH_PREFIX, FileIO, FileStatus
 from snaplake.store.manifest import ManifestEntry, read_manifest_file
 from snaplake.store.manifest_list import ManifestFileMeta, read_manifest_list
 from snaplake.store.paths import PathFactory
@@ -189,7 +191,9 @@ class OrphanFilesClean:
             parts = rel.split("/")
             name = parts[-1]
             top = parts[0]
-            if top == "manifest" and len(parts) == 2:
+            if name.startswith(SCRATCH_PREFIX):
+                yield status  # never referenced: an orphan once older than the cutoff
+            elif top == "manifest" and len(parts) == 2:
                 yield status
             elif top == "snapshot" and len(parts) == 2:
                 if not (name.startswith("snapshot-") or name in ("LATEST", "EARLIEST")):
