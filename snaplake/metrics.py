@@ -88,7 +88,7 @@ _MAINTENANCE_BUCKETS_S: tuple[float, ...] = (
 _LAG_BUCKETS_S: tuple[float, ...] = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 
 #: Values of the ``outcome`` label of ``snaplake_maintenance_runs_total``.
-MAINTENANCE_OUTCOMES: tuple[str, ...] = ("success", "noop", "skipped", "failure")
+MAINTENANCE_OUTCOMES: tuple[str, ...] = ("success", "noop", "failure")
 #: Values of the ``file_type`` label of ``snaplake_files_deleted_total``.
 FILE_TYPES: tuple[str, ...] = ("data", "manifest", "manifest_list", "snapshot", "other")
 
@@ -267,7 +267,7 @@ class SnaplakeMetrics:
         # -- maintenance ------------------------------------------------------
         self.maintenance_runs = Counter(
             "snaplake_maintenance_runs", "Maintenance task runs by table, task and outcome "
-            "(success = acted, noop = nothing due, skipped = table busy, failure = raised).",
+            "(success = acted, noop = nothing due, failure = raised).",
             ["table", "task", "outcome"], registry=r,
         )  # fmt: skip
         self.maintenance_failures = Counter(

@@ -11,6 +11,7 @@ A file looks like this (every key is optional except ``[[warehouse]]``)::
     lease_ttl = "60 s"              # a crashed daemon's tables are taken over after this
     lease_renew_interval = "20 s"
     shutdown_grace = "8 s"          # wait this long for running jobs on SIGTERM
+    metadata_cache_records = 50000  # decoded manifest entries kept in memory
 
     [metrics]
     listen = "127.0.0.1:9464"
@@ -195,6 +196,9 @@ class DaemonSettings:
         orphan_older_than: Orphan clean deletes only unreferenced files older
             than this.
         orphan_dry_run: Orphan clean only reports.
+        metadata_cache_records: Bound of the process-wide decoded-manifest
+            cache (records). The daemon reads every manifest ever written once;
+            a small bound keeps its memory flat (misses only cost decoding).
     """
 
     daemon_id: str
@@ -208,6 +212,7 @@ class DaemonSettings:
     files_interval: timedelta = timedelta(minutes=1)
     orphan_older_than: timedelta = timedelta(days=1)
     orphan_dry_run: bool = False
+    metadata_cache_records: int = 50_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -423,6 +428,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
     workers = daemon_sec.integer("workers", 4, minimum=1)
     discovery = daemon_sec.duration("discovery_interval", timedelta(minutes=1))
     grace = daemon_sec.duration("shutdown_grace", timedelta(seconds=8))
+    cache_records = daemon_sec.integer("metadata_cache_records", 50_000, minimum=0)
     daemon_sec.finish()
 
     metrics_sec = root.sub("metrics")
@@ -493,6 +499,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
             files_interval=files_interval,
             orphan_older_than=older_than,
             orphan_dry_run=orphan_dry_run,
+            metadata_cache_records=cache_records,
         ),
         warehouses=tuple(warehouses),
         tasks=tasks,
@@ -543,6 +550,7 @@ def describe_config(config: DaemonConfig) -> str:
         f'lease_ttl = "{_fmt_duration(d.lease_ttl)}"',
         f'lease_renew_interval = "{_fmt_duration(d.lease_renew_interval)}"',
         f'shutdown_grace = "{_fmt_duration(d.shutdown_grace)}"',
+        f"metadata_cache_records = {d.metadata_cache_records}",
         "",
         "[metrics]",
         f'listen = "{d.metrics_host}:{d.metrics_port}"',

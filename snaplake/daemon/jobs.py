@@ -22,15 +22,18 @@ Imports no apscheduler and no prometheus_client (metrics are recorded through
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Protocol
 
+from snaplake.commit.manifest_commit import ManifestMergeCommit
+from snaplake.commit.retry import RetryPolicy
 from snaplake.compaction.append_compact import AppendCompactor, CompactResult
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
-from snaplake.compaction.inline import maintenance_commit
+from snaplake.compaction.inline import MAINTENANCE_COMMIT_USER
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
 from snaplake.compaction.orphan_clean import OrphanCleanResult, OrphanFilesClean
 from snaplake.daemon.config import Task
@@ -58,6 +61,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+# (table, task) -> the failure last logged with a traceback, until the task succeeds again.
+_failing: dict[tuple[str, str], str] = {}
+_failing_lock = threading.Lock()
 
 
 class JobResult(Protocol):
@@ -251,6 +258,32 @@ def _count_types(paths: Iterable[str]) -> dict[str, int]:
     return counts
 
 
+#: Retries of maintenance commits. A streaming writer may commit every few
+#: milliseconds; with the table's writer-oriented backoff (doubling up to
+#: ``commit.max-retry-wait``) a compaction would fall further behind with every
+#: retry. The daemon retries often, briefly, and for up to two minutes.
+MAINTENANCE_RETRY_POLICY = RetryPolicy(
+    max_retries=500, timeout_s=120.0, min_wait_s=0.002, max_wait_s=0.1, jitter=0.5
+)
+
+
+def maintenance_committer(table: Table) -> ManifestMergeCommit:
+    """Return the committer of maintenance snapshots (user ``snaplake-maintenance``).
+
+    Uses :data:`MAINTENANCE_RETRY_POLICY` instead of the table's ``commit.*``
+    backoff, so a merge or compaction keeps up with a hot writer.
+    """
+    return ManifestMergeCommit(
+        file_io=table.file_io,
+        paths=table.paths,
+        schema_manager=table.schema_manager,
+        snapshot_manager=table.snapshot_manager,
+        table_name=table.identifier,
+        commit_user=MAINTENANCE_COMMIT_USER,
+        retry_policy=MAINTENANCE_RETRY_POLICY,
+    )
+
+
 def count_manifests(table: Table, snapshot: Snapshot | None) -> int:
     """Return how many manifest files ``snapshot`` references (base + delta lists).
 
@@ -330,10 +363,11 @@ def merge_manifests_job(table: Table, *, options: CoreOptions) -> ManifestMergeJ
             table=table.identifier, manifest_files=count, merge_min_count=min_count
         )
     merge = ManifestFileMerger(
-        commit=maintenance_commit(table),
+        commit=maintenance_committer(table),
         target_size_bytes=options.manifest_target_file_size_bytes,
         merge_min_count=min_count,
         full_threshold_bytes=options.manifest_full_compaction_threshold_bytes,
+        retry_policy=MAINTENANCE_RETRY_POLICY,
     ).execute(full=False)
     return ManifestMergeJobResult(
         table=table.identifier, manifest_files=count, merge_min_count=min_count, merge=merge
@@ -361,7 +395,7 @@ def compact_job(table: Table, *, options: CoreOptions) -> CompactJobResult:
     if counts.buckets_due == 0:
         return CompactJobResult(table=table.identifier, files=counts)
     compaction = AppendCompactor(
-        commit=maintenance_commit(table),
+        commit=maintenance_committer(table),
         target_file_size_bytes=options.target_file_size_bytes,
         min_file_num=options.compaction_min_file_num,
         small_file_ratio=options.compaction_small_file_ratio,
@@ -369,7 +403,25 @@ def compact_job(table: Table, *, options: CoreOptions) -> CompactJobResult:
     return CompactJobResult(table=table.identifier, files=counts, compaction=compaction)
 
 
-def expire_snapshots_job(table: Table, *, options: CoreOptions) -> ExpireJobResult:
+def _merge_expire_results(passes: list[ExpireResult]) -> ExpireResult:
+    if len(passes) == 1:
+        return passes[0]
+    return ExpireResult(
+        dry_run=False,
+        expired_snapshot_ids=tuple(i for p in passes for i in p.expired_snapshot_ids),
+        earliest_retained_id=passes[-1].earliest_retained_id,
+        latest_id=passes[-1].latest_id,
+        data_files=tuple(f for p in passes for f in p.data_files),
+        manifest_files=tuple(f for p in passes for f in p.manifest_files),
+        snapshot_files=tuple(f for p in passes for f in p.snapshot_files),
+        bytes_freed=sum(p.bytes_freed for p in passes),
+        duration_s=sum(p.duration_s for p in passes),
+    )
+
+
+def expire_snapshots_job(
+    table: Table, *, options: CoreOptions, budget: timedelta = timedelta(seconds=60)
+) -> ExpireJobResult:
     """Expire snapshots beyond the retention options.
 
     Skips the (metadata-reading) planning when no more than
@@ -379,9 +431,11 @@ def expire_snapshots_job(table: Table, *, options: CoreOptions) -> ExpireJobResu
         table: The table to maintain.
         options: Effective options of the table (they override the table's
             own retention options only where the table has none).
+        budget: Keep running passes of ``snapshot.expire.limit`` snapshots
+            while the previous pass hit the limit, for at most this long.
 
     Returns:
-        Snapshots retained before, and what the expiry deleted.
+        Snapshots retained before, and what the expiry deleted (all passes).
 
     Raises:
         CorruptMetadataError: metadata needed for planning is undecodable;
@@ -395,7 +449,7 @@ def expire_snapshots_job(table: Table, *, options: CoreOptions) -> ExpireJobResu
     retained = (latest - earliest + 1) if latest is not None and earliest is not None else 0
     if retained <= options.snapshot_num_retained_min:
         return ExpireJobResult(table=table.identifier, snapshots_retained=retained)
-    expire = ExpireSnapshots(
+    expirer = ExpireSnapshots(
         file_io=table.file_io,
         paths=table.paths,
         schema_manager=table.schema_manager,
@@ -404,7 +458,17 @@ def expire_snapshots_job(table: Table, *, options: CoreOptions) -> ExpireJobResu
         retain_max=options.snapshot_num_retained_max,
         time_retained=options.snapshot_time_retained,
         expire_limit=options.snapshot_expire_limit,
-    ).execute()
+    )
+    # snapshot.expire.limit bounds one pass (Paimon expires after every commit);
+    # the daemon runs passes until it has caught up with a fast writer.
+    deadline = time.monotonic() + budget.total_seconds()
+    passes = [expirer.execute()]
+    while (
+        passes[-1].snapshots_expired >= options.snapshot_expire_limit
+        and time.monotonic() < deadline
+    ):
+        passes.append(expirer.execute())
+    expire = _merge_expire_results(passes)
     deleted = {
         "data": len(expire.data_files),
         "snapshot": len(expire.snapshot_files),
@@ -499,8 +563,9 @@ def run_job(
 ) -> JobResult | None:
     """Run one job at the job boundary: time it, record it, and never let it raise.
 
-    A failure is logged at ERROR with the table, the task and the traceback,
-    counted in ``snaplake_maintenance_runs_total{outcome="failure"}`` and
+    A failure is logged at ERROR with the table, the task and the traceback
+    (a repeat of the same failure without the traceback), counted in
+    ``snaplake_maintenance_runs_total{outcome="failure"}`` and
     ``snaplake_maintenance_failures_total{error=<class>}``, and retried at
     the next scheduled run.
 
@@ -516,6 +581,7 @@ def run_job(
         The job's result, or ``None`` when it failed.
     """
     start = clock()
+    key = (table, task.value)
     try:
         result = fn()
     except Exception as exc:  # job boundary: one table's failure must not stop the daemon
@@ -523,11 +589,23 @@ def run_job(
         metrics.maintenance_runs.labels(table, task.value, "failure").inc()
         metrics.maintenance_failures.labels(table, task.value, type(exc).__name__).inc()
         metrics.maintenance_duration.labels(table, task.value).observe(duration)
-        logger.exception(
-            "%s of %s failed after %.1f ms (%s); retrying at the next run",
-            task.value, table, duration * 1000, type(exc).__name__,
-        )  # fmt: skip
+        signature = f"{type(exc).__name__}: {exc}"
+        with _failing_lock:
+            repeated = _failing.get(key) == signature
+            _failing[key] = signature
+        if repeated:  # the traceback was logged when this failure first appeared
+            logger.error("%s of %s still fails (%s); retrying at the next run",
+                         task.value, table, signature)  # fmt: skip
+        else:
+            logger.exception(
+                "%s of %s failed after %.1f ms (%s); retrying at the next run",
+                task.value, table, duration * 1000, type(exc).__name__,
+            )  # fmt: skip
         return None
+    with _failing_lock:
+        recovered = _failing.pop(key, None)
+    if recovered is not None:
+        logger.info("%s of %s succeeds again (was: %s)", task.value, table, recovered)
     duration = clock() - start
     record_job_result(metrics, result, duration_s=duration, now_s=wall_clock())
     level = logging.INFO if result.acted and task is not Task.WATCH else logging.DEBUG

@@ -9,9 +9,11 @@ Threads and pools (all APScheduler 3.x ``BlockingScheduler``, UTC,
   starve a lease renewal.
 - ``watch`` (two threads): each held table's :class:`TableWatcher`.
 - ``default`` (``workers`` threads): merge, compaction, expiry and orphan
-  clean, one APScheduler job per (task, table). The tasks of one table never
-  run at the same time (a per-table lock; a run that waited a whole interval
-  for it is skipped and counted as ``outcome="skipped"``).
+  clean, one APScheduler job per (task, table). Different tasks of one table
+  may run at the same time: each is an ordinary commit with conflict
+  detection (a merge re-plans on appends, a compaction conflicts only if its
+  inputs vanished, expiry never touches what the latest snapshot references),
+  so a slow compaction never holds back merges and expiry.
 
 A table's jobs exist only while this daemon holds its lease. SIGTERM/SIGINT
 stop the scheduling, wait up to ``shutdown_grace`` for running jobs, release
@@ -55,6 +57,7 @@ from snaplake.daemon.lease import TableLease
 from snaplake.daemon.watcher import TableWatcher
 from snaplake.errors import TableNotFoundError
 from snaplake.metrics import MetricsServer, SnaplakeMetrics, default_metrics, serve
+from snaplake.store import avro_fast
 from snaplake.table import Table
 
 __all__ = ["MaintenanceDaemon"]
@@ -62,6 +65,19 @@ __all__ = ["MaintenanceDaemon"]
 logger = logging.getLogger(__name__)
 
 _MISFIRE_GRACE_S = 30
+
+
+def _bound_metadata_cache(max_records: int) -> None:
+    """Shrink the process-wide decoded-metadata cache to ``max_records``.
+
+    The daemon reads every manifest ever written (merges, expiry, file counts),
+    so with the library default (2,000,000 records, sized for interactive
+    scans) its memory would grow for hours. ``DecodedCache`` has no resize
+    method yet: set the bound and evict by re-inserting nothing.
+    """
+    cache = avro_fast.metadata_cache
+    cache._max_records = max_records
+    cache.clear()
 
 
 @dataclass(slots=True, kw_only=True)
@@ -72,7 +88,6 @@ class _TableState:
     table: Table
     lease: TableLease
     watcher: TableWatcher
-    lock: threading.Lock = field(default_factory=threading.Lock)
     held: bool = False
     job_ids: list[str] = field(default_factory=list)
 
@@ -130,6 +145,7 @@ class MaintenanceDaemon:
             OSError: the metrics address cannot be bound.
         """
         d = self.config.daemon
+        _bound_metadata_cache(d.metadata_cache_records)
         self.metrics.daemon_up.set(1)
         self.metrics.daemon_start_time.set(time.time())
         if self._serve_http:
@@ -390,19 +406,10 @@ class MaintenanceDaemon:
                     table=name, task=task, metrics=self.metrics,
                 )  # fmt: skip
             return
-        # Wait (at most one interval) for another task of the table to finish.
-        if not state.lock.acquire(timeout=self.config.tasks[task].interval.total_seconds()):
-            logger.debug("%s of %s skipped: another task of the table is running", task, name)
-            self.metrics.maintenance_runs.labels(name, task.value, "skipped").inc()
-            return
-        try:
-            with self._tracked(f"{task.value}:{name}"):
-                logger.debug("%s of %s started", task.value, name)
-                run_job(self._job(state.table, task), table=name, task=task,
-                        metrics=self.metrics)  # fmt: skip
-                logger.debug("%s of %s finished", task.value, name)
-        finally:
-            state.lock.release()
+        with self._tracked(f"{task.value}:{name}"):
+            logger.debug("%s of %s started", task.value, name)
+            run_job(self._job(state.table, task), table=name, task=task, metrics=self.metrics)
+            logger.debug("%s of %s finished", task.value, name)
 
     def _job(self, table: Table, task: Task) -> Callable[[], JobResult]:
         config = self.config

@@ -63,6 +63,7 @@ def daemon_config(
     lease_renew: str = "2 s",
     grace: str = "8 s",
     log_level: str = "DEBUG",
+    files_interval: str = "1 s",
     extra: str = "",
 ) -> str:
     iv = {"watch": "1 s", "manifest_merge": "1 s", "compact": "2 s", "expire_snapshots": "1 s"}
@@ -83,7 +84,7 @@ uri = "{warehouse}"
 tables = [{table_list}]
 [tasks.watch]
 interval = "{iv["watch"]}"
-files_interval = "1 s"
+files_interval = "{files_interval}"
 [tasks.manifest_merge]
 interval = "{iv["manifest_merge"]}"
 [tasks.compact]
