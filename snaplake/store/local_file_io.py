@@ -32,6 +32,7 @@ from snaplake.store.file_io import FileIO, FileStatus
 
 __all__ = ["LocalFileIO"]
 
+
 def _load_syncfs() -> Callable[[int], int] | None:
     try:
         fn: Callable[[int], int] = ctypes.CDLL(None, use_errno=True).syncfs
