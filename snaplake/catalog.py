@@ -162,7 +162,8 @@ class FileSystemCatalog:
         """Create an append table (no primary key) and return it.
 
         Args:
-            identifier: ``database.table``; the database is created if absent.
+            identifier: ``database.table``; the database is created if absent
+                (after the schema file, so a refused create leaves nothing).
             schema: Column names, Arrow types and nullability.
             partition_keys: Partition columns, in directory order.
             options: Paimon table options; ``bucket`` defaults to ``-1``
@@ -185,7 +186,6 @@ class FileSystemCatalog:
         table_schema = TableSchema.from_arrow(
             schema, partition_keys=partition_keys, options=options, comment=comment
         )
-        self.create_database(db, ignore_if_exists=True)
         try:
             SchemaManager(self.file_io, PathFactory(root)).create(table_schema)
         except TableAlreadyExistsError:
@@ -194,6 +194,8 @@ class FileSystemCatalog:
             raise TableAlreadyExistsError(
                 f"table {identifier} already exists; use get_table or ignore_if_exists=True"
             ) from None
+        # The database marker only after the schema landed: a refused create writes nothing.
+        self.create_database(db, ignore_if_exists=True)
         return self.get_table(identifier)
 
     def get_table(self, identifier: str) -> Table:

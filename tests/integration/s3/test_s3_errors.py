@@ -111,9 +111,8 @@ def test_server_ignoring_conditional_writes_refuses_create_table(stripping):
     with pytest.raises(UnsafeStorageError) as info:
         stripping.catalog().create_table("db.t", schema=SCHEMA)
     assert "If-None-Match" in str(info.value) and "s3.allow-unsafe-create" in str(info.value)
-    # No table file and no probe scratch object; create_table's database marker (an
-    # unconditional write made before the schema's create-only write) is all there is.
-    assert stripping.list_keys() == ["wh/db.db/.snaplake-database"]
+    # Nothing at all: no schema, no probe scratch object, no database marker.
+    assert stripping.list_keys() == []
 
 
 def test_server_ignoring_conditional_writes_refuses_commit(stripping, moto):
