@@ -44,13 +44,13 @@ from snaplake.errors import (
 )
 from snaplake.store.avro_fast import concat_manifest_lists
 from snaplake.store.binary_row import decode_binary_row
-from snaplake.store.data_file import SimpleStats
 from snaplake.store.file_io import FileIO
-from snaplake.store.manifest import FileKind, ManifestEntry, write_manifest_file
+from snaplake.store.manifest import FileKind, ManifestEntry
 from snaplake.store.manifest_list import (
     ManifestFileMeta,
     encode_manifest_list,
 )
+from snaplake.store.manifest_writer import write_manifest
 from snaplake.store.paths import PathFactory
 from snaplake.store.scan import FileStoreScan
 from snaplake.store.schema import SchemaManager, TableSchema
@@ -61,7 +61,6 @@ from snaplake.store.snapshot import (
     Snapshot,
 )
 from snaplake.store.snapshot_manager import SnapshotManager
-from snaplake.store.stats import compare_partition_stats
 
 __all__ = ["SNAPLAKE_MARKER_PROPERTY", "FileStoreCommit"]
 
@@ -298,31 +297,7 @@ class FileStoreCommit:
         self, entries: Sequence[ManifestEntry], schema: TableSchema
     ) -> ManifestFileMeta:
         """Write one manifest of ``entries`` and describe it for a manifest list."""
-        name = self.paths.new_manifest_file_name()
-        size = write_manifest_file(
-            self.file_io,
-            self.paths.manifest_path(name),
-            entries,
-            compression=schema.core_options.manifest_compression,
-        )
-        # Null counts are per entry, as Java and pypaimon count them.
-        parts = compare_partition_stats([e.partition for e in entries], schema.partition_types)
-        return ManifestFileMeta(
-            file_name=name,
-            file_size_bytes=size,
-            num_added_files=sum(1 for e in entries if e.kind == FileKind.ADD),
-            num_deleted_files=sum(1 for e in entries if e.kind == FileKind.DELETE),
-            partition_stats=SimpleStats(
-                min_values=parts.min_values,
-                max_values=parts.max_values,
-                null_counts=parts.null_counts,
-            ),
-            schema_id=schema.id,
-            min_bucket=min(e.bucket for e in entries),
-            max_bucket=max(e.bucket for e in entries),
-            min_level=min(e.file.level for e in entries),
-            max_level=max(e.file.level for e in entries),
-        )
+        return write_manifest(self.file_io, self.paths, entries, schema=schema)
 
     def _base_list_bytes(self, latest: Snapshot | None, schema: TableSchema) -> bytes:
         """Bytes of the new base list = latest.base + latest.delta, copied block-wise."""

@@ -42,17 +42,15 @@ from snaplake.commit.manifest_commit import ManifestMergeCommit
 from snaplake.commit.retry import RetryPolicy
 from snaplake.compaction._io import parallel_map, read_entries_strict, read_list_strict
 from snaplake.errors import CommitRetriesExhaustedError, CommitStateUnknownError
-from snaplake.store.data_file import SimpleStats
 from snaplake.store.manifest import (
     FileKind,
     ManifestEntry,
     merge_entries,
-    write_manifest_file,
 )
 from snaplake.store.manifest_list import ManifestFileMeta
+from snaplake.store.manifest_writer import write_manifest
 from snaplake.store.schema import TableSchema
 from snaplake.store.snapshot import CommitKind, Snapshot
-from snaplake.store.stats import compare_partition_stats
 
 __all__ = ["ManifestFileMerger", "MergeResult"]
 
@@ -365,29 +363,12 @@ class ManifestFileMerger:
     def _write_manifest(
         self, entries: Sequence[ManifestEntry], schema: TableSchema
     ) -> ManifestFileMeta:
-        name = self.paths.new_manifest_file_name()
-        size = write_manifest_file(
+        return write_manifest(
             self.file_io,
-            self.paths.manifest_path(name),
+            self.paths,
             entries,
-            compression=schema.core_options.manifest_compression,
-        )
-        parts = compare_partition_stats([e.partition for e in entries], schema.partition_types)
-        return ManifestFileMeta(
-            file_name=name,
-            file_size_bytes=size,
-            num_added_files=sum(1 for e in entries if e.kind == FileKind.ADD),
-            num_deleted_files=sum(1 for e in entries if e.kind == FileKind.DELETE),
-            partition_stats=SimpleStats(
-                min_values=parts.min_values,
-                max_values=parts.max_values,
-                null_counts=parts.null_counts,
-            ),
+            schema=schema,
             schema_id=max(e.file.schema_id for e in entries),
-            min_bucket=min(e.bucket for e in entries),
-            max_bucket=max(e.bucket for e in entries),
-            min_level=min(e.file.level for e in entries),
-            max_level=max(e.file.level for e in entries),
         )
 
     def _discard(self, metas: Sequence[ManifestFileMeta]) -> None:
