@@ -1,21 +1,18 @@
 """S3FileIO: the FileIO for ``s3://bucket/key`` paths, over boto3.
 
-This is the only module of snaplake that imports ``boto3`` or ``botocore``;
-it imports them inside functions, so ``import snaplake`` works without the
-``s3`` extra. Every botocore failure is translated here, once, into a builtin
-(``FileNotFoundError``) or a :mod:`snaplake.errors` type naming the bucket,
-the key and what to check.
+This module and its helpers :mod:`~snaplake.store.s3_errors`,
+:mod:`~snaplake.store.s3_streams` and :mod:`~snaplake.store.s3_conditional`
+are the only ones importing ``boto3`` or ``botocore``; they import them inside
+functions, so ``import snaplake`` works without the ``s3`` extra. Every
+botocore failure is translated once, in :mod:`~snaplake.store.s3_errors`, into
+a builtin (``FileNotFoundError``) or a :mod:`snaplake.errors` type naming the
+bucket, the key and what to check.
 
-The commit primitive is ``PutObject`` with ``If-None-Match: *``: HTTP 412 is a
-lost race, HTTP 409 ``ConditionalRequestConflict`` is retried, and an
-uncertain outcome (a timeout or 5xx after the request was sent, including the
-case where botocore's own retry then meets our first attempt's object) is
-resolved by reading the object back and comparing its content. Nothing here
-ever checks existence before writing. Because a server that ignores
-``If-None-Match`` would silently break atomicity, each FileIO probes the
-bucket once before its first create-only write (a scratch key written twice
-must fail the second time) and refuses with :class:`UnsafeStorageError`
-unless the option ``s3.allow-unsafe-create`` is true.
+The commit primitive is ``PutObject`` with ``If-None-Match: *`` (412: a lost
+race; 409: retried; an uncertain outcome: read back and compared), preceded
+once per bucket by a probe that the server honours the header; both live in
+:mod:`~snaplake.store.s3_conditional`. Nothing ever checks existence before
+writing.
 
 Options (catalog options, highest precedence; unset keys fall back to the
 standard AWS environment variables, ``~/.aws/config`` / ``credentials`` and
@@ -61,26 +58,20 @@ import errno
 import io
 import logging
 import os
-import posixpath
-import random
 import threading
-import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any, NoReturn, cast
 from urllib.parse import urlsplit
 
 from snaplake.errors import (
-    FileAlreadyExistsError,
     InvalidOptionError,
     StorageAccessError,
     StorageError,
-    UnsafeStorageError,
 )
-from snaplake.store.file_io import SCRATCH_PREFIX, FileIO, FileStatus
+from snaplake.store.file_io import FileIO, FileStatus
+from snaplake.store.s3_conditional import ensure_conditional_writes, put_create_only
 from snaplake.store.s3_errors import (
     DENIED_CODES,
-    UNSUPPORTED_CODES,
     arrow_error_path,
     boto_error_from_arrow,
     status_code,
@@ -451,12 +442,6 @@ class S3FileIO(FileIO):
         except (ClientError, BotoCoreError) as exc:
             self._raise(exc, path=path, operation="read")
 
-    def _read_or_none(self, path: str) -> bytes | None:
-        try:
-            return self.read_bytes(path)
-        except FileNotFoundError:
-            return None
-
     def open_input(self, path: str) -> IO[bytes]:
         """Open ``path`` for random-access reading with ranged GETs.
 
@@ -686,164 +671,8 @@ class S3FileIO(FileIO):
             DESIGN.md §5d/§5f.
         """
         bucket, key = split_s3_path(path)
-        self._ensure_conditional_writes(path, bucket=bucket, key=key)
-        self._put_create_only(path, bucket=bucket, key=key, data=data)
-
-    def _put_create_only(self, path: str, *, bucket: str, key: str, data: bytes) -> None:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        client = self._s3()
-        uncertain = False
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                response = client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
-            except (ClientError, BotoCoreError) as exc:
-                status, code = self._status_code(exc)
-                retried = isinstance(exc, ClientError) and (
-                    exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) > 0
-                )
-                if status == 412:
-                    if (uncertain or retried) and self._holds(path, data):
-                        logger.info("create of %s confirmed by read-back after a retry", path)
-                        return
-                    raise FileAlreadyExistsError(
-                        f"{path} already exists (a concurrent writer created it first)",
-                        path=path,
-                        operation="write_if_absent",
-                    ) from exc
-                if status == 409 and code in ("ConditionalRequestConflict", "OperationAborted"):
-                    if attempt > self._settings.conflict_max_retries:
-                        raise StorageError(
-                            f"create of {path} kept meeting concurrent conditional writes "
-                            f"(409 {code}) after {attempt} attempts; retry later",
-                            path=path,
-                            operation="write_if_absent",
-                        ) from exc
-                    self._backoff(attempt)
-                    continue
-                if isinstance(exc, ClientError) and status < 500 and status not in (408, 429):
-                    self._raise(exc, path=path, operation="write_if_absent")
-                # Timeout, dropped connection or 5xx: the PUT may have landed.
-                uncertain = True
-                logger.warning(
-                    "create of %s ended uncertainly (%s, attempt %d); reading it back",
-                    path,
-                    code or type(exc).__name__,
-                    attempt,
-                )
-                current = self._read_back(path, cause=exc)
-                if current == data:
-                    logger.info("create of %s confirmed by read-back", path)
-                    return
-                if current is not None:
-                    raise FileAlreadyExistsError(
-                        f"{path} already exists with other content (a concurrent writer won)",
-                        path=path,
-                        operation="write_if_absent",
-                    ) from exc
-                if attempt > self._settings.conflict_max_retries:
-                    raise StorageError(
-                        f"create of {path} failed {attempt} times without a definite outcome "
-                        f"({code or type(exc).__name__}); it is absent now but a delayed "
-                        "request may still land: read it back before retrying",
-                        path=path,
-                        operation="write_if_absent",
-                    ) from exc
-                self._backoff(attempt)
-                continue
-            logger.debug("created %s (etag %s)", path, response.get("ETag"))
-            return
-
-    def _read_back(self, path: str, *, cause: BaseException) -> bytes | None:
-        try:
-            return self._read_or_none(path)
-        except StorageError as exc:
-            raise type(exc)(
-                f"create of {path} has an unknown outcome ({type(cause).__name__}) and reading "
-                f"it back failed: {exc}",
-                path=path,
-                operation="write_if_absent",
-            ) from exc
-
-    def _holds(self, path: str, data: bytes) -> bool:
-        return self._read_or_none(path) == data
-
-    @staticmethod
-    def _backoff(attempt: int) -> None:
-        delay_s = min(0.05 * 2 ** (attempt - 1), 2.0)
-        time.sleep(delay_s * (1 + 0.2 * random.random()))
-
-    def _ensure_conditional_writes(self, path: str, *, bucket: str, key: str) -> None:
-        """Probe once per bucket that the server honours ``If-None-Match: *``."""
-        if bucket in self._verified_buckets:
-            return
-        if self._settings.allow_unsafe_create:
-            if not self._warned_unsafe:
-                self._warned_unsafe = True
-                logger.warning(
-                    "s3.allow-unsafe-create is true: conditional writes are not verified; "
-                    "concurrent commits may overwrite each other"
-                )
-            return
-        with self._lock:
-            if bucket in self._verified_buckets:
-                return
-            parent = posixpath.dirname(key)
-            probe_key = (parent + "/" if parent else "") + SCRATCH_PREFIX + uuid.uuid4().hex
-            unsafe_reason = self._probe(path, bucket=bucket, probe_key=probe_key)
-            if unsafe_reason:
-                raise UnsafeStorageError(
-                    f"refusing create-only write of {path}: the S3 server at "
-                    f"{self._endpoint_for_messages()} {unsafe_reason}, so concurrent commits "
-                    "could overwrite each other. Use a server with conditional writes (AWS S3, "
-                    "SeaweedFS, recent MinIO) or, if only one writer ever commits, set "
-                    "s3.allow-unsafe-create=true",
-                    path=path,
-                    operation="write_if_absent",
-                )
-            self._verified_buckets.add(bucket)
-            logger.debug("bucket %s honours If-None-Match", bucket)
-
-    def _probe(self, path: str, *, bucket: str, probe_key: str) -> str | None:
-        """Create ``probe_key`` twice with ``If-None-Match: *``; return why that is unsafe.
-
-        Errors are reported against ``path``, the write the caller asked for.
-        The scratch object is deleted whenever the first write created it.
-        """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        client = self._s3()
-        created = False
-        try:
-            for round_ in (1, 2):
-                try:
-                    client.put_object(
-                        Bucket=bucket, Key=probe_key, Body=b"probe-%d" % round_, IfNoneMatch="*"
-                    )
-                    created = True
-                except ClientError as exc:
-                    status, code = self._status_code(exc)
-                    if round_ == 2 and status == 412:
-                        return None
-                    if status == 501 or code in UNSUPPORTED_CODES:
-                        return f"does not implement If-None-Match ({code or status})"
-                    self._raise(exc, path=path, operation="write_if_absent")
-                except BotoCoreError as exc:
-                    self._raise(exc, path=path, operation="write_if_absent")
-            return "ignores If-None-Match (a second create of a scratch key succeeded)"
-        finally:
-            if created:
-                self._delete_probe(bucket=bucket, key=probe_key)
-
-    def _delete_probe(self, *, bucket: str, key: str) -> None:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            self._s3().delete_object(Bucket=bucket, Key=key)
-        except (ClientError, BotoCoreError):
-            logger.warning("could not delete probe object s3://%s/%s", bucket, key, exc_info=True)
+        ensure_conditional_writes(self, path, bucket=bucket, key=key)
+        put_create_only(self, path, bucket=bucket, key=key, data=data)
 
     def open_output(self, path: str) -> IO[bytes]:
         """Open a stream that uploads ``path`` as it is written; visible once closed.
