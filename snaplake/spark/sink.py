@@ -28,11 +28,10 @@ from typing import TYPE_CHECKING
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitResult
 from snaplake.spark._common import resolve_table
-from snaplake.spark.write import _MessageListParam, commit_or_abort, write_messages
+from snaplake.spark.write import commit_or_abort, write_messages
 from snaplake.table import Table
 
 if TYPE_CHECKING:
-    from pyspark.accumulators import Accumulator
     from pyspark.sql import DataFrame
 
 __all__ = ["BatchOutcome", "SinkBatchResult", "SnaplakeSink"]
@@ -82,10 +81,9 @@ class SinkBatchResult:
 
 @dataclass(slots=True)
 class _UserState:
-    """Per commit user: the committer (keeps its last lists), a message accumulator, a lock."""
+    """Per commit user: the committer (keeps its last manifest lists) and a lock."""
 
     committer: FileStoreCommit
-    accumulator: Accumulator[list[bytes]] | None
     lock: threading.Lock
 
 
@@ -163,15 +161,12 @@ class SnaplakeSink:
             )
         return f"spark-{query_id}"
 
-    def _state(self, df: DataFrame, user: str) -> _UserState:
+    def _state(self, user: str) -> _UserState:
         with self._states_lock:
             state = self._states.get(user)
             if state is None:
-                sc = df.sparkSession.sparkContext
                 state = _UserState(
-                    committer=self.table.new_commit(commit_user=user),
-                    accumulator=sc.accumulator([], _MessageListParam()),  # type: ignore[arg-type]
-                    lock=threading.Lock(),
+                    committer=self.table.new_commit(commit_user=user), lock=threading.Lock()
                 )
                 self._states[user] = state
             return state
@@ -214,7 +209,7 @@ class SnaplakeSink:
         """
         started = time.perf_counter()
         user = self.resolve_commit_user(df)
-        state = self._state(df, user)
+        state = self._state(user)
         with state.lock:
             result = self._write_batch(df, batch_id, user, state, started)
         logger.info(
@@ -249,7 +244,6 @@ class SnaplakeSink:
             self.table,
             commit_user=user,
             check_nullability=self.check_nullability,
-            accumulator=state.accumulator,
         )
         written = time.perf_counter()
         if not messages:

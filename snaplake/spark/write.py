@@ -5,8 +5,8 @@ its partition's Arrow batches (``mapInArrow``), so the files have the same
 partition/bucket layout and statistics as a plain Python write, and returns
 its ``CommitMessage`` bytes. The driver collects them and commits once.
 Files of a task attempt that fails are deleted by that attempt; files of
-tasks that succeeded in a job that then failed, and of a commit that failed,
-are deleted by the driver.
+a job that failed (every file is named with the job's token) and of a commit
+that failed are deleted by the driver.
 
 Used by :func:`write` (batch) and by :class:`snaplake.spark.SnaplakeSink`
 (streaming).
@@ -14,14 +14,17 @@ Used by :func:`write` (batch) and by :class:`snaplake.spark.SnaplakeSink`
 
 from __future__ import annotations
 
+import itertools
 import logging
+import secrets
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from snaplake.commit.message import CommitMessage, DataIncrement
+from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
 from snaplake.commit.table_write import TableWrite, abort_messages
 from snaplake.errors import CommitStateUnknownError, SchemaMismatchError
@@ -32,7 +35,7 @@ from snaplake.store.schema import TableSchema
 from snaplake.table import Table
 
 if TYPE_CHECKING:
-    from pyspark.accumulators import Accumulator
+    from pyspark import SparkContext
     from pyspark.sql import DataFrame
 
 __all__ = ["write", "write_messages"]
@@ -43,20 +46,30 @@ _MESSAGE_SCHEMA = pa.schema([pa.field("message", pa.binary(), nullable=False)])
 _SCHEMA_ERROR_MARK = "snaplake.errors.SchemaMismatchError"
 
 
-class _MessageListParam:
-    """Accumulator of serialised CommitMessages (a list of bytes; order irrelevant).
+class _BatchPathFactory(PathFactory):
+    """PathFactory whose data file names start with the batch's token.
 
-    Spark merges a task's update only when the task succeeds, so after a
-    failed job the driver holds exactly the messages of the tasks that had
-    finished: their files are the ones to delete.
+    Names stay Paimon-shaped, ``data-<uuid>-<n>.parquet``: the first 16 hex
+    digits of the uuid are the token of the Spark job (shared by all its
+    tasks), the last 16 are random per task attempt. After a failed job the
+    driver can therefore find every file the job wrote, including files of
+    tasks that were still running when the job failed, by name.
     """
 
-    def zero(self, value: list[bytes]) -> list[bytes]:
-        return []
+    def __init__(self, table_root: str, *, token: str) -> None:
+        super().__init__(table_root)
+        rand = secrets.token_hex(8)
+        self.file_uuid = f"{token[:8]}-{token[8:12]}-{token[12:16]}-{rand[:4]}-{rand[4:]}"
+        self._names = itertools.count()
 
-    def addInPlace(self, value1: list[bytes], value2: list[bytes]) -> list[bytes]:  # noqa: N802 - pyspark's name
-        value1.extend(value2)
-        return value1
+    def new_data_file_name(self, *, extension: str = "parquet") -> str:
+        """A fresh ``data-<token-uuid>-<n>.<extension>`` name (thread-safe)."""
+        return f"data-{self.file_uuid}-{next(self._names)}.{extension}"
+
+
+def _token_prefix(token: str) -> str:
+    """The file-name prefix shared by every data file of the job with ``token``."""
+    return f"data-{token[:8]}-{token[8:12]}-{token[12:16]}-"
 
 
 class _WriteTask:
@@ -69,24 +82,18 @@ class _WriteTask:
     """
 
     def __init__(
-        self,
-        *,
-        file_io: FileIO,
-        root: str,
-        schema: TableSchema,
-        commit_user: str,
-        accumulator: Accumulator[list[bytes]] | None,
+        self, *, file_io: FileIO, root: str, schema: TableSchema, commit_user: str, token: str
     ) -> None:
         self.file_io = file_io
         self.root = root
         self.schema = schema
         self.commit_user = commit_user
-        self.accumulator = accumulator
+        self.token = token
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         write = TableWrite(
             file_io=self.file_io,
-            paths=PathFactory(self.root),
+            paths=_BatchPathFactory(self.root, token=self.token),
             schema=self.schema,
             commit_user=self.commit_user,
         )
@@ -96,37 +103,14 @@ class _WriteTask:
                 write.write_arrow(batch)
             messages = write.prepare_commit()
         except BaseException:
-            _abort_attempt(write, messages)
+            try:
+                write.abort(messages)
+            except Exception:  # the task's own error matters more; orphan clean remains
+                logger.warning("could not delete the files of a failed write task", exc_info=True)
             raise
-        if not messages:
-            return
-        payload = [m.to_bytes() for m in messages]
-        if self.accumulator is not None:
-            self.accumulator.add(payload)
-        yield pa.RecordBatch.from_arrays([pa.array(payload, pa.binary())], schema=_MESSAGE_SCHEMA)
-
-
-def _abort_attempt(write: TableWrite, prepared: Sequence[CommitMessage]) -> None:
-    """Delete every file a failed task attempt wrote: prepared ones and rolled-but-unprepared ones.
-
-    ``TableWrite.abort`` deletes the files of the messages it is given; files
-    a buffer rolled before ``prepare_commit`` returned are still listed in
-    the write's buffers, so they are turned into messages here.
-    """
-    pending = [
-        CommitMessage(
-            partition=buf.partition,
-            bucket=buf.bucket,
-            total_buckets=write.schema.core_options.bucket,
-            data_increment=DataIncrement(new_files=tuple(buf.files)),
-        )
-        for buf in write._buffers.values()
-        if buf.files
-    ]
-    try:
-        write.abort([*prepared, *pending])
-    except Exception:  # the task's own error matters more; orphan clean remains
-        logger.warning("could not delete the files of a failed write task", exc_info=True)
+        if messages:
+            payload = pa.array([m.to_bytes() for m in messages], pa.binary())
+            yield pa.RecordBatch.from_arrays([payload], schema=_MESSAGE_SCHEMA)
 
 
 def _abort_on_driver(table: Table, schema: TableSchema, messages: Sequence[CommitMessage]) -> None:
@@ -140,17 +124,69 @@ def _abort_on_driver(table: Table, schema: TableSchema, messages: Sequence[Commi
         logger.warning("could not delete the files of %d message(s)", len(messages), exc_info=True)
 
 
+def _wait_for_tasks(
+    sc: SparkContext, group: str | None, before: set[int], timeout_s: float
+) -> None:
+    """Wait until no task of the jobs started since ``before`` (in ``group``) is still running.
+
+    A failed job's other tasks may keep running (and writing) for a while;
+    Spark kills Python workers ``spark.python.task.killTimeout`` after a
+    cancellation.
+    """
+    tracker = sc.statusTracker()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        running = 0
+        for job_id in set(tracker.getJobIdsForGroup(group)) - before:
+            job = tracker.getJobInfo(job_id)
+            for stage_id in job.stageIds if job is not None else ():
+                stage = tracker.getStageInfo(stage_id)
+                running += stage.numActiveTasks if stage is not None else 0
+        if running == 0:
+            return
+        if time.monotonic() > deadline:
+            logger.warning("%d task(s) of a failed write are still running; not waiting", running)
+            return
+        time.sleep(0.05)
+
+
+def _delete_job_files(table: Table, token: str) -> None:
+    """Delete every data file named with ``token`` (the files of one failed job).
+
+    Storage: lists the table directory; deletes the matching data files.
+    """
+    prefix = _token_prefix(token)
+    try:
+        doomed = [
+            st.path
+            for st in table.file_io.list_files(table.root)
+            if st.path.rsplit("/", 1)[-1].startswith(prefix)
+        ]
+        table.file_io.delete_many(doomed)
+    except Exception:  # cleanup must not hide the original error; orphan clean remains
+        logger.warning("could not delete the files of a failed write", exc_info=True)
+        return
+    if doomed:
+        logger.info(
+            "deleted %d data file(s) of a failed write to %s", len(doomed), table.identifier
+        )
+
+
 def write_messages(
     df: DataFrame,
     table: Table,
     *,
     commit_user: str,
     check_nullability: bool = True,
-    accumulator: Accumulator[list[bytes]] | None = None,
+    straggler_timeout_s: float = 120.0,
 ) -> tuple[list[CommitMessage], TableSchema]:
     """Write ``df`` into data files on the executors and return their CommitMessages.
 
     Nothing is committed: the caller commits the messages or aborts them.
+    Every data file of the job is named with a random per-job token; when
+    the job fails, the driver waits for its remaining tasks to stop, then
+    deletes every file carrying the token (a task attempt that fails also
+    deletes its own files at once).
 
     Args:
         df: Any DataFrame whose columns match the table (any order; see
@@ -159,8 +195,8 @@ def write_messages(
         table: The target table.
         commit_user: Recorded in the writers' logs.
         check_nullability: See ``check_spark_schema``.
-        accumulator: A ``_MessageListParam`` accumulator to reuse (the sink
-            keeps one per commit user); a new one is made when ``None``.
+        straggler_timeout_s: After a failure, how long to wait (seconds) for
+            the job's still-running tasks before deleting its files.
 
     Returns:
         The messages (one per partition and bucket and task) and the schema
@@ -172,38 +208,36 @@ def write_messages(
             ``check_nullability=False``, a NOT NULL column held a null. No
             file is left behind.
         Exception: whatever the Spark job raised (a ``Py4JJavaError`` or
-            ``PythonException``), after the files of its finished tasks were
-            deleted.
+            ``PythonException``), after the job's files were deleted.
 
     Storage:
         Writes Parquet data files under the table (invisible until
-        committed); deletes them again when the job fails.
+        committed); after a failure, lists the table and deletes them again.
     """
     schema = table.schema()
     check_spark_schema(df.schema, schema, check_nullability=check_nullability)
     sc = df.sparkSession.sparkContext
-    acc = accumulator if accumulator is not None else sc.accumulator([], _MessageListParam())  # type: ignore[arg-type]
-    acc.value = []
+    token = secrets.token_hex(8)
     task = _WriteTask(
         file_io=table.file_io,
         root=table.root,
         schema=schema,
         commit_user=commit_user,
-        accumulator=acc,
+        token=token,
     )
+    group = sc.getLocalProperty("spark.jobGroup.id")
+    before = set(sc.statusTracker().getJobIdsForGroup(group))
     try:
         rows = df.mapInArrow(task, "message binary").collect()
     except Exception as exc:
-        finished = [CommitMessage.from_bytes(bytes(b)) for b in acc.value]
-        acc.value = []
-        _abort_on_driver(table, schema, finished)
+        _wait_for_tasks(sc, group, before, straggler_timeout_s)
+        _delete_job_files(table, token)
         if _SCHEMA_ERROR_MARK in str(exc):
             raise SchemaMismatchError(
                 f"a micro-batch row does not fit table {table.identifier}: "
                 f"{_schema_error_text(str(exc))}"
             ) from exc
         raise
-    acc.value = []
     return [CommitMessage.from_bytes(bytes(r[0])) for r in rows], schema
 
 

@@ -6,6 +6,7 @@ Each task deserialises its own copy, so the counters are per task attempt.
 from __future__ import annotations
 
 import os
+import time
 from typing import IO
 
 from snaplake.store.local_file_io import LocalFileIO
@@ -23,6 +24,9 @@ class FailingDataFileIO(LocalFileIO):
         attempts: Task attempt numbers that fail (``None`` = every attempt).
         after_files: Data files the failing task writes successfully first.
         marker_dir: Where each injected failure leaves a marker file (proof it happened).
+        slow_partition: A partition whose task sleeps ``delay_s`` seconds before
+            each data file (so it is still running when another task fails).
+        delay_s: See ``slow_partition``.
     """
 
     def __init__(
@@ -32,12 +36,16 @@ class FailingDataFileIO(LocalFileIO):
         attempts: tuple[int, ...] | None,
         after_files: int,
         marker_dir: str,
+        slow_partition: int | None = None,
+        delay_s: float = 0.0,
     ) -> None:
         super().__init__(fsync=False)
         self.partition = partition
         self.attempts = attempts
         self.after_files = after_files
         self.marker_dir = marker_dir
+        self.slow_partition = slow_partition
+        self.delay_s = delay_s
         self._written = 0
 
     def arrow_filesystem(self) -> None:  # type: ignore[override]
@@ -48,6 +56,8 @@ class FailingDataFileIO(LocalFileIO):
 
         ctx = TaskContext.get()
         if ctx is not None and "/bucket-" in path:
+            if ctx.partitionId() == self.slow_partition:
+                time.sleep(self.delay_s)
             chosen = self.partition is None or ctx.partitionId() == self.partition
             attempt = self.attempts is None or ctx.attemptNumber() in self.attempts
             if chosen and attempt:

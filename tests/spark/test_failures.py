@@ -39,10 +39,11 @@ def _table(warehouse: Path, file_io: Any = None) -> Table:
     return Table(file_io=file_io, root=created.root, identifier=created.identifier)
 
 
-def _df(spark: Any, rows: int = 3_000, partitions: int = 2) -> Any:
-    return spark.createDataFrame(numbered_rows(0, rows).to_pylist(), ROWS_SPARK_DDL).repartition(
-        partitions
-    )
+def _df(spark: Any, rows: int = 3_000) -> Any:
+    """Two partitions in a single stage (no shuffle), so one job = one stage of two tasks."""
+    df = spark.createDataFrame(numbered_rows(0, rows).to_pylist(), ROWS_SPARK_DDL)
+    assert df.rdd.getNumPartitions() == 2
+    return df
 
 
 def test_task_failure_is_retried_and_rows_land_once(spark: Any, tmp_path: Path) -> None:
@@ -62,10 +63,19 @@ def test_task_failure_is_retried_and_rows_land_once(spark: Any, tmp_path: Path) 
     assert data_files_on_disk(Path(table.root)) == live_data_files(table)
 
 
-def test_failed_job_deletes_files_of_finished_tasks(spark: Any, tmp_path: Path) -> None:
-    """Partition 1 fails on every attempt: the batch fails, partition 0's files are deleted."""
+def test_failed_job_deletes_files_of_all_its_tasks(spark: Any, tmp_path: Path) -> None:
+    """Partition 1 fails on every attempt while partition 0 is still writing (slowly).
+
+    The batch fails; the driver waits for partition 0's task to stop and deletes
+    the files it wrote after the job had already failed.
+    """
     fio = FailingDataFileIO(
-        partition=1, attempts=None, after_files=1, marker_dir=str(tmp_path / "faults")
+        partition=1,
+        attempts=None,
+        after_files=1,
+        marker_dir=str(tmp_path / "faults"),
+        slow_partition=0,
+        delay_s=1.0,
     )
     table = _table(tmp_path / "wh", fio)
     sink = SnaplakeSink(table, commit_user="doomed")
