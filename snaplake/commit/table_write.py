@@ -145,14 +145,31 @@ def write_data_file(
     """Write ``data`` as one Parquet file at ``path``; return its size in bytes.
 
     ``compression_level`` applies to zstd (Paimon's ``file.compression.zstd-level``).
+    When ``data.nbytes`` is at most ``file_io.buffered_write_max_bytes`` (an
+    upper estimate: Parquet is smaller than Arrow in memory), the file is
+    built in memory and created with one ``FileIO.write_output`` (on S3 one
+    ``PutObject`` instead of a three-request multipart upload); otherwise it
+    is streamed.
 
     Raises:
         StorageError: the storage failed (``StorageAccessError`` for refused
             credentials; pyarrow's ``OSError`` s go through
-            ``FileIO.translate_error``).
+            ``FileIO.translate_error``, ``write_output`` raises typed errors).
 
     Storage: creates ``path`` (a unique name; never overwritten).
     """
+    limit_bytes = file_io.buffered_write_max_bytes
+    if limit_bytes > 0 and data.nbytes <= limit_bytes:
+        buffer = pa.BufferOutputStream()
+        pq.write_table(
+            data,
+            buffer,
+            compression=compression,
+            compression_level=_level(compression, compression_level),
+        )
+        body = buffer.getvalue()
+        file_io.write_output(path, body.to_pybytes())
+        return int(body.size)
     arrow = file_io.arrow_filesystem()
     if arrow is not None:
         fs, prefix = arrow

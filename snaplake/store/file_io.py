@@ -58,9 +58,20 @@ class FileIO(abc.ABC):
         read_parallelism: How many small metadata files are worth reading at
             once (1 for local disk, where decoding dominates; more for object
             stores, where round trips do).
+        buffered_write_max_bytes: Largest new file, in bytes, that is cheaper
+            to build in memory and create with one :meth:`write_output` than
+            to stream through :meth:`arrow_filesystem` or :meth:`open_output`.
+            Writers of files of unknown final size (Parquet data files) buffer
+            when an upper estimate of the size (Arrow's in-memory ``nbytes``)
+            is at most this; a larger file stays correct, only costlier in
+            memory. ``0`` (the default) means always stream. S3 sets its
+            multipart part size: below it pyarrow's stream costs three
+            requests (create, part, complete) where :meth:`write_output`
+            costs one.
     """
 
     read_parallelism: int = 1
+    buffered_write_max_bytes: int = 0
 
     @abc.abstractmethod
     def read_bytes(self, path: str) -> bytes:
@@ -129,6 +140,24 @@ class FileIO(abc.ABC):
         Used for data files, whose names are unique, so no create-if-absent is
         needed.
         """
+
+    def write_output(self, path: str, data: bytes) -> None:
+        """Create a new file at ``path`` from its complete content, like :meth:`open_output`.
+
+        The guarantees of :meth:`open_output` in one call: ``path`` is a
+        fresh, unique name (a data file), nothing is visible until the whole
+        content is, and no commit-grade create-if-absent is required (on S3
+        no conditional-write probe). Used for data files up to
+        :attr:`buffered_write_max_bytes`. The default writes ``data`` through
+        :meth:`open_output`.
+
+        Raises:
+            FileAlreadyExistsError: ``path`` exists (a reused name: a bug).
+            StorageError: the backend failed; nothing or all of ``data`` is
+                at ``path``.
+        """
+        with self.open_output(path) as out:
+            out.write(data)
 
     @abc.abstractmethod
     def exists(self, path: str) -> bool:

@@ -47,18 +47,30 @@ logger = logging.getLogger(__name__)
 _CONFLICT_CODES = ("ConditionalRequestConflict", "OperationAborted")
 
 
-def put_create_only(file_io: S3FileIO, path: str, *, bucket: str, key: str, data: bytes) -> None:
+def put_create_only(
+    file_io: S3FileIO,
+    path: str,
+    *,
+    bucket: str,
+    key: str,
+    data: bytes,
+    operation: str = "write_if_absent",
+) -> None:
     """Create ``s3://bucket/key`` with ``data`` unless an object is there (no probe).
 
-    The caller has run :func:`ensure_conditional_writes` for ``bucket``.
+    Commit points run :func:`ensure_conditional_writes` for ``bucket`` first;
+    data files (``S3FileIO.write_output``) need not, since their names are
+    unique and the condition only guards against a reused name.
+
     412 means another writer won, unless the request was retried (by us or
     by botocore) after an uncertain outcome and the object holds ``data``:
     then the first attempt was ours. 409 ``ConditionalRequestConflict`` /
     ``OperationAborted`` is retried with exponential backoff (50 ms doubling,
-    capped at 2 s, 20 % jitter). A timeout, connection loss, 408, 429 or 5xx
-    is resolved by reading the object back: our bytes mean success, other
-    bytes mean the race was lost, nothing means the PUT is sent again (safe,
-    since it can only create).
+    capped at 2 s, 20 % jitter). 501 (the header is not implemented) fails
+    at once. A timeout, connection loss, 408, 429 or another 5xx is resolved
+    by reading the object back: our bytes mean success, other bytes mean the
+    race was lost, nothing means the PUT is sent again (safe, since it can
+    only create).
 
     Args:
         file_io: The FileIO whose client, settings and error translation are used.
@@ -66,6 +78,7 @@ def put_create_only(file_io: S3FileIO, path: str, *, bucket: str, key: str, data
         bucket: Bucket of ``path``.
         key: Key of ``path``.
         data: The complete content.
+        operation: Named in raised errors (``"write"`` for data files).
 
     Raises:
         FileAlreadyExistsError: the object exists with other content (race
@@ -104,7 +117,7 @@ def put_create_only(file_io: S3FileIO, path: str, *, bucket: str, key: str, data
                 raise FileAlreadyExistsError(
                     f"{path} already exists (a concurrent writer created it first)",
                     path=path,
-                    operation="write_if_absent",
+                    operation=operation,
                 ) from exc
             if status == 409 and code in _CONFLICT_CODES:
                 if attempt > max_retries:
@@ -112,12 +125,13 @@ def put_create_only(file_io: S3FileIO, path: str, *, bucket: str, key: str, data
                         f"create of {path} kept meeting concurrent conditional writes "
                         f"(409 {code}) after {attempt} attempts; retry later",
                         path=path,
-                        operation="write_if_absent",
+                        operation=operation,
                     ) from exc
                 _backoff(attempt)
                 continue
-            if isinstance(exc, ClientError) and status < 500 and status not in (408, 429):
-                file_io._raise(exc, path=path, operation="write_if_absent")
+            definite = status < 500 and status not in (408, 429)
+            if isinstance(exc, ClientError) and (definite or status == 501):
+                file_io._raise(exc, path=path, operation=operation)
             # Timeout, dropped connection or 5xx: the PUT may have landed.
             uncertain = True
             logger.warning(
@@ -126,7 +140,7 @@ def put_create_only(file_io: S3FileIO, path: str, *, bucket: str, key: str, data
                 code or type(exc).__name__,
                 attempt,
             )
-            current = _read_back(file_io, path, cause=exc)
+            current = _read_back(file_io, path, cause=exc, operation=operation)
             if current == data:
                 logger.info("create of %s confirmed by read-back", path)
                 return
@@ -134,7 +148,7 @@ def put_create_only(file_io: S3FileIO, path: str, *, bucket: str, key: str, data
                 raise FileAlreadyExistsError(
                     f"{path} already exists with other content (a concurrent writer won)",
                     path=path,
-                    operation="write_if_absent",
+                    operation=operation,
                 ) from exc
             if attempt > max_retries:
                 raise StorageError(
@@ -142,7 +156,7 @@ def put_create_only(file_io: S3FileIO, path: str, *, bucket: str, key: str, data
                     f"({code or type(exc).__name__}); it is absent now but a delayed "
                     "request may still land: read it back before retrying",
                     path=path,
-                    operation="write_if_absent",
+                    operation=operation,
                 ) from exc
             _backoff(attempt)
             continue
@@ -157,7 +171,9 @@ def _read_or_none(file_io: S3FileIO, path: str) -> bytes | None:
         return None
 
 
-def _read_back(file_io: S3FileIO, path: str, *, cause: BaseException) -> bytes | None:
+def _read_back(
+    file_io: S3FileIO, path: str, *, cause: BaseException, operation: str
+) -> bytes | None:
     try:
         return _read_or_none(file_io, path)
     except StorageError as exc:
@@ -165,7 +181,7 @@ def _read_back(file_io: S3FileIO, path: str, *, cause: BaseException) -> bytes |
             f"create of {path} has an unknown outcome ({type(cause).__name__}) and reading "
             f"it back failed: {exc}",
             path=path,
-            operation="write_if_absent",
+            operation=operation,
         ) from exc
 
 

@@ -146,6 +146,8 @@ class S3FileIO(FileIO):
         self._init_runtime()
 
     def _init_runtime(self) -> None:
+        # Below one multipart part, a new file is one PutObject via write_new.
+        self.buffered_write_max_bytes = self._settings.part_size_bytes
         self._lock = threading.RLock()
         self._pid = os.getpid()
         self._client: Any = None
@@ -626,6 +628,10 @@ class S3FileIO(FileIO):
         if not overwrite:
             self.write_if_absent(path, data)
             return
+        self._put(path, data)
+
+    def _put(self, path: str, data: bytes) -> None:
+        """Send one unconditional ``PutObject``; errors are reported as ``"write"``."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         bucket, key = split_s3_path(path)
@@ -633,6 +639,35 @@ class S3FileIO(FileIO):
             self._s3().put_object(Bucket=bucket, Key=key, Body=data)
         except (ClientError, BotoCoreError) as exc:
             self._raise(exc, path=path, operation="write")
+
+    def write_output(self, path: str, data: bytes) -> None:
+        """Create the data file ``path`` with one ``PutObject``, without the probe.
+
+        ``If-None-Match: *`` guards against a reused name, with the 409 retry
+        and read-back of :meth:`write_if_absent`, but the bucket is not
+        probed: a data file is not a commit point, so a server that ignores
+        the header costs no atomicity here (as with :meth:`open_output`).
+        With ``s3.allow-unsafe-create`` the header is not sent.
+
+        Args:
+            path: ``s3://bucket/key`` of a new data file.
+            data: The complete content (meant for up to
+                ``s3.multipart.part-size-bytes``; S3 accepts 5 GiB).
+
+        Raises:
+            FileAlreadyExistsError: ``path`` exists with other content.
+            StorageAccessError: credentials refused, expired or not allowed.
+            StorageError: missing bucket, unreachable endpoint, or an outcome
+                that stayed unknown.
+
+        Storage:
+            One ``PutObject`` (one ``GetObject`` more after an uncertain outcome).
+        """
+        if self._settings.allow_unsafe_create:  # the server may reject the header
+            self._put(path, data)
+            return
+        bucket, key = split_s3_path(path)
+        put_create_only(self, path, bucket=bucket, key=key, data=data, operation="write")
 
     def write_if_absent(self, path: str, data: bytes) -> None:
         """Create ``path`` with ``data`` only if no object is there: the commit primitive.

@@ -2,7 +2,7 @@
 
 The S3 twin of tests/integration/test_crash_safety.py, with fewer trials (each costs a
 process start). Every storage operation of a commit is a kill point, before or after:
-the data file (pyarrow multipart upload), the manifest, the two manifest lists, the
+the data file (one PutObject; a large one streams), the manifest, the two manifest lists, the
 conditional snapshot PUT and LATEST. A crash before the first create-only write of a
 process also interrupts nothing of the conditional-write probe; see
 test_s3_orphan_probe.py for a probe left behind.

@@ -60,8 +60,11 @@ class KillingS3FileIO(S3FileIO):
             return super().write_bytes(path, data)  # counted as write_if_absent
         return self._wrap(super().write_bytes, path, data, overwrite=overwrite)
 
+    def write_output(self, path, data):  # a small data file: one PutObject
+        return self._wrap(super().write_output, path, data)
+
     def arrow_filesystem(self):
-        self._tick("before")  # a data file is about to be written
+        self._tick("before")  # a large data file is about to be streamed
         result = super().arrow_filesystem()
         self._tick("after")
         return result

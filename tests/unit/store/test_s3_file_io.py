@@ -330,6 +330,45 @@ def test_409_conditional_conflict_is_retried(
     assert not fio.exists(f"s3://{bucket}/t/s2")
 
 
+def test_write_output_is_one_put_without_the_probe(
+    proxy: tuple[FaultProxy, S3Endpoint], moto_s3: S3Endpoint
+) -> None:
+    fault, endpoint = proxy
+    bucket = moto_s3.new_bucket()
+    fio = S3FileIO(endpoint.options())
+    assert fio.buffered_write_max_bytes == 8 * 1024 * 1024  # s3.multipart.part-size-bytes
+    fio.write_output(f"s3://{bucket}/t/data-1.parquet", b"1")
+    assert fault.requests == [("PUT", f"/{bucket}/t/data-1.parquet")]  # no probe
+    with pytest.raises(FileAlreadyExistsError) as info:  # a reused name
+        fio.write_output(f"s3://{bucket}/t/data-1.parquet", b"other")
+    assert info.value.operation == "write"
+    assert fio.read_bytes(f"s3://{bucket}/t/data-1.parquet") == b"1"
+
+
+def test_small_data_file_is_one_request_and_a_large_one_streams(
+    proxy: tuple[FaultProxy, S3Endpoint], moto_s3: S3Endpoint
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from snaplake.commit.table_write import write_data_file
+
+    fault, endpoint = proxy
+    bucket = moto_s3.new_bucket()
+    fio = S3FileIO(endpoint.options(**{"s3.multipart.part-size-bytes": str(5 * 1024 * 1024)}))
+    small = pa.table({"x": list(range(1000))})
+    path = f"s3://{bucket}/t/small.parquet"
+    size = write_data_file(file_io=fio, path=path, data=small, compression="zstd")
+    assert len(fault.requests) == 1 and fault.count("PUT", "/t/small.parquet") == 1
+    assert len(fio.read_bytes(path)) == size  # (HEAD via the proxy loses Content-Length)
+    fault.requests.clear()
+    large = pa.table({"x": pa.array(range(1_000_000), pa.int64())})  # 8 MB > 5 MiB
+    path = f"s3://{bucket}/t/large.parquet"
+    write_data_file(file_io=fio, path=path, data=large, compression="none")
+    assert fault.count("POST", "uploads") >= 1  # pyarrow's multipart upload
+    assert pq.read_table(pa.BufferReader(fio.read_bytes(path))).equals(large)
+
+
 @pytest.mark.parametrize("max_attempts", ["1", "3"])
 def test_5xx_after_the_write_landed_is_resolved_by_reading_back(
     proxy: tuple[FaultProxy, S3Endpoint], moto_s3: S3Endpoint, max_attempts: str
