@@ -103,7 +103,9 @@ class SnaplakeSink:
             query id is the one Spark stores in the checkpoint (stable across
             restarts; a new checkpoint is a new query and a new user). Set it
             explicitly to keep dedup across a change of checkpoint, and never
-            share one value between two running queries.
+            share one value between two running queries. With an explicit
+            user, a new checkpoint (batch ids restarting at 0) also needs a
+            new user, or its first batches are skipped as already committed.
         options: Catalog options (``s3.*`` keys) for ``warehouse``.
         check_nullability: Refuse a nullable column for a NOT NULL field by
             schema (default, as Iceberg does), or check the values on the
@@ -234,6 +236,13 @@ class SnaplakeSink:
         committer = state.committer
         last = committer.txn_map(self.table.latest_snapshot()).get(user)
         if last is not None and last >= batch_id:
+            if batch_id < last:
+                logger.warning(
+                    "batch %d is older than batch %d, the last one %s committed to %s: skipped. "
+                    "Expected only after restoring an older checkpoint; if the checkpoint was "
+                    "reset, this query needs a new commit_user or its batches are all skipped",
+                    batch_id, last, user, self.table.identifier,
+                )  # fmt: skip
             return SinkBatchResult(
                 batch_id=batch_id, commit_user=user, outcome=BatchOutcome.SKIPPED, commit=None,
                 num_messages=0, write_s=0.0, commit_s=0.0,

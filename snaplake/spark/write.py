@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
+from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
 from snaplake.commit.table_write import TableWrite, abort_messages
@@ -257,7 +258,7 @@ def commit_or_abort(
     schema: TableSchema,
     messages: Sequence[CommitMessage],
     *,
-    commit: Any,
+    commit: FileStoreCommit,
     commit_identifier: int | None,
     overwrite: Mapping[str, Any] | bool | None = None,
 ) -> CommitResult:
@@ -268,17 +269,28 @@ def commit_or_abort(
     all, nothing is deleted. A duplicate result (someone committed the same
     identifier meanwhile) deletes this attempt's now-redundant files.
 
+    Args:
+        table: The table the files were written into.
+        schema: The schema the files were written with (for their paths).
+        messages: The executors' messages for this batch.
+        commit: The committer of the batch's commit user.
+        commit_identifier: The batch id (``None`` for a one-off batch write).
+        overwrite: As ``FileStoreCommit.commit``.
+
+    Returns:
+        The commit result (``was_duplicate`` when the identifier had landed).
+
     Raises:
-        CommitError: whatever ``FileStoreCommit.commit`` raised.
+        CommitError: whatever ``FileStoreCommit.commit`` raised; the files
+            are gone unless it was ``CommitStateUnknownError``.
+        SchemaMismatchError: an overwrite's files lie outside its spec.
 
     Storage:
         One commit (see ``FileStoreCommit.commit``); on failure or duplicate,
         deletes the messages' data files.
     """
     try:
-        result: CommitResult = commit.commit(
-            messages, commit_identifier=commit_identifier, overwrite=overwrite
-        )
+        result = commit.commit(messages, commit_identifier=commit_identifier, overwrite=overwrite)
     except CommitStateUnknownError:
         logger.warning(
             "commit of %s to %s has an unknown outcome; its files are kept",
@@ -295,7 +307,7 @@ def commit_or_abort(
     return result
 
 
-def _landed(table: Table, commit: Any, commit_identifier: int | None) -> bool:
+def _landed(table: Table, commit: FileStoreCommit, commit_identifier: int | None) -> bool:
     """True when ``commit_identifier`` is recorded for the committer's user (or unknowable)."""
     if commit_identifier is None:
         return False
