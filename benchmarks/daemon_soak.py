@@ -77,7 +77,7 @@ def main() -> int:
     daemon = start_daemon(
         daemon_config(warehouse, daemon_id="soak", port=port, log_level="INFO",
                       files_interval="30 s",
-                      intervals={"manifest_merge": "5 s", "compact": "10 s",
+                      intervals={"manifest_merge": "2 s", "compact": "10 s",
                                  "expire_snapshots": "5 s", "watch": "5 s"}),
         work, "daemon", port,
     )  # fmt: skip

@@ -439,8 +439,11 @@ def test_a_corrupt_table_does_not_stop_the_others(tmp_path):
 
         wait_for(lambda: failures() >= 2, timeout=20, what="failures of db.bad to be counted")
         first = failures()
-        merged = sample_value(scrape(port), "snaplake_manifests_merged_total", table="db.good")
-        assert merged and merged > 0
+        wait_for(
+            lambda: (sample_value(scrape(port), "snaplake_manifests_merged_total",
+                                  table="db.good") or 0) > 0,
+            timeout=10, what="db.good to be merged",
+        )  # fmt: skip
         # db.good keeps being maintained while db.bad keeps failing.
         writer = start_writer(warehouse, "db.good", tmp_path, seconds=4, interval_s=0.1)
         assert writer.popen.wait(timeout=30) == 0

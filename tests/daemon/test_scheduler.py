@@ -1,0 +1,79 @@
+"""MaintenanceDaemon without a running scheduler: discovery, leases, task runs, release."""
+
+from __future__ import annotations
+
+import itertools
+
+from prometheus_client import CollectorRegistry
+from tests.daemon.helpers import append
+from tests.helpers import SCHEMA
+
+import snaplake
+from snaplake.daemon.config import Task, parse_config
+from snaplake.daemon.scheduler import MaintenanceDaemon
+from snaplake.metrics import SnaplakeMetrics
+
+_names = itertools.count()
+
+
+def _warehouse(tables: list[str]) -> str:
+    uri = f"memory://sched{next(_names)}"
+    catalog = snaplake.FileSystemCatalog(uri)
+    for name in tables:
+        append(catalog.create_table(name, schema=SCHEMA, partition_keys=["month"]), 5)
+    return uri
+
+
+def _daemon(uri: str, daemon_id: str, tables: list[str] | None = None) -> MaintenanceDaemon:
+    doc = {
+        "daemon": {"id": daemon_id},
+        "warehouse": [{"uri": uri, "tables": tables or ["*"], "exclude": ["db.skip*"]}],
+        "tasks": {"manifest_merge": {"manifest.merge-min-count": 3}},
+    }
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    return MaintenanceDaemon(parse_config(doc), metrics=metrics, serve_http=False)
+
+
+def test_discovery_selects_tables_and_two_daemons_split_nothing_twice():
+    uri = _warehouse(["db.a", "db.b", "other.c", "db.skip_me"])
+    first, second = _daemon(uri, "d1"), _daemon(uri, "d2")
+    first.discover()
+    second.discover()
+    assert first.held_tables() == ["db.a", "db.b", "other.c"]
+    assert second.held_tables() == []
+    only_db = _daemon(uri, "d3", tables=["db.*"])
+    only_db.discover()
+    assert {s.table.identifier for s in only_db._tables.values()} == {"db.a", "db.b"}
+    assert first.health.readiness().ok
+    # Every held table got its jobs, one per enabled task.
+    jobs = {j.id.split(":")[0] for j in first.scheduler.get_jobs()}
+    assert {t.value for t in Task} <= jobs
+    first._release_all()
+    second.lease_round()
+    assert second.held_tables() == ["db.a", "db.b", "other.c"]
+
+
+def test_run_task_maintains_and_records():
+    uri = _warehouse(["db.a"])
+    daemon = _daemon(uri, "d1")
+    daemon.discover()
+    key = next(iter(daemon._tables))
+    daemon._run_task(key, Task.WATCH)
+    daemon._run_task(key, Task.MANIFEST_MERGE)
+    m = daemon.metrics
+    assert m.maintenance_runs.labels("db.a", "manifest_merge", "success")._value.get() == 1
+    assert m.manifests_merged.labels("db.a")._value.get() > 0
+    assert m.lease_held.labels("db.a")._value.get() == 1
+    daemon._stopping.set()
+    daemon._run_task(key, Task.MANIFEST_MERGE)  # no new runs once stopping
+    assert m.maintenance_runs.labels("db.a", "manifest_merge", "noop")._value.get() == 0
+
+
+def test_dropped_table_is_forgotten():
+    uri = _warehouse(["db.a", "db.b"])
+    daemon = _daemon(uri, "d1")
+    daemon.discover()
+    snaplake.FileSystemCatalog(uri).drop_table("db.b")
+    daemon.discover()
+    assert daemon.held_tables() == ["db.a"]
+    assert not [j for j in daemon.scheduler.get_jobs() if "db.b" in j.id]
