@@ -1,6 +1,7 @@
 """S3FileIO: the FileIO for ``s3://bucket/key`` paths, over boto3.
 
-This module and its helpers :mod:`~snaplake.store.s3_errors`,
+This module and its helpers :mod:`~snaplake.store.s3_client` (client
+construction), :mod:`~snaplake.store.s3_errors`,
 :mod:`~snaplake.store.s3_streams` and :mod:`~snaplake.store.s3_conditional`
 are the only ones importing ``boto3`` or ``botocore``; they import them inside
 functions, so ``import snaplake`` works without the ``s3`` extra. Every
@@ -61,7 +62,6 @@ import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any, NoReturn, cast
-from urllib.parse import urlsplit
 
 from snaplake.errors import (
     InvalidOptionError,
@@ -69,6 +69,7 @@ from snaplake.errors import (
     StorageError,
 )
 from snaplake.store.file_io import FileIO, FileStatus
+from snaplake.store.s3_client import create_client, frozen_credentials, new_arrow_filesystem
 from snaplake.store.s3_conditional import ensure_conditional_writes, put_create_only
 from snaplake.store.s3_errors import (
     DENIED_CODES,
@@ -79,7 +80,6 @@ from snaplake.store.s3_errors import (
 )
 from snaplake.store.s3_options import (
     ALIASES,
-    DEFAULT_MAX_ATTEMPTS,
     DEFAULTS,
     MIB,
     SECRET_KEYS,
@@ -195,56 +195,9 @@ class S3FileIO(FileIO):
             return self._client
 
     def _create_client(self) -> Any:
-        import boto3
-        from botocore.config import Config
-
-        s = self._settings
-        session = self._session = boto3.session.Session()
-        credentials: dict[str, str] = {}
-        if s.access_key_id:
-            credentials["aws_access_key_id"] = s.access_key_id
-            credentials["aws_secret_access_key"] = s.secret_access_key
-            if s.session_token:
-                credentials["aws_session_token"] = s.session_token
-            self._credential_source = "catalog options s3.access-key-id/s3.secret-access-key"
-        else:
-            found = session.get_credentials()
-            method = getattr(found, "method", None) if found is not None else None
-            self._credential_source = (
-                f"the AWS credential chain ({method})"
-                if method
-                else "the AWS credential chain (none found)"
-            )
-        max_attempts = s.max_attempts
-        if max_attempts is None:
-            configured = session.get_config_variable("max_attempts")
-            max_attempts = int(configured) if configured is not None else DEFAULT_MAX_ATTEMPTS
-        s3_config: dict[str, str] = {}
-        if s.path_style is not None:
-            s3_config["addressing_style"] = "path" if s.path_style else "virtual"
-        config = Config(
-            retries={"mode": "standard", "total_max_attempts": max_attempts},
-            connect_timeout=s.connect_timeout_s,
-            read_timeout=s.read_timeout_s,
-            max_pool_connections=s.max_pool_connections,
-            s3=s3_config or None,
-            user_agent_extra="snaplake",
-        )
-        client = session.client(
-            "s3",
-            endpoint_url=s.endpoint or None,
-            region_name=s.region or session.region_name or "us-east-1",
-            config=config,
-            **credentials,
-        )
-        logger.debug(
-            "created S3 client: endpoint=%s region=%s max_attempts=%d credentials from %s",
-            client.meta.endpoint_url,
-            client.meta.region_name,
-            max_attempts,
-            self._credential_source,
-        )
-        return client
+        made = create_client(self._settings)
+        self._session, self._credential_source = made.session, made.credential_source
+        return made.client
 
     def _endpoint_for_messages(self) -> str:
         if self._client is not None:
@@ -281,53 +234,17 @@ class S3FileIO(FileIO):
         """
         try:
             import pyarrow.fs as pafs
-
-            s3_filesystem = pafs.S3FileSystem
-        except (ImportError, AttributeError):  # pyarrow built without S3
+        except ImportError:
+            return None
+        if not hasattr(pafs, "S3FileSystem"):  # pyarrow built without S3
             return None
         client = self._s3()
-        credentials = self._frozen_credentials()
+        credentials = frozen_credentials(self._settings, self._session)
         with self._lock:
-            if self._arrow_fs is not None and self._arrow_credentials == credentials:
-                return self._arrow_fs, "s3://"
-            s = self._settings
-            kwargs: dict[str, Any] = {
-                "region": client.meta.region_name,
-                "connect_timeout": s.connect_timeout_s,
-                "request_timeout": s.read_timeout_s,
-                "retry_strategy": pafs.AwsStandardS3RetryStrategy(
-                    max_attempts=client.meta.config.retries["total_max_attempts"]
-                ),
-                "access_key": credentials[0],
-                "secret_key": credentials[1],
-            }
-            if credentials[2]:
-                kwargs["session_token"] = credentials[2]
-            endpoint = urlsplit(str(client.meta.endpoint_url))
-            if not (endpoint.hostname or "").endswith("amazonaws.com"):
-                kwargs["endpoint_override"] = endpoint.netloc
-                kwargs["scheme"] = endpoint.scheme
-                kwargs["force_virtual_addressing"] = s.path_style is False
-            self._arrow_fs = s3_filesystem(**kwargs)
-            self._arrow_credentials = credentials
+            if self._arrow_fs is None or self._arrow_credentials != credentials:
+                self._arrow_fs = new_arrow_filesystem(self._settings, client, credentials)
+                self._arrow_credentials = credentials
             return self._arrow_fs, "s3://"
-
-    def _frozen_credentials(self) -> tuple[str, str, str]:
-        """Return ``(access key id, secret key, token)`` as boto3 resolves them now."""
-        s = self._settings
-        if s.access_key_id:
-            return s.access_key_id, s.secret_access_key, s.session_token
-        self._s3()
-        found = self._session.get_credentials() if self._session is not None else None
-        if found is None:
-            raise StorageAccessError(
-                "no AWS credentials found; set s3.access-key-id and s3.secret-access-key, "
-                "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials",
-                path="s3://",
-                operation="credentials",
-            )
-        frozen = found.get_frozen_credentials()
-        return frozen.access_key, frozen.secret_key, frozen.token or ""
 
     # -- error translation --------------------------------------------------------------
     def _translate(self, exc: BaseException, *, path: str, operation: str) -> BaseException:
