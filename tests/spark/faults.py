@@ -48,6 +48,8 @@ class FailingDataFileIO(LocalFileIO):
         self.delay_s = delay_s
         self._written = 0
 
+    buffered_write_max_bytes = 0  # always stream data files through open_output
+
     def arrow_filesystem(self) -> None:  # type: ignore[override]
         return None  # route data files through open_output, where the fault lives
 
