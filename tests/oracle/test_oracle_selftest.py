@@ -48,7 +48,7 @@ def _rows(commit: int, n: int = ROWS_PER_COMMIT) -> pa.Table:
             "flight_date": [dt.date(2024, m, 1 + i % 28) for i, m in enumerate(months)],
             "departed_at": [
                 # naive on purpose: TIMESTAMP(6) is Paimon's zone-less timestamp
-                dt.datetime(2024, m, 1, 6, 0, 0, 123456) + dt.timedelta(minutes=i)  # noqa: DTZ001
+                dt.datetime(2024, m, 1, 6, 0, 0, 123456) + dt.timedelta(minutes=i)
                 for i, m in enumerate(months)
             ],
             "fare": [decimal.Decimal(f"{100 + commit}.{i:02d}") for i in range(n)],

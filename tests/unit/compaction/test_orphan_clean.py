@@ -29,7 +29,7 @@ def test_cutoff_rules():
     with pytest.raises(ValueError, match="future"):
         resolve_cutoff(now + timedelta(seconds=1), now=now)
     with pytest.raises(ValueError, match="timezone"):
-        resolve_cutoff(datetime(2026, 1, 1), now=now)  # noqa: DTZ001
+        resolve_cutoff(datetime(2026, 1, 1), now=now)
     with pytest.raises(ValueError, match="negative"):
         resolve_cutoff(timedelta(seconds=-1), now=now)
 
