@@ -35,6 +35,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from snaplake.commit.file_store_commit import FileStoreCommit
@@ -274,21 +275,46 @@ class AppendCompactor:
         return res
 
     # ----------------------------------------------------------------- rewrite
-    def _read(self, path: str, schema: pa.Schema) -> pa.Table:
-        arrow = self.file_io.arrow_filesystem()
-        if arrow is not None:
-            fs, prefix = arrow
-            with fs.open_input_file(path.removeprefix(prefix)) as f:
-                table = pq.read_table(f, use_threads=False)
-        else:
-            with self.file_io.open_input(path) as f:
-                table = pq.read_table(f, use_threads=False)
-        return table.select(schema.names).cast(schema)
-
     def _read_many(self, paths: Sequence[str], schema: pa.Schema) -> pa.Table:
-        """Read ``paths`` in parallel and concatenate them in the given order."""
-        if len(paths) < 4:
-            return pa.concat_tables([self._read(p, schema) for p in paths])
+        """Read ``paths`` (files of one schema) and concatenate them in the given order.
+
+        The run's files are many and tiny, so the per-file cost of the reader
+        dominates: polars' Rust reader (a core dependency, already used for
+        Avro manifests) decodes them several times faster than pyarrow's and in
+        parallel. Columns whose Arrow type it does not round-trip exactly, a
+        missing polars, or a file it refuses fall back to pyarrow.
+
+        Raises:
+            FileNotFoundError: an input vanished.
+        """
+        pl = _polars() if _polars_round_trips(schema) else None
+        if pl is not None:
+            local = self._local_paths(paths)
+            sources: list[str] | list[bytes] = (
+                local if local is not None else self._read_bytes(paths)
+            )
+            try:
+                frame = pl.read_parquet(
+                    sources, columns=schema.names, glob=False, hive_partitioning=False
+                )
+            except pl.exceptions.PolarsError:
+                logger.debug("polars could not read a run of %d files; using pyarrow", len(paths))
+            else:
+                return frame.rechunk().to_arrow().cast(schema)
+        return self._read_many_pyarrow(paths, schema)
+
+    def _local_paths(self, paths: Sequence[str]) -> list[str] | None:
+        """Return OS paths when the files are on the local filesystem, else ``None``."""
+        arrow = self.file_io.arrow_filesystem()
+        if arrow is None or not isinstance(arrow[0], pafs.LocalFileSystem):
+            return None
+        return [p.removeprefix(arrow[1]) for p in paths]
+
+    def _read_bytes(self, paths: Sequence[str]) -> list[bytes]:
+        with ThreadPoolExecutor(max_workers=_READ_WORKERS) as pool:
+            return list(pool.map(self.file_io.read_bytes, paths))
+
+    def _read_many_pyarrow(self, paths: Sequence[str], schema: pa.Schema) -> pa.Table:
         arrow = self.file_io.arrow_filesystem()
         if arrow is not None:
             fs, prefix = arrow
@@ -301,7 +327,13 @@ class AppendCompactor:
             )
             return dataset.to_table(columns=schema.names)
         with ThreadPoolExecutor(max_workers=_READ_WORKERS) as pool:
-            return pa.concat_tables(list(pool.map(lambda p: self._read(p, schema), paths)))
+            tables = list(
+                pool.map(
+                    lambda data: pq.read_table(pa.BufferReader(data), columns=schema.names),
+                    pool.map(self.file_io.read_bytes, paths),
+                )
+            )
+        return pa.concat_tables(tables).cast(schema)
 
     def _rewrite(self, task: CompactTask, target: int) -> list[tuple[DataFileMeta, str]]:
         """Rewrite one run into files of about ``target`` bytes; returns (meta, path) pairs."""
@@ -338,14 +370,18 @@ class AppendCompactor:
         name = self.paths.new_data_file_name()
         path = f"{bucket_dir}/{name}"
         opts = schema.core_options
-        size = write_data_file(
-            file_io=self.file_io,
-            path=path,
-            data=data,
-            compression=opts.file_compression,
-            compression_level=opts.file_compression_zstd_level,
-        )
-        stats = compute_value_stats(data, schema.value_types)
+        # The stats and the Parquet encoding both run mostly outside the GIL:
+        # compute the stats while the file is written.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            stats_future = pool.submit(compute_value_stats, data, schema.value_types)
+            size = write_data_file(
+                file_io=self.file_io,
+                path=path,
+                data=data,
+                compression=opts.file_compression,
+                compression_level=opts.file_compression_zstd_level,
+            )
+            stats = stats_future.result()
         meta = DataFileMeta(
             file_name=name,
             file_size_bytes=size,
@@ -371,6 +407,46 @@ class AppendCompactor:
             external_path=None,
         )
         return meta, path
+
+
+def _polars() -> Any:
+    try:
+        import polars  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return None
+    return polars
+
+
+def _polars_round_trips(schema: pa.Schema) -> bool:
+    """Whether every column survives polars' Parquet reader and ``to_arrow`` + ``cast`` exactly.
+
+    Flat types only: polars keeps their values bit for bit and changes at
+    most the Arrow spelling (``large_string``), which the cast undoes. Maps,
+    ``time32`` and second-precision timestamps take the pyarrow path.
+    """
+    return all(_polars_type_ok(f.type) for f in schema)
+
+
+def _polars_type_ok(t: pa.DataType) -> bool:
+    if isinstance(t, pa.TimestampType):
+        return bool(t.unit != "s")
+    if isinstance(t, pa.Decimal128Type):
+        return True
+    return any(t.equals(ok) for ok in _POLARS_FLAT_TYPES)
+
+
+_POLARS_FLAT_TYPES: tuple[pa.DataType, ...] = (
+    pa.bool_(),
+    pa.int8(),
+    pa.int16(),
+    pa.int32(),
+    pa.int64(),
+    pa.float32(),
+    pa.float64(),
+    pa.string(),
+    pa.binary(),
+    pa.date32(),
+)
 
 
 def _local_wall_clock_ms() -> int:
