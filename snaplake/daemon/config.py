@@ -188,7 +188,7 @@ class DaemonSettings:
         lease_renew_interval: How often held leases are renewed (< ttl / 2).
         shutdown_grace: How long SIGTERM waits for running jobs before
             aborting them (the process exits; published state is never half
-            written, unpublished files become orphans).
+            written, unpublished files become orphans); 0 = abort at once.
         metrics_host: Address of the metrics/health HTTP server.
         metrics_port: Its port (0 = any free port).
         files_interval: Minimum time between two counts of a table's live
@@ -427,7 +427,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
     daemon_id = daemon_sec.string("id", default_id)
     workers = daemon_sec.integer("workers", 4, minimum=1)
     discovery = daemon_sec.duration("discovery_interval", timedelta(minutes=1))
-    grace = daemon_sec.duration("shutdown_grace", timedelta(seconds=8))
+    grace = daemon_sec.duration("shutdown_grace", timedelta(seconds=8), positive=False)
     cache_records = daemon_sec.integer("metadata_cache_records", 50_000, minimum=0)
     daemon_sec.finish()
 

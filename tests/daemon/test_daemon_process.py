@@ -305,16 +305,16 @@ def _big_table(warehouse: Path, *, files: int, rows: int) -> Table:
 @pytest.fixture(scope="module")
 def big_warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     base = tmp_path_factory.mktemp("big")
-    files, rows = 24, 100_000
+    files, rows = 64, 100_000
     _big_table(base / "template", files=files, rows=rows)
     return base / "template", files * rows
 
 
-@pytest.mark.parametrize("grace", ["8 s", "1 s"])
+@pytest.mark.parametrize("grace", ["8 s", "0 s"])
 def test_sigterm_during_compaction(tmp_path, big_warehouse, grace):
     """SIGTERM while a compaction runs: exit 0 within 10 s, table consistent, lease released.
 
-    With an 8 s grace the compaction finishes and is published; with 1 s it is abandoned
+    With an 8 s grace the compaction finishes and is published; with none it is abandoned
     (nothing published; its output files are orphans that orphan clean removes).
     """
     template, total_rows = big_warehouse
@@ -328,9 +328,7 @@ def test_sigterm_during_compaction(tmp_path, big_warehouse, grace):
     )  # fmt: skip
     try:
         wait_for(lambda: "compact of db.big started" in daemon.text(), timeout=30,
-                 what="the compaction to start")  # fmt: skip
-        time.sleep(0.3)
-        assert "compacted" not in daemon.text()  # still running
+                 what="the compaction to start", step=0.05)  # fmt: skip
         code, seconds = daemon.stop(signal.SIGTERM)
     finally:
         daemon.stop(signal.SIGKILL)
@@ -339,9 +337,9 @@ def test_sigterm_during_compaction(tmp_path, big_warehouse, grace):
     assert seconds < 10, seconds
     metadata_cache.clear()
     table = snaplake.FileSystemCatalog(str(warehouse)).get_table("db.big")
-    ids = table.to_arrow(columns=["id"]).column("id")
+    ids = table.to_arrow(columns=["id"]).column("id").to_numpy()
     assert len(ids) == total_rows
-    assert ids.to_pylist() == list(range(total_rows))  # one bucket: order kept by compaction
+    assert (ids == np.arange(total_rows)).all()  # one bucket: order kept by compaction
     kinds = [s.commit_kind.value for s in table.snapshots()]
     if grace == "8 s":
         assert kinds[-1] == "COMPACT", log[-3000:]
