@@ -26,6 +26,7 @@ runs never cross a large file, so outputs never overlap a kept file's range.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -53,13 +54,17 @@ from snaplake.store.file_io import FileIO
 from snaplake.store.scan import FileStoreScan, Split
 from snaplake.store.schema import TableSchema
 from snaplake.store.snapshot import CommitKind
-from snaplake.store.stats import compute_value_stats
+from snaplake.store.stats import SimpleStatsParts, compute_value_stats
 
 __all__ = ["AppendCompactor", "CompactResult", "CompactTask"]
 
 logger = logging.getLogger(__name__)
 
 _READ_WORKERS = 4
+"""Threads fetching input bytes from a FileIO without a local path (S3, memory)."""
+
+_SLICE_BYTES = 8 << 20
+"""Input bytes decoded at a time when an output is streamed (one row group each)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -353,60 +358,150 @@ class AppendCompactor:
         next_seq = run_min
         try:
             for n, group in enumerate(groups):
-                data = self._read_many([task.paths[i] for i in group], schema.arrow_schema)
+                name = self.paths.new_data_file_name()
+                path = f"{bucket_dir}/{name}"
+                written = self._write(
+                    [task.paths[i] for i in group],
+                    [task.files[i] for i in group],
+                    schema=schema,
+                    path=path,
+                )
                 last = n == len(groups) - 1
                 lo = next_seq
-                hi = run_max if last else min(lo + max(data.num_rows - 1, 0), run_max)
+                hi = run_max if last else min(lo + max(written.row_count - 1, 0), run_max)
                 next_seq = hi + 1
-                out.append(self._write(data, schema, bucket_dir, lo, max(lo, hi)))
+                out.append((_output_meta(written, name=name, schema=schema, lo=lo, hi=hi), path))
         except BaseException:
             self.file_io.delete_many([p for _, p in out])
             raise
         return out
 
     def _write(
-        self, data: pa.Table, schema: TableSchema, bucket_dir: str, lo: int, hi: int
-    ) -> tuple[DataFileMeta, str]:
-        name = self.paths.new_data_file_name()
-        path = f"{bucket_dir}/{name}"
+        self,
+        paths: Sequence[str],
+        files: Sequence[DataFileMeta],
+        *,
+        schema: TableSchema,
+        path: str,
+    ) -> _Written:
+        """Read ``paths`` and write their rows, in order, as one Parquet file at ``path``.
+
+        A group larger than :data:`_SLICE_BYTES` is read in slices and streamed:
+        the next slice is decoded while the current one is encoded, one row
+        group per slice. The value stats are computed while the (last part of
+        the) file is written.
+
+        Storage:
+            Reads ``paths``; creates ``path`` (deleted again if this fails).
+        """
+        arrow_schema = schema.arrow_schema
         opts = schema.core_options
-        # The stats and the Parquet encoding both run mostly outside the GIL:
-        # compute the stats while the file is written.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            stats_future = pool.submit(compute_value_stats, data, schema.value_types)
-            size = write_data_file(
-                file_io=self.file_io,
-                path=path,
-                data=data,
-                compression=opts.file_compression,
-                compression_level=opts.file_compression_zstd_level,
-            )
-            stats = stats_future.result()
-        meta = DataFileMeta(
-            file_name=name,
-            file_size_bytes=size,
-            row_count=data.num_rows,
-            min_key=EMPTY_BINARY_ROW,
-            max_key=EMPTY_BINARY_ROW,
-            key_stats=EMPTY_STATS,
-            value_stats=SimpleStats(
-                min_values=stats.min_values,
-                max_values=stats.max_values,
-                null_counts=stats.null_counts,
-            ),
-            min_sequence_number=lo,
-            max_sequence_number=hi,
-            schema_id=schema.id,
-            level=0,
-            extra_files=(),
-            creation_time_ms=_local_wall_clock_ms(),
-            delete_row_count=0,
-            embedded_index=None,
-            file_source=FileSource.COMPACT,
-            value_stats_cols=None,
-            external_path=None,
-        )
-        return meta, path
+        slices = _slices(paths, files)
+        arrow = self.file_io.arrow_filesystem()
+        buffered = self.file_io.buffered_write_max_bytes
+        if len(slices) == 1 or arrow is None or sum(f.file_size_bytes for f in files) <= buffered:
+            data = self._read_many(paths, arrow_schema)
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                stats = pool.submit(compute_value_stats, data, schema.value_types)
+                size = write_data_file(
+                    file_io=self.file_io,
+                    path=path,
+                    data=data,
+                    compression=opts.file_compression,
+                    compression_level=opts.file_compression_zstd_level,
+                )
+                return _Written(size_bytes=size, row_count=data.num_rows, stats=stats.result())
+        fs, prefix = arrow
+        target = path.removeprefix(prefix)
+        if isinstance(fs, pafs.LocalFileSystem):
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+        try:
+            with (
+                ThreadPoolExecutor(max_workers=2) as pool,
+                fs.open_output_stream(target) as sink,
+            ):
+                with pq.ParquetWriter(
+                    sink,
+                    arrow_schema,
+                    compression=opts.file_compression,
+                    compression_level=_zstd_level(
+                        opts.file_compression, opts.file_compression_zstd_level
+                    ),
+                ) as writer:
+                    parts: list[pa.Table] = []
+                    pending = pool.submit(self._read_many, slices[0], arrow_schema)
+                    for i in range(len(slices)):
+                        part = pending.result()
+                        parts.append(part)
+                        if i + 1 < len(slices):
+                            pending = pool.submit(self._read_many, slices[i + 1], arrow_schema)
+                        else:
+                            data = pa.concat_tables(parts)
+                            stats = pool.submit(compute_value_stats, data, schema.value_types)
+                        writer.write_table(part)
+                size = int(sink.tell())
+            return _Written(size_bytes=size, row_count=data.num_rows, stats=stats.result())
+        except BaseException as exc:
+            self.file_io.delete_many([path])
+            if isinstance(exc, OSError):
+                error = self.file_io.translate_error(exc, path=path, operation="write")
+                if error is not exc:
+                    raise error from exc
+            raise
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Written:
+    size_bytes: int
+    row_count: int
+    stats: SimpleStatsParts
+
+
+def _slices(paths: Sequence[str], files: Sequence[DataFileMeta]) -> list[list[str]]:
+    """Split ``paths`` into consecutive slices of about :data:`_SLICE_BYTES` of input."""
+    out: list[list[str]] = [[]]
+    size = 0
+    for p, f in zip(paths, files, strict=True):
+        if out[-1] and size + f.file_size_bytes > _SLICE_BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(p)
+        size += f.file_size_bytes
+    return out
+
+
+def _zstd_level(compression: str, level: int) -> int | None:
+    return level if compression.lower() == "zstd" else None
+
+
+def _output_meta(
+    written: _Written, *, name: str, schema: TableSchema, lo: int, hi: int
+) -> DataFileMeta:
+    stats = written.stats
+    return DataFileMeta(
+        file_name=name,
+        file_size_bytes=written.size_bytes,
+        row_count=written.row_count,
+        min_key=EMPTY_BINARY_ROW,
+        max_key=EMPTY_BINARY_ROW,
+        key_stats=EMPTY_STATS,
+        value_stats=SimpleStats(
+            min_values=stats.min_values,
+            max_values=stats.max_values,
+            null_counts=stats.null_counts,
+        ),
+        min_sequence_number=lo,
+        max_sequence_number=max(lo, hi),
+        schema_id=schema.id,
+        level=0,
+        extra_files=(),
+        creation_time_ms=_local_wall_clock_ms(),
+        delete_row_count=0,
+        embedded_index=None,
+        file_source=FileSource.COMPACT,
+        value_stats_cols=None,
+        external_path=None,
+    )
 
 
 def _polars() -> Any:
