@@ -99,12 +99,9 @@ def _bound_metadata_cache(max_records: int) -> None:
 
     The daemon reads every manifest ever written (merges, expiry, file counts),
     so with the library default (2,000,000 records, sized for interactive
-    scans) its memory would grow for hours. ``DecodedCache`` has no resize
-    method yet: set the bound and evict by re-inserting nothing.
+    scans) its memory would grow for hours.
     """
-    cache = avro_fast.metadata_cache
-    cache._max_records = max_records
-    cache.clear()
+    avro_fast.metadata_cache.resize(max_records)
 
 
 @dataclass(slots=True, kw_only=True)

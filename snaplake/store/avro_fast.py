@@ -738,6 +738,20 @@ class DecodedCache:
                 _, evicted = self._data.popitem(last=False)
                 self._records -= max(len(evicted), 1)
 
+    def resize(self, max_records: int) -> None:
+        """Change the bound to ``max_records`` and evict least recently used files over it.
+
+        Raises:
+            ValueError: ``max_records`` is negative.
+        """
+        if max_records < 0:
+            raise ValueError(f"max_records must be >= 0, got {max_records}")
+        with self._lock:
+            self._max_records = max_records
+            while self._data and self._records > self._max_records:
+                _, evicted = self._data.popitem(last=False)
+                self._records -= max(len(evicted), 1)
+
     def invalidate(self, key: Hashable) -> None:
         """Drop ``key`` if cached."""
         with self._lock:

@@ -308,3 +308,16 @@ def test_columnar_and_record_decoders_agree_on_large_file() -> None:
     data = encode_manifest_file(entries)
     assert decode_manifest_file(data, path="m") == entries  # auto: columnar
     assert decode_manifest_file(data, path="m", columnar=False) == entries
+
+
+def test_cache_resize_evicts_least_recently_used():
+    from snaplake.store.avro_fast import DecodedCache
+
+    cache = DecodedCache(max_records=10)
+    for i in range(5):
+        cache.put(i, (1, 2))
+    cache.get(0)
+    cache.resize(4)
+    assert cache.max_records == 4 and cache.record_count <= 4
+    assert cache.get(0) is not None  # recently used survives
+    assert cache.get(1) is None
