@@ -5,6 +5,7 @@ from pathlib import Path
 
 import fastavro
 import pytest
+from tests.helpers import avro_records
 
 from snaplake.errors import CorruptMetadataError, InvalidOptionError
 from snaplake.store import avro_fast
@@ -99,7 +100,7 @@ def test_concat_coalesces_small_blocks_of_repeated_appends() -> None:
 def test_concat_output_read_by_plain_fastavro() -> None:
     parts = _lists("deflate")
     out = concat_manifest_lists(parts, [meta("x")])
-    records = list(fastavro.reader(io.BytesIO(out)))
+    records = avro_records(out)
     assert [r["_FILE_NAME"] for r in records] == [
         m.file_name for m in _expected(parts, [meta("x")])
     ]

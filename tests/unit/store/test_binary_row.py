@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import struct
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -32,13 +33,14 @@ def untag(v: Any) -> Any:
     t, x = v["t"], v["v"]
     if t == "double":
         return struct.unpack(">d", bytes.fromhex(x))[0]
-    return {
+    parsers: dict[str, Callable[[str], Any]] = {
         "decimal": Decimal,
         "datetime": dt.datetime.fromisoformat,
         "date": dt.date.fromisoformat,
         "time": dt.time.fromisoformat,
         "bytes": bytes.fromhex,
-    }[t](x)
+    }
+    return parsers[t](x)
 
 
 ROW_CASES = json.loads((VECTORS / "binary_rows.json").read_text())
@@ -161,6 +163,7 @@ def test_ltz_decodes_aware_and_accepts_any_zone() -> None:
     value = dt.datetime(2024, 1, 1, 12, 0, tzinfo=plus2)
     row = encode_binary_row([value], [T("TIMESTAMP(3) WITH LOCAL TIME ZONE")])
     (back,) = decode_binary_row(row, [T("TIMESTAMP(3) WITH LOCAL TIME ZONE")])
+    assert isinstance(back, dt.datetime)
     assert back == value
     assert back.tzinfo == dt.UTC
 

@@ -3,9 +3,11 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import fastavro
 import pytest
+from tests.helpers import avro_records
 from tests.strategies import make_entry
 
 from snaplake.errors import (
@@ -33,8 +35,9 @@ from snaplake.store.memory_file_io import InMemoryFileIO
 TABLE = Path(__file__).resolve().parents[2] / "fixtures" / "pypaimon_table"
 
 
-def _snapshot(n: int) -> dict:
-    return json.loads((TABLE / "snapshot" / f"snapshot-{n}").read_text())
+def _snapshot(n: int) -> dict[str, Any]:
+    snap: dict[str, Any] = json.loads((TABLE / "snapshot" / f"snapshot-{n}").read_text())
+    return snap
 
 
 def _live_entries(snapshot_id: int, *, columnar: bool | None = None) -> list[ManifestEntry]:
@@ -120,7 +123,7 @@ def test_zstd_file_names_codec_like_pypaimon() -> None:
 
 def test_null_codec_file_is_readable_by_plain_fastavro() -> None:
     e = make_entry("a", creation_time_ms=1_700_000_000_123)
-    [rec] = list(fastavro.reader(io.BytesIO(encode_manifest_file([e], compression="none"))))
+    [rec] = avro_records(encode_manifest_file([e], compression="none"))
     assert rec["_VERSION"] == 2
     assert rec["_FILE"]["_FILE_NAME"] == "a"
     # fastavro applies the timestamp-millis logical type; the instant is the stored long
@@ -203,10 +206,10 @@ def test_other_version_raises_unsupported(version: int, columnar: bool) -> None:
     assert info.value.path == "m"
 
 
-def _java_style_schema() -> dict:
+def _java_style_schema() -> dict[str, Any]:
     # Java names records org.apache.paimon.avro.generated.record*, and a Paimon 1.0
     # writer has no _FIRST_ROW_ID/_WRITE_COLS/_WRITE_COLS_SEQUENCES yet.
-    def stats(name: str) -> dict:
+    def stats(name: str) -> dict[str, Any]:
         s = {
             "type": "record",
             "name": name,

@@ -7,6 +7,7 @@ import json
 import math
 import posixpath
 import struct
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -38,12 +39,13 @@ def untag(v: Any) -> Any:
     t, x = v["t"], v["v"]
     if t == "double":
         return struct.unpack(">d", bytes.fromhex(x))[0]
-    return {
+    parsers: dict[str, Callable[[str], Any]] = {
         "decimal": Decimal,
         "datetime": dt.datetime.fromisoformat,
         "date": dt.date.fromisoformat,
         "bytes": bytes.fromhex,
-    }[t](x)
+    }
+    return parsers[t](x)
 
 
 def _java_only(case: dict[str, Any]) -> str | None:

@@ -14,7 +14,7 @@ import pickle
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -126,22 +126,27 @@ def test_pickle_round_trip_then_use_in_this_and_another_process(moto_s3: S3Endpo
 # -- error mapping ----------------------------------------------------------------------
 
 
+def _every_operation(fio: S3FileIO, path: str) -> list[Callable[[], object]]:
+    """One call per FileIO operation on ``path`` (listing its parent prefix)."""
+    prefix = path.rsplit("/", 2)[0]
+    return [
+        lambda: fio.read_bytes(path),
+        lambda: fio.file_status(path),
+        lambda: fio.open_input(path),
+        lambda: fio.exists(path),
+        lambda: list(fio.list_files(prefix)),
+        lambda: fio.write_if_absent(path, b"x"),
+        lambda: fio.write_bytes(path, b"x", overwrite=True),
+    ]
+
+
 def test_missing_bucket_is_a_storage_error_naming_the_bucket(
     moto_s3: S3Endpoint, seaweed_s3: S3Endpoint
 ) -> None:
     for endpoint in (moto_s3, seaweed_s3):
         fio = S3FileIO(endpoint.options())
         path = "s3://no-such-bucket-snaplake/t/snapshot/snapshot-1"
-        calls = [
-            lambda fio=fio, path=path: fio.read_bytes(path),
-            lambda fio=fio, path=path: fio.file_status(path),
-            lambda fio=fio, path=path: fio.open_input(path),
-            lambda fio=fio, path=path: fio.exists(path),
-            lambda fio=fio: list(fio.list_files("s3://no-such-bucket-snaplake/t")),
-            lambda fio=fio, path=path: fio.write_if_absent(path, b"x"),
-            lambda fio=fio, path=path: fio.write_bytes(path, b"x", overwrite=True),
-        ]
-        for call in calls:
+        for call in _every_operation(fio, path):
             with pytest.raises(StorageError) as info:
                 call()
             assert not isinstance(info.value, FileNotFoundError)
@@ -464,14 +469,18 @@ def test_arrow_filesystem_matches_the_client(seaweed_s3: S3Endpoint) -> None:
 
     bucket = seaweed_s3.new_bucket()
     fio = S3FileIO(seaweed_s3.options())
-    filesystem, prefix = fio.arrow_filesystem()
+    arrow = fio.arrow_filesystem()
+    assert arrow is not None  # pyarrow here is built with S3
+    filesystem, prefix = arrow
     assert prefix == "s3://"
     table = pa.table({"x": list(range(1000))})
     pq.write_table(table, f"{bucket}/t/a.parquet", filesystem=filesystem)
     assert fio.file_status(f"s3://{bucket}/t/a.parquet").size_bytes > 0
     assert pq.read_table(f"{bucket}/t/a.parquet", filesystem=filesystem).equals(table)
     bad = S3FileIO(seaweed_s3.options(**{"s3.secret-access-key": SECRET}))
-    bad_fs, _ = bad.arrow_filesystem()
+    bad_arrow = bad.arrow_filesystem()
+    assert bad_arrow is not None
+    bad_fs, _ = bad_arrow
     with pytest.raises(OSError, match="AWS Error"):
         pq.read_table(f"{bucket}/t/a.parquet", filesystem=bad_fs)
 

@@ -249,6 +249,8 @@ def test_partition_stats_over_rows() -> None:
     assert parts.null_counts == (1, 0, 1)
     (s_lo, s_hi), (f_lo, f_hi), (t_lo, t_hi) = _bounds(parts, types)
     assert (s_lo, s_hi) == ("a", "b")
+    assert isinstance(f_lo, float)
+    assert isinstance(f_hi, float)
     assert f_lo == 0
     assert math.copysign(1, f_lo) < 0  # Double.compare: -0.0 < 0.0
     assert math.isnan(f_hi)  # NaN sorts last
