@@ -6,6 +6,8 @@ draw arbitrary bytes for them (plus the 12-byte empty row).
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import strategies as st
 
 from snaplake.store.data_file import (
@@ -92,9 +94,9 @@ manifest_file_metas = st.builds(
 )
 
 
-def make_file(name: str, *, level: int = 0, row_count: int = 10, **kw: object) -> DataFileMeta:
+def make_file(name: str, *, level: int = 0, row_count: int = 10, **kw: Any) -> DataFileMeta:
     """A plain append-table DataFileMeta for example-based tests."""
-    fields: dict[str, object] = {
+    fields: dict[str, Any] = {
         "file_name": name,
         "file_size_bytes": 1000,
         "row_count": row_count,
@@ -112,7 +114,7 @@ def make_file(name: str, *, level: int = 0, row_count: int = 10, **kw: object) -
         "file_source": FileSource.APPEND,
     }
     fields.update(kw)
-    return DataFileMeta(**fields)  # type: ignore[arg-type]
+    return DataFileMeta(**fields)
 
 
 def make_entry(
@@ -121,7 +123,7 @@ def make_entry(
     *,
     partition: bytes = EMPTY_BINARY_ROW,
     bucket: int = 0,
-    **kw: object,
+    **kw: Any,
 ) -> ManifestEntry:
     """A ManifestEntry for ``name`` in ``partition``/``bucket``."""
     return ManifestEntry(

@@ -10,6 +10,7 @@ from tests.unit.compaction.conftest import append
 from snaplake.compaction.expire import ExpireSnapshots, _skipping_tags
 from snaplake.errors import CorruptMetadataError, InvalidOptionError, SnapshotNotFoundError
 from snaplake.store.avro_fast import metadata_cache
+from snaplake.store.snapshot import CommitKind, Snapshot
 
 
 def _files(table):
@@ -174,12 +175,21 @@ def test_nothing_to_expire_writes_earliest_hint(make_table):
     assert table.file_io.exists(table.paths.earliest_hint_path)
 
 
-def test_skipping_tags_window():
-    class S:
-        def __init__(self, i):
-            self.id = i
+def _tag(snapshot_id: int) -> Snapshot:
+    return Snapshot(
+        id=snapshot_id,
+        schema_id=0,
+        base_manifest_list="base",
+        delta_manifest_list="delta",
+        commit_user="u",
+        commit_identifier=snapshot_id,
+        commit_kind=CommitKind.APPEND,
+        time_millis=0,
+    )
 
-    tags = [S(1), S(4), S(7), S(12)]
+
+def test_skipping_tags_window():
+    tags = [_tag(1), _tag(4), _tag(7), _tag(12)]
     assert [t.id for t in _skipping_tags(tags, 5, 10)] == [4, 7]
     assert [t.id for t in _skipping_tags(tags, 0, 3)] == [1]
     assert _skipping_tags(tags, 0, 1) == []

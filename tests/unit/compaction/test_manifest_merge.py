@@ -124,7 +124,7 @@ def test_lost_race_to_an_append_keeps_merged_prefix(make_table, monkeypatch):
     table = make_table()
     _append_many(table, 5)
     original = ManifestMergeCommit.try_commit_base_manifests
-    calls = []
+    calls: list[int] = []
 
     def racing(self, base_metas, **kw):
         if not calls:
