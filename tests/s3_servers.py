@@ -358,6 +358,9 @@ class FaultProxy:
         """Serve on a free port of 127.0.0.1 in a daemon thread."""
         proxy = self
         upstream = urlsplit(self.upstream)
+        if upstream.hostname is None:
+            raise ValueError(f"no host in upstream {self.upstream!r}")
+        upstream_host: str = upstream.hostname
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -367,7 +370,7 @@ class FaultProxy:
 
             def _body(self) -> bytes:
                 if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                    chunks = []
+                    chunks: list[bytes] = []
                     while True:
                         size = int(self.rfile.readline().split(b";")[0].strip(), 16)
                         if size == 0:
@@ -387,7 +390,7 @@ class FaultProxy:
                 }
                 if body or self.command in ("PUT", "POST"):
                     headers["Content-Length"] = str(len(body))
-                conn = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=60)
+                conn = http.client.HTTPConnection(upstream_host, upstream.port, timeout=60)
                 try:
                     conn.request(self.command, self.path, body=body, headers=headers)
                     resp = conn.getresponse()

@@ -101,7 +101,9 @@ def test_expiry_of_a_pypaimon_table_appended_by_snaplake(tmp_path):
     plan = table.expire_snapshots(dry_run=True)
     result = table.expire_snapshots()
     assert result.data_files == plan.data_files
-    assert result.expired_snapshot_ids == tuple(range(1, table.latest_snapshot().id - 1))
+    latest = table.latest_snapshot()
+    assert latest is not None
+    assert result.expired_snapshot_ids == tuple(range(1, latest.id - 1))
     # Paimon's rule: exactly the compaction inputs (DELETEd by an expired snapshot's
     # delta) minus the files the tag still reaches
     deleted = set(result.data_files)

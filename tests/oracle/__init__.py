@@ -239,7 +239,8 @@ class PaimonOracle:
             except subprocess.TimeoutExpired as exc:
                 raise OracleError(
                     f"pypaimon driver op={body.get('op')!r} timed out after {exc.timeout} s\n"
-                    f"--- stderr ---\n{exc.stderr or ''}"
+                    # TimeoutExpired carries bytes even under text=True
+                    f"--- stderr ---\n{(exc.stderr or b'').decode(errors='replace')}"
                 ) from exc
             except FileNotFoundError as exc:
                 raise OracleError(f"pypaimon interpreter not found: {self.python}") from exc

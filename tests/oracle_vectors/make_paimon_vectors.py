@@ -83,7 +83,8 @@ def atomic(type_str: str) -> AtomicType:
 
 def row_bytes(values: list[Any], types: list[str]) -> str:
     fields = [DataField(i, f"f{i}", atomic(t)) for i, t in enumerate(types)]
-    return GenericRowSerializer.to_bytes(GenericRow(values, fields)).hex()
+    data: bytes = GenericRowSerializer.to_bytes(GenericRow(values, fields))
+    return data.hex()
 
 
 def binary_row_cases() -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ The data-file path (pyarrow's S3 filesystem, not boto3) must give the same types
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -97,7 +98,7 @@ def test_missing_data_file_reads_as_file_not_found_with_its_path(warehouse):
 
 
 @pytest.fixture
-def stripping(moto) -> S3Warehouse:
+def stripping(moto) -> Iterator[S3Warehouse]:
     """A bucket on moto reached through a proxy that drops ``If-None-Match``."""
     bucket = moto.new_bucket("unsafe")
     with fault_proxy(moto) as (proxy, endpoint):
