@@ -29,7 +29,6 @@ import random
 import statistics
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -277,4 +276,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

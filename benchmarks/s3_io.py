@@ -63,7 +63,9 @@ def main() -> None:
         endpoint = server.endpoint
         bucket = endpoint.new_bucket("bench")
         fio = S3FileIO(endpoint.options())
-        filesystem, prefix = fio.arrow_filesystem()
+        arrow = fio.arrow_filesystem()
+        assert arrow is not None, "pyarrow here has no S3 filesystem"
+        filesystem, prefix = arrow
         path = f"s3://{bucket}/t/bucket-0/data-0.parquet"
         arrow_path = path[len(prefix) :]
         counter = iter(range(1_000_000))

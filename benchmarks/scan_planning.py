@@ -90,12 +90,14 @@ def part_b(work: Path, n_files: int, commits: int = 10) -> None:
         messages = []
         for msg in templates.values():
             proto = msg.data_increment.new_files[0]
-            files = tuple(
+            new_files = tuple(
                 dataclasses.replace(proto, file_name=f"data-synthetic-{k + j}.parquet")
                 for j in range(per_commit // 12)
             )
-            k += len(files)
-            messages.append(dataclasses.replace(msg, data_increment=DataIncrement(new_files=files)))
+            k += len(new_files)
+            messages.append(
+                dataclasses.replace(msg, data_increment=DataIncrement(new_files=new_files))
+            )
         committer.commit(messages, commit_identifier=c)
     cold, files = plan_times(work, rounds=3, cold=True)
     warm, _ = plan_times(work, rounds=3, cold=False)

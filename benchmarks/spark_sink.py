@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -108,15 +109,17 @@ def main() -> None:
         if variant == "snaplake":
             name = f"bench.flights_{run}"
             table = catalog.create_table(name, schema=flights.schema, partition_keys=["month"])
-            sink = SnaplakeSink(table, on_batch=sink_results.append)
+            sink: Callable[[Any, int], None] = SnaplakeSink(table, on_batch=sink_results.append)
         else:
             partitioned = variant == "parquet/month"
 
-            def sink(df: Any, batch_id: int) -> None:
+            def write_parquet(df: Any, batch_id: int) -> None:
                 writer = df.write.mode("append")
                 if partitioned:
                     writer = writer.partitionBy("month")
                 writer.parquet(str(out))
+
+            sink = write_parquet
 
         def timed(df: Any, batch_id: int) -> None:
             t0 = time.perf_counter()

@@ -61,8 +61,10 @@ def main() -> None:
         results["snaplake"].append(ours(data, work / "snaplake"))
         oracle = PaimonOracle(work / "paimon", timeout_s=1800)
         oracle.create_table("db.t", data.schema, partition_keys=["month"])
-        r = oracle.bench_write_read("db.t", data)
-        results["pypaimon"].append((r["write_s"] + r["commit_s"], r["plan_s"] + r["read_s"]))
+        bench = oracle.bench_write_read("db.t", data)
+        results["pypaimon"].append(
+            (bench["write_s"] + bench["commit_s"], bench["plan_s"] + bench["read_s"])
+        )
         shutil.rmtree(work)
     print(f"{data.num_rows:,} flights rows, one append then a full read (median of {args.rounds})")
     base_w = median([w for w, _ in results["pyarrow"]])

@@ -274,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, (got, want) in checks.items():
         passed = got == want
         ok &= passed
-        shown = got if not isinstance(got, list) else f"{len(got)} months"
-        print(f"check {name}: {'OK' if passed else f'FAILED (want {want})'} ({shown})")
+        got_shown = got if not isinstance(got, list) else f"{len(got)} months"
+        print(f"check {name}: {'OK' if passed else f'FAILED (want {want})'} ({got_shown})")
     verdict = "all checks passed" if ok else "SOME CHECKS FAILED"
     print(f"{verdict} in {time.monotonic() - started:.1f} s")
     if not args.work_dir and ok:

@@ -23,11 +23,15 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def _session(master: str):  # type: ignore[no-untyped-def]
+def _session(master: str) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
@@ -105,7 +109,8 @@ def main() -> int:
     )
     (control / f"started-{os.getpid()}").touch()
     while not (control / "stop").exists():
-        query.awaitTermination(0.2)  # raises if the query failed
+        # raises if the query failed; pyspark annotates `timeout: int` but takes float seconds
+        query.awaitTermination(0.2)  # type: ignore[arg-type]
     query.processAllAvailable()
     query.stop()
     spark.stop()
