@@ -10,6 +10,13 @@ run's range, so the row order of the bucket is kept. The rewrite is
 committed as one COMPACT snapshot (inputs as ``compact_before`` → DELETE,
 outputs as ``compact_after`` → ADD with ``_FILE_SOURCE = COMPACT``).
 
+Inputs are decoded with polars' Parquet reader (per tiny file several times
+cheaper than pyarrow's; pyarrow remains the fallback), converted once to the
+table's Arrow schema, and written with pyarrow exactly as the writer writes data
+files. An output larger than 8 MB of input is streamed: the next slice is
+decoded while the current one is encoded. The value stats are computed while
+the file is written.
+
 Appends never conflict with it. If a concurrent commit deleted one of the
 inputs (another compaction, an overwrite), the commit raises
 ``CommitConflictError``, the outputs are deleted, and the table keeps the
@@ -401,16 +408,23 @@ class AppendCompactor:
         buffered = self.file_io.buffered_write_max_bytes
         if len(slices) == 1 or arrow is None or sum(f.file_size_bytes for f in files) <= buffered:
             data = self._read_many(paths, arrow_schema)
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                stats = pool.submit(compute_value_stats, data, schema.value_types)
-                size = write_data_file(
-                    file_io=self.file_io,
-                    path=path,
-                    data=data,
-                    compression=opts.file_compression,
-                    compression_level=opts.file_compression_zstd_level,
-                )
-                return _Written(size_bytes=size, row_count=data.num_rows, stats=stats.result())
+            try:
+                with ThreadPoolExecutor(max_workers=1) as pool:
+                    stats = pool.submit(compute_value_stats, data, schema.value_types)
+                    size = write_data_file(
+                        file_io=self.file_io,
+                        path=path,
+                        data=data,
+                        compression=opts.file_compression,
+                        compression_level=opts.file_compression_zstd_level,
+                    )
+                    written = _Written(
+                        size_bytes=size, row_count=data.num_rows, stats=stats.result()
+                    )
+            except BaseException:
+                self.file_io.delete_many([path])
+                raise
+            return written
         fs, prefix = arrow
         target = path.removeprefix(prefix)
         if isinstance(fs, pafs.LocalFileSystem):
