@@ -178,7 +178,8 @@ def start_writer(
 
 
 def writer_summary(workdir: Path, name: str = "writer") -> dict[str, Any]:
-    return json.loads((workdir / f"{name}.json").read_text())
+    summary: dict[str, Any] = json.loads((workdir / f"{name}.json").read_text())
+    return summary
 
 
 def start_prometheus(workdir: Path, *, daemon_ports: list[int], writer_ports: list[int]) -> Proc:

@@ -16,7 +16,8 @@ _IDENT = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 
 
 def load_dashboard() -> dict[str, Any]:
-    return json.loads(DASHBOARD.read_text())
+    dashboard: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    return dashboard
 
 
 def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:

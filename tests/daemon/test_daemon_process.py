@@ -174,7 +174,8 @@ def soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def _rate(summary: dict[str, Any]) -> float:
-    return summary["commits"] / WRITE_SECONDS
+    commits: int = summary["commits"]
+    return commits / WRITE_SECONDS
 
 
 def test_e2e_writer_never_fails_and_rows_are_exact(soak):
@@ -348,7 +349,9 @@ def test_sigterm_during_compaction(tmp_path, big_warehouse, grace):
         assert "aborting" in log
         assert kinds.count("COMPACT") == 0
     lease = TableLease(file_io=table.file_io, table_root=table.root, owner="probe", ttl=_TTL)
-    assert lease.current().released
+    state = lease.current()
+    assert state is not None
+    assert state.released
     assert lease.try_acquire()  # another daemon may take over at once
 
 
@@ -364,10 +367,10 @@ def _maintained_by(log: str) -> dict[str, list[float]]:
 def test_two_daemons_never_maintain_one_table_at_once(tmp_path):
     warehouse = tmp_path / "wh"
     names = [f"db.t{i}" for i in range(6)]
-    for n, name in enumerate(names):
+    for k, name in enumerate(names):
         table = _create(warehouse, name, {"manifest.merge-min-count": "3"})
         for i in range(3):
-            _append(table, 1000 * n + 10 * i, 10, ident=i + 1)
+            _append(table, 1000 * k + 10 * i, 10, ident=i + 1)
     ports = [free_port(), free_port()]
     cfgs = [
         daemon_config(warehouse, daemon_id=f"d{i}", port=ports[i], lease_ttl="4 s",
