@@ -17,10 +17,17 @@ commits until a merge folds them together. Two modes, as in Paimon:
 
 The result is published as a COMPACT snapshot whose base list is the merged
 manifests and whose delta list is empty; its live files equal the latest
-snapshot's. If another commit wins the race, the merge is re-planned on the
-new latest snapshot; when that commit only appended manifests (every normal
-commit does), the merged prefix is reused and the new manifests are kept
-behind it, so a merge never conflicts with appends.
+snapshot's. If other commits win the race, the plan is carried forward
+instead of redone: the live files of snapshot *k* are those of *k - 1* plus
+*k*'s delta list (the invariant Paimon's incremental reads rely on; a
+manifest merge keeps the live files and has an empty delta), so the merged
+output followed by the delta lists of the snapshots committed since is the
+new latest's manifest list. A retry reads only those snapshots and their
+(small) delta lists, never the whole latest manifest list, so it keeps up
+with a writer committing every few milliseconds. Only when the history
+since cannot be read that way (the planned-on snapshot was rolled back or
+expired meanwhile) is the latest list read and, if its prefix changed, the
+merge planned again.
 
 Source: Paimon ``ManifestFileMerger`` / ``ManifestFileLegacyMerger``
 (``compactMinor``, ``mergeCandidates``, ``tryFullCompaction`` with its
@@ -41,7 +48,11 @@ from dataclasses import dataclass, field
 from snaplake.commit.manifest_commit import ManifestMergeCommit
 from snaplake.commit.retry import RetryPolicy
 from snaplake.compaction._io import parallel_map, read_entries_strict, read_list_strict
-from snaplake.errors import CommitRetriesExhaustedError, CommitStateUnknownError
+from snaplake.errors import (
+    CommitRetriesExhaustedError,
+    CommitStateUnknownError,
+    CorruptMetadataError,
+)
 from snaplake.store.manifest import (
     FileKind,
     ManifestEntry,
@@ -149,9 +160,10 @@ class ManifestFileMerger:
 
         Storage:
             Writes new manifests, two manifest lists and one snapshot file.
-            On failure (or when a re-plan discards them) the new manifests are
-            deleted again; the replaced manifests stay until snapshot expiry
-            removes them.
+            After a lost race, reads the snapshots committed since and their
+            delta manifest lists (see :meth:`_catch_up`). On failure (or when
+            a re-plan discards them) the new manifests are deleted again; the
+            replaced manifests stay until snapshot expiry removes them.
 
         Source:
             Paimon ``ManifestFileMerger.merge`` + ``FileStoreCommitImpl``.
@@ -186,6 +198,12 @@ class ManifestFileMerger:
                         elapsed_s=elapsed,
                     )
                 time.sleep(policy.wait_s(attempts, random_fraction=random.random()))
+                caught_up = self._catch_up(latest)
+                if caught_up is not None:
+                    latest, tail = caught_up
+                    plan.inputs = plan.inputs + tail
+                    plan.output = plan.output + tail
+                    continue
                 latest = self._require_latest()
                 new_metas = self._metas(latest)
                 if _names(new_metas[: len(plan.inputs)]) == _names(plan.inputs):
@@ -329,6 +347,52 @@ class ManifestFileMerger:
         return read_list_strict(self.file_io, self.paths, snap.base_manifest_list) + (
             read_list_strict(self.file_io, self.paths, snap.delta_manifest_list)
         )
+
+    def _catch_up(self, planned_on: Snapshot) -> tuple[Snapshot, list[ManifestFileMeta]] | None:
+        """Read the snapshots committed after ``planned_on`` and their delta manifests.
+
+        Args:
+            planned_on: The snapshot the current plan's output is live-equal to.
+
+        Returns:
+            ``(newest snapshot, delta manifests of planned_on + 1 .. newest, in
+            commit order)``; ``None`` when that history cannot be used (no
+            snapshot after ``planned_on``, ``planned_on`` itself expired or
+            replaced by a rollback, a delta list vanished while being read)
+            or should not be (another manifest merge, a COMPACT snapshot with
+            an empty delta, landed: planning again on its output usually
+            finds nothing left to do): the caller then reads the latest list
+            in full.
+
+        Raises:
+            CorruptMetadataError: a snapshot file exists but is undecodable.
+
+        Storage:
+            Reads ``snapshot-<planned_on>`` and each newer snapshot (one
+            probe past the newest) plus each newer snapshot's delta manifest
+            list (usually one small file, often cached).
+        """
+        sm = self.commit.snapshot_manager
+        if sm.try_snapshot(planned_on.id) != planned_on:
+            return None
+        newest = planned_on
+        tail: list[ManifestFileMeta] = []
+        while (snap := sm.try_snapshot(newest.id + 1)) is not None:
+            try:
+                delta = read_list_strict(self.file_io, self.paths, snap.delta_manifest_list)
+            except CorruptMetadataError:
+                # Expiry deletes a snapshot's lists before the snapshot file; the
+                # full read of the latest lists decides whether anything is wrong.
+                return None
+            if snap.commit_kind is CommitKind.COMPACT and not delta:
+                return None  # another manifest merge: re-plan on its result instead
+            tail += delta
+            newest = snap
+        if newest is planned_on:
+            return None
+        logger.debug("manifest merge of %s carried forward to snapshot %d (+%d manifest(s))",
+                     self.paths.root, newest.id, len(tail))  # fmt: skip
+        return newest, tail
 
     def _require_latest(self) -> Snapshot:
         latest = self.commit.snapshot_manager.latest_snapshot()

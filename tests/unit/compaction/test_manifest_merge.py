@@ -6,6 +6,7 @@ from tests.unit.compaction.conftest import append
 
 from snaplake.commit.manifest_commit import ManifestMergeCommit
 from snaplake.compaction.inline import MAINTENANCE_COMMIT_USER
+from snaplake.compaction.manifest_merge import ManifestFileMerger
 from snaplake.errors import CommitRetriesExhaustedError
 from snaplake.store.binary_row import decode_binary_row
 from snaplake.store.manifest_list import read_manifest_list
@@ -147,6 +148,65 @@ def test_lost_race_to_an_append_keeps_merged_prefix(make_table, monkeypatch):
         referenced |= {m.file_name for m in b + d}
     assert names == referenced, names - referenced
     assert snap.commit_kind == CommitKind.COMPACT
+
+
+def test_lost_races_carry_the_plan_forward_from_delta_lists(make_table, monkeypatch):
+    """After lost races the merge reads only the new snapshots' delta lists."""
+    table = make_table()
+    _append_many(table, 5)
+    original = ManifestMergeCommit.try_commit_base_manifests
+    calls: list[int] = []
+
+    def racing(self, base_metas, **kw):
+        if len(calls) < 2:  # lose twice: to two appends, then to one more
+            for k in range(2 - len(calls)):
+                append(table, 500 + 10 * len(calls) + k, 3, user="racer")
+        calls.append(len(base_metas))
+        return original(self, base_metas, **kw)
+
+    full_reads: list[int] = []
+    metas = ManifestFileMerger._metas
+
+    def counting(self, snap):
+        full_reads.append(snap.id)
+        return metas(self, snap)
+
+    monkeypatch.setattr(ManifestMergeCommit, "try_commit_base_manifests", racing)
+    monkeypatch.setattr(ManifestFileMerger, "_metas", counting)
+    result = table.merge_manifests()
+    assert result.merged
+    assert result.attempts == 3
+    assert calls == [1, 3, 4]  # the merged manifest, then the racers' manifests behind it
+    assert len(full_reads) == 1  # the initial plan only
+    assert result.manifests_after == 4
+    expected = sorted([*range(50), *range(500, 503), *range(501, 504), *range(510, 513)])
+    assert sorted_ids(table.to_arrow()) == expected
+    assert _metas(table)[1] == []
+
+
+def test_lost_race_after_a_rollback_reads_the_latest_list(make_table, monkeypatch):
+    """A planned-on snapshot replaced by a rollback and a new commit: plan again."""
+    table = make_table()
+    _append_many(table, 5)
+    original = ManifestMergeCommit.try_commit_base_manifests
+    calls: list[int] = []
+
+    def racing(self, base_metas, **kw):
+        if not calls:
+            latest = table.latest_snapshot().id
+            table.rollback_to(latest - 1)
+            append(table, 500, 3, user="racer")  # a new snapshot-<latest>
+            append(table, 600, 3, user="racer")  # takes latest + 1
+        calls.append(len(base_metas))
+        return original(self, base_metas, **kw)
+
+    monkeypatch.setattr(ManifestMergeCommit, "try_commit_base_manifests", racing)
+    result = table.merge_manifests()
+    assert result.merged
+    assert result.attempts == 2
+    # rows 40..49 were rolled back; the merge must not resurrect them
+    expected = sorted([*range(40), *range(500, 503), *range(600, 603)])
+    assert sorted_ids(table.to_arrow()) == expected
 
 
 def test_lost_race_to_another_merge_replans(make_table, monkeypatch):
