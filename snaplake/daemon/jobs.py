@@ -10,7 +10,9 @@ the maintenance operation raises; the scheduler's job boundary
   least ``manifest.merge-min-count`` manifests.
 - :func:`compact_job`: rewrite small files when a (partition, bucket) holds at
   least ``compaction.min.file-num`` files smaller than ``target-file-size *
-  compaction.small-file-ratio``.
+  compaction.small-file-ratio``, at most ``max_files_per_bucket`` of them per
+  commit (a backlog takes several rounds, each one commit, so the memory of
+  a run does not grow with the backlog).
 - :func:`expire_snapshots_job`: expire by ``snapshot.num-retained.*`` /
   ``snapshot.time-retained`` / ``snapshot.expire.limit``.
 - :func:`orphan_clean_job`: delete unreferenced files older than a grace period.
@@ -21,22 +23,24 @@ Imports no apscheduler and no prometheus_client (metrics are recorded through
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from snaplake.commit.manifest_commit import ManifestMergeCommit
 from snaplake.commit.retry import RetryPolicy
-from snaplake.compaction.append_compact import AppendCompactor, CompactResult
+from snaplake.compaction.append_compact import AppendCompactor, CompactResult, CompactTask
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
 from snaplake.compaction.inline import MAINTENANCE_COMMIT_USER
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
 from snaplake.compaction.orphan_clean import OrphanCleanResult, OrphanFilesClean
 from snaplake.daemon.config import Task
+from snaplake.daemon.memory import release_memory
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
 from snaplake.store.scan import FileStoreScan
@@ -44,6 +48,7 @@ from snaplake.store.snapshot import Snapshot
 from snaplake.table import Table
 
 __all__ = [
+    "CappedCompactor",
     "CompactJobResult",
     "ExpireJobResult",
     "FileCounts",
@@ -374,33 +379,129 @@ def merge_manifests_job(table: Table, *, options: CoreOptions) -> ManifestMergeJ
     )
 
 
-def compact_job(table: Table, *, options: CoreOptions) -> CompactJobResult:
+class CappedCompactor(AppendCompactor):
+    """An :class:`AppendCompactor` that rewrites at most ``max_files`` files per bucket.
+
+    Each (partition, bucket) keeps its oldest ``max_files`` planned files (a
+    prefix of a run of consecutive small files is itself such a run, so
+    sequence ranges and row order stay as the compactor guarantees); what is
+    cut off is left for the next round.
+    Input files, decoded rows and new metadata of one commit are then bounded
+    by ``max_files`` times the buckets rewritten at a time.
+
+    Args:
+        max_files: Files per (partition, bucket) and commit, >= 2.
+        **kwargs: As :class:`AppendCompactor`.
+
+    Raises:
+        ValueError: ``max_files < 2``.
+    """
+
+    def __init__(self, *, max_files: int, **kwargs: Any) -> None:
+        if max_files < 2:
+            raise ValueError(f"max_files must be >= 2, got {max_files}")
+        super().__init__(**kwargs)
+        self.max_files = max_files
+        self.capped = False
+        """Whether the last :meth:`plan` left due files for a later round."""
+
+    def plan(self) -> list[CompactTask]:
+        """Return the due runs, at most ``max_files`` files per (partition, bucket).
+
+        Raises:
+            CorruptMetadataError: a manifest is undecodable.
+
+        Storage: as :meth:`AppendCompactor.plan`.
+        """
+        left: dict[tuple[bytes, int], int] = {}
+        out: list[CompactTask] = []
+        self.capped = False
+        for task in super().plan():
+            key = (task.split.partition, task.split.bucket)
+            room = left.get(key, self.max_files)
+            keep = min(room, len(task.files))
+            if keep < len(task.files):
+                self.capped = True
+            if keep < 2:  # nothing to merge; the next round takes it
+                continue
+            left[key] = room - keep
+            out.append(dataclasses.replace(task, files=task.files[:keep], paths=task.paths[:keep]))
+        return out
+
+
+def _merge_compact_results(rounds: list[CompactResult]) -> CompactResult:
+    """One result for several rounds: counts summed, the last snapshot id."""
+    done = [r for r in rounds if r.snapshot_id is not None]
+    if len(done) <= 1:
+        return done[0] if done else rounds[-1]
+    return CompactResult(
+        snapshot_id=done[-1].snapshot_id,
+        buckets_compacted=sum(r.buckets_compacted for r in done),
+        files_before=sum(r.files_before for r in done),
+        files_after=sum(r.files_after for r in done),
+        bytes_before=sum(r.bytes_before for r in done),
+        bytes_after=sum(r.bytes_after for r in done),
+        rows_rewritten=sum(r.rows_rewritten for r in done),
+        input_files=tuple(p for r in done for p in r.input_files),
+        output_files=tuple(p for r in done for p in r.output_files),
+        duration_s=sum(r.duration_s for r in rounds),
+    )
+
+
+def compact_job(
+    table: Table,
+    *,
+    options: CoreOptions,
+    max_files_per_bucket: int = 500,
+    budget: timedelta = timedelta(seconds=60),
+) -> CompactJobResult:
     """Compact small data files when a (partition, bucket) crosses its threshold.
+
+    Rewrites at most ``max_files_per_bucket`` files per (partition, bucket)
+    and commit (:class:`CappedCompactor`); while a round left due files
+    behind, runs another round, for at most ``budget``. A backlog of
+    thousands of files thus costs several small commits instead of one run
+    holding all of them in memory.
 
     Args:
         table: The table to maintain.
         options: Effective options of the table.
+        max_files_per_bucket: Input files per (partition, bucket) and round, >= 2.
+        budget: Start no new round after this long.
 
     Returns:
-        File counts before, and the compaction's result if it ran.
+        File counts before, and the rounds' combined result if any ran
+        (``snapshot_id`` of the last round; counts and files summed).
 
     Raises:
         CorruptMetadataError: a manifest is undecodable.
-        CommitConflictError: a concurrent commit removed files being compacted.
+        CommitConflictError: a concurrent commit removed files being
+            compacted (the rounds committed before it stay).
+        ValueError: ``max_files_per_bucket < 2``.
 
     Storage: reads every manifest of the latest snapshot; when due, writes
-    new data files and a COMPACT snapshot (see ``Table.compact``).
+    new data files and one COMPACT snapshot per round (see ``Table.compact``).
     """
     counts = count_files(table, table.latest_snapshot(), options=options)
     if counts.buckets_due == 0:
         return CompactJobResult(table=table.identifier, files=counts)
-    compaction = AppendCompactor(
-        commit=maintenance_committer(table),
-        target_file_size_bytes=options.target_file_size_bytes,
-        min_file_num=options.compaction_min_file_num,
-        small_file_ratio=options.compaction_small_file_ratio,
-    ).execute()
-    return CompactJobResult(table=table.identifier, files=counts, compaction=compaction)
+    deadline = time.monotonic() + budget.total_seconds()
+    rounds: list[CompactResult] = []
+    while True:
+        compactor = CappedCompactor(
+            max_files=max_files_per_bucket,
+            commit=maintenance_committer(table),
+            target_file_size_bytes=options.target_file_size_bytes,
+            min_file_num=options.compaction_min_file_num,
+            small_file_ratio=options.compaction_small_file_ratio,
+        )
+        rounds.append(compactor.execute())
+        if rounds[-1].snapshot_id is None or not compactor.capped or time.monotonic() >= deadline:
+            break
+        release_memory()  # before the next round reads its inputs
+    return CompactJobResult(
+        table=table.identifier, files=counts, compaction=_merge_compact_results(rounds)
+    )
 
 
 def _merge_expire_results(passes: list[ExpireResult]) -> ExpireResult:

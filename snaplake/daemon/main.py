@@ -13,6 +13,7 @@ import sys
 import time
 
 from snaplake.daemon.config import describe_config, load_config
+from snaplake.daemon.memory import prepare_process
 from snaplake.errors import InvalidOptionError
 
 __all__ = ["configure_logging", "main", "run"]
@@ -55,6 +56,10 @@ def run(config_path: str, *, check_only: bool = False, log_level: str | None = N
         check_only: Validate, print the effective settings to stdout, and return.
         log_level: Overrides the file's ``log_level``.
 
+    Running changes the process: Arrow's default memory pool becomes the
+    system allocator and pandas (and polars, unless ``daemon.polars``) can
+    no longer be imported (see :func:`snaplake.daemon.memory.prepare_process`).
+
     Returns:
         The exit code: 0 after a clean shutdown or a valid check, 2 for an
         invalid configuration (the key and the reason go to stderr).
@@ -71,6 +76,8 @@ def run(config_path: str, *, check_only: bool = False, log_level: str | None = N
         sys.stdout.write(describe_config(config))
         return 0
     configure_logging((log_level or config.log_level).upper())
+    # Before pyarrow is loaded (the scheduler imports it): allocator and lean imports.
+    prepare_process(polars=config.daemon.polars)
     from snaplake.daemon.scheduler import MaintenanceDaemon  # apscheduler only when running
 
     try:

@@ -25,7 +25,6 @@ become orphans for orphan clean).
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import random
@@ -34,13 +33,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import Any
 
-import pyarrow as pa
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.blocking import BlockingScheduler
 
@@ -56,6 +54,7 @@ from snaplake.daemon.jobs import (
     run_job,
 )
 from snaplake.daemon.lease import TableLease
+from snaplake.daemon.memory import limit_malloc_arenas, release_memory, trim_malloc
 from snaplake.daemon.watcher import TableWatcher
 from snaplake.errors import TableNotFoundError
 from snaplake.metrics import MetricsServer, SnaplakeMetrics, default_metrics, serve
@@ -67,31 +66,6 @@ __all__ = ["MaintenanceDaemon"]
 logger = logging.getLogger(__name__)
 
 _MISFIRE_GRACE_S = 30
-_M_ARENA_MAX = -8  # glibc mallopt parameter
-
-
-def _limit_malloc_arenas() -> None:
-    """Cap glibc's malloc arenas before the pools start (no-op off glibc).
-
-    Every job, scan and delete pool thread would otherwise get its own arena
-    that keeps freed memory: with a dozen threads the RSS of a long-running
-    daemon grows several-fold although little is live.
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(_M_ARENA_MAX, 2)
-    except (OSError, AttributeError):
-        logger.debug("mallopt unavailable; malloc arenas not limited")
-        return
-    # Arrow buffers too: its default pool (mimalloc/jemalloc) keeps freed pages
-    # for reuse, which suits a query engine, not a mostly idle daemon.
-    pa.set_memory_pool(pa.system_memory_pool())
-
-
-def _trim_malloc() -> None:
-    """Hand freed heap memory back to the OS (glibc ``malloc_trim``; no-op elsewhere)."""
-    with suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _bound_metadata_cache(max_records: int) -> None:
@@ -169,7 +143,7 @@ class MaintenanceDaemon:
             OSError: the metrics address cannot be bound.
         """
         d = self.config.daemon
-        _limit_malloc_arenas()
+        limit_malloc_arenas()
         _bound_metadata_cache(d.metadata_cache_records)
         self.metrics.daemon_up.set(1)
         self.metrics.daemon_start_time.set(time.time())
@@ -379,7 +353,7 @@ class MaintenanceDaemon:
         self.health.control_ran(
             tables_known=len(self._tables), tables_held=sum(s.held for s in self._tables.values())
         )
-        _trim_malloc()
+        trim_malloc()
 
     def _schedule(self, state: _TableState) -> None:
         now = datetime.now(UTC)
@@ -435,6 +409,7 @@ class MaintenanceDaemon:
         with self._tracked(f"{task.value}:{name}"):
             logger.debug("%s of %s started", task.value, name)
             run_job(self._job(state.table, task), table=name, task=task, metrics=self.metrics)
+            release_memory()  # a compaction's buffers are not needed until the next run
             logger.debug("%s of %s finished", task.value, name)
 
     def _job(self, table: Table, task: Task) -> Callable[[], JobResult]:
@@ -445,7 +420,9 @@ class MaintenanceDaemon:
             if task is Task.MANIFEST_MERGE:
                 return merge_manifests_job(table, options=options)
             if task is Task.COMPACT:
-                return compact_job(table, options=options)
+                return compact_job(
+                    table, options=options, max_files_per_bucket=config.daemon.compact_max_files
+                )
             if task is Task.EXPIRE_SNAPSHOTS:
                 return expire_snapshots_job(table, options=options)
             if task is Task.ORPHAN_CLEAN:

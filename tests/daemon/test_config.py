@@ -25,6 +25,19 @@ def test_minimal_config_fills_every_default():
     assert cfg.default_options == {}
     # Paimon defaults apply when neither the daemon nor the table sets a key.
     assert cfg.effective_options({}).manifest_merge_min_count == 30
+    # Memory: no polars, a bounded cache, compaction commits of at most 500 files per bucket.
+    assert (cfg.daemon.polars, cfg.daemon.metadata_cache_records) == (False, 20_000)
+    assert cfg.daemon.compact_max_files == 500
+
+
+def test_memory_settings():
+    cfg = parse_config({**MINIMAL, "daemon": {"polars": True},
+                        "tasks": {"compact": {"max_files_per_bucket": 40}}})  # fmt: skip
+    assert cfg.daemon.polars
+    assert cfg.daemon.compact_max_files == 40
+    text = describe_config(cfg)
+    assert "polars = true" in text
+    assert "max_files_per_bucket = 40" in text
 
 
 def test_table_options_win_over_daemon_defaults():
@@ -79,6 +92,9 @@ def test_selectors():
          "tasks.expire_snapshots.snapshot.time-retained", "milliseconds"),
         ({**MINIMAL, "tasks": {"cleanup": {}}}, "tasks.cleanup", "unknown key"),
         ({**MINIMAL, "daemon": {"workers": 0}}, "daemon.workers", ">= 1"),
+        ({**MINIMAL, "daemon": {"polars": "yes"}}, "daemon.polars", "true or false"),
+        ({**MINIMAL, "tasks": {"compact": {"max_files_per_bucket": 1}}},
+         "tasks.compact.max_files_per_bucket", ">= 2"),
         ({**MINIMAL, "daemon": {"lease_ttl": "10 s", "lease_renew_interval": "8 s"}},
          "daemon.lease_renew_interval", "half"),
         ({"warehouse": [{"tables": ["a.b"]}]}, "warehouse[0].uri", "required"),

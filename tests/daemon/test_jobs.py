@@ -5,15 +5,19 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
+import pytest
 from prometheus_client import CollectorRegistry
 from tests.daemon.helpers import LOW_THRESHOLDS, append, memory_table
 
+from snaplake.compaction.append_compact import AppendCompactor
 from snaplake.daemon.config import Task, parse_config
 from snaplake.daemon.jobs import (
+    CappedCompactor,
     compact_job,
     count_files,
     count_manifests,
     expire_snapshots_job,
+    maintenance_committer,
     merge_manifests_job,
     orphan_clean_job,
     run_job,
@@ -72,6 +76,37 @@ def test_compaction_only_when_a_bucket_crosses_the_threshold():
     assert sorted(table.to_arrow().column("id").to_pylist()) == list(range(10)) + list(
         range(100, 110)
     )
+
+
+def test_compaction_rounds_are_capped_per_bucket():
+    table = memory_table()
+    append(table, 7, months=2)  # 7 small files in each of two partitions
+    result = compact_job(table, options=_opts(), max_files_per_bucket=3)
+    assert result.acted
+    # rounds of at most 3 files per bucket: 3 -> 1, then that 1 + 2 -> 1, then 1 + 2 -> 1
+    assert result.compaction is not None
+    assert result.compaction.files_before == 2 * (3 + 3 + 3)
+    assert [s.commit_kind.value for s in table.snapshots()][-3:] == ["COMPACT"] * 3
+    after = count_files(table, table.latest_snapshot(), options=_opts())
+    assert (after.data_files, after.buckets_due) == (2, 0)
+    assert sorted(table.to_arrow().column("id").to_pylist()) == list(range(35))
+
+
+def test_capped_compactor_keeps_the_oldest_files_of_a_run():
+    table = memory_table()
+    append(table, 6)
+    compactor = CappedCompactor(max_files=4, commit=maintenance_committer(table),
+                                min_file_num=3)  # fmt: skip
+    (task,) = compactor.plan()
+    assert compactor.capped
+    full = AppendCompactor(commit=maintenance_committer(table), min_file_num=3).plan()
+    assert task.files == full[0].files[:4]
+    assert task.paths == full[0].paths[:4]
+    uncapped = CappedCompactor(max_files=6, commit=maintenance_committer(table), min_file_num=3)
+    assert uncapped.plan()[0].files == full[0].files
+    assert not uncapped.capped
+    with pytest.raises(ValueError, match="max_files"):
+        CappedCompactor(max_files=1, commit=maintenance_committer(table))
 
 
 def test_expiry_keeps_the_retention_limits():
