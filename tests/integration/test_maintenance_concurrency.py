@@ -41,6 +41,9 @@ def test_writer_and_maintainer_processes(tmp_path):
             "snapshot.time-retained": "5 s",
             "manifest.merge-min-count": "10",
             "compaction.min.file-num": "5",
+            # a hot table: keep retrying quickly instead of backing off for seconds
+            "commit.max-retries": "50",
+            "commit.max-retry-wait": "200 ms",
         },
     )
     procs = {
