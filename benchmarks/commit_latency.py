@@ -74,6 +74,30 @@ def main() -> None:
     growth = median(ours[-50:]) / median(ours[:50])
     print(f"  p50 ratio snaplake/pypaimon = {ratio:.2f} (target <= 0.5)")
     print(f"  snaplake last-50/first-50 = {growth:.2f} (target <= 1.3)")
+    # The publish barrier (syncfs) also flushes whatever the interleaved pypaimon process
+    # left dirty on the same filesystem; measure snaplake's own growth without a neighbour.
+    alone = run_alone(work / "alone", args.commits, data)
+    print(
+        f"  snaplake alone: {summary_ms(alone)}  first-50 median "
+        f"{median(alone[:50]) * 1000:6.2f} ms  last-50 median {median(alone[-50:]) * 1000:6.2f} ms"
+        f"  growth {median(alone[-50:]) / median(alone[:50]):4.2f}x"
+    )
+
+
+def run_alone(path: Path, commits: int, data: pa.Table) -> list[float]:
+    table = snaplake.FileSystemCatalog(str(path)).create_table(
+        "db.t", schema=SCHEMA, partition_keys=["month"]
+    )
+    write = table.new_write(commit_user="alone")
+    committer = table.new_commit(commit_user="alone")
+    out = []
+    for i in range(commits):
+        write.write_arrow(data)
+        messages = write.prepare_commit()
+        t0 = time.perf_counter()
+        committer.commit(messages, commit_identifier=i)
+        out.append(time.perf_counter() - t0)
+    return out
 
 
 if __name__ == "__main__":
