@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import functools
 import gc
 import io
 import lzma
@@ -469,21 +470,26 @@ def decode_container_records(container: AvroContainer, *, path: str) -> Iterator
         CorruptMetadataError: A block does not decompress or does not decode against
             the writer schema (raised lazily, while iterating).
     """
-    plain = build_container(
-        _without_logical_types(container.schema_json),
-        "null",
-        (
-            (count, decompress_block(container.codec, block, path=path))
-            for count, block in container.blocks
-        ),
-        sync=container.sync,
-    )
+    schema = _reader_schema(container.schema_json)
     try:
-        yield from fastavro.reader(io.BytesIO(plain))
+        for count, block in container.blocks:
+            data = io.BytesIO(decompress_block(container.codec, block, path=path))
+            for _ in range(count):
+                yield fastavro.schemaless_reader(data, schema, None)
     except CorruptMetadataError:
         raise
     except Exception as e:
         raise CorruptMetadataError(f"{path}: cannot decode Avro records: {e}", path=path) from e
+
+
+@functools.lru_cache(maxsize=64)
+def _reader_schema(schema_json: bytes) -> Any:
+    """Parsed writer schema without logical types, cached per distinct schema text.
+
+    Every manifest of a table carries the same schema, so a cold scan of
+    hundreds of small manifests parses it once instead of once per file.
+    """
+    return fastavro.parse_schema(orjson.loads(_without_logical_types(schema_json)))
 
 
 def _strip_logical(node: Any) -> Any:
@@ -494,6 +500,7 @@ def _strip_logical(node: Any) -> Any:
     return node
 
 
+@functools.lru_cache(maxsize=64)
 def _without_logical_types(schema_json: bytes) -> bytes:
     """Return ``schema_json`` without ``logicalType`` annotations.
 
