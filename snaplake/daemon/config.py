@@ -11,7 +11,7 @@ A file looks like this (every key is optional except ``[[warehouse]]``)::
     lease_ttl = "60 s"              # a crashed daemon's tables are taken over after this
     lease_renew_interval = "20 s"
     shutdown_grace = "8 s"          # wait this long for running jobs on SIGTERM
-    metadata_cache_records = 20000  # decoded manifest entries kept in memory
+    metadata_cache_records = 10000  # decoded manifest entries kept in memory
     polars = false                  # polars readers: faster, about 60 MiB more RSS
 
     [metrics]
@@ -221,7 +221,7 @@ class DaemonSettings:
     files_interval: timedelta = timedelta(minutes=1)
     orphan_older_than: timedelta = timedelta(days=1)
     orphan_dry_run: bool = False
-    metadata_cache_records: int = 20_000
+    metadata_cache_records: int = 10_000
     polars: bool = False
     compact_max_files: int = 500
 
@@ -439,7 +439,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
     workers = daemon_sec.integer("workers", 4, minimum=1)
     discovery = daemon_sec.duration("discovery_interval", timedelta(minutes=1))
     grace = daemon_sec.duration("shutdown_grace", timedelta(seconds=8), positive=False)
-    cache_records = daemon_sec.integer("metadata_cache_records", 20_000, minimum=0)
+    cache_records = daemon_sec.integer("metadata_cache_records", 10_000, minimum=0)
     polars = daemon_sec.boolean("polars", default=False)
     daemon_sec.finish()
 

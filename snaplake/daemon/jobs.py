@@ -453,6 +453,7 @@ def compact_job(
     *,
     options: CoreOptions,
     max_files_per_bucket: int = 500,
+    workers: int = 1,
     budget: timedelta = timedelta(seconds=60),
 ) -> CompactJobResult:
     """Compact small data files when a (partition, bucket) crosses its threshold.
@@ -467,6 +468,8 @@ def compact_job(
         table: The table to maintain.
         options: Effective options of the table.
         max_files_per_bucket: Input files per (partition, bucket) and round, >= 2.
+        workers: Buckets rewritten at a time; the memory of a round grows
+            with it (1: the daemon is a background process).
         budget: Start no new round after this long.
 
     Returns:
@@ -494,6 +497,7 @@ def compact_job(
             target_file_size_bytes=options.target_file_size_bytes,
             min_file_num=options.compaction_min_file_num,
             small_file_ratio=options.compaction_small_file_ratio,
+            workers=workers,
         )
         rounds.append(compactor.execute())
         if rounds[-1].snapshot_id is None or not compactor.capped or time.monotonic() >= deadline:

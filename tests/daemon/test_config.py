@@ -26,7 +26,7 @@ def test_minimal_config_fills_every_default():
     # Paimon defaults apply when neither the daemon nor the table sets a key.
     assert cfg.effective_options({}).manifest_merge_min_count == 30
     # Memory: no polars, a bounded cache, compaction commits of at most 500 files per bucket.
-    assert (cfg.daemon.polars, cfg.daemon.metadata_cache_records) == (False, 20_000)
+    assert (cfg.daemon.polars, cfg.daemon.metadata_cache_records) == (False, 10_000)
     assert cfg.daemon.compact_max_files == 500
 
 
