@@ -6,7 +6,7 @@ A file looks like this (every key is optional except ``[[warehouse]]``)::
 
     [daemon]
     id = "maint-a"                  # default: <hostname>-<pid>
-    workers = 4                     # threads running jobs
+    workers = 2                     # threads running jobs (default 2: one per core here)
     discovery_interval = "1 min"    # re-list "db.*" / "*" table patterns
     lease_ttl = "60 s"              # a crashed daemon's tables are taken over after this
     lease_renew_interval = "20 s"
@@ -184,7 +184,8 @@ class DaemonSettings:
 
     Attributes:
         daemon_id: Names this daemon in leases and logs.
-        workers: Threads running jobs concurrently (different tables).
+        workers: Threads running jobs concurrently (default 2; each job holds its
+            inputs in memory, so more threads mainly raise the peak RSS).
         discovery_interval: How often table patterns are re-listed.
         lease_ttl: A lease not renewed for this long may be taken over.
         lease_renew_interval: How often held leases are renewed (< ttl / 2).
@@ -211,7 +212,7 @@ class DaemonSettings:
     """
 
     daemon_id: str
-    workers: int = 4
+    workers: int = 2
     discovery_interval: timedelta = timedelta(minutes=1)
     lease_ttl: timedelta = timedelta(seconds=60)
     lease_renew_interval: timedelta = timedelta(seconds=20)
@@ -436,7 +437,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
             "live daemon never lets its lease lapse",
         )  # fmt: skip
     daemon_id = daemon_sec.string("id", default_id)
-    workers = daemon_sec.integer("workers", 4, minimum=1)
+    workers = daemon_sec.integer("workers", 2, minimum=1)
     discovery = daemon_sec.duration("discovery_interval", timedelta(minutes=1))
     grace = daemon_sec.duration("shutdown_grace", timedelta(seconds=8), positive=False)
     cache_records = daemon_sec.integer("metadata_cache_records", 10_000, minimum=0)
