@@ -42,9 +42,16 @@ from snaplake.store.data_file import (
 from snaplake.store.file_io import FileIO
 from snaplake.store.paths import PathFactory
 from snaplake.store.schema import TableSchema
-from snaplake.store.stats import compute_value_stats
+from snaplake.store.stats import SimpleStatsParts, compute_value_stats
 
-__all__ = ["TableWrite", "abort_messages", "conform_to_schema", "write_data_file"]
+__all__ = [
+    "TableWrite",
+    "abort_messages",
+    "conform_to_schema",
+    "new_data_file_meta",
+    "write_data_file",
+    "zstd_level",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +172,7 @@ def write_data_file(
             data,
             buffer,
             compression=compression,
-            compression_level=_level(compression, compression_level),
+            compression_level=zstd_level(compression, compression_level),
         )
         body = buffer.getvalue()
         file_io.write_output(path, body.to_pybytes())
@@ -182,7 +189,7 @@ def write_data_file(
                     data,
                     sink,
                     compression=compression,
-                    compression_level=_level(compression, compression_level),
+                    compression_level=zstd_level(compression, compression_level),
                 )
                 return int(sink.tell())
         except OSError as exc:  # pyarrow's own errors: typed by the FileIO
@@ -195,13 +202,65 @@ def write_data_file(
             data,
             out,
             compression=compression,
-            compression_level=_level(compression, compression_level),
+            compression_level=zstd_level(compression, compression_level),
         )
         return int(out.tell())
 
 
-def _level(compression: str, level: int | None) -> int | None:
+def zstd_level(compression: str, level: int | None) -> int | None:
+    """The Parquet ``compression_level`` to pass: ``level`` for zstd, else ``None``."""
     return level if compression.lower() == "zstd" else None
+
+
+def new_data_file_meta(
+    *,
+    file_name: str,
+    size_bytes: int,
+    row_count: int,
+    stats: SimpleStatsParts,
+    schema_id: int,
+    min_sequence_number: int,
+    max_sequence_number: int,
+    file_source: FileSource,
+) -> DataFileMeta:
+    """Describe a freshly written append-table data file (level 0, no keys).
+
+    Args:
+        file_name: Bare file name (``data-<uuid>-<n>.parquet``).
+        size_bytes: File size in bytes.
+        row_count: Rows in the file.
+        stats: Value stats of every column (from ``compute_value_stats``).
+        schema_id: Schema the file was written with.
+        min_sequence_number: First sequence number of the file's rows.
+        max_sequence_number: Last sequence number (>= the first).
+        file_source: APPEND for writers, COMPACT for compaction outputs.
+
+    Source: Paimon ``DataFileMeta.forAppend`` (empty key stats, level 0).
+    """
+    return DataFileMeta(
+        file_name=file_name,
+        file_size_bytes=size_bytes,
+        row_count=row_count,
+        min_key=EMPTY_BINARY_ROW,
+        max_key=EMPTY_BINARY_ROW,
+        key_stats=EMPTY_STATS,
+        value_stats=SimpleStats(
+            min_values=stats.min_values,
+            max_values=stats.max_values,
+            null_counts=stats.null_counts,
+        ),
+        min_sequence_number=min_sequence_number,
+        max_sequence_number=max(min_sequence_number, max_sequence_number),
+        schema_id=schema_id,
+        level=0,
+        extra_files=(),
+        creation_time_ms=_local_wall_clock_ms(),
+        delete_row_count=0,
+        embedded_index=None,
+        file_source=file_source,
+        value_stats_cols=None,
+        external_path=None,
+    )
 
 
 @dataclass(slots=True)
@@ -335,29 +394,15 @@ class TableWrite:
             end = start + data.num_rows - 1
             self._next_sequence = end + 1
         logger.debug("wrote %s (%d rows, %d bytes)", path, data.num_rows, size)
-        return DataFileMeta(
+        return new_data_file_meta(
             file_name=name,
-            file_size_bytes=size,
+            size_bytes=size,
             row_count=data.num_rows,
-            min_key=EMPTY_BINARY_ROW,
-            max_key=EMPTY_BINARY_ROW,
-            key_stats=EMPTY_STATS,
-            value_stats=SimpleStats(
-                min_values=stats.min_values,
-                max_values=stats.max_values,
-                null_counts=stats.null_counts,
-            ),
+            stats=stats,
+            schema_id=self.schema.id,
             min_sequence_number=start,
             max_sequence_number=end,
-            schema_id=self.schema.id,
-            level=0,
-            extra_files=(),
-            creation_time_ms=_local_wall_clock_ms(),
-            delete_row_count=0,
-            embedded_index=None,
             file_source=FileSource.APPEND,
-            value_stats_cols=None,
-            external_path=None,
         )
 
     def prepare_commit(self) -> list[CommitMessage]:

@@ -38,7 +38,6 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -48,14 +47,11 @@ import pyarrow.parquet as pq
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage, CompactIncrement
-from snaplake.commit.table_write import write_data_file
+from snaplake.commit.table_write import new_data_file_meta, write_data_file, zstd_level
 from snaplake.errors import CommitStateUnknownError
 from snaplake.store.data_file import (
-    EMPTY_BINARY_ROW,
-    EMPTY_STATS,
     DataFileMeta,
     FileSource,
-    SimpleStats,
 )
 from snaplake.store.file_io import FileIO
 from snaplake.store.scan import FileStoreScan, Split
@@ -438,7 +434,7 @@ class AppendCompactor:
                     sink,
                     arrow_schema,
                     compression=opts.file_compression,
-                    compression_level=_zstd_level(
+                    compression_level=zstd_level(
                         opts.file_compression, opts.file_compression_zstd_level
                     ),
                 ) as writer:
@@ -484,37 +480,18 @@ def _slices(paths: Sequence[str], files: Sequence[DataFileMeta]) -> list[list[st
     return out
 
 
-def _zstd_level(compression: str, level: int) -> int | None:
-    return level if compression.lower() == "zstd" else None
-
-
 def _output_meta(
     written: _Written, *, name: str, schema: TableSchema, lo: int, hi: int
 ) -> DataFileMeta:
-    stats = written.stats
-    return DataFileMeta(
+    return new_data_file_meta(
         file_name=name,
-        file_size_bytes=written.size_bytes,
+        size_bytes=written.size_bytes,
         row_count=written.row_count,
-        min_key=EMPTY_BINARY_ROW,
-        max_key=EMPTY_BINARY_ROW,
-        key_stats=EMPTY_STATS,
-        value_stats=SimpleStats(
-            min_values=stats.min_values,
-            max_values=stats.max_values,
-            null_counts=stats.null_counts,
-        ),
-        min_sequence_number=lo,
-        max_sequence_number=max(lo, hi),
+        stats=written.stats,
         schema_id=schema.id,
-        level=0,
-        extra_files=(),
-        creation_time_ms=_local_wall_clock_ms(),
-        delete_row_count=0,
-        embedded_index=None,
+        min_sequence_number=lo,
+        max_sequence_number=hi,
         file_source=FileSource.COMPACT,
-        value_stats_cols=None,
-        external_path=None,
     )
 
 
@@ -556,11 +533,3 @@ _POLARS_FLAT_TYPES: tuple[pa.DataType, ...] = (
     pa.binary(),
     pa.date32(),
 )
-
-
-def _local_wall_clock_ms() -> int:
-    """Paimon's ``_CREATION_TIME``: local wall-clock time as zone-less epoch millis."""
-    now = datetime.now().astimezone()
-    offset = now.utcoffset()
-    seconds = offset.total_seconds() if offset is not None else 0.0
-    return int(now.timestamp() * 1000 + seconds * 1000)
