@@ -18,9 +18,11 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -47,8 +49,10 @@ from snaplake.store.stats import SimpleStatsParts, compute_value_stats
 __all__ = [
     "TableWrite",
     "abort_messages",
+    "DataFileOutput",
     "conform_to_schema",
     "new_data_file_meta",
+    "open_data_file",
     "write_data_file",
     "zstd_level",
 ]
@@ -141,6 +145,71 @@ def _group_ids(table: pa.Table, keys: Sequence[str], buckets: np.ndarray | None)
     return group
 
 
+@dataclass(slots=True)
+class DataFileOutput:
+    """Where :func:`open_data_file` lets a data file's Parquet bytes be written.
+
+    Attributes:
+        stream: A writable binary stream (a pyarrow ``NativeFile`` or a
+            file-like object) to hand to ``pq.write_table`` / ``pq.ParquetWriter``.
+        size_bytes: The file's size, set when the ``with`` block has ended.
+    """
+
+    stream: Any
+    size_bytes: int = 0
+
+
+@contextmanager
+def open_data_file(file_io: FileIO, path: str, *, size_hint: int) -> Iterator[DataFileOutput]:
+    """Open a new data file at ``path``; the file exists once the ``with`` block ends.
+
+    With ``0 < size_hint <= file_io.buffered_write_max_bytes`` (bytes; an
+    upper estimate of the file) the bytes are kept in memory and created with
+    one ``FileIO.write_output`` (on S3 one ``PutObject`` instead of a
+    three-request multipart upload); otherwise they are streamed, through the
+    FileIO's pyarrow filesystem when it has one. If the block raises, nothing
+    is created by the buffered path; a streamed file may be left partly
+    written (callers delete ``path``).
+
+    Raises:
+        StorageError: the storage failed (``StorageAccessError`` for refused
+            credentials); pyarrow's ``OSError`` s are translated by
+            ``FileIO.translate_error``, ``write_output`` raises typed errors.
+
+    Storage: creates ``path`` (a unique name; never overwritten).
+    """
+    limit_bytes = file_io.buffered_write_max_bytes
+    if limit_bytes > 0 and size_hint <= limit_bytes:
+        buffer = pa.BufferOutputStream()
+        out = DataFileOutput(stream=buffer)
+        yield out
+        body = buffer.getvalue()
+        file_io.write_output(path, body.to_pybytes())
+        out.size_bytes = int(body.size)
+        return
+    arrow = file_io.arrow_filesystem()
+    if arrow is None:
+        with file_io.open_output(path) as f:
+            out = DataFileOutput(stream=f)
+            yield out
+            out.size_bytes = int(f.tell())
+        return
+    fs, prefix = arrow
+    target = path.removeprefix(prefix)
+    try:
+        if isinstance(fs, pafs.LocalFileSystem):
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+        with fs.open_output_stream(target) as sink:
+            out = DataFileOutput(stream=sink)
+            yield out
+            out.size_bytes = int(sink.tell())
+    except OSError as exc:  # pyarrow's own errors: typed by the FileIO
+        error = file_io.translate_error(exc, path=path, operation="write")
+        if error is exc:
+            raise
+        raise error from exc
+
+
 def write_data_file(
     *,
     file_io: FileIO,
@@ -152,59 +221,23 @@ def write_data_file(
     """Write ``data`` as one Parquet file at ``path``; return its size in bytes.
 
     ``compression_level`` applies to zstd (Paimon's ``file.compression.zstd-level``).
-    When ``data.nbytes`` is at most ``file_io.buffered_write_max_bytes`` (an
-    upper estimate: Parquet is smaller than Arrow in memory), the file is
-    built in memory and created with one ``FileIO.write_output`` (on S3 one
-    ``PutObject`` instead of a three-request multipart upload); otherwise it
-    is streamed.
+    The file is built in memory and created in one request when
+    ``data.nbytes`` (an upper estimate: Parquet is smaller than Arrow in
+    memory) allows it, else streamed (:func:`open_data_file`).
 
     Raises:
-        StorageError: the storage failed (``StorageAccessError`` for refused
-            credentials; pyarrow's ``OSError`` s go through
-            ``FileIO.translate_error``, ``write_output`` raises typed errors).
+        StorageError: the storage failed (see :func:`open_data_file`).
 
     Storage: creates ``path`` (a unique name; never overwritten).
     """
-    limit_bytes = file_io.buffered_write_max_bytes
-    if limit_bytes > 0 and data.nbytes <= limit_bytes:
-        buffer = pa.BufferOutputStream()
+    with open_data_file(file_io, path, size_hint=data.nbytes) as out:
         pq.write_table(
             data,
-            buffer,
+            out.stream,
             compression=compression,
             compression_level=zstd_level(compression, compression_level),
         )
-        body = buffer.getvalue()
-        file_io.write_output(path, body.to_pybytes())
-        return int(body.size)
-    arrow = file_io.arrow_filesystem()
-    if arrow is not None:
-        fs, prefix = arrow
-        target = path.removeprefix(prefix)
-        if isinstance(fs, pafs.LocalFileSystem):
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-        try:
-            with fs.open_output_stream(target) as sink:
-                pq.write_table(
-                    data,
-                    sink,
-                    compression=compression,
-                    compression_level=zstd_level(compression, compression_level),
-                )
-                return int(sink.tell())
-        except OSError as exc:  # pyarrow's own errors: typed by the FileIO
-            error = file_io.translate_error(exc, path=path, operation="write")
-            if error is exc:
-                raise
-            raise error from exc
-    with file_io.open_output(path) as out:
-        pq.write_table(
-            data,
-            out,
-            compression=compression,
-            compression_level=zstd_level(compression, compression_level),
-        )
-        return int(out.tell())
+    return out.size_bytes
 
 
 def zstd_level(compression: str, level: int | None) -> int | None:

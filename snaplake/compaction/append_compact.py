@@ -10,12 +10,12 @@ run's range, so the row order of the bucket is kept. The rewrite is
 committed as one COMPACT snapshot (inputs as ``compact_before`` → DELETE,
 outputs as ``compact_after`` → ADD with ``_FILE_SOURCE = COMPACT``).
 
-Inputs are decoded with polars' Parquet reader (per tiny file several times
-cheaper than pyarrow's; pyarrow remains the fallback), converted once to the
-table's Arrow schema, and written with pyarrow exactly as the writer writes data
-files. An output larger than 8 MB of input is streamed: the next slice is
-decoded while the current one is encoded. The value stats are computed while
-the file is written.
+Runs of tiny inputs are decoded with polars' Parquet reader (per tiny file
+several times cheaper than pyarrow's; pyarrow remains the fallback), converted
+to the table's Arrow schema, and written with pyarrow with the writer's
+settings. Every output is streamed in pieces of bounded size (the next piece
+is decoded while the current one is encoded, the value stats accumulate piece
+by piece), so a compaction's memory does not grow with its inputs.
 
 Appends never conflict with it. If a concurrent commit deleted one of the
 inputs (another compaction, an overwrite), the commit raises
@@ -33,21 +33,19 @@ runs never cross a large file, so outputs never overlap a kept file's range.
 from __future__ import annotations
 
 import logging
-import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage, CompactIncrement
-from snaplake.commit.table_write import new_data_file_meta, write_data_file, zstd_level
+from snaplake.commit.table_write import new_data_file_meta, open_data_file, zstd_level
 from snaplake.errors import CommitStateUnknownError
 from snaplake.store.data_file import (
     DataFileMeta,
@@ -57,7 +55,7 @@ from snaplake.store.file_io import FileIO
 from snaplake.store.scan import FileStoreScan, Split
 from snaplake.store.schema import TableSchema
 from snaplake.store.snapshot import CommitKind
-from snaplake.store.stats import SimpleStatsParts, compute_value_stats
+from snaplake.store.stats import SimpleStatsParts, ValueStatsCollector
 
 __all__ = ["AppendCompactor", "CompactResult", "CompactTask"]
 
@@ -66,8 +64,14 @@ logger = logging.getLogger(__name__)
 _READ_WORKERS = 4
 """Threads fetching input bytes from a FileIO without a local path (S3, memory)."""
 
-_SLICE_BYTES = 8 << 20
-"""Input bytes decoded at a time when an output is streamed (one row group each)."""
+_SLICE_BYTES = 2 << 20
+"""Parquet bytes of consecutive small inputs decoded at a time."""
+
+_BATCH_ROWS = 65_536
+"""Rows decoded at a time from an input larger than :data:`_SLICE_BYTES`."""
+
+_ROW_GROUP_BYTES = 16 << 20
+"""Decoded bytes buffered before they are written as one row group."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -323,25 +327,33 @@ class AppendCompactor:
             return list(pool.map(self.file_io.read_bytes, paths))
 
     def _read_many_pyarrow(self, paths: Sequence[str], schema: pa.Schema) -> pa.Table:
+        """Read ``paths`` with pyarrow's Parquet reader, one ``ParquetFile`` per file.
+
+        Not pyarrow's dataset scanner: on runs of hundreds of tiny files it is
+        no faster and holds several times the memory (fragment metadata,
+        readahead buffers, its thread pools); this matters in the daemon, which
+        takes this path. Local files are read one after the other; remote ones
+        by :data:`_READ_WORKERS` threads, since each costs a round trip.
+
+        Raises:
+            FileNotFoundError: an input vanished.
+        """
         arrow = self.file_io.arrow_filesystem()
-        if arrow is not None:
-            fs, prefix = arrow
-            # Arrow's multi-threaded scan; to_table() keeps the fragments' order.
-            dataset = ds.dataset(
-                [p.removeprefix(prefix) for p in paths],
-                schema=schema,
-                format="parquet",
-                filesystem=fs,
-            )
-            return dataset.to_table(columns=schema.names)
+
+        def read(path: str) -> pa.Table:
+            if arrow is not None:
+                fs, prefix = arrow
+                with fs.open_input_file(path.removeprefix(prefix)) as f:
+                    part = pq.ParquetFile(f).read(columns=schema.names, use_threads=False)
+            else:
+                source = pa.BufferReader(self.file_io.read_bytes(path))
+                part = pq.ParquetFile(source).read(columns=schema.names, use_threads=False)
+            return part.cast(schema)
+
+        if arrow is not None and isinstance(arrow[0], pafs.LocalFileSystem):
+            return pa.concat_tables([read(p) for p in paths])
         with ThreadPoolExecutor(max_workers=_READ_WORKERS) as pool:
-            tables = list(
-                pool.map(
-                    lambda data: pq.read_table(pa.BufferReader(data), columns=schema.names),
-                    pool.map(self.file_io.read_bytes, paths),
-                )
-            )
-        return pa.concat_tables(tables).cast(schema)
+            return pa.concat_tables(list(pool.map(read, paths)))
 
     def _rewrite(self, task: CompactTask, target: int) -> list[tuple[DataFileMeta, str]]:
         """Rewrite one run into files of about ``target`` bytes; returns (meta, path) pairs."""
@@ -387,77 +399,91 @@ class AppendCompactor:
         schema: TableSchema,
         path: str,
     ) -> _Written:
-        """Read ``paths`` and write their rows, in order, as one Parquet file at ``path``.
+        """Stream the rows of ``paths``, in order, into one Parquet file at ``path``.
 
-        A group larger than :data:`_SLICE_BYTES` is read in slices and streamed:
-        the next slice is decoded while the current one is encoded, one row
-        group per slice. The value stats are computed while the (last part of
-        the) file is written.
+        Memory stays bounded whatever the inputs hold: runs of small inputs
+        are decoded :data:`_SLICE_BYTES` of Parquet at a time, a larger input
+        batch by batch, and rows are written as row groups of about
+        :data:`_ROW_GROUP_BYTES` decoded; the next piece is decoded while the
+        current one is encoded; the value stats are accumulated piece by
+        piece. (A bucket's earlier compaction output stays "small" until it
+        reaches ``target-file-size * compaction.small-file-ratio`` of
+        *compressed* bytes, which for repetitive data can be hundreds of MiB
+        decoded, so reading a run whole is not an option.)
+
+        Raises:
+            FileNotFoundError: an input vanished.
+            StorageError: the storage failed.
 
         Storage:
             Reads ``paths``; creates ``path`` (deleted again if this fails).
         """
         arrow_schema = schema.arrow_schema
         opts = schema.core_options
-        slices = _slices(paths, files)
-        arrow = self.file_io.arrow_filesystem()
-        buffered = self.file_io.buffered_write_max_bytes
-        if len(slices) == 1 or arrow is None or sum(f.file_size_bytes for f in files) <= buffered:
-            data = self._read_many(paths, arrow_schema)
-            try:
-                with ThreadPoolExecutor(max_workers=1) as pool:
-                    stats = pool.submit(compute_value_stats, data, schema.value_types)
-                    size = write_data_file(
-                        file_io=self.file_io,
-                        path=path,
-                        data=data,
-                        compression=opts.file_compression,
-                        compression_level=opts.file_compression_zstd_level,
-                    )
-                    written = _Written(
-                        size_bytes=size, row_count=data.num_rows, stats=stats.result()
-                    )
-            except BaseException:
-                self.file_io.delete_many([path])
-                raise
-            return written
-        fs, prefix = arrow
-        target = path.removeprefix(prefix)
-        if isinstance(fs, pafs.LocalFileSystem):
-            os.makedirs(os.path.dirname(target), exist_ok=True)
+        stats = ValueStatsCollector(schema.value_types)
+        pieces = self._pieces(paths, files, arrow_schema)
+        rows = 0
         try:
             with (
-                ThreadPoolExecutor(max_workers=2) as pool,
-                fs.open_output_stream(target) as sink,
-            ):
-                with pq.ParquetWriter(
-                    sink,
+                ThreadPoolExecutor(max_workers=1) as pool,
+                open_data_file(
+                    self.file_io, path, size_hint=sum(f.file_size_bytes for f in files)
+                ) as out,
+                pq.ParquetWriter(
+                    out.stream,
                     arrow_schema,
                     compression=opts.file_compression,
                     compression_level=zstd_level(
                         opts.file_compression, opts.file_compression_zstd_level
                     ),
-                ) as writer:
-                    parts: list[pa.Table] = []
-                    pending = pool.submit(self._read_many, slices[0], arrow_schema)
-                    for i in range(len(slices)):
-                        part = pending.result()
-                        parts.append(part)
-                        if i + 1 < len(slices):
-                            pending = pool.submit(self._read_many, slices[i + 1], arrow_schema)
-                        else:
-                            data = pa.concat_tables(parts)
-                            stats = pool.submit(compute_value_stats, data, schema.value_types)
-                        writer.write_table(part)
-                size = int(sink.tell())
-            return _Written(size_bytes=size, row_count=data.num_rows, stats=stats.result())
-        except BaseException as exc:
+                ) as writer,
+            ):
+                group: list[pa.Table] = []
+                group_bytes = 0
+                pending = pool.submit(next, pieces, None)
+                while (piece := pending.result()) is not None:
+                    pending = pool.submit(next, pieces, None)
+                    stats.update(piece)
+                    rows += piece.num_rows
+                    group.append(piece)
+                    group_bytes += piece.nbytes
+                    if group_bytes >= _ROW_GROUP_BYTES:
+                        _write_row_group(writer, group)
+                        group, group_bytes = [], 0
+                if group:
+                    _write_row_group(writer, group)
+        except BaseException:
             self.file_io.delete_many([path])
-            if isinstance(exc, OSError):
-                error = self.file_io.translate_error(exc, path=path, operation="write")
-                if error is not exc:
-                    raise error from exc
             raise
+        return _Written(size_bytes=out.size_bytes, row_count=rows, stats=stats.result())
+
+    def _pieces(
+        self, paths: Sequence[str], files: Sequence[DataFileMeta], schema: pa.Schema
+    ) -> Iterator[pa.Table]:
+        """Yield the rows of ``paths`` in order, in pieces of bounded size.
+
+        Consecutive inputs below :data:`_SLICE_BYTES` are read together
+        (:meth:`_read_many`: per tiny file the reader's fixed cost dominates);
+        a larger input is read :data:`_BATCH_ROWS` rows at a time.
+        """
+        for chunk, size in _slices(paths, files):
+            if len(chunk) > 1 or size <= _SLICE_BYTES:
+                yield self._read_many(chunk, schema)
+                continue
+            with self._open_input(chunk[0]) as source:
+                reader = pq.ParquetFile(source)
+                for batch in reader.iter_batches(
+                    batch_size=_BATCH_ROWS, columns=schema.names, use_threads=False
+                ):
+                    yield pa.Table.from_batches([batch]).cast(schema)
+
+    def _open_input(self, path: str) -> Any:
+        """Open a data file for random access reads (pyarrow filesystem, or the FileIO)."""
+        arrow = self.file_io.arrow_filesystem()
+        if arrow is None:
+            return self.file_io.open_input(path)
+        fs, prefix = arrow
+        return fs.open_input_file(path.removeprefix(prefix))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -467,16 +493,24 @@ class _Written:
     stats: SimpleStatsParts
 
 
-def _slices(paths: Sequence[str], files: Sequence[DataFileMeta]) -> list[list[str]]:
-    """Split ``paths`` into consecutive slices of about :data:`_SLICE_BYTES` of input."""
-    out: list[list[str]] = [[]]
-    size = 0
+def _write_row_group(writer: pq.ParquetWriter, pieces: list[pa.Table]) -> None:
+    data = pa.concat_tables(pieces)
+    writer.write_table(data, row_group_size=max(1, data.num_rows))
+
+
+def _slices(paths: Sequence[str], files: Sequence[DataFileMeta]) -> list[tuple[list[str], int]]:
+    """Split ``paths`` into consecutive slices of about :data:`_SLICE_BYTES` of input.
+
+    Returns (paths, bytes) pairs; an input larger than :data:`_SLICE_BYTES`
+    is a slice of its own.
+    """
+    out: list[tuple[list[str], int]] = [([], 0)]
     for p, f in zip(paths, files, strict=True):
-        if out[-1] and size + f.file_size_bytes > _SLICE_BYTES:
-            out.append([])
-            size = 0
-        out[-1].append(p)
-        size += f.file_size_bytes
+        chunk, size = out[-1]
+        if chunk and size + f.file_size_bytes > _SLICE_BYTES:
+            out.append(([p], f.file_size_bytes))
+        else:
+            out[-1] = ([*chunk, p], size + f.file_size_bytes)
     return out
 
 

@@ -15,7 +15,6 @@ from collections.abc import Iterator, Sequence
 from functools import reduce
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from snaplake.errors import SchemaMismatchError
@@ -78,6 +77,8 @@ def read_splits(
     else:
         arrow = file_io.arrow_filesystem()
         if arrow is not None:
+            import pyarrow.dataset as ds  # its libraries cost the daemon, which reads no data
+
             fs, prefix = arrow
             try:
                 dataset = ds.dataset(

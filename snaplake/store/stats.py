@@ -49,6 +49,7 @@ from snaplake.store.types import DataType, TypeRoot
 __all__ = [
     "DEFAULT_STATS_MODE",
     "SimpleStatsParts",
+    "ValueStatsCollector",
     "compare_partition_stats",
     "compute_value_stats",
     "truncate_max_bytes",
@@ -204,7 +205,7 @@ def _timestamp_bounds(column: pa.ChunkedArray) -> tuple[Any, Any]:
     return Timestamp.from_epoch(lo, unit=unit), Timestamp.from_epoch(hi, unit=unit)
 
 
-def _plain_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
+def _plain_column(column: Any) -> Any:
     """Cast view types (not supported by every kernel) to their large forms."""
     t = column.type
     if pa.types.is_string_view(t):
@@ -281,42 +282,106 @@ def compute_value_stats(
         and ``ParquetSimpleStatsExtractor`` (which types get bounds). pypaimon
         writes untruncated (``full``) bounds and keeps NaN-blind float bounds.
     """
-    if data.num_columns != len(types):
-        raise SchemaMismatchError(f"{data.num_columns} columns but {len(types)} types")
-    mode = _parse_mode(stats_mode)
-    n = len(types)
-    if mode == "none":
-        nulls = [None] * n
-        row = encode_binary_row(nulls, types)
-        return SimpleStatsParts(min_values=row, max_values=row, null_counts=(None,) * n)
-    mins: list[object] = []
-    maxs: list[object] = []
-    null_counts: list[int | None] = []
-    for i, dtype in enumerate(types):
-        column = data.column(i)
-        null_counts.append(column.null_count)
-        lo: object = None
-        hi: object = None
-        if mode != "counts" and column.null_count < len(column):
-            try:
-                truncate = mode if isinstance(mode, int) else None
-                lo, hi = _column_bounds(column, dtype, truncate)
-            except (pa.ArrowException, OverflowError, ValueError):
-                lo, hi = None, None
-            if lo is None or hi is None or not (_encodable(lo, dtype) and _encodable(hi, dtype)):
-                lo, hi = None, None
-        mins.append(lo)
-        maxs.append(hi)
-    return SimpleStatsParts(
-        min_values=encode_binary_row(mins, types),
-        max_values=encode_binary_row(maxs, types),
-        null_counts=tuple(null_counts),
-    )
+    collector = ValueStatsCollector(types, stats_mode=stats_mode)
+    collector.update(data)
+    return collector.result()
 
 
-# ---------------------------------------------------------------------------
-# Partition stats
-# ---------------------------------------------------------------------------
+class ValueStatsCollector:
+    """Accumulate one data file's ``_VALUE_STATS`` over its batches, in bounded memory.
+
+    For a file written piece by piece (a streamed compaction output): each
+    :meth:`update` keeps per column its null count and the batch's minimum
+    and maximum (two values, Arrow's ``min_max`` kernel), or marks the
+    column unbounded (NaN in a float column, a type without a kernel);
+    :meth:`result` then bounds the kept values exactly as
+    :func:`compute_value_stats` bounds a whole column (truncation, signed
+    zeros, which types get bounds), so both give the same stats for the same
+    rows.
+
+    Args:
+        types: The Paimon type of each column, in schema order.
+        stats_mode: ``metadata.stats-mode`` (see :func:`compute_value_stats`).
+
+    Raises:
+        InvalidOptionError: ``stats_mode`` is not a valid mode.
+
+    Source:
+        Paimon ``SimpleStatsCollector`` (collects record by record); here batch
+        by batch with Arrow kernels.
+    """
+
+    def __init__(self, types: Sequence[DataType], *, stats_mode: str = DEFAULT_STATS_MODE) -> None:
+        self._types = tuple(types)
+        self._mode = _parse_mode(stats_mode)
+        self._null_counts = [0] * len(self._types)
+        # Per column: the batches' [min, max] arrays, or None once it has no bound.
+        self._extremes: list[list[pa.Array] | None] = [[] for _ in self._types]
+
+    def update(self, data: pa.Table | pa.RecordBatch) -> None:
+        """Add the rows of ``data`` (columns in schema order, any row count).
+
+        Raises:
+            SchemaMismatchError: ``data`` has a different number of columns.
+        """
+        if data.num_columns != len(self._types):
+            raise SchemaMismatchError(f"{data.num_columns} columns but {len(self._types)} types")
+        bounds = self._mode not in ("none", "counts")
+        for i in range(len(self._types)):
+            column = data.column(i)
+            self._null_counts[i] += column.null_count
+            kept = self._extremes[i]
+            if not bounds or kept is None or column.null_count == len(column):
+                continue
+            extremes = _batch_extremes(column)
+            if extremes is None:
+                self._extremes[i] = None
+            else:
+                kept.append(extremes)
+
+    def result(self) -> SimpleStatsParts:
+        """Return the stats of all rows added so far."""
+        n = len(self._types)
+        if self._mode == "none":
+            row = encode_binary_row([None] * n, self._types)
+            return SimpleStatsParts(min_values=row, max_values=row, null_counts=(None,) * n)
+        truncate = self._mode if isinstance(self._mode, int) else None
+        mins: list[object] = []
+        maxs: list[object] = []
+        for dtype, kept in zip(self._types, self._extremes, strict=True):
+            lo: object = None
+            hi: object = None
+            if kept:
+                values = pa.chunked_array([a.cast(kept[0].type) for a in kept])
+                try:
+                    lo, hi = _column_bounds(values, dtype, truncate)
+                except (pa.ArrowException, OverflowError, ValueError):
+                    lo, hi = None, None
+                if (
+                    lo is None
+                    or hi is None
+                    or not (_encodable(lo, dtype) and _encodable(hi, dtype))
+                ):
+                    lo, hi = None, None
+            mins.append(lo)
+            maxs.append(hi)
+        return SimpleStatsParts(
+            min_values=encode_binary_row(mins, self._types),
+            max_values=encode_binary_row(maxs, self._types),
+            null_counts=tuple(self._null_counts),
+        )
+
+
+def _batch_extremes(column: pa.Array | pa.ChunkedArray) -> pa.Array | None:
+    """``[min, max]`` of a column with a non-null value; ``None`` if it can have no bound."""
+    plain = _plain_column(column)
+    try:
+        if pa.types.is_floating(plain.type) and pc.any(pc.is_nan(plain)).as_py():
+            return None
+        result = pc.min_max(plain)
+        return pa.array([result["min"], result["max"]], type=plain.type)
+    except (pa.ArrowException, OverflowError, ValueError):
+        return None
 
 
 def _float_key(value: float) -> tuple[int, float, float]:

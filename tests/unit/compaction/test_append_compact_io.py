@@ -19,6 +19,7 @@ import snaplake
 from snaplake.compaction import append_compact
 from snaplake.compaction.append_compact import AppendCompactor
 from snaplake.compaction.inline import maintenance_commit
+from snaplake.store.stats import compute_value_stats
 
 WIDE = pa.schema(
     [
@@ -166,6 +167,7 @@ def test_without_polars_falls_back_to_pyarrow(make_table, monkeypatch):
 
 def test_streamed_write_keeps_order_rows_and_stats(make_table, monkeypatch):
     monkeypatch.setattr(append_compact, "_SLICE_BYTES", 1)  # every input is a slice
+    monkeypatch.setattr(append_compact, "_ROW_GROUP_BYTES", 1)  # every piece a row group
     table = make_table()  # partitioned by month: paths contain "month=<m>"
     for i in range(5):
         append(table, i * 10, 10)
@@ -178,7 +180,7 @@ def test_streamed_write_keeps_order_rows_and_stats(make_table, monkeypatch):
     assert result.files_after == 3
     for path in result.output_files:
         meta = pq.read_metadata(path)
-        assert meta.num_row_groups == 5  # one per input slice
+        assert meta.num_row_groups == 5  # one per input piece
     for (month,), rows in before.items():
         got = table.to_arrow(filter=[("month", "=", month)])
         assert got.equals(rows)  # same rows, same order, no extra columns
@@ -201,3 +203,35 @@ def test_vanished_input_raises_and_leaves_no_output(make_table, monkeypatch):
         compactor.execute()
     assert {s.path for s in table.file_io.list_files(table.root)} == before
     assert table.latest_snapshot().id == latest
+
+
+@pytest.mark.parametrize("polars", [True, False])
+def test_batched_rewrite_of_a_large_input_has_the_stats_of_the_whole_file(
+    tmp_path, monkeypatch, polars
+):
+    """A bucket's earlier output is re-read in batches; stats equal a one-shot computation."""
+    if not polars:
+        monkeypatch.setattr(append_compact, "_polars", lambda: None)
+    table = _table(str(tmp_path / "wh"), WIDE)
+    for i in range(4):
+        _append(table, _wide_rows(i * 50, 50))
+    table.compact()  # one output of 200 rows
+    for i in range(4, 7):
+        _append(table, _wide_rows(i * 50, 50))
+    before = table.to_arrow()
+    # The 200-row output is now "large": read 7 rows at a time; small inputs one by one.
+    (big,) = [f for f in table.new_scan().plan()[0].files if f.row_count == 200]
+    monkeypatch.setattr(append_compact, "_SLICE_BYTES", big.file_size_bytes - 1)
+    monkeypatch.setattr(append_compact, "_BATCH_ROWS", 7)
+    monkeypatch.setattr(append_compact, "_ROW_GROUP_BYTES", 2_000)
+    result = table.compact()
+    assert result.files_before == 4
+    assert result.files_after == 1
+    assert _same(table.to_arrow(), before)
+    (path,) = result.output_files
+    assert pq.read_metadata(path).num_row_groups > 3
+    (meta,) = table.new_scan().plan()[0].files
+    whole = compute_value_stats(pq.read_table(path), table.schema().value_types)
+    assert meta.value_stats.min_values == whole.min_values
+    assert meta.value_stats.max_values == whole.max_values
+    assert meta.value_stats.null_counts == whole.null_counts
