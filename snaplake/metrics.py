@@ -36,10 +36,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, get_type_hints
 
 from prometheus_client import (
     CollectorRegistry,
@@ -52,6 +52,7 @@ from prometheus_client import (
 from prometheus_client import push_to_gateway as _push_to_gateway
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.registry import Collector
 
 from snaplake.commit.result import (
@@ -91,6 +92,128 @@ _LAG_BUCKETS_S: tuple[float, ...] = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 
 MAINTENANCE_OUTCOMES: tuple[str, ...] = ("success", "noop", "failure")
 #: Values of the ``file_type`` label of ``snaplake_files_deleted_total``.
 FILE_TYPES: tuple[str, ...] = ("data", "manifest", "manifest_list", "snapshot", "other")
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    """A row of :data:`_METRICS`: attribute, kind, name, labels, HELP text, histogram buckets."""
+
+    attr: str
+    kind: type[Counter] | type[Gauge] | type[Histogram]
+    name: str  # prometheus_client appends ``_total`` to a counter's name
+    labels: tuple[str, ...]
+    help: str
+    buckets: tuple[float, ...] = ()  # histograms only (``+Inf`` is appended)
+
+    def build(self, registry: CollectorRegistry) -> Counter | Gauge | Histogram:
+        """Create the metric on ``registry`` (ValueError: the name is already there)."""
+        if issubclass(self.kind, Histogram):
+            return Histogram(
+                self.name, self.help, self.labels, registry=registry, buckets=self.buckets
+            )
+        return self.kind(self.name, self.help, self.labels, registry=registry)
+
+
+#: Every prometheus_client metric of :class:`SnaplakeMetrics`, in registration order.
+#: ``snaplake_table_freshness_seconds`` is not here: :class:`_FreshnessCollector`
+#: computes it at scrape time.
+# fmt: off
+_METRICS: tuple[_Spec, ...] = (
+    # -- commits recorded in this process (commit listener) -------------------
+    _Spec("commits", Counter, "snaplake_commits", ("table", "kind", "outcome"),
+          "Commit calls made in this process, by table, kind and outcome "
+          "(success|duplicate|conflict|exhausted|unknown)."),
+    _Spec("commit_duration", Histogram, "snaplake_commit_duration_seconds", ("table", "kind"),
+          "Wall time of commit calls made in this process (all outcomes), seconds.",
+          COMMIT_DURATION_BUCKETS_S),
+    _Spec("commit_attempts", Histogram, "snaplake_commit_attempts", ("table", "kind"),
+          "Publish attempts per commit call made in this process (1 = no lost race).",
+          _ATTEMPT_BUCKETS),
+    _Spec("commit_retries", Counter, "snaplake_commit_retries", ("table", "kind"),
+          "Lost publish races retried by commits in this process."),
+    _Spec("commit_files_added", Counter, "snaplake_commit_files_added", ("table", "kind"),
+          "Data files added by successful commits in this process."),
+    _Spec("commit_records_added", Counter, "snaplake_commit_records_added", ("table", "kind"),
+          "Rows added minus rows deleted by successful commits in this process."),
+    # -- table level, derived from the snapshots the daemon tails -------------
+    _Spec("table_commits", Counter, "snaplake_table_commits", ("table", "kind"),
+          "Snapshots committed to the table by any writer, by kind "
+          "(seen by the daemon tailing the table)."),
+    _Spec("table_commit_duration", Histogram, "snaplake_table_commit_duration_seconds",
+          ("table", "kind"), "Commit wall time recorded by snaplake writers in snapshot "
+          "properties (snaplake.commit.duration-ms), seconds; every snaplake writer of the table.",
+          COMMIT_DURATION_BUCKETS_S),
+    _Spec("table_commit_attempts", Histogram, "snaplake_table_commit_attempts", ("table", "kind"),
+          "Publish attempts recorded by snaplake writers in snapshot properties "
+          "(snaplake.commit.attempts).", _ATTEMPT_BUCKETS),
+    _Spec("table_files_added", Counter, "snaplake_table_files_added", ("table", "kind"),
+          "Data files added by snapshots of the table, by kind."),
+    _Spec("table_files_deleted", Counter, "snaplake_table_files_removed", ("table", "kind"),
+          "Data files logically removed (DELETE entries) by snapshots of the table, by kind."),
+    _Spec("table_records_added", Counter, "snaplake_table_records_added", ("table", "kind"),
+          "Rows added minus rows deleted by snapshots of the table (deltaRecordCount), by kind."),
+    _Spec("table_snapshots_missed", Counter, "snaplake_table_snapshots_missed", ("table",),
+          "Snapshots that expired before the daemon could read them (not in the commit counts)."),
+    _Spec("table_watch_lag", Histogram, "snaplake_table_watch_lag_seconds", ("table",),
+          "Delay between a snapshot's commit time and the daemon seeing it, seconds.",
+          _LAG_BUCKETS_S),
+    _Spec("snapshot_latest_id", Gauge, "snaplake_snapshot_latest_id", ("table",),
+          "Id of the table's latest snapshot."),
+    _Spec("snapshots_retained", Gauge, "snaplake_snapshots_retained", ("table",),
+          "Snapshot files currently retained by the table."),
+    _Spec("snapshots_retained_limit", Gauge, "snaplake_snapshots_retained_limit",
+          ("table", "bound"), "Effective retention limits of the table: "
+          "bound=min (snapshot.num-retained.min) and bound=max (snapshot.num-retained.max)."),
+    _Spec("snapshot_time_retained", Gauge, "snaplake_snapshot_time_retained_seconds",
+          ("table",), "Effective snapshot.time-retained of the table, seconds."),
+    _Spec("manifest_files", Gauge, "snaplake_manifest_files", ("table",),
+          "Manifest files referenced by the latest snapshot (base + delta manifest lists)."),
+    _Spec("manifest_merge_min_count", Gauge, "snaplake_manifest_merge_threshold", ("table",),
+          "Effective manifest.merge-min-count of the table (the merge threshold)."),
+    _Spec("data_files", Gauge, "snaplake_data_files", ("table",),
+          "Live data files in the latest snapshot."),
+    _Spec("small_files", Gauge, "snaplake_small_files", ("table",),
+          "Live data files smaller than target-file-size * compaction.small-file-ratio "
+          "in the latest snapshot."),
+    _Spec("table_records", Gauge, "snaplake_table_records", ("table",),
+          "Rows in the latest snapshot (totalRecordCount)."),
+    # -- maintenance -----------------------------------------------------------
+    _Spec("maintenance_runs", Counter, "snaplake_maintenance_runs", ("table", "task", "outcome"),
+          "Maintenance task runs by table, task and outcome "
+          "(success = acted, noop = nothing due, failure = raised)."),
+    _Spec("maintenance_failures", Counter, "snaplake_maintenance_failures",
+          ("table", "task", "error"), "Maintenance task failures by exception class."),
+    _Spec("maintenance_duration", Histogram, "snaplake_maintenance_duration_seconds",
+          ("table", "task"), "Wall time of maintenance task runs, seconds.",
+          _MAINTENANCE_BUCKETS_S),
+    _Spec("snapshots_expired", Counter, "snaplake_snapshots_expired", ("table",),
+          "Snapshots expired by the daemon."),
+    _Spec("files_deleted", Counter, "snaplake_files_deleted", ("table", "file_type"),
+          "Files physically deleted by maintenance, by file type "
+          "(data|manifest|manifest_list|snapshot|other)."),
+    _Spec("manifests_merged", Counter, "snaplake_manifests_merged", ("table",),
+          "Manifest files replaced by manifest merges."),
+    _Spec("files_compacted", Counter, "snaplake_files_compacted", ("table",),
+          "Small data files rewritten by compaction."),
+    _Spec("last_success", Gauge, "snaplake_daemon_last_success_timestamp_seconds",
+          ("table", "task"),
+          "Epoch seconds of the last successful (or no-op) run of a maintenance task."),
+    # -- the daemon ------------------------------------------------------------
+    _Spec("build_info", Gauge, "snaplake_build_info", ("version",),
+          "Always 1; the snaplake version of this process."),
+    _Spec("daemon_up", Gauge, "snaplake_daemon_up", (), "1 while the maintenance daemon runs."),
+    _Spec("daemon_start_time", Gauge, "snaplake_daemon_start_time_seconds", (),
+          "Epoch seconds when the daemon started."),
+    _Spec("daemon_tables", Gauge, "snaplake_daemon_tables", (),
+          "Tables the daemon is configured to maintain (discovered)."),
+    _Spec("lease_held", Gauge, "snaplake_table_lease_held", ("table",),
+          "1 if this daemon holds the table's maintenance lease."),
+    _Spec("lease_acquired", Counter, "snaplake_lease_acquisitions", ("table",),
+          "Maintenance leases acquired (including takeovers of expired leases)."),
+    _Spec("lease_lost", Counter, "snaplake_lease_losses", ("table",),
+          "Maintenance leases lost to another daemon."),
+)
+# fmt: on
 
 
 class _FreshnessCollector(Collector):
@@ -133,6 +256,9 @@ class _FreshnessCollector(Collector):
 class SnaplakeMetrics:
     """Every snaplake metric, created on one registry.
 
+    The metric attributes (``commits``, ``table_watch_lag``, ...) are the rows of
+    :data:`_METRICS`, which gives each one's name, HELP text, labels and buckets.
+
     Args:
         registry: Where the metrics are registered; a fresh
             ``CollectorRegistry()`` in tests.
@@ -143,193 +269,60 @@ class SnaplakeMetrics:
             refuses duplicate names).
     """
 
+    # Types for mypy: one per row of _METRICS (checked by _check_metrics_table).
+    commits: Counter
+    commit_duration: Histogram
+    commit_attempts: Histogram
+    commit_retries: Counter
+    commit_files_added: Counter
+    commit_records_added: Counter
+    table_commits: Counter
+    table_commit_duration: Histogram
+    table_commit_attempts: Histogram
+    table_files_added: Counter
+    table_files_deleted: Counter
+    table_records_added: Counter
+    table_snapshots_missed: Counter
+    table_watch_lag: Histogram
+    snapshot_latest_id: Gauge
+    snapshots_retained: Gauge
+    snapshots_retained_limit: Gauge
+    snapshot_time_retained: Gauge
+    manifest_files: Gauge
+    manifest_merge_min_count: Gauge
+    data_files: Gauge
+    small_files: Gauge
+    table_records: Gauge
+    maintenance_runs: Counter
+    maintenance_failures: Counter
+    maintenance_duration: Histogram
+    snapshots_expired: Counter
+    files_deleted: Counter
+    manifests_merged: Counter
+    files_compacted: Counter
+    last_success: Gauge
+    build_info: Gauge
+    daemon_up: Gauge
+    daemon_start_time: Gauge
+    daemon_tables: Gauge
+    lease_held: Gauge
+    lease_acquired: Counter
+    lease_lost: Counter
+
     def __init__(
         self, *, registry: CollectorRegistry, clock: Callable[[], float] = time.time
     ) -> None:
         self.registry = registry
         self._commit_series: set[tuple[str, str]] = set()
-        r = registry
-        # -- commits recorded in this process (commit listener) --------------
-        self.commits = Counter(
-            "snaplake_commits", "Commit calls made in this process, by table, kind and outcome "
-            "(success|duplicate|conflict|exhausted|unknown).",
-            ["table", "kind", "outcome"], registry=r,
-        )  # fmt: skip
-        self.commit_duration = Histogram(
-            "snaplake_commit_duration_seconds",
-            "Wall time of commit calls made in this process (all outcomes), seconds.",
-            ["table", "kind"], buckets=COMMIT_DURATION_BUCKETS_S, registry=r,
-        )  # fmt: skip
-        self.commit_attempts = Histogram(
-            "snaplake_commit_attempts",
-            "Publish attempts per commit call made in this process (1 = no lost race).",
-            ["table", "kind"], buckets=_ATTEMPT_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.commit_retries = Counter(
-            "snaplake_commit_retries", "Lost publish races retried by commits in this process.",
-            ["table", "kind"], registry=r,
-        )  # fmt: skip
-        self.commit_files_added = Counter(
-            "snaplake_commit_files_added",
-            "Data files added by successful commits in this process.",
-            ["table", "kind"], registry=r,
-        )  # fmt: skip
-        self.commit_records_added = Counter(
-            "snaplake_commit_records_added",
-            "Rows added minus rows deleted by successful commits in this process.",
-            ["table", "kind"], registry=r,
-        )  # fmt: skip
-        # -- table level, derived from the snapshots the daemon tails ---------
-        self.table_commits = Counter(
-            "snaplake_table_commits", "Snapshots committed to the table by any writer, by kind "
-            "(seen by the daemon tailing the table).",
-            ["table", "kind"], registry=r,
-        )  # fmt: skip
-        self.table_commit_duration = Histogram(
-            "snaplake_table_commit_duration_seconds",
-            "Commit wall time recorded by snaplake writers in snapshot properties "
-            "(snaplake.commit.duration-ms), seconds; every snaplake writer of the table.",
-            ["table", "kind"], buckets=COMMIT_DURATION_BUCKETS_S, registry=r,
-        )  # fmt: skip
-        self.table_commit_attempts = Histogram(
-            "snaplake_table_commit_attempts",
-            "Publish attempts recorded by snaplake writers in snapshot properties "
-            "(snaplake.commit.attempts).",
-            ["table", "kind"], buckets=_ATTEMPT_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.table_files_added = Counter(
-            "snaplake_table_files_added", "Data files added by snapshots of the table, by kind.",
-            ["table", "kind"], registry=r,
-        )  # fmt: skip
-        self.table_files_deleted = Counter(
-            "snaplake_table_files_removed", "Data files logically removed (DELETE entries) by "
-            "snapshots of the table, by kind.",
-            ["table", "kind"], registry=r,
-        )  # fmt: skip
-        self.table_records_added = Counter(
-            "snaplake_table_records_added",
-            "Rows added minus rows deleted by snapshots of the table (deltaRecordCount), by kind.",
-            ["table", "kind"], registry=r,
-        )  # fmt: skip
-        self.table_snapshots_missed = Counter(
-            "snaplake_table_snapshots_missed",
-            "Snapshots that expired before the daemon could read them (not in the commit counts).",
-            ["table"], registry=r,
-        )  # fmt: skip
-        self.table_watch_lag = Histogram(
-            "snaplake_table_watch_lag_seconds",
-            "Delay between a snapshot's commit time and the daemon seeing it, seconds.",
-            ["table"], buckets=_LAG_BUCKETS_S, registry=r,
-        )  # fmt: skip
-        self.snapshot_latest_id = Gauge(
-            "snaplake_snapshot_latest_id", "Id of the table's latest snapshot.",
-            ["table"], registry=r,
-        )  # fmt: skip
-        self.snapshots_retained = Gauge(
-            "snaplake_snapshots_retained", "Snapshot files currently retained by the table.",
-            ["table"], registry=r,
-        )  # fmt: skip
-        self.snapshots_retained_limit = Gauge(
-            "snaplake_snapshots_retained_limit", "Effective retention limits of the table: "
-            "bound=min (snapshot.num-retained.min) and bound=max (snapshot.num-retained.max).",
-            ["table", "bound"], registry=r,
-        )  # fmt: skip
-        self.snapshot_time_retained = Gauge(
-            "snaplake_snapshot_time_retained_seconds",
-            "Effective snapshot.time-retained of the table, seconds.",
-            ["table"], registry=r,
-        )  # fmt: skip
-        self.manifest_files = Gauge(
-            "snaplake_manifest_files", "Manifest files referenced by the latest snapshot "
-            "(base + delta manifest lists).",
-            ["table"], registry=r,
-        )  # fmt: skip
-        self.manifest_merge_min_count = Gauge(
-            "snaplake_manifest_merge_threshold",
-            "Effective manifest.merge-min-count of the table (the merge threshold).",
-            ["table"], registry=r,
-        )  # fmt: skip
-        self.data_files = Gauge(
-            "snaplake_data_files", "Live data files in the latest snapshot.",
-            ["table"], registry=r,
-        )  # fmt: skip
-        self.small_files = Gauge(
-            "snaplake_small_files", "Live data files smaller than target-file-size * "
-            "compaction.small-file-ratio in the latest snapshot.",
-            ["table"], registry=r,
-        )  # fmt: skip
-        self.table_records = Gauge(
-            "snaplake_table_records", "Rows in the latest snapshot (totalRecordCount).",
-            ["table"], registry=r,
-        )  # fmt: skip
+        self._per_table: list[Counter | Gauge | Histogram] = []  # labelled by ``table``
+        for spec in _METRICS:
+            metric = spec.build(registry)
+            setattr(self, spec.attr, metric)
+            if "table" in spec.labels:
+                self._per_table.append(metric)
         self._freshness = _FreshnessCollector(clock)
-        r.register(self._freshness)
-        # -- maintenance ------------------------------------------------------
-        self.maintenance_runs = Counter(
-            "snaplake_maintenance_runs", "Maintenance task runs by table, task and outcome "
-            "(success = acted, noop = nothing due, failure = raised).",
-            ["table", "task", "outcome"], registry=r,
-        )  # fmt: skip
-        self.maintenance_failures = Counter(
-            "snaplake_maintenance_failures", "Maintenance task failures by exception class.",
-            ["table", "task", "error"], registry=r,
-        )  # fmt: skip
-        self.maintenance_duration = Histogram(
-            "snaplake_maintenance_duration_seconds", "Wall time of maintenance task runs, seconds.",
-            ["table", "task"], buckets=_MAINTENANCE_BUCKETS_S, registry=r,
-        )  # fmt: skip
-        self.snapshots_expired = Counter(
-            "snaplake_snapshots_expired", "Snapshots expired by the daemon.",
-            ["table"], registry=r,
-        )  # fmt: skip
-        self.files_deleted = Counter(
-            "snaplake_files_deleted", "Files physically deleted by maintenance, by file type "
-            "(data|manifest|manifest_list|snapshot|other).",
-            ["table", "file_type"], registry=r,
-        )  # fmt: skip
-        self.manifests_merged = Counter(
-            "snaplake_manifests_merged", "Manifest files replaced by manifest merges.",
-            ["table"], registry=r,
-        )  # fmt: skip
-        self.files_compacted = Counter(
-            "snaplake_files_compacted", "Small data files rewritten by compaction.",
-            ["table"], registry=r,
-        )  # fmt: skip
-        self.last_success = Gauge(
-            "snaplake_daemon_last_success_timestamp_seconds",
-            "Epoch seconds of the last successful (or no-op) run of a maintenance task.",
-            ["table", "task"], registry=r,
-        )  # fmt: skip
-        # -- the daemon -------------------------------------------------------
-        self.build_info = Gauge(
-            "snaplake_build_info", "Always 1; the snaplake version of this process.",
-            ["version"], registry=r,
-        )  # fmt: skip
+        registry.register(self._freshness)
         self.build_info.labels(_version()).set(1)
-        self.daemon_up = Gauge(
-            "snaplake_daemon_up", "1 while the maintenance daemon runs.", registry=r
-        )
-        self.daemon_start_time = Gauge(
-            "snaplake_daemon_start_time_seconds", "Epoch seconds when the daemon started.",
-            registry=r,
-        )  # fmt: skip
-        self.daemon_tables = Gauge(
-            "snaplake_daemon_tables", "Tables the daemon is configured to maintain (discovered).",
-            registry=r,
-        )  # fmt: skip
-        self.lease_held = Gauge(
-            "snaplake_table_lease_held", "1 if this daemon holds the table's maintenance lease.",
-            ["table"], registry=r,
-        )  # fmt: skip
-        self.lease_acquired = Counter(
-            "snaplake_lease_acquisitions", "Maintenance leases acquired (including takeovers "
-            "of expired leases).",
-            ["table"], registry=r,
-        )  # fmt: skip
-        self.lease_lost = Counter(
-            "snaplake_lease_losses", "Maintenance leases lost to another daemon.",
-            ["table"], registry=r,
-        )  # fmt: skip
 
     # ------------------------------------------------------------------ commits
     def record_commit(self, event: CommitEvent) -> None:
@@ -424,17 +417,8 @@ class SnaplakeMetrics:
         """
         self._freshness.remove(table)
         self._commit_series = {k for k in self._commit_series if k[0] != table}
-        for metric in self._table_metrics():
-            for labels in _label_sets(metric):
-                if labels.get("table") == table:
-                    metric.remove(*labels.values())
-
-    def _table_metrics(self) -> Iterator[Any]:
-        for value in vars(self).values():
-            if isinstance(value, Counter | Gauge | Histogram) and "table" in getattr(
-                value, "_labelnames", ()
-            ):
-                yield value
+        for metric in self._per_table:
+            _remove_table(metric, table)
 
 
 def _version() -> str:
@@ -443,12 +427,26 @@ def _version() -> str:
     return str(getattr(snaplake, "__version__", "unknown"))
 
 
-def _label_sets(metric: Any) -> list[dict[str, str]]:
-    """Label sets of the children of a labelled metric, in label-name order."""
-    names: tuple[str, ...] = metric._labelnames
+def _remove_table(metric: MetricWrapperBase, table: str) -> None:
+    """Remove every child of the labelled ``metric`` whose ``table`` label is ``table``."""
+    pos = list(metric._labelnames).index("table")
     with metric._lock:
-        keys = list(metric._metrics)
-    return [dict(zip(names, key, strict=True)) for key in keys]
+        keys = [key for key in metric._metrics if key[pos] == table]
+    for key in keys:
+        metric.remove(*key)
+
+
+def _check_metrics_table() -> None:
+    """Fail the import unless the metric annotations of SnaplakeMetrics match :data:`_METRICS`."""
+    kinds = (Counter, Gauge, Histogram)
+    declared = {a: t for a, t in get_type_hints(SnaplakeMetrics).items() if t in kinds}
+    rows = {spec.attr: spec.kind for spec in _METRICS}
+    if declared != rows or len(rows) != len(_METRICS):
+        diff = sorted(set(declared.items()) ^ set(rows.items()), key=str)
+        raise TypeError(f"SnaplakeMetrics annotations and _METRICS disagree: {diff}")
+
+
+_check_metrics_table()
 
 
 # ---------------------------------------------------------------- process-wide
