@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.integration.s3.conftest import SCHEMA, S3Warehouse
+from tests.integration.s3.conftest import OPTIONS_ENV, SCHEMA, S3Warehouse
 
-WRITER = Path(__file__).with_name("writer_proc_s3.py")
+WRITER = Path(__file__).parents[1] / "writer_proc.py"
 WRITERS = 8
 COMMITS = 20
 ROWS = 3
@@ -42,6 +42,8 @@ def _run_writers(warehouse: S3Warehouse, root: str) -> list[list[str]]:
                 str(ROWS),
                 "--start-at",
                 str(start_at),
+                "--s3-options-env",
+                OPTIONS_ENV,
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.integration.s3.conftest import SCHEMA
+from tests.integration.s3.conftest import OPTIONS_ENV, SCHEMA
 
-WRITER = Path(__file__).with_name("writer_proc_s3.py")
+WRITER = Path(__file__).parents[1] / "writer_proc.py"
 ROWS = 7
 OPS_PER_COMMIT = 6  # data file, manifest, base list, delta list, snapshot, LATEST
 TRIALS = 10
@@ -43,7 +43,8 @@ def test_sigkill_mid_commit_on_seaweedfs_leaves_no_partial_commit(warehouse):
         # Re-run the previous (maybe crashed) identifier, then crash inside the new one.
         idents = f"{ident - 1},{ident}" if ident > 1 else str(ident)
         cmd = [sys.executable, str(WRITER), "--root", table.root, "--user", "crashy",
-               "--idents", idents, "--rows", str(ROWS), "--kill-at", str(kill_at)]  # fmt: skip
+               "--idents", idents, "--rows", str(ROWS), "--kill-at", str(kill_at),
+               "--kill-last-only", "--s3-options-env", OPTIONS_ENV]  # fmt: skip
         if after:
             cmd.append("--kill-after")
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
@@ -63,7 +64,7 @@ def test_sigkill_mid_commit_on_seaweedfs_leaves_no_partial_commit(warehouse):
     # A final clean rerun of the last identifier lands it exactly once.
     subprocess.run(
         [sys.executable, str(WRITER), "--root", table.root, "--user", "crashy",
-         "--idents", str(TRIALS), "--rows", str(ROWS)],
+         "--idents", str(TRIALS), "--rows", str(ROWS), "--s3-options-env", OPTIONS_ENV],
         check=True, capture_output=True, timeout=180, env=env,
     )  # fmt: skip
     ids = catalog.get_table("db.t").to_arrow().column("id").to_pylist()
