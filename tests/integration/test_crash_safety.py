@@ -16,8 +16,9 @@ WRITER = Path(__file__).with_name("writer_proc.py")
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("user", pa.string())])
 ROWS = 7
 # Storage operations of one commit: data file, manifest, base list, delta list, snapshot,
-# LATEST — each killable before or after.
+# LATEST — each killable before or after (writer_proc counts exactly these).
 OPS_PER_COMMIT = 6
+SNAPSHOT_OP = 5
 
 pytestmark = pytest.mark.integration
 
@@ -30,27 +31,23 @@ def test_sigkill_at_random_points_of_the_commit(tmp_path):
     catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
     table = catalog.create_table("db.t", schema=SCHEMA)
     rng = random.Random(20261121)
-    landed: set[int] = set()
     trials = 32
     for ident in range(1, trials + 1):
         kill_at = rng.randint(1, OPS_PER_COMMIT)
         after = rng.random() < 0.5
         # Re-run the previous (possibly crashed) identifier, then crash in the new one.
         idents = f"{ident - 1},{ident}" if ident > 1 else str(ident)
-        kill = kill_at + (OPS_PER_COMMIT if ident > 1 else 0)
+        # Count only the new identifier's operations: the rerun writes nothing if it landed.
         cmd = [sys.executable, str(WRITER), "--root", table.root, "--user", "crashy",
-               "--idents", idents, "--rows", str(ROWS), "--kill-at", str(kill)]  # fmt: skip
+               "--idents", idents, "--rows", str(ROWS), "--kill-at", str(kill_at),
+               "--kill-last-only"]  # fmt: skip
         if after:
             cmd.append("--kill-after")
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         acks = [line.split() for line in proc.stdout.splitlines() if line.startswith("ACK")]
-        if ident > 1:
-            # the rerun of ident-1 precedes the crash; its outcome is exact
-            # (a duplicate if the crashed attempt had landed)
-            assert proc.returncode != 0 or acks
-        assert proc.returncode == -9 or (
-            proc.returncode == 0 and len(acks) == len(idents.split(","))
-        ), proc.stderr
+        assert proc.returncode == -9, f"no crash at point {kill_at}: {proc.stderr}"
+        # the rerun of ident-1 precedes the crash and is acknowledged
+        assert [int(a[1]) for a in acks] == ([ident - 1] if ident > 1 else [])
         # After every crash: the table opens and reads, and each identifier is all-or-nothing.
         reopened = catalog.get_table("db.t")
         ids = reopened.to_arrow().column("id").to_pylist()
@@ -58,8 +55,10 @@ def test_sigkill_at_random_points_of_the_commit(tmp_path):
         present = {i // 1_000_000 for i in ids}
         for p in present:
             assert _ids(p) <= set(ids), f"identifier {p} is partially visible"
-        landed = present
-        assert ident - 1 in landed or ident == 1  # the rerun made the previous one land
+        assert ident - 1 in present or ident == 1  # the rerun made the previous one land
+        # The crashed identifier is visible exactly when its snapshot file was created.
+        published = kill_at > SNAPSHOT_OP or (kill_at == SNAPSHOT_OP and after)
+        assert (ident in present) == published, (kill_at, after)
         snaps = reopened.snapshots()
         assert [s.id for s in snaps] == list(range(1, len(snaps) + 1))
     # Final rerun of the last identifier: it commits exactly once.

@@ -17,10 +17,9 @@ With ``--kill-at K`` the process SIGKILLs itself at the K-th storage operation, 
 it or, with ``--kill-after``, right after it returned: a crash at a chosen point of the
 commit. The operations counted are ``write_if_absent``, ``write_bytes(overwrite=True)``,
 ``write_output`` and ``arrow_filesystem`` (a streamed data file is about to be written).
-On S3 a commit's data file, manifest, two manifest lists, snapshot and LATEST are all
-counted (manifests go through ``write_new``, i.e. ``write_if_absent``); locally manifests
-and manifest lists are written by ``LocalFileIO.write_new``, which is not counted, so a
-local commit has three: data file, snapshot, LATEST. Operations are counted across all
+Locally ``LocalFileIO.write_new`` (manifests and manifest lists) is counted too; on S3
+``write_new`` is a ``write_if_absent``, counted there. Either way a commit has six: data
+file, manifest, two manifest lists, snapshot and LATEST. Operations are counted across all
 identifiers unless ``--kill-last-only`` counts only those of the LAST identifier's write
 and commit (earlier identifiers, reruns that may be duplicates writing fewer files, are
 then never killed).
@@ -74,8 +73,10 @@ class KillSwitch:
         # write_if_absent: snapshots (on S3 manifests and lists too); write_output: a small
         # data file (S3 only: one PutObject); arrow_filesystem: a data file is about to be
         # streamed (S3 also asks for it to open a file for reading).
-        counted = {name: self._counted(getattr(file_io, name))
-                   for name in ("write_if_absent", "write_output", "arrow_filesystem")}  # fmt: skip
+        names = ["write_if_absent", "write_output", "arrow_filesystem"]
+        if isinstance(file_io, LocalFileIO):
+            names.append("write_new")  # manifests and lists (on S3 it is a write_if_absent)
+        counted = {name: self._counted(getattr(file_io, name)) for name in names}
         write_bytes, overwrite_counted = file_io.write_bytes, self._counted(file_io.write_bytes)
 
         def write_bytes_counted(path: str, data: bytes, *, overwrite: bool = False) -> None:
