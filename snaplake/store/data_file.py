@@ -424,10 +424,12 @@ def _unb64(text: str) -> bytes:
 
 
 def _opt_tuple(value: Any) -> Any:
+    """``None`` stays ``None``; a decoded array becomes a tuple (also used by the manifests)."""
     return None if value is None else tuple(value)
 
 
 def _opt_list(value: Any) -> Any:
+    """``None`` stays ``None``; a tuple field becomes a list to encode (also the manifests)."""
     return None if value is None else list(value)
 
 

@@ -29,6 +29,8 @@ from snaplake.store.data_file import (
     SimpleStats,
     _fast_data_file_meta,
     _fast_simple_stats,
+    _opt_list,
+    _opt_tuple,
 )
 
 if TYPE_CHECKING:
@@ -163,10 +165,6 @@ _SOURCES: Final[dict[int, FileSource]] = {s.value: s for s in FileSource}
 # --------------------------------------------------------------------------- encoding
 
 
-def _opt_list(value: Any) -> Any:
-    return None if value is None else list(value)
-
-
 def _entry_to_record(e: ManifestEntry) -> dict[str, Any]:
     f = e.file
     ks = f.key_stats
@@ -285,10 +283,6 @@ def _check_version(version: int, *, path: str) -> None:
             path=path,
             version=version,
         )
-
-
-def _opt_tuple(value: Any) -> Any:
-    return None if value is None else tuple(value)
 
 
 def _entry_from_record(r: dict[str, Any], *, path: str) -> ManifestEntry:

@@ -22,7 +22,13 @@ import orjson
 
 from snaplake.errors import CorruptMetadataError, UnsupportedFormatVersionError
 from snaplake.store import avro_fast
-from snaplake.store.data_file import SimpleStats, _fast_simple_stats, simple_stats_avro_schema
+from snaplake.store.data_file import (
+    SimpleStats,
+    _fast_simple_stats,
+    _opt_list,
+    _opt_tuple,
+    simple_stats_avro_schema,
+)
 
 if TYPE_CHECKING:
     from snaplake.store.file_io import FileIO
@@ -104,14 +110,6 @@ class _ManifestFileMetaBuilder:
     """Mutable twin of :class:`ManifestFileMeta` (see ``data_file._DataFileMetaBuilder``)."""
 
     __slots__ = ManifestFileMeta.__slots__
-
-
-def _opt_tuple(value: Any) -> Any:
-    return None if value is None else tuple(value)
-
-
-def _opt_list(value: Any) -> Any:
-    return None if value is None else list(value)
 
 
 def _nullable(avro_type: str) -> dict[str, Any]:
