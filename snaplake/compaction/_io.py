@@ -45,21 +45,32 @@ def parallel_map(
         return list(pool.map(fn, items))
 
 
+def _read_strict(
+    read: Callable[[FileIO, str], list[T]],
+    what: str,
+    file_io: FileIO,
+    paths: PathFactory,
+    name: str,
+) -> list[T]:
+    """Read ``manifest/<name>`` with ``read``; a missing file is corruption named ``what``."""
+    path = paths.manifest_path(name)
+    try:
+        return read(file_io, path)
+    except FileNotFoundError as exc:
+        raise CorruptMetadataError(
+            f"{what} {path} is missing but a snapshot or tag references it; "
+            "nothing was deleted — restore the file or drop the referencing snapshot",
+            path=path,
+        ) from exc
+
+
 def read_list_strict(file_io: FileIO, paths: PathFactory, name: str) -> list[ManifestFileMeta]:
     """Read manifest list ``name`` from ``manifest/``.
 
     Raises:
         CorruptMetadataError: the file is missing or undecodable (``.path`` names it).
     """
-    path = paths.manifest_path(name)
-    try:
-        return read_manifest_list(file_io, path)
-    except FileNotFoundError as exc:
-        raise CorruptMetadataError(
-            f"manifest list {path} is missing but a snapshot or tag references it; "
-            "nothing was deleted — restore the file or drop the referencing snapshot",
-            path=path,
-        ) from exc
+    return _read_strict(read_manifest_list, "manifest list", file_io, paths, name)
 
 
 def read_entries_strict(file_io: FileIO, paths: PathFactory, name: str) -> list[ManifestEntry]:
@@ -68,15 +79,7 @@ def read_entries_strict(file_io: FileIO, paths: PathFactory, name: str) -> list[
     Raises:
         CorruptMetadataError: the file is missing or undecodable (``.path`` names it).
     """
-    path = paths.manifest_path(name)
-    try:
-        return read_manifest_file(file_io, path)
-    except FileNotFoundError as exc:
-        raise CorruptMetadataError(
-            f"manifest {path} is missing but a snapshot or tag references it; "
-            "nothing was deleted — restore the file or drop the referencing snapshot",
-            path=path,
-        ) from exc
+    return _read_strict(read_manifest_file, "manifest", file_io, paths, name)
 
 
 def delete_in_batches(file_io: FileIO, targets: Iterable[str], *, workers: int = 4) -> int:
