@@ -16,9 +16,11 @@ from tests.helpers import sorted_ids
 from tests.unit.compaction.conftest import FAST, append
 
 import snaplake
+from snaplake.commit.table_write import new_data_file_meta
 from snaplake.compaction import append_compact
 from snaplake.compaction.append_compact import AppendCompactor
 from snaplake.compaction.inline import maintenance_commit
+from snaplake.store.data_file import DataFileMeta, FileSource
 from snaplake.store.stats import compute_value_stats
 
 WIDE = pa.schema(
@@ -235,3 +237,38 @@ def test_batched_rewrite_of_a_large_input_has_the_stats_of_the_whole_file(
     assert meta.value_stats.min_values == whole.min_values
     assert meta.value_stats.max_values == whole.max_values
     assert meta.value_stats.null_counts == whole.null_counts
+
+
+def test_slices_bound_rows_and_bytes():
+    """Small inputs are grouped within both bounds; a file over either bound is read alone."""
+
+    def meta(rows: int, size: int) -> DataFileMeta:
+        return new_data_file_meta(
+            file_name="f", size_bytes=size, row_count=rows,
+            stats=compute_value_stats(pa.table({}), []), schema_id=0,
+            min_sequence_number=0, max_sequence_number=max(rows - 1, 0),
+            file_source=FileSource.APPEND,
+        )  # fmt: skip
+
+    batch, limit = append_compact._BATCH_ROWS, append_compact._SLICE_BYTES
+    files = [
+        meta(50, 1_000),
+        meta(50, 1_000),
+        meta(batch + 1, 10_000),  # many rows, few bytes (repetitive data): alone
+        meta(batch, 1_000),
+        meta(batch, 1_000),
+        meta(1, 1_000),  # third file would pass 2 * _BATCH_ROWS: new slice
+        meta(10, limit + 1),  # many bytes: alone
+        meta(10, limit // 2),
+        meta(10, limit // 2 + 1),  # bytes would pass _SLICE_BYTES: new slice
+    ]
+    paths = [f"p{i}" for i in range(len(files))]
+    assert append_compact._slices(paths, files) == [
+        (["p0", "p1"], False),
+        (["p2"], True),
+        (["p3", "p4"], False),
+        (["p5"], False),
+        (["p6"], True),
+        (["p7"], False),
+        (["p8"], False),
+    ]
