@@ -29,9 +29,11 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# Debian's prometheus + promtool: the daemon tests run a real Prometheus (tests/daemon/).
+# Debian's prometheus + promtool and prometheus-pushgateway: the daemon tests run a real
+# Prometheus and a real Pushgateway (tests/daemon/).
 prometheus:
 	@command -v promtool >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends prometheus)
+	@command -v prometheus-pushgateway >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends prometheus-pushgateway)
 
 # @grafana/schema + TypeScript for the strict dashboard check (tests/daemon/test_dashboard.py).
 grafana-schema: grafana/.schema-check/node_modules/.bin/tsc

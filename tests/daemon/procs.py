@@ -215,6 +215,41 @@ def start_prometheus(workdir: Path, *, daemon_ports: list[int], writer_ports: li
     return proc
 
 
+def start_pushgateway(workdir: Path) -> Proc:
+    """Run Debian's prometheus-pushgateway on 127.0.0.1 (a free port), without persistence.
+
+    Debian's build defaults ``--persistence.file`` to /var/lib/prometheus/pushgateway.data;
+    an empty value turns persistence off, so every gateway starts empty and writes nothing
+    outside ``workdir``. The caller stops it (``proc.stop()``) in its teardown.
+    """
+    binary = shutil.which("prometheus-pushgateway")
+    assert binary, "prometheus-pushgateway is not installed (make prometheus)"
+    port = free_port()
+    log = workdir / "pushgateway.log"
+    popen = subprocess.Popen(
+        [
+            binary,
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--persistence.file=",
+            "--log.level=warn",
+        ],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    proc = Proc(popen=popen, log=log, port=port)
+    try:
+        wait_for(
+            lambda: http_get(f"http://127.0.0.1:{port}/-/ready")[0] == 200 or not proc.alive(),
+            timeout=30,
+            what="pushgateway",
+        )
+        assert proc.alive(), proc.text()
+    except BaseException:
+        proc.stop(signal.SIGKILL)
+        raise
+    return proc
+
+
 def promql(prom: Proc, expr: str) -> list[dict[str, Any]]:
     """Evaluate an instant query through Prometheus's HTTP API; returns the result vector."""
     url = f"http://127.0.0.1:{prom.port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from tests.daemon.helpers import append, memory_table
+from tests.daemon.procs import (
+    Proc,
+    free_port,
+    http_get,
+    sample_value,
+    scrape,
+    start_pushgateway,
+)
 
 from snaplake.commit.result import (
     CommitEvent,
@@ -17,7 +29,7 @@ from snaplake.commit.result import (
     add_commit_listener,
     remove_commit_listener,
 )
-from snaplake.metrics import HealthStatus, SnaplakeMetrics, exposition, serve
+from snaplake.metrics import HealthStatus, SnaplakeMetrics, exposition, push_to_gateway, serve
 from snaplake.store.snapshot import CommitKind
 
 
@@ -131,37 +143,74 @@ def test_http_server_serves_metrics_and_probes():
         server.close()
 
 
-def test_push_to_gateway_puts_the_exposition():
-    import http.server
-    import threading
-
-    from snaplake.metrics import push_to_gateway
-
-    received: list[tuple[str, str, bytes]] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_PUT(self):
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            received.append((self.command, self.path, body))
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+@pytest.fixture
+def pushgateway(tmp_path: Path) -> Iterator[Proc]:
+    """A real Pushgateway on 127.0.0.1, stopped by its pid at teardown."""
+    gateway = start_pushgateway(tmp_path)
     try:
-        metrics = SnaplakeMetrics(registry=CollectorRegistry())
-        metrics.commits.labels("db.t", "APPEND", "success").inc()
-        push_to_gateway(f"127.0.0.1:{server.server_address[1]}", job="nightly",
-                        grouping_key={"stage": "load"}, metrics=metrics)  # fmt: skip
+        yield gateway
     finally:
-        server.shutdown()
-        server.server_close()
-    method, path, body = received[0]
-    assert method == "PUT"
-    assert path == "/metrics/job/nightly/stage/load"
-    assert b'snaplake_commits_total{kind="APPEND",outcome="success",table="db.t"} 1.0' in body
-    assert b"snaplake_build_info" in body
+        gateway.stop()
+
+
+def _gateway_group(gateway: Proc, **labels: str) -> dict[str, Any]:
+    """The group of ``/api/v1/metrics`` whose grouping labels are exactly ``labels``."""
+    status, body = http_get(f"http://127.0.0.1:{gateway.port}/api/v1/metrics")
+    assert status == 200, body
+    doc = json.loads(body)
+    assert doc["status"] == "success", doc
+    groups = [g for g in doc["data"] if g["labels"] == labels]
+    assert len(groups) == 1, doc["data"]
+    group: dict[str, Any] = groups[0]
+    return group
+
+
+def test_push_to_gateway_against_a_real_pushgateway(pushgateway: Proc) -> None:
+    address = f"127.0.0.1:{pushgateway.port}"
+    series = {"job": "nightly", "stage": "load", "table": "db.t", "kind": "APPEND"}
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    table = memory_table()
+    add_commit_listener(metrics.record_commit)
+    try:
+        next_id = append(table, 1)
+        push_to_gateway(address, job="nightly", grouping_key={"stage": "load"}, metrics=metrics)
+        text = scrape(pushgateway.port)
+        assert sample_value(text, "snaplake_commits_total", outcome="success", **series) == 1
+        assert sample_value(text, "snaplake_commit_records_added_total", **series) == 5
+        group = _gateway_group(pushgateway, job="nightly", stage="load")
+        assert group["last_push_successful"] is True
+        [commits] = [
+            m
+            for m in group["snaplake_commits_total"]["metrics"]
+            if m["labels"]["outcome"] == "success"
+        ]
+        assert {k: commits["labels"][k] for k in series} == series
+        assert float(commits["value"]) == 1
+
+        append(table, 1, start=next_id)
+        push_to_gateway(address, job="nightly", grouping_key={"stage": "load"}, metrics=metrics)
+    finally:
+        remove_commit_listener(metrics.record_commit)
+    # The second push replaced the first: the registry's current totals, not their sum.
+    text = scrape(pushgateway.port)
+    assert sample_value(text, "snaplake_commits_total", outcome="success", **series) == 2
+    assert sample_value(text, "snaplake_commit_records_added_total", **series) == 10
+
+    # PUT replaces the whole group: series the new push lacks are gone.
+    other = SnaplakeMetrics(registry=CollectorRegistry())
+    add_commit_listener(other.record_commit)
+    try:
+        append(memory_table(name="db.u"), 1)
+    finally:
+        remove_commit_listener(other.record_commit)
+    push_to_gateway(address, job="nightly", grouping_key={"stage": "load"}, metrics=other)
+    text = scrape(pushgateway.port)
+    assert sample_value(text, "snaplake_commits_total", table="db.t") is None
+    assert sample_value(text, "snaplake_commits_total", outcome="success",
+                        **{**series, "table": "db.u"}) == 1  # fmt: skip
+
+
+def test_push_to_gateway_raises_oserror_when_nothing_listens() -> None:
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    with pytest.raises(OSError, match="Connection refused"):
+        push_to_gateway(f"127.0.0.1:{free_port()}", job="nightly", metrics=metrics, timeout_s=5)
