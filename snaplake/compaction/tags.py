@@ -23,6 +23,7 @@ from snaplake.errors import FileAlreadyExistsError, TagNotFoundError
 from snaplake.store.file_io import FileIO
 from snaplake.store.paths import PathFactory
 from snaplake.store.snapshot import Snapshot
+from snaplake.store.snapshot_manager import read_snapshot_file
 
 __all__ = ["TagInfo", "TagManager"]
 
@@ -119,12 +120,7 @@ class TagManager:
         Raises:
             CorruptMetadataError: the tag file is not a valid snapshot JSON.
         """
-        path = self.paths.tag_path(name)
-        try:
-            data = self.file_io.read_bytes(path)
-        except FileNotFoundError:
-            return None
-        return Snapshot.from_bytes(data, path=path)
+        return read_snapshot_file(self.file_io, self.paths.tag_path(name))
 
     def get(self, name: str) -> Snapshot:
         """Return the snapshot tagged ``name``.

@@ -19,9 +19,37 @@ from snaplake.store.file_io import FileIO
 from snaplake.store.paths import PathFactory
 from snaplake.store.snapshot import Snapshot
 
-__all__ = ["SnapshotManager"]
+__all__ = ["SnapshotManager", "read_snapshot_file"]
 
 logger = logging.getLogger(__name__)
+
+
+def read_snapshot_file(file_io: FileIO, path: str) -> Snapshot | None:
+    """Read the snapshot JSON at ``path`` (a ``snapshot-<id>`` or a ``tag-<name>`` file).
+
+    Args:
+        file_io: Storage of the table.
+        path: Full path of the file.
+
+    Returns:
+        The decoded snapshot, or ``None`` when no file is at ``path``.
+
+    Raises:
+        CorruptMetadataError: the file exists but is not a valid snapshot JSON
+            (``.path`` names it).
+
+    Storage:
+        One ``read_bytes`` of ``path``.
+
+    Source:
+        Paimon ``Snapshot.tryFromPath`` (which raises ``FileNotFoundException``
+        where this returns ``None``); tags use it too, as ``Tag.fromPath`` does.
+    """
+    try:
+        data = file_io.read_bytes(path)
+    except FileNotFoundError:
+        return None
+    return Snapshot.from_bytes(data, path=path)
 
 
 class SnapshotManager:
@@ -99,12 +127,7 @@ class SnapshotManager:
         Raises:
             CorruptMetadataError: the file exists but cannot be decoded.
         """
-        path = self.paths.snapshot_path(snapshot_id)
-        try:
-            data = self.file_io.read_bytes(path)
-        except FileNotFoundError:
-            return None
-        return Snapshot.from_bytes(data, path=path)
+        return read_snapshot_file(self.file_io, self.paths.snapshot_path(snapshot_id))
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
         """Read ``snapshot-<id>``.
