@@ -26,6 +26,7 @@ from snaplake.store.avro_fast import metadata_cache
 PROC = Path(__file__).with_name("maintenance_proc.py")
 SECONDS = 30.0
 TIME_RETAINED_S = 5.0
+MODES = ("writer", "maintainer")
 
 pytestmark = pytest.mark.integration
 
@@ -46,15 +47,18 @@ def test_writer_and_maintainer_processes(tmp_path):
             "commit.max-retry-wait": "200 ms",
         },
     )
-    procs = {
-        mode: subprocess.Popen(
-            [sys.executable, str(PROC), mode, table.root, str(SECONDS)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for mode in ("writer", "maintainer")
-    }
+    # Output goes to files: a pipe nobody drains for 30 s fills up and blocks the
+    # maintainer, which prints a line per iteration.
+    logs = {mode: (tmp_path / f"{mode}.out", tmp_path / f"{mode}.err") for mode in MODES}
+    procs = {}
+    for mode in MODES:
+        out, err = logs[mode]
+        with out.open("w") as stdout, err.open("w") as stderr:
+            procs[mode] = subprocess.Popen(
+                [sys.executable, str(PROC), mode, table.root, str(SECONDS)],
+                stdout=stdout,
+                stderr=stderr,
+            )
     reads = violations = 0
     excused: list[str] = []
     deadline = time.monotonic() + SECONDS
@@ -76,7 +80,9 @@ def test_writer_and_maintainer_processes(tmp_path):
         ids = data.column("id").to_pylist()
         assert len(ids) == len(set(ids)) == snap.total_record_count
         reads += 1
-    outputs = {mode: p.communicate(timeout=120) for mode, p in procs.items()}
+    for p in procs.values():
+        p.wait(timeout=120)
+    outputs = {mode: (out.read_text(), err.read_text()) for mode, (out, err) in logs.items()}
     for mode, p in procs.items():
         assert p.returncode == 0, f"{mode} failed:\n{outputs[mode][1]}"
     acks = [line.split() for line in outputs["writer"][0].splitlines() if line.startswith("ACK")]
