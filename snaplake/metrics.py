@@ -23,8 +23,9 @@ maintenance daemon):
 
 Labels are bounded: ``table`` (``db.table`` of a table the process committed
 to or maintains), ``kind`` (a :class:`~snaplake.store.snapshot.CommitKind`),
-``outcome``, ``task``, ``file_type``, ``error`` (an exception class name).
-Never a snapshot id, a user or a path.
+``outcome``, ``task``, ``file_type``, ``error`` (an exception class name),
+``commit_user`` (at most :data:`MAX_COMMIT_USERS` per table, then ``other``).
+Never a snapshot id or a path.
 
 Metric objects live on a :class:`SnaplakeMetrics` built on a
 ``CollectorRegistry`` passed in, so tests use fresh registries;
@@ -71,6 +72,8 @@ __all__ = [
     "SnaplakeMetrics",
     "default_metrics",
     "exposition",
+    "MAX_COMMIT_USERS",
+    "OTHER_COMMIT_USER",
     "push_to_gateway",
     "serve",
 ]
@@ -114,6 +117,16 @@ class _Spec:
         return self.kind(self.name, self.help, self.labels, registry=registry)
 
 
+MAX_COMMIT_USERS = 20
+"""Distinct ``commit_user`` label values per table; later users are counted as ``other``.
+
+A table has a few writers (a Spark query's user is stable across its
+restarts), so the bound only stops a misconfigured writer with a fresh user
+per run from growing the series without end."""
+
+OTHER_COMMIT_USER = "other"
+"""The ``commit_user`` label of users past :data:`MAX_COMMIT_USERS`."""
+
 #: Every prometheus_client metric of :class:`SnaplakeMetrics`, in registration order.
 #: ``snaplake_table_freshness_seconds`` is not here: :class:`_FreshnessCollector`
 #: computes it at scrape time.
@@ -139,6 +152,10 @@ _METRICS: tuple[_Spec, ...] = (
     _Spec("table_commits", Counter, "snaplake_table_commits", ("table", "kind"),
           "Snapshots committed to the table by any writer, by kind "
           "(seen by the daemon tailing the table)."),
+    _Spec("table_commits_by_user", Counter, "snaplake_table_commits_by_user",
+          ("table", "commit_user"),
+          "Snapshots committed to the table, by commitUser (seen by the daemon tailing the "
+          f"table; a table's first {MAX_COMMIT_USERS} users seen, later ones as 'other')."),
     _Spec("table_commit_duration", Histogram, "snaplake_table_commit_duration_seconds",
           ("table", "kind"), "Commit wall time recorded by snaplake writers in snapshot "
           "properties (snaplake.commit.duration-ms), seconds; every snaplake writer of the table.",
@@ -277,6 +294,7 @@ class SnaplakeMetrics:
     commit_files_added: Counter
     commit_records_added: Counter
     table_commits: Counter
+    table_commits_by_user: Counter
     table_commit_duration: Histogram
     table_commit_attempts: Histogram
     table_files_added: Counter
@@ -314,6 +332,8 @@ class SnaplakeMetrics:
     ) -> None:
         self.registry = registry
         self._commit_series: set[tuple[str, str]] = set()
+        self._users_lock = threading.Lock()
+        self._users: dict[str, set[str]] = {}  # table -> commit_user label values
         self._per_table: list[Counter | Gauge | Histogram] = []  # labelled by ``table``
         for spec in _METRICS:
             metric = spec.build(registry)
@@ -362,6 +382,7 @@ class SnaplakeMetrics:
         duration_s: float | None,
         attempts: int | None,
         lag_s: float | None = None,
+        commit_user: str | None = None,
     ) -> None:
         """Record one snapshot seen by the table watcher.
 
@@ -375,8 +396,12 @@ class SnaplakeMetrics:
                 writer was not snaplake.
             attempts: ``snaplake.commit.attempts``, ``None`` when absent.
             lag_s: Seconds between its commit time and now.
+            commit_user: Its ``commitUser`` (a table's first
+                :data:`MAX_COMMIT_USERS` distinct users get their own series).
         """
         self.table_commits.labels(table, kind).inc()
+        if commit_user is not None:
+            self.table_commits_by_user.labels(table, self._user_label(table, commit_user)).inc()
         self.table_files_added.labels(table, kind).inc(max(0, files_added))
         self.table_files_deleted.labels(table, kind).inc(max(0, files_deleted))
         if records_added > 0:
@@ -387,6 +412,14 @@ class SnaplakeMetrics:
             self.table_commit_attempts.labels(table, kind).observe(attempts)
         if lag_s is not None:
             self.table_watch_lag.labels(table).observe(max(0.0, lag_s))
+
+    def _user_label(self, table: str, user: str) -> str:
+        with self._users_lock:
+            users = self._users.setdefault(table, set())
+            if user in users or len(users) < MAX_COMMIT_USERS:
+                users.add(user)
+                return user
+        return OTHER_COMMIT_USER
 
     def set_last_commit_time(self, *, table: str, commit_time_s: float) -> None:
         """Set the commit time (epoch seconds) freshness is measured from."""
@@ -417,6 +450,8 @@ class SnaplakeMetrics:
         """
         self._freshness.remove(table)
         self._commit_series = {k for k in self._commit_series if k[0] != table}
+        with self._users_lock:
+            self._users.pop(table, None)
         for metric in self._per_table:
             _remove_table(metric, table)
 

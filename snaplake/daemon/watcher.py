@@ -239,6 +239,7 @@ class TableWatcher:
             duration_s=duration_s / 1000 if duration_s is not None else None,
             attempts=int(attempts) if attempts is not None else None,
             lag_s=self._clock() - snap.time_millis / 1000,
+            commit_user=snap.commit_user,
         )
 
 

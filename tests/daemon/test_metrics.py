@@ -29,7 +29,15 @@ from snaplake.commit.result import (
     add_commit_listener,
     remove_commit_listener,
 )
-from snaplake.metrics import HealthStatus, SnaplakeMetrics, exposition, push_to_gateway, serve
+from snaplake.metrics import (
+    MAX_COMMIT_USERS,
+    OTHER_COMMIT_USER,
+    HealthStatus,
+    SnaplakeMetrics,
+    exposition,
+    push_to_gateway,
+    serve,
+)
 from snaplake.store.snapshot import CommitKind
 
 
@@ -106,6 +114,36 @@ def test_forget_table_drops_only_that_tables_series():
     tables = {dict(labels).get("table") for (_, labels) in _samples(metrics)}
     assert "db.a" not in tables
     assert "db.b" in tables
+
+
+def _by_user(metrics: SnaplakeMetrics, table: str, user: str) -> float | None:
+    key = (("commit_user", user), ("table", table))
+    return _samples(metrics).get(("snaplake_table_commits_by_user_total", key))
+
+
+def test_commit_users_beyond_the_bound_are_counted_as_other():
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+
+    def commit(table: str, user: str) -> None:
+        metrics.record_table_commit(table=table, kind="APPEND", files_added=1, files_deleted=0,
+                                    records_added=1, duration_s=None, attempts=None,
+                                    commit_user=user)  # fmt: skip
+
+    users = [f"job-{i}" for i in range(MAX_COMMIT_USERS + 5)]
+    for user in users:
+        commit("db.a", user)
+    commit("db.a", users[0])  # a known user keeps its series
+    commit("db.b", users[-1])  # the bound is per table
+    assert _by_user(metrics, "db.a", users[0]) == 2
+    assert _by_user(metrics, "db.a", OTHER_COMMIT_USER) == 5
+    assert _by_user(metrics, "db.b", users[-1]) == 1
+    series = [dict(lb) for (name, lb) in _samples(metrics)
+              if name == "snaplake_table_commits_by_user_total"]  # fmt: skip
+    labels = {lb["commit_user"] for lb in series if lb["table"] == "db.a"}
+    assert len(labels) == MAX_COMMIT_USERS + 1
+    metrics.forget_table("db.a")  # a table maintained again starts a fresh bound
+    commit("db.a", users[-1])
+    assert _by_user(metrics, "db.a", users[-1]) == 1
 
 
 def test_every_metric_has_help_and_init_creates_zero_series():

@@ -40,6 +40,8 @@ def test_watcher_tails_new_snapshots_and_sets_gauges():
     assert second.latest_snapshot_id == 6
     assert _value(metrics.table_commits, "db.t", "APPEND") == 3
     assert _value(metrics.table_commits, "db.t", "COMPACT") == 1
+    assert _value(metrics.table_commits_by_user, "db.t", "writer") == 3
+    assert _value(metrics.table_commits_by_user, "db.t", "snaplake-maintenance") == 1
     assert _value(metrics.table_files_added, "db.t", "APPEND") == 3
     assert _value(metrics.table_records_added, "db.t", "APPEND") == 15
     hist = metrics.table_commit_duration.labels("db.t", "APPEND")
