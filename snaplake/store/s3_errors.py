@@ -9,8 +9,11 @@ HeadObject operation``); :func:`boto_error_from_arrow` turns those into the
 botocore exception the same request would have raised through boto3, so the
 messages users see do not depend on which client hit the problem.
 
-Together with :mod:`snaplake.store.s3_file_io` and
-:mod:`snaplake.store.s3_streams`, the only modules importing botocore.
+With :mod:`~snaplake.store.s3_file_io`, :mod:`~snaplake.store.s3_client`,
+:mod:`~snaplake.store.s3_streams` and :mod:`~snaplake.store.s3_conditional`,
+the only modules importing botocore (the import contract in
+``pyproject.toml`` names them); other S3 helpers get botocore's exception
+classes from :func:`boto_exception_types`.
 
 Source: AWS S3 API reference, "Error responses" (error codes); Arrow C++
 ``arrow/filesystem/s3_internal.h`` (``ErrorToStatus`` message format).
@@ -30,6 +33,7 @@ __all__ = [
     "UNSUPPORTED_CODES",
     "arrow_error_path",
     "boto_error_from_arrow",
+    "boto_exception_types",
     "status_code",
     "translate_boto_error",
 ]
@@ -154,6 +158,17 @@ def translate_boto_error(
         path=path,
         operation=operation,
     )
+
+
+def boto_exception_types() -> tuple[type[Exception], type[Exception]]:
+    """Return botocore's ``(ClientError, BotoCoreError)``, what any boto3 call may raise.
+
+    For the S3 helper modules that catch them without importing botocore
+    themselves (:mod:`~snaplake.store.s3_namespace`); botocore is imported on call.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    return ClientError, BotoCoreError
 
 
 def status_code(exc: BaseException) -> tuple[int, str]:

@@ -1,13 +1,16 @@
 """S3FileIO: the FileIO for ``s3://bucket/key`` paths, over boto3.
 
-This module and its helpers :mod:`~snaplake.store.s3_client` (client
-construction), :mod:`~snaplake.store.s3_errors`,
-:mod:`~snaplake.store.s3_streams` and :mod:`~snaplake.store.s3_conditional`
-are the only ones importing ``boto3`` or ``botocore``; they import them inside
-functions, so ``import snaplake`` works without the ``s3`` extra. Every
-botocore failure is translated once, in :mod:`~snaplake.store.s3_errors`, into
-a builtin (``FileNotFoundError``) or a :mod:`snaplake.errors` type naming the
-bucket, the key and what to check.
+This module holds the client plumbing (per-process boto3 client, pickling,
+the pyarrow bridge) and the content operations (reads and writes). Its
+helpers: :mod:`~snaplake.store.s3_namespace` (existence, metadata, listing
+and deleting, inherited by :class:`S3FileIO`),
+:mod:`~snaplake.store.s3_client` (client construction),
+:mod:`~snaplake.store.s3_errors`, :mod:`~snaplake.store.s3_streams` and
+:mod:`~snaplake.store.s3_conditional`. Only the ``s3_*`` modules use
+``boto3`` or ``botocore``, imported inside functions, so ``import snaplake``
+works without the ``s3`` extra. Every botocore failure is translated once, in
+:mod:`~snaplake.store.s3_errors`, into a builtin (``FileNotFoundError``) or a
+:mod:`snaplake.errors` type naming the bucket, the key and what to check.
 
 The commit primitive is ``PutObject`` with ``If-None-Match: *`` (412: a lost
 race; 409: retried; an uncertain outcome: read back and compared), preceded
@@ -60,31 +63,25 @@ import io
 import logging
 import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any, NoReturn, cast
 
-from snaplake.errors import (
-    InvalidOptionError,
-    StorageAccessError,
-    StorageError,
-)
-from snaplake.store.file_io import FileIO, FileStatus
+from snaplake.errors import InvalidOptionError
 from snaplake.store.s3_client import create_client, frozen_credentials, new_arrow_filesystem
 from snaplake.store.s3_conditional import ensure_conditional_writes, put_create_only
 from snaplake.store.s3_errors import (
-    DENIED_CODES,
     arrow_error_path,
     boto_error_from_arrow,
     status_code,
     translate_boto_error,
 )
+from snaplake.store.s3_namespace import S3Namespace
 from snaplake.store.s3_options import (
     ALIASES,
     DEFAULTS,
     MIB,
     SECRET_KEYS,
     S3Settings,
-    dir_prefix,
     split_s3_path,
 )
 from snaplake.store.s3_streams import S3OutputStream, S3RangeReader
@@ -96,18 +93,19 @@ __all__ = ["S3FileIO"]
 
 logger = logging.getLogger(__name__)
 
-_DELETE_BATCH = 1000  # DeleteObjects accepts at most 1,000 keys per call
 # Kept importable from here for benchmarks/s3_io.py.
 _MIB = MIB
 _S3RangeReader = S3RangeReader
 
 
-class S3FileIO(FileIO):
+class S3FileIO(S3Namespace):
     """FileIO over Amazon S3 or an S3-compatible server, for ``s3://bucket/key`` paths.
 
     Holds configuration only: the boto3 client (and the pyarrow filesystem)
     are created lazily, once per process, and are left out of the pickled
-    state, so Spark can ship the object to executors. Thread-safe.
+    state, so Spark can ship the object to executors. Thread-safe. Reads
+    and writes are defined here; existence, metadata, listing and deleting
+    are inherited from :class:`~snaplake.store.s3_namespace.S3Namespace`.
 
     Args:
         options: Catalog options; the ``s3.*`` keys in the module docstring
@@ -260,10 +258,6 @@ class S3FileIO(FileIO):
     def _raise(self, exc: BaseException, *, path: str, operation: str) -> NoReturn:
         raise self._translate(exc, path=path, operation=operation) from exc
 
-    @staticmethod
-    def _status_code(exc: BaseException) -> tuple[int, str]:
-        return status_code(exc)
-
     def translate_error(self, exc: OSError, *, path: str, operation: str) -> BaseException:
         """Map an ``OSError`` from :meth:`arrow_filesystem`'s filesystem to a typed error.
 
@@ -313,30 +307,6 @@ class S3FileIO(FileIO):
         except BotoCoreError as exc:
             return self._translate(exc, path=path, operation=operation)
         return FileNotFoundError(errno.ENOENT, f"no S3 object at {path} ({cause})", path)
-
-    def _head(self, path: str, *, operation: str) -> dict[str, Any]:
-        """HEAD ``path``; a 404 is disambiguated into a missing key or a missing bucket."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        bucket, key = split_s3_path(path)
-        client = self._s3()
-        try:
-            return cast("dict[str, Any]", client.head_object(Bucket=bucket, Key=key))
-        except ClientError as exc:
-            status, _ = self._status_code(exc)
-            if status != 404:
-                self._raise(exc, path=path, operation=operation)
-            try:
-                client.head_bucket(Bucket=bucket)
-            except ClientError as bucket_exc:
-                if self._status_code(bucket_exc)[0] == 404:
-                    bucket_exc.response.setdefault("Error", {})["Code"] = "NoSuchBucket"
-                self._raise(bucket_exc, path=path, operation=operation)
-            except BotoCoreError as bucket_exc:
-                self._raise(bucket_exc, path=path, operation=operation)
-            raise FileNotFoundError(errno.ENOENT, f"no S3 object at {path}", path) from None
-        except BotoCoreError as exc:
-            self._raise(exc, path=path, operation=operation)
 
     # -- reads --------------------------------------------------------------------------
 
@@ -390,136 +360,6 @@ class S3FileIO(FileIO):
             return cast("IO[bytes]", filesystem.open_input_file(f"{bucket}/{key}"))
         raw = S3RangeReader(self, path, size_bytes=int(head["ContentLength"]))
         return cast("IO[bytes]", io.BufferedReader(raw, buffer_size=MIB))
-
-    def exists(self, path: str) -> bool:
-        """Tell whether ``path`` is an object or a non-empty "directory" prefix.
-
-        Raises:
-            StorageAccessError: credentials refused or not allowed.
-            StorageError: missing bucket, unreachable endpoint or another failure.
-
-        Storage:
-            One ``HeadObject``; when it misses, one ``ListObjectsV2`` (1 key).
-        """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        bucket, key = split_s3_path(path)
-        client = self._s3()
-        try:
-            if key.strip("/"):
-                try:
-                    client.head_object(Bucket=bucket, Key=key)
-                    return True
-                except ClientError as exc:
-                    if self._status_code(exc)[0] != 404:
-                        raise
-            listed = client.list_objects_v2(Bucket=bucket, Prefix=dir_prefix(key), MaxKeys=1)
-            return bool(listed.get("KeyCount", 0))
-        except (ClientError, BotoCoreError) as exc:
-            self._raise(exc, path=path, operation="exists")
-
-    def file_exists(self, path: str) -> bool:
-        """Tell whether an object is stored at exactly ``path`` ("directories" do not count).
-
-        Unlike :meth:`exists`, a miss costs no listing: this is the commit
-        path's probe of ``snapshot-(N+1)``. A missing bucket reads as
-        ``False`` (S3 answers ``HeadObject`` with a bare 404 either way);
-        the next write names it.
-
-        Raises:
-            StorageAccessError: credentials refused or not allowed.
-            StorageError: unreachable endpoint or another failure.
-
-        Storage:
-            One ``HeadObject``.
-        """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        bucket, key = split_s3_path(path)
-        try:
-            self._s3().head_object(Bucket=bucket, Key=key)
-        except ClientError as exc:
-            if self._status_code(exc)[0] == 404:
-                return False
-            self._raise(exc, path=path, operation="exists")
-        except BotoCoreError as exc:
-            self._raise(exc, path=path, operation="exists")
-        return True
-
-    def file_status(self, path: str) -> FileStatus:
-        """Return size and modification time of ``path`` from ``HeadObject``.
-
-        Raises:
-            FileNotFoundError: no object at ``path``.
-            StorageAccessError: credentials refused or not allowed.
-            StorageError: missing bucket or another failure.
-
-        Storage:
-            One ``HeadObject``.
-        """
-        head = self._head(path, operation="file_status")
-        return FileStatus(
-            path=path,
-            size_bytes=int(head["ContentLength"]),
-            modification_time_ms=int(head["LastModified"].timestamp() * 1000),
-        )
-
-    def list_files(self, prefix: str) -> Iterator[FileStatus]:
-        """Yield every object below directory ``prefix``, following continuation tokens.
-
-        Keys ending in ``/`` (directory markers) are skipped. Listing is
-        paginated (1,000 keys per ``ListObjectsV2`` page), so tables with
-        100,000+ files stream in constant memory.
-
-        Raises:
-            StorageAccessError: credentials refused or not allowed.
-            StorageError: missing bucket, unreachable endpoint or another failure.
-
-        Storage:
-            ``ListObjectsV2`` pages.
-        """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        bucket, key = split_s3_path(prefix)
-        paginator = self._s3().get_paginator("list_objects_v2")
-        try:
-            for page in paginator.paginate(Bucket=bucket, Prefix=dir_prefix(key)):
-                for item in page.get("Contents", ()):
-                    if item["Key"].endswith("/"):
-                        continue
-                    yield FileStatus(
-                        path=f"s3://{bucket}/{item['Key']}",
-                        size_bytes=int(item["Size"]),
-                        modification_time_ms=int(item["LastModified"].timestamp() * 1000),
-                    )
-        except (ClientError, BotoCoreError) as exc:
-            self._raise(exc, path=prefix, operation="list")
-
-    def list_dirs(self, path: str) -> list[str]:
-        """Return the sorted names of the immediate sub-directories of ``path``.
-
-        Raises:
-            StorageAccessError: credentials refused or not allowed.
-            StorageError: missing bucket, unreachable endpoint or another failure.
-
-        Storage:
-            ``ListObjectsV2`` pages with ``Delimiter="/"``.
-        """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        bucket, key = split_s3_path(path)
-        base = dir_prefix(key)
-        names: set[str] = set()
-        paginator = self._s3().get_paginator("list_objects_v2")
-        try:
-            for page in paginator.paginate(Bucket=bucket, Prefix=base, Delimiter="/"):
-                for common in page.get("CommonPrefixes", ()):
-                    name = common["Prefix"][len(base) :].rstrip("/")
-                    if name:
-                        names.add(name)
-        except (ClientError, BotoCoreError) as exc:
-            self._raise(exc, path=path, operation="list_dirs")
-        return sorted(names)
 
     # -- writes -------------------------------------------------------------------------
 
@@ -659,99 +499,3 @@ class S3FileIO(FileIO):
                 conditional=not self._settings.allow_unsafe_create,
             ),
         )
-
-    # -- deletes ------------------------------------------------------------------------
-
-    def delete(self, path: str, *, missing_ok: bool = True) -> None:
-        """Delete one object (``DeleteObject`` is idempotent on S3).
-
-        Raises:
-            FileNotFoundError: ``path`` is absent and ``missing_ok`` is false.
-            StorageAccessError: credentials refused or not allowed.
-            StorageError: missing bucket or another failure.
-
-        Storage:
-            One ``DeleteObject`` (plus a ``HeadObject`` when ``missing_ok`` is false).
-        """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        if not missing_ok:
-            self._head(path, operation="delete")
-        bucket, key = split_s3_path(path)
-        try:
-            self._s3().delete_object(Bucket=bucket, Key=key)
-        except (ClientError, BotoCoreError) as exc:
-            self._raise(exc, path=path, operation="delete")
-
-    def delete_many(self, paths: Iterable[str]) -> None:
-        """Delete many objects with ``DeleteObjects``, 1,000 keys per call; missing ones are fine.
-
-        Raises:
-            StorageAccessError: a key was refused for lack of permission.
-            StorageError: a batch failed or the server reported per-key
-                errors (the first few are named in the message).
-
-        Storage:
-            One ``DeleteObjects`` per 1,000 keys of a bucket.
-        """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        by_bucket: dict[str, list[str]] = {}
-        for path in paths:
-            bucket, key = split_s3_path(path)
-            by_bucket.setdefault(bucket, []).append(key)
-        client = self._s3()
-        for bucket, keys in by_bucket.items():
-            for start in range(0, len(keys), _DELETE_BATCH):
-                batch = keys[start : start + _DELETE_BATCH]
-                first = f"s3://{bucket}/{batch[0]}"
-                try:
-                    response = client.delete_objects(
-                        Bucket=bucket,
-                        Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
-                    )
-                except (ClientError, BotoCoreError) as exc:
-                    self._raise(exc, path=first, operation="delete_many")
-                errors = [e for e in response.get("Errors", ()) if e.get("Code") != "NoSuchKey"]
-                if errors:
-                    shown = "; ".join(
-                        f"{e.get('Key')}: {e.get('Code')} {e.get('Message', '')}".strip()
-                        for e in errors[:5]
-                    )
-                    error_type = (
-                        StorageAccessError
-                        if any(e.get("Code") in DENIED_CODES for e in errors)
-                        else StorageError
-                    )
-                    raise error_type(
-                        f"deleting {len(errors)} of {len(batch)} keys in bucket {bucket!r} "
-                        f"failed: {shown}; check s3:DeleteObject permission on these keys",
-                        path=f"s3://{bucket}/{errors[0].get('Key', '')}",
-                        operation="delete_many",
-                    )
-                logger.debug("deleted %d keys from bucket %s", len(batch), bucket)
-
-    def delete_dir(self, path: str) -> None:
-        """Delete every object below directory ``path`` (listing, then batched deletes).
-
-        Raises:
-            StorageAccessError: credentials refused or not allowed.
-            StorageError: missing bucket or another failure.
-
-        Storage:
-            ``ListObjectsV2`` pages and ``DeleteObjects`` batches, marker
-            objects (``dir/``) included.
-        """
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        bucket, key = split_s3_path(path)
-        if not key.strip("/"):
-            raise ValueError(f"refusing to delete a whole bucket: {path!r}")
-        paginator = self._s3().get_paginator("list_objects_v2")
-        keys: list[str] = []
-        try:
-            for page in paginator.paginate(Bucket=bucket, Prefix=dir_prefix(key)):
-                keys.extend(item["Key"] for item in page.get("Contents", ()))
-        except (ClientError, BotoCoreError) as exc:
-            self._raise(exc, path=path, operation="delete_dir")
-        self.delete_many(f"s3://{bucket}/{k}" for k in keys)
