@@ -151,11 +151,43 @@ class SnapshotManager:
         return snap
 
     def latest_snapshot(self) -> Snapshot | None:
-        """Return the newest snapshot, or ``None`` for an empty table."""
+        """Return the newest snapshot, or ``None`` for an empty table.
+
+        Finds the same snapshot as :meth:`latest_snapshot_id`, but reading
+        ``snapshot-<hint>`` doubles as the check that the hint's file exists,
+        so the usual case is three requests: ``LATEST``, ``snapshot-<hint>``
+        and the probe of ``snapshot-(hint+1)``. The file is decoded only once
+        it is known to be the newest.
+
+        Raises:
+            CorruptMetadataError: the newest snapshot file cannot be decoded.
+
+        Storage:
+            Reads ``LATEST`` and ``snapshot-<hint>``, probes
+            ``snapshot-(hint+1)`` (and further while newer ones exist); lists
+            the directory only when the hint is missing, unreadable or
+            dangling.
+        """
         while True:
-            sid = self.latest_snapshot_id()
+            hint = self._read_hint(self.paths.latest_hint_path)
+            sid: int | None = None
+            if hint is not None and hint > 0:
+                path = self.paths.snapshot_path(hint)
+                try:
+                    data = self.file_io.read_bytes(path)
+                except FileNotFoundError:
+                    pass  # dangling hint: list instead
+                else:
+                    sid = hint
+                    while self.snapshot_exists(sid + 1):
+                        sid += 1
+                    if sid == hint:
+                        return Snapshot.from_bytes(data, path=path)
             if sid is None:
-                return None
+                ids = self.list_snapshot_ids()
+                if not ids:
+                    return None
+                sid = ids[-1]
             snap = self.try_snapshot(sid)
             if snap is not None:
                 return snap
