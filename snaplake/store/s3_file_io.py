@@ -14,9 +14,10 @@ works without the ``s3`` extra. Every botocore failure is translated once, in
 
 The commit primitive is ``PutObject`` with ``If-None-Match: *`` (412: a lost
 race; 409: retried; an uncertain outcome: read back and compared), preceded
-once per bucket by a probe that the server honours the header; both live in
-:mod:`~snaplake.store.s3_conditional`. Nothing ever checks existence before
-writing.
+once per bucket by a check that the server honours the header (a scratch
+object created twice, or a new manifest created twice, the second create
+refused with 412); both live in :mod:`~snaplake.store.s3_conditional`.
+Nothing ever checks existence before writing.
 
 Options (catalog options, highest precedence; unset keys fall back to the
 standard AWS environment variables, ``~/.aws/config`` / ``credentials`` and
@@ -68,7 +69,7 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn, cast
 
 from snaplake.errors import InvalidOptionError
 from snaplake.store.s3_client import create_client, frozen_credentials, new_arrow_filesystem
-from snaplake.store.s3_conditional import ensure_conditional_writes, put_create_only
+from snaplake.store.s3_conditional import create_new, ensure_conditional_writes, put_create_only
 from snaplake.store.s3_errors import (
     arrow_error_path,
     boto_error_from_arrow,
@@ -117,7 +118,8 @@ class S3FileIO(S3Namespace):
     Storage:
         Nothing at construction. The first create-only write per bucket
         writes and deletes one scratch object ``<dir>/.snaplake-probe-<uuid>``
-        next to its target.
+        next to its target, unless it is a small :meth:`write_new`, which
+        sends its own file a second time instead.
 
     Source:
         Paimon's ``S3FileIO`` (configuration keys) and pyiceberg's
@@ -425,6 +427,34 @@ class S3FileIO(S3Namespace):
             return
         bucket, key = split_s3_path(path)
         put_create_only(self, path, bucket=bucket, key=key, data=data, operation="write")
+
+    def write_new(self, path: str, data: bytes) -> None:
+        """Create a manifest or manifest list under its fresh, unique name.
+
+        A :meth:`write_if_absent`, except for the first such write to a
+        bucket not yet verified: instead of the scratch probe, the file is
+        created (:meth:`write_output`) and put once more with
+        ``If-None-Match: *`` and the same bytes, which must be refused with
+        412 (:func:`~snaplake.store.s3_conditional.create_new`).
+
+        Args:
+            path: ``s3://bucket/key`` of the new file.
+            data: The complete content.
+
+        Raises:
+            FileAlreadyExistsError: ``path`` exists (a reused name: a bug).
+            UnsafeStorageError: the server ignores ``If-None-Match``, or
+                rejects it as not implemented, and ``s3.allow-unsafe-create``
+                is not true. Nothing is left at ``path``.
+            StorageAccessError: credentials refused, expired or not allowed.
+            StorageError: missing bucket, unreachable endpoint or another failure.
+
+        Storage:
+            One conditional ``PutObject``; the first time per bucket one
+            more (answered 412), or the scratch probe when that does not
+            settle it.
+        """
+        create_new(self, path, data)
 
     def write_if_absent(self, path: str, data: bytes) -> None:
         """Create ``path`` with ``data`` only if no object is there: the commit primitive.

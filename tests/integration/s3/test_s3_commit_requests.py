@@ -3,9 +3,12 @@
 A committer without local state (a new ``FileStoreCommit``, e.g. in a new process) reads
 ``LATEST``, ``snapshot-N`` (that read is also the check that the hint's file exists: no
 ``HeadObject`` of it first), probes ``snapshot-(N+1)`` and reads both manifest lists.
-Each request is seen in the log of a fault proxy without faults; the tests below also
-pin the behaviour the removed request guarded: stale, dangling and missing ``LATEST``
-hints, and exactly-once replays after a crash between the snapshot and ``LATEST``.
+A new process (a fresh S3FileIO) checks once that the server honours ``If-None-Match``
+with its first manifest, put twice (the second refused with 412), instead of a scratch
+object written twice and deleted. Each request is seen in the log of a fault proxy
+without faults; the tests below also pin the behaviour the removed requests guarded:
+stale, dangling and missing ``LATEST`` hints, and exactly-once replays after a crash
+between the snapshot and ``LATEST``.
 """
 
 from __future__ import annotations
@@ -162,4 +165,29 @@ def test_cold_replay_after_a_crash_before_latest_is_a_duplicate(warehouse: S3War
     assert [s.id for s in table.snapshots()] == [1, 2, 3]
     nxt = table.new_commit(commit_user="u").commit(_messages(table, 4), commit_identifier=4)
     assert nxt.snapshot_id == 4 and not nxt.was_duplicate
+    assert _ids(warehouse) == [1, 2, 3, 4]
+
+
+def test_new_process_checks_conditional_writes_with_its_first_manifest(
+    proxied, warehouse: S3Warehouse
+) -> None:
+    proxy, through_proxy = proxied
+    _table_with_history(warehouse, 2)  # built directly, not through the proxy
+    table = through_proxy.catalog().get_table("db.t")  # a fresh S3FileIO: bucket unverified
+    messages = _messages(table, 3)  # the data file (write_output) needs no verification
+    committer = table.new_commit(commit_user="u")
+    proxy.requests.clear()
+    assert committer.commit(messages, commit_identifier=3).snapshot_id == 3
+    log = _log(proxy)
+    assert sorted(log) == sorted([*_cold(2), "PUT manifest/manifest-*"])  # 11 requests
+    manifest_puts = [t for m, t in proxy.requests if m == "PUT" and "/manifest/manifest-" in t]
+    assert manifest_puts[0] == manifest_puts[1]  # the same new manifest, twice
+    assert not [t for _, t in proxy.requests if ".snaplake-probe-" in t]
+    assert table.file_io._verified_buckets == {warehouse.bucket}
+    assert not [k for k in warehouse.list_keys() if ".snaplake-probe-" in k]
+    # Verified: the next create-only writes go out once, and the table is intact.
+    messages = _messages(table, 4)
+    proxy.requests.clear()
+    committer.commit(messages, commit_identifier=4)
+    assert collections.Counter(m for m, _ in proxy.requests) == {"HEAD": 1, "PUT": 5}
     assert _ids(warehouse) == [1, 2, 3, 4]

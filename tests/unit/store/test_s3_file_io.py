@@ -315,6 +315,99 @@ def test_probe_runs_once_per_bucket(
     assert _keys(moto_s3, bucket) == ["t/s1", "t/s2", "t/s3"]
 
 
+def test_first_write_new_verifies_the_bucket_with_its_own_file(
+    proxy: tuple[FaultProxy, S3Endpoint], moto_s3: S3Endpoint
+) -> None:
+    fault, endpoint = proxy
+    bucket = moto_s3.new_bucket()
+    fio = S3FileIO(endpoint.options())
+    fio.write_new(f"s3://{bucket}/t/manifest/m1", b"manifest")
+    # Created, then created again and refused with 412: no scratch probe.
+    assert fault.requests == [("PUT", f"/{bucket}/t/manifest/m1")] * 2
+    assert fio._verified_buckets == {bucket}
+    assert fio.read_bytes(f"s3://{bucket}/t/manifest/m1") == b"manifest"
+    fault.requests.clear()
+    fio.write_new(f"s3://{bucket}/t/manifest/m2", b"2")
+    fio.write_if_absent(f"s3://{bucket}/t/snapshot/snapshot-1", b"s")  # the commit point
+    assert fault.count("PUT") == 2
+    with pytest.raises(FileAlreadyExistsError):  # a reused name still fails
+        fio.write_new(f"s3://{bucket}/t/manifest/m1", b"other")
+    assert _keys(moto_s3, bucket) == ["t/manifest/m1", "t/manifest/m2", "t/snapshot/snapshot-1"]
+    # The verdict travels with the pickled FileIO, like the scratch probe's.
+    assert pickle.loads(pickle.dumps(fio))._verified_buckets == {bucket}
+
+
+def test_write_new_on_a_server_ignoring_if_none_match_is_refused_and_leaves_nothing(
+    proxy: tuple[FaultProxy, S3Endpoint], moto_s3: S3Endpoint
+) -> None:
+    fault, endpoint = proxy
+    fault.strip_headers.add("if-none-match")
+    bucket = moto_s3.new_bucket()
+    fio = S3FileIO(endpoint.options())
+    with pytest.raises(UnsafeStorageError) as info:
+        fio.write_new(f"s3://{bucket}/t/manifest/m1", b"manifest")
+    assert "ignores If-None-Match" in str(info.value)
+    # The second PUT was taken, so the scratch probe decided; then the file was removed.
+    assert fault.count("PUT", "/t/manifest/m1") == 2
+    assert fault.count("DELETE", "/t/manifest/m1") == 1
+    assert _keys(moto_s3, bucket) == []
+    assert fio._verified_buckets == set()
+    with pytest.raises(UnsafeStorageError):  # and again: nothing was remembered
+        fio.write_new(f"s3://{bucket}/t/manifest/m2", b"2")
+    assert _keys(moto_s3, bucket) == []
+
+
+def test_write_new_on_a_server_rejecting_if_none_match_is_refused(
+    proxy: tuple[FaultProxy, S3Endpoint], moto_s3: S3Endpoint
+) -> None:
+    fault, endpoint = proxy
+    fault.add_rule(FaultRule(is_conditional_put, 501, "NotImplemented", times=None))
+    bucket = moto_s3.new_bucket()
+    with pytest.raises(UnsafeStorageError) as info:
+        S3FileIO(endpoint.options()).write_new(f"s3://{bucket}/t/manifest/m1", b"x")
+    assert "does not implement If-None-Match" in str(info.value)
+    assert _keys(moto_s3, bucket) == []
+
+
+def test_write_new_falls_back_to_the_scratch_probe_when_the_second_put_is_not_a_412(
+    proxy: tuple[FaultProxy, S3Endpoint], moto_s3: S3Endpoint
+) -> None:
+    fault, endpoint = proxy
+    bucket = moto_s3.new_bucket()
+    puts: list[str] = []
+
+    def second_put_of_m1(method: str, target: str, headers: dict[str, str]) -> bool:
+        if is_conditional_put(method, target, headers) and target.endswith("/t/manifest/m1"):
+            puts.append(target)
+            return len(puts) > 1
+        return False
+
+    fault.add_rule(FaultRule(second_put_of_m1, 500, "InternalError", times=None))
+    fio = S3FileIO(endpoint.options(**{"s3.max-attempts": "1"}))
+    fio.write_new(f"s3://{bucket}/t/manifest/m1", b"manifest")
+    assert fault.count("PUT", "/t/manifest/.snaplake-probe-") == 2  # settled by the probe
+    assert fault.count("DELETE", "/t/manifest/.snaplake-probe-") == 1
+    assert fio._verified_buckets == {bucket}
+    assert _keys(moto_s3, bucket) == ["t/manifest/m1"]
+    assert fio.read_bytes(f"s3://{bucket}/t/manifest/m1") == b"manifest"
+
+
+def test_large_write_new_uses_the_scratch_probe(
+    proxy: tuple[FaultProxy, S3Endpoint], moto_s3: S3Endpoint
+) -> None:
+    from snaplake.store.s3_conditional import RECREATE_PROBE_MAX_BYTES
+
+    fault, endpoint = proxy
+    bucket = moto_s3.new_bucket()
+    fio = S3FileIO(endpoint.options())
+    big = b"x" * (RECREATE_PROBE_MAX_BYTES + 1)
+    fio.write_new(f"s3://{bucket}/t/manifest/big", big)
+    assert fault.count("PUT", "/t/manifest/big") == 1  # sent once, not twice
+    assert fault.count("PUT", "/t/manifest/.snaplake-probe-") == 2
+    assert fio._verified_buckets == {bucket}
+    assert _keys(moto_s3, bucket) == ["t/manifest/big"]
+
+
 def test_409_conditional_conflict_is_retried(
     proxy: tuple[FaultProxy, S3Endpoint], moto_s3: S3Endpoint
 ) -> None:
