@@ -14,15 +14,19 @@ single-file, one-row appends:
   through; pyarrow's count = proxy count - botocore count.
 - "steady" = the committer that published the latest snapshot commits again (it probes
   ``snapshot-(N+1)`` and reuses its manifest-list bytes); "cold" = a new committer
-  (``table.new_commit`` per commit, e.g. a new process) reads LATEST, the snapshot and
-  both manifest lists first.
+  (``table.new_commit``) on a FileIO that already verified the bucket reads LATEST, the
+  snapshot (that read is also its existence check), probes ``snapshot-(N+1)`` and reads
+  both manifest lists first; "new process" = a cold committer on a fresh FileIO (no client,
+  bucket not verified), which also checks conditional writes once: its new manifest is
+  put a second time and must be refused with 412.
 - latency: ``commit()`` wall time (p50/p99/mean) and the data-file write
   (``prepare_commit``) separately, straight to SeaweedFS (no proxy), steady state.
 
 Target (issue 3): at most 6 requests per steady-state commit, independent of history:
 HEAD snapshot-(N+1), PUT manifest, PUT base list, PUT delta list, PUT snapshot (If-None-Match),
 PUT LATEST. The base list's bytes grow with the number of manifests (the commit path
-never merges; the maintenance daemon does).
+never merges; the maintenance daemon does). A cold commit adds 4 reads (GET LATEST,
+snapshot-N, base and delta list), a new process 1 request more (the second manifest PUT).
 """
 
 from __future__ import annotations
@@ -130,6 +134,20 @@ def run(endpoint: S3Endpoint, proxy: FaultProxy, *, history: int, commits: int) 
     proxied.file_io.write_if_absent(f"s3://{bucket}/warmup", b"x")  # the once-per-bucket probe
     ident += 1
     cold = _count_one(proxied, proxied.new_commit(commit_user="bench"), counter, proxy, ident)
+    # A new process: a fresh FileIO (no client yet, bucket not verified) and committer.
+    fresh_process = snaplake.FileSystemCatalog(
+        f"s3://{bucket}/wh", options=proxy.endpoint(endpoint).options()
+    ).get_table("db.t")
+    process_counter = Counter()
+    process_counter.attach(fresh_process)
+    ident += 1
+    new_process = _count_one(
+        fresh_process,
+        fresh_process.new_commit(commit_user="bench"),
+        process_counter,
+        proxy,
+        ident,
+    )
     steady_committer = proxied.new_commit(commit_user="bench")
     ident += 1
     _append(proxied, steady_committer, ident)  # now it published the latest itself
@@ -169,6 +187,11 @@ def run(endpoint: S3Endpoint, proxy: FaultProxy, *, history: int, commits: int) 
         f"cold commit (new committer): {cold['commit_requests']} requests: "
         + ", ".join(f"{op} {n}" for op, n in sorted(cold["commit_ops"].items()))
         + f"; sent {cold['sent']:,} received {cold['received']:,} bytes"
+    )
+    print(
+        f"new process (fresh FileIO): {new_process['commit_requests']} requests: "
+        + ", ".join(f"{op} {n}" for op, n in sorted(new_process["commit_ops"].items()))
+        + f"; sent {new_process['sent']:,} received {new_process['received']:,} bytes"
     )
     print(
         f"data file (prepare_commit): {last['data_pyarrow']} pyarrow requests "
