@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import errno
 import io
-import logging
 import os
 import threading
 from collections.abc import Mapping
@@ -91,8 +90,6 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
 __all__ = ["S3FileIO"]
-
-logger = logging.getLogger(__name__)
 
 # Kept importable from here for benchmarks/s3_io.py.
 _MIB = MIB
