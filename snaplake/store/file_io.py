@@ -27,8 +27,11 @@ __all__ = ["SCRATCH_PREFIX", "FileIO", "FileStatus", "resolve_file_io", "split_s
 SCRATCH_PREFIX = ".snaplake-probe-"
 """Name prefix of short-lived scratch files a backend may write next to its targets.
 
-S3FileIO writes and deletes one ``<dir>/.snaplake-probe-<uuid>`` per bucket to
-check conditional writes; a crash in between leaves it behind. Readers ignore
+S3FileIO checks once per bucket and process that the server honours conditional
+writes, usually by re-sending its first manifest with ``If-None-Match``; when
+that cannot decide (the first create-only write is a snapshot or a large
+file), it writes and deletes one ``<dir>/.snaplake-probe-<uuid>``, which a
+crash in between leaves behind. Readers ignore
 such files; orphan clean deletes them once they are older than its cutoff.
 """
 
