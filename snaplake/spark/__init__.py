@@ -14,6 +14,11 @@ The only package that imports pyspark (install the ``spark`` extra)::
 Executors write and read data files through the table's picklable FileIO,
 so local disk and S3 work without Hadoop connectors; nothing assumes local
 mode.
+
+Classic sessions and Spark Connect sessions (``SparkSession.builder.remote(...)``,
+no ``sparkContext``) both work; Connect needs pyspark's Connect dependencies
+(part of the ``spark`` extra) and, for the sink, an explicit ``commit_user``.
+Importing this package never imports the Connect client.
 """
 
 from snaplake.spark.read import read

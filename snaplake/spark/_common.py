@@ -1,4 +1,4 @@
-"""Helpers shared by the Spark sink, batch write and read: table lookup and schema checks.
+"""Helpers shared by the Spark sink, batch write and read: table lookup, schema checks, sessions.
 
 Private to :mod:`snaplake.spark`; the only other place (besides its siblings)
 that may import pyspark.
@@ -6,8 +6,9 @@ that may import pyspark.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -20,7 +21,52 @@ from snaplake.table import Table
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-__all__ = ["arrow_schema_of", "check_spark_schema", "resolve_table", "spark_schema_of"]
+__all__ = [
+    "arrow_schema_of",
+    "check_spark_schema",
+    "connect_mode",
+    "is_connect",
+    "resolve_table",
+    "spark_schema_of",
+]
+
+_CONNECT_SESSION_MODULE = "pyspark.sql.connect.session"
+
+
+def is_connect(spark: Any) -> bool:
+    """Return whether ``spark`` is a Spark Connect session (one without a ``sparkContext``).
+
+    Checks the session's class without importing pyspark's Connect client: a
+    process that never imported it (classic Spark, or a pyspark installed
+    without the Connect dependencies grpcio, grpcio-status,
+    googleapis-common-protos and zstandard) cannot hold a Connect session.
+
+    Args:
+        spark: A ``SparkSession`` (classic or Connect), e.g. ``df.sparkSession``.
+
+    Source:
+        pyspark's own split: ``pyspark.sql.connect.session.SparkSession`` is
+        the Connect client's session class, classic sessions are
+        ``pyspark.sql.session.SparkSession``.
+    """
+    module = sys.modules.get(_CONNECT_SESSION_MODULE)
+    return module is not None and isinstance(spark, module.SparkSession)
+
+
+def connect_mode() -> bool:
+    """Return whether this Python process runs pyspark in Spark Connect mode.
+
+    True once a Connect session was created here (``SparkSession.builder.remote(...)``),
+    with ``SPARK_REMOTE`` set, or with the Connect-only ``pyspark-client``
+    package; also inside the Python process where a Connect server runs
+    ``foreachBatch`` functions.
+
+    Source:
+        ``pyspark.sql.utils.is_remote`` (pyspark >= 4.0).
+    """
+    from pyspark.sql.utils import is_remote
+
+    return bool(is_remote())
 
 
 def resolve_table(

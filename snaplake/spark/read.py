@@ -6,6 +6,10 @@ Parquet files. On a local warehouse that is Spark's own Parquet reader over
 the file list; on other stores (S3 without a Hadoop connector) executors read
 the files through the table's picklable FileIO with pyarrow (``mapInArrow``).
 The filter is then applied exactly by Spark.
+
+Works on classic and Spark Connect sessions alike (under Connect, "Spark"
+is the Connect server: its executors must reach the warehouse, local paths
+included).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from snaplake.errors import SchemaMismatchError
-from snaplake.spark._common import resolve_table, spark_schema_of
+from snaplake.spark._common import is_connect, resolve_table, spark_schema_of
 from snaplake.store.file_io import FileIO
 from snaplake.store.local_file_io import LocalFileIO
 from snaplake.store.predicate import Predicate
@@ -93,6 +97,24 @@ def _to_column(p: Predicate) -> Column:
     return comparisons[op]
 
 
+def _parallelism(spark: SparkSession, files: int) -> int:
+    """Tasks for reading ``files`` files through the FileIO: at most one per file.
+
+    A classic session caps it at ``sparkContext.defaultParallelism``. A Spark
+    Connect session has no ``sparkContext``: it uses the session conf
+    ``spark.default.parallelism`` when the server sets it, else
+    ``spark.sql.shuffle.partitions`` (the read repartitions, a shuffle),
+    else one task per file.
+    """
+    if not is_connect(spark):
+        return max(1, min(files, spark.sparkContext.defaultParallelism))
+    for key in ("spark.default.parallelism", "spark.sql.shuffle.partitions"):
+        value = spark.conf.get(key, None)
+        if value is not None and value.strip().isdigit() and int(value) > 0:
+            return max(1, min(files, int(value)))
+    return max(1, files)
+
+
 def read(
     spark: SparkSession,
     table: Table | str,
@@ -112,7 +134,7 @@ def read(
     (an expiry that removes the snapshot meanwhile makes the read fail).
 
     Args:
-        spark: The active session.
+        spark: The active session, classic or Spark Connect.
         table: A :class:`Table`, or ``"database.table"`` in ``warehouse``.
         snapshot_id: The snapshot to read (``None`` = latest).
         as_of: Read the newest snapshot committed at or before this
@@ -182,7 +204,7 @@ def read(
     elif isinstance(target.file_io, LocalFileIO):
         df = spark.read.schema(spark_schema).parquet(*(f"file://{p}" for p in paths))
     else:
-        parallelism = max(1, min(len(paths), spark.sparkContext.defaultParallelism))
+        parallelism = _parallelism(spark, len(paths))
         df = (
             spark.createDataFrame([(p,) for p in paths], "path string")
             .repartition(parallelism)

@@ -8,6 +8,17 @@ Files of a task attempt that fails are deleted by that attempt; files of
 a job that failed (every file is named with the job's token) and of a commit
 that failed are deleted by the driver.
 
+Works on a classic session and on a Spark Connect session (which has no
+``sparkContext``). On a classic session the driver waits, through the job
+group's status tracker, until the failed job's remaining tasks stopped before
+it deletes the job's files. Spark Connect offers no view of running tasks, so
+there the job is tagged (``SparkSession.addTag``), a failure interrupts the
+tag's operations (``interruptTag``: stops a job the server still runs, e.g.
+after the client lost its stream or was interrupted) and the files are
+deleted at once: a task attempt still running then may finish a file after
+the deletion. Such a file is never committed (the failed job's messages are
+never collected), so no snapshot sees it; the table's orphan clean removes it.
+
 Used by :func:`write` (batch) and by :class:`snaplake.spark.SnaplakeSink`
 (streaming).
 """
@@ -29,7 +40,7 @@ from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
 from snaplake.commit.table_write import TableWrite, abort_messages
 from snaplake.errors import CommitStateUnknownError, SchemaMismatchError
-from snaplake.spark._common import check_spark_schema, resolve_table
+from snaplake.spark._common import check_spark_schema, is_connect, resolve_table
 from snaplake.store.file_io import FileIO
 from snaplake.store.paths import PathFactory
 from snaplake.store.schema import TableSchema
@@ -37,7 +48,7 @@ from snaplake.table import Table
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, Row
 
 __all__ = ["write", "write_messages"]
 
@@ -173,6 +184,53 @@ def _delete_job_files(table: Table, token: str) -> None:
         )
 
 
+def _collect_classic(job: DataFrame, table: Table, token: str, timeout_s: float) -> list[Row]:
+    """Run ``job`` on a classic session; after a failure wait for its tasks, delete its files."""
+    sc = job.sparkSession.sparkContext
+    group = sc.getLocalProperty("spark.jobGroup.id")
+    before = set(sc.statusTracker().getJobIdsForGroup(group))
+    try:
+        return job.collect()
+    except Exception:
+        _wait_for_tasks(sc, group, before, timeout_s)
+        _delete_job_files(table, token)
+        raise
+
+
+def _collect_connect(job: DataFrame, table: Table, token: str) -> list[Row]:
+    """Run ``job`` on a Spark Connect session under a per-job tag; on failure stop it, delete.
+
+    Connect has no status tracker to wait for the failed job's remaining
+    tasks: the tag's operations are interrupted (a no-op when the server had
+    already failed the job) and the files are deleted at once. A task that
+    finishes a file after the deletion leaves it for orphan clean (it is
+    never committed). ``BaseException`` is caught too: a client interrupted
+    (``KeyboardInterrupt``) would otherwise leave the job running on the
+    server.
+
+    Source:
+        Spark Connect's operation tags (``SparkSession.addTag`` /
+        ``interruptTag``, pyspark >= 3.5), the Connect counterpart of job
+        groups.
+    """
+    spark = job.sparkSession
+    tag = f"snaplake-write-{token}"
+    spark.addTag(tag)
+    try:
+        return job.collect()
+    except BaseException:
+        try:
+            interrupted = spark.interruptTag(tag)
+            if interrupted:
+                logger.info("interrupted %d operation(s) of a failed write", len(interrupted))
+        except Exception:  # the write's own error matters more; orphan clean remains
+            logger.warning("could not interrupt the operations of a failed write", exc_info=True)
+        _delete_job_files(table, token)
+        raise
+    finally:
+        spark.removeTag(tag)
+
+
 def write_messages(
     df: DataFrame,
     table: Table,
@@ -185,19 +243,23 @@ def write_messages(
 
     Nothing is committed: the caller commits the messages or aborts them.
     Every data file of the job is named with a random per-job token; when
-    the job fails, the driver waits for its remaining tasks to stop, then
-    deletes every file carrying the token (a task attempt that fails also
-    deletes its own files at once).
+    the job fails, the driver deletes every file carrying the token (a task
+    attempt that fails also deletes its own files at once). On a classic
+    session it first waits for the job's remaining tasks to stop; on a Spark
+    Connect session it interrupts the job's tagged operations and deletes at
+    once, so a file a straggler task finishes afterwards is left, uncommitted,
+    for orphan clean (see the module docstring).
 
     Args:
         df: Any DataFrame whose columns match the table (any order; see
-            :func:`snaplake.spark._common.check_spark_schema`). One task per
-            Spark partition.
+            :func:`snaplake.spark._common.check_spark_schema`), of a classic
+            or a Spark Connect session. One task per Spark partition.
         table: The target table.
         commit_user: Recorded in the writers' logs.
         check_nullability: See ``check_spark_schema``.
-        straggler_timeout_s: After a failure, how long to wait (seconds) for
-            the job's still-running tasks before deleting its files.
+        straggler_timeout_s: After a failure on a classic session, how long to
+            wait (seconds) for the job's still-running tasks before deleting
+            its files. Unused under Spark Connect.
 
     Returns:
         The messages (one per partition and bucket and task) and the schema
@@ -209,7 +271,8 @@ def write_messages(
             ``check_nullability=False``, a NOT NULL column held a null. No
             file is left behind.
         Exception: whatever the Spark job raised (a ``Py4JJavaError`` or
-            ``PythonException``), after the job's files were deleted.
+            ``PythonException``; under Connect pyspark's Connect exceptions),
+            after the job's files were deleted.
 
     Storage:
         Writes Parquet data files under the table (invisible until
@@ -217,7 +280,6 @@ def write_messages(
     """
     schema = table.schema()
     check_spark_schema(df.schema, schema, check_nullability=check_nullability)
-    sc = df.sparkSession.sparkContext
     token = secrets.token_hex(8)
     task = _WriteTask(
         file_io=table.file_io,
@@ -226,13 +288,13 @@ def write_messages(
         commit_user=commit_user,
         token=token,
     )
-    group = sc.getLocalProperty("spark.jobGroup.id")
-    before = set(sc.statusTracker().getJobIdsForGroup(group))
+    job = df.mapInArrow(task, "message binary")
     try:
-        rows = df.mapInArrow(task, "message binary").collect()
+        if is_connect(df.sparkSession):
+            rows = _collect_connect(job, table, token)
+        else:
+            rows = _collect_classic(job, table, token, straggler_timeout_s)
     except Exception as exc:
-        _wait_for_tasks(sc, group, before, straggler_timeout_s)
-        _delete_job_files(table, token)
         if _SCHEMA_ERROR_MARK in str(exc):
             raise SchemaMismatchError(
                 f"a micro-batch row does not fit table {table.identifier}: "
@@ -335,11 +397,14 @@ def write(
     """Write a DataFrame into a table as one snapshot (a batch job, not a stream).
 
     Executors write the data files (one task per Spark partition); the driver
-    commits once. A failed job or commit deletes the files it wrote.
+    commits once. A failed job or commit deletes the files it wrote (under
+    Spark Connect, files a straggler task of a failed job finishes after the
+    deletion are left for orphan clean; see :func:`write_messages`).
 
     Args:
-        df: Rows to write; columns match the table by name (any order),
-            types storable without loss.
+        df: Rows to write, from a classic or a Spark Connect session; columns
+            match the table by name (any order), types storable without loss.
+            Under Connect the server's executors must reach the warehouse.
         table: A :class:`Table`, or ``"database.table"`` in ``warehouse``.
         mode: ``"append"`` adds the rows; ``"overwrite"`` replaces the rows
             selected by ``overwrite_partitions``.
