@@ -8,6 +8,12 @@ DataFrame is touched. Otherwise executors write the data files and return
 CommitMessages, and the driver commits them once with
 ``commit_identifier = batch_id``.
 
+Under Spark Connect (``SparkSession.builder.remote(...)``) the client pickles
+the sink and the Connect server calls it in a Python process of its own, with
+a Connect DataFrame; the protocol is the same, but that process cannot see
+the streaming query's id, so a ``commit_user`` must be given (see
+:class:`SnaplakeSink`).
+
 Source: Spark's ``foreachBatch`` contract (a batch may be re-run after a
 failure with the same ``batchId`` and the same rows: "use the batchId to
 deduplicate"), Delta Lake's ``txn`` action ``(appId, version)`` that its
@@ -23,11 +29,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitResult
-from snaplake.spark._common import resolve_table
+from snaplake.spark._common import connect_mode, is_connect, resolve_table
 from snaplake.spark.write import commit_or_abort, write_messages
 from snaplake.table import Table
 
@@ -39,6 +45,13 @@ __all__ = ["BatchOutcome", "SinkBatchResult", "SnaplakeSink"]
 logger = logging.getLogger(__name__)
 
 _QUERY_ID_PROPERTY = "sql.streaming.queryId"
+_CONNECT_NEEDS_USER = (
+    "SnaplakeSink needs an explicit commit_user under Spark Connect: the Connect server runs "
+    "foreachBatch functions where the streaming query's id is not visible, so the default "
+    "'spark-<queryId>' cannot be derived. Pass commit_user=... with a name stable across "
+    "restarts of this query (same checkpoint) and unique among running queries, e.g. "
+    "SnaplakeSink(table, commit_user='orders-ingest')"
+)
 
 
 class BatchOutcome(StrEnum):
@@ -93,6 +106,13 @@ class SnaplakeSink:
     Use one sink per streaming query (a sink may serve several queries when
     each has its own checkpoint, since the default commit user differs).
 
+    Works with classic and Spark Connect sessions. Under Connect,
+    ``foreachBatch(sink)`` pickles the sink (the table is sent as its FileIO,
+    root and identifier and re-opened on the server); the server calls it in
+    its own Python process, so ``on_batch`` runs there too (it must be
+    picklable; record results to storage, not to client memory), and
+    ``commit_user`` is required.
+
     Args:
         table_or_identifier: A :class:`snaplake.Table`, or ``"database.table"``
             in ``warehouse``. The table must exist.
@@ -106,6 +126,8 @@ class SnaplakeSink:
             share one value between two running queries. With an explicit
             user, a new checkpoint (batch ids restarting at 0) also needs a
             new user, or its first batches are skipped as already committed.
+            Required under Spark Connect, where the query id is not visible
+            to the function the server runs.
         options: Catalog options (``s3.*`` keys) for ``warehouse``.
         check_nullability: Refuse a nullable column for a NOT NULL field by
             schema (default, as Iceberg does), or check the values on the
@@ -113,9 +135,12 @@ class SnaplakeSink:
             always marks nullable).
         on_batch: Called with a :class:`SinkBatchResult` after every batch
             (for progress reporting and metrics); its errors are logged only.
+            Under Spark Connect it runs in the server's Python process.
 
     Raises:
-        ValueError: an identifier without a warehouse.
+        ValueError: an identifier without a warehouse, an empty
+            ``commit_user``, or no ``commit_user`` while this process runs
+            pyspark in Spark Connect mode (``pyspark.sql.utils.is_remote()``).
         TableNotFoundError: the table does not exist.
 
     Source:
@@ -136,6 +161,8 @@ class SnaplakeSink:
     ) -> None:
         if commit_user is not None and not commit_user:
             raise ValueError("commit_user must be a non-empty string or None")
+        if commit_user is None and connect_mode():
+            raise ValueError(_CONNECT_NEEDS_USER)
         self.table = resolve_table(table_or_identifier, warehouse=warehouse, options=options)
         self.commit_user = commit_user
         self.check_nullability = check_nullability
@@ -146,15 +173,53 @@ class SnaplakeSink:
     def __repr__(self) -> str:
         return f"SnaplakeSink({self.table.identifier!r}, commit_user={self.commit_user!r})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable state (Spark Connect ships the sink to the server's Python process).
+
+        The table travels as its picklable FileIO, root and identifier; the
+        per-user committers and locks are not carried (the copy starts
+        with none and reads each user's last batch from the table).
+        """
+        return {
+            "file_io": self.table.file_io,
+            "root": self.table.root,
+            "identifier": self.table.identifier,
+            "commit_user": self.commit_user,
+            "check_nullability": self.check_nullability,
+            "on_batch": self.on_batch,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Re-open the table from :meth:`__getstate__`'s state.
+
+        Raises:
+            TableNotFoundError: the table no longer exists where it was.
+
+        Storage:
+            Reads the table's latest schema file.
+        """
+        self.table = Table(
+            file_io=state["file_io"], root=state["root"], identifier=state["identifier"]
+        )
+        self.commit_user = state["commit_user"]
+        self.check_nullability = state["check_nullability"]
+        self.on_batch = state["on_batch"]
+        self._states = {}
+        self._states_lock = threading.Lock()
+
     def resolve_commit_user(self, df: DataFrame) -> str:
         """Return the commit user for a micro-batch of ``df``'s query.
 
         Raises:
-            ValueError: no ``commit_user`` was given and ``df`` does not come
-                from a streaming query (no query id to derive one from).
+            ValueError: no ``commit_user`` was given and either ``df`` belongs
+                to a Spark Connect session (the query id is not visible
+                there) or ``df`` does not come from a streaming query (no
+                query id to derive one from).
         """
         if self.commit_user is not None:
             return self.commit_user
+        if is_connect(df.sparkSession):
+            raise ValueError(_CONNECT_NEEDS_USER)
         query_id = df.sparkSession.sparkContext.getLocalProperty(_QUERY_ID_PROPERTY)
         if not query_id:
             raise ValueError(
@@ -186,13 +251,16 @@ class SnaplakeSink:
         """Write micro-batch ``batch_id`` exactly once.
 
         Args:
-            df: The micro-batch; columns match the table by name, types
-                storable without loss. Not read at all when the batch was
-                already committed.
+            df: The micro-batch (classic or Spark Connect); columns match the
+                table by name, types storable without loss. Not read at all
+                when the batch was already committed.
             batch_id: Spark's micro-batch id; increasing per query, the same
                 for a batch that is re-run after a failure.
 
         Raises:
+            ValueError: no ``commit_user`` and no query id to derive one from
+                (outside a streaming query, or under Spark Connect); raised
+                before ``df`` is read. The query fails.
             SchemaMismatchError: the batch does not fit the table; raised on
                 the driver before any Spark job runs (or, for values with
                 ``check_nullability=False``, after the executors deleted
@@ -207,7 +275,9 @@ class SnaplakeSink:
         Storage:
             Writes Parquet data files (executors) and one snapshot with its
             manifest and manifest lists; a failed batch deletes its data
-            files. Nothing when the batch is replayed or empty.
+            files (under Spark Connect a straggler task's late file is left,
+            uncommitted, for orphan clean; see ``write_messages``). Nothing
+            when the batch is replayed or empty.
         """
         started = time.perf_counter()
         user = self.resolve_commit_user(df)
