@@ -114,3 +114,140 @@ def numbered_rows(start: int, count: int, *, months: int = 3) -> pa.Table:
 
 ROWS_SCHEMA = pa.schema([("id", pa.int64()), ("month", pa.int64()), ("value", pa.float64())])
 ROWS_SPARK_DDL = "id long, month long, value double"
+
+
+# -- Spark Connect ---------------------------------------------------------------------------
+
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+class ConnectServer:
+    """A Spark Connect server this test process started (``spark-submit`` of pyspark's jars).
+
+    Attributes:
+        process: The server's process (the JVM once ``spark-submit`` exec'd it).
+        port: Its gRPC port on 127.0.0.1.
+        log: File holding the server's output (read it when a test fails).
+    """
+
+    def __init__(self, process: Any, port: int, log: Path) -> None:
+        self.process = process
+        self.port = port
+        self.log = log
+
+    @property
+    def url(self) -> str:
+        """The ``sc://`` address for ``SparkSession.builder.remote``."""
+        return f"sc://127.0.0.1:{self.port}"
+
+    def log_tail(self, chars: int = 4000) -> str:
+        """The end of the server's output."""
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+
+    def stop(self) -> None:
+        """Stop the server by its pid: SIGTERM (Spark's shutdown hooks run), SIGKILL after 60 s."""
+        import subprocess
+
+        if self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_connect_server(directory: Path, master: str = "local[2]") -> ConnectServer:
+    """Start a Spark Connect server on 127.0.0.1 (a free port) with the test session's settings.
+
+    The server is its own JVM (``spark-submit --class SparkConnectServer``, as
+    ``sbin/start-connect-server.sh`` runs it, but in the foreground so its pid
+    is ours to stop); its executors and ``foreachBatch`` workers run this
+    interpreter with the repository on ``PYTHONPATH`` (``spark_env``).
+    Waits until the port accepts connections; raises ``RuntimeError`` with
+    the server's output when it exits or is not up within 120 s.
+    """
+    import socket
+    import subprocess
+    import time
+
+    import pyspark
+
+    spark_home = os.path.dirname(pyspark.__file__)
+    port = _free_port()
+    env = {**os.environ, **spark_env(), "SPARK_HOME": spark_home}
+    for name in ("SPARK_REMOTE", "SPARK_LOCAL_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
+        env.pop(name, None)
+    conf = {
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.streaming.stopTimeout": "30s",
+    }
+    cmd = [os.path.join(spark_home, "bin", "spark-submit"), "--master", master]
+    cmd += ["--class", CONNECT_SERVER_CLASS]
+    for key, value in conf.items():
+        cmd += ["--conf", f"{key}={value}"]
+    cmd.append("spark-internal")
+    directory.mkdir(parents=True, exist_ok=True)
+    log = directory / "connect-server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            cmd, env=env, cwd=directory, stdin=subprocess.DEVNULL, stdout=out, stderr=out
+        )
+    server = ConnectServer(process, port, log)
+    deadline = time.monotonic() + 120
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.settimeout(0.5)
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return server
+        if process.poll() is not None or time.monotonic() > deadline:
+            server.stop()
+            raise RuntimeError(f"the Spark Connect server did not start:\n{server.log_tail()}")
+        time.sleep(0.2)
+
+
+class BatchRecorder:
+    """A picklable ``on_batch`` callback that appends each SinkBatchResult to a JSON-lines file.
+
+    Under Spark Connect the sink runs in the server's Python process, so a
+    test reads what happened from the file instead of from a list.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __call__(self, result: Any) -> None:
+        import json
+
+        record = {
+            "batch_id": result.batch_id,
+            "commit_user": result.commit_user,
+            "outcome": result.outcome.value,
+            "snapshot_id": result.commit.snapshot_id if result.commit is not None else None,
+        }
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def results(self) -> list[dict[str, Any]]:
+        """Every recorded batch, oldest first."""
+        import json
+
+        if not os.path.exists(self.path):
+            return []
+        with open(self.path, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
