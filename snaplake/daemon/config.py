@@ -13,6 +13,7 @@ A file looks like this (every key is optional except ``[[warehouse]]``)::
     shutdown_grace = "8 s"          # wait this long for running jobs on SIGTERM
     metadata_cache_records = 10000  # decoded manifest entries kept in memory
     polars = false                  # polars readers: faster, about 60 MiB more RSS
+    job_nice = 10                   # CPU niceness of job threads (0-19; 0 = as the process)
 
     [metrics]
     listen = "127.0.0.1:9464"
@@ -97,6 +98,7 @@ __all__ = [
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_MAX_NICE = 19
 _SECRET_HINTS = ("secret", "password", "token", "credential", "key")
 
 
@@ -206,6 +208,11 @@ class DaemonSettings:
         polars: Load polars for its readers (small-file compaction, very
             large manifests): faster, but about 60 MiB more RSS; without it
             the daemon reads with pyarrow and fastavro.
+        job_nice: Niceness (0-19) the threads running maintenance jobs take
+            on Linux (per thread; their helper threads inherit it), so that a
+            compaction burst yields the CPU to writers on the same machine;
+            leases, discovery, the watcher and the metrics server keep the
+            process's priority. 0 leaves them at the process's priority.
         compact_max_files: Input files one compaction commit rewrites per
             (partition, bucket) at most; a job commits as many rounds as it
             needs, so memory is bounded by this, not by the backlog.
@@ -224,6 +231,7 @@ class DaemonSettings:
     orphan_dry_run: bool = False
     metadata_cache_records: int = 10_000
     polars: bool = False
+    job_nice: int = 10
     compact_max_files: int = 500
 
 
@@ -442,6 +450,9 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
     grace = daemon_sec.duration("shutdown_grace", timedelta(seconds=8), positive=False)
     cache_records = daemon_sec.integer("metadata_cache_records", 10_000, minimum=0)
     polars = daemon_sec.boolean("polars", default=False)
+    job_nice = daemon_sec.integer("job_nice", 10, minimum=0)
+    if job_nice > _MAX_NICE:
+        raise _err(source, "daemon.job_nice", job_nice, f"must be at most {_MAX_NICE}")
     daemon_sec.finish()
 
     metrics_sec = root.sub("metrics")
@@ -515,6 +526,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
             orphan_dry_run=orphan_dry_run,
             metadata_cache_records=cache_records,
             polars=polars,
+            job_nice=job_nice,
             compact_max_files=compact_max,
         ),
         warehouses=tuple(warehouses),
@@ -568,6 +580,7 @@ def describe_config(config: DaemonConfig) -> str:
         f'shutdown_grace = "{_fmt_duration(d.shutdown_grace)}"',
         f"metadata_cache_records = {d.metadata_cache_records}",
         f"polars = {'true' if d.polars else 'false'}",
+        f"job_nice = {d.job_nice}",
         "",
         "[metrics]",
         f'listen = "{d.metrics_host}:{d.metrics_port}"',

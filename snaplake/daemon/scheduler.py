@@ -8,12 +8,13 @@ Threads and pools (all APScheduler 3.x ``BlockingScheduler``, UTC,
   the table map are only ever changed here, and a slow compaction can never
   starve a lease renewal.
 - ``watch`` (two threads): each held table's :class:`TableWatcher`.
-- ``default`` (``workers`` threads): merge, compaction, expiry and orphan
-  clean, one APScheduler job per (task, table). Different tasks of one table
-  may run at the same time: each is an ordinary commit with conflict
-  detection (a merge re-plans on appends, a compaction conflicts only if its
-  inputs vanished, expiry never touches what the latest snapshot references),
-  so a slow compaction never holds back merges and expiry.
+- ``default`` (``workers`` threads, at CPU niceness ``job_nice``): merge,
+  compaction, expiry and orphan clean, one APScheduler job per (task,
+  table). Different tasks of one table may run at the same time: each is an
+  ordinary commit with conflict detection (a merge re-plans on appends, a
+  compaction conflicts only if its inputs vanished, expiry never touches what
+  the latest snapshot references), so a slow compaction never holds back
+  merges and expiry.
 
 A table's jobs exist only while this daemon holds its lease. SIGTERM/SIGINT
 stop the scheduling, wait up to ``shutdown_grace`` for running jobs, release
@@ -61,11 +62,36 @@ from snaplake.metrics import MetricsServer, SnaplakeMetrics, default_metrics, se
 from snaplake.store import avro_fast
 from snaplake.table import Table
 
-__all__ = ["MaintenanceDaemon"]
+__all__ = ["MaintenanceDaemon", "lower_thread_priority"]
 
 logger = logging.getLogger(__name__)
 
 _MISFIRE_GRACE_S = 30
+
+_job_thread = threading.local()
+
+
+def lower_thread_priority(nice: int) -> None:
+    """Give the calling thread CPU niceness ``nice`` (once per thread; Linux only).
+
+    On Linux ``setpriority(PRIO_PROCESS, tid)`` changes one thread, and the
+    threads it starts later inherit the value; raising niceness needs no
+    privilege. Elsewhere, or when refused, the thread keeps its priority (a
+    debug log line, nothing else: priority is a courtesy to writers).
+
+    Args:
+        nice: 0-19; 0, or a thread already at least this nice, is left as it is.
+    """
+    if nice <= 0 or getattr(_job_thread, "nice", None) == nice:
+        return
+    _job_thread.nice = nice
+    try:
+        tid = threading.get_native_id()
+        if os.getpriority(os.PRIO_PROCESS, tid) < nice:  # only ever lower the priority
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
+    except (OSError, AttributeError):
+        logger.debug("could not lower the priority of job thread %s", threading.get_native_id(),
+                     exc_info=True)  # fmt: skip
 
 
 def _bound_metadata_cache(max_records: int) -> None:
@@ -406,6 +432,7 @@ class MaintenanceDaemon:
                     table=name, task=task, metrics=self.metrics,
                 )  # fmt: skip
             return
+        lower_thread_priority(self.config.daemon.job_nice)
         with self._tracked(f"{task.value}:{name}"):
             logger.debug("%s of %s started", task.value, name)
             run_job(self._job(state.table, task), table=name, task=task, metrics=self.metrics)

@@ -28,15 +28,18 @@ def test_minimal_config_fills_every_default():
     # Memory: no polars, a bounded cache, compaction commits of at most 500 files per bucket.
     assert (cfg.daemon.polars, cfg.daemon.metadata_cache_records) == (False, 10_000)
     assert cfg.daemon.compact_max_files == 500
+    assert cfg.daemon.job_nice == 10  # job threads yield the CPU to writers
 
 
 def test_memory_settings():
-    cfg = parse_config({**MINIMAL, "daemon": {"polars": True},
+    cfg = parse_config({**MINIMAL, "daemon": {"polars": True, "job_nice": 0},
                         "tasks": {"compact": {"max_files_per_bucket": 40}}})  # fmt: skip
     assert cfg.daemon.polars
     assert cfg.daemon.compact_max_files == 40
+    assert cfg.daemon.job_nice == 0
     text = describe_config(cfg)
     assert "polars = true" in text
+    assert "job_nice = 0" in text
     assert "max_files_per_bucket = 40" in text
 
 
@@ -93,6 +96,8 @@ def test_selectors():
         ({**MINIMAL, "tasks": {"cleanup": {}}}, "tasks.cleanup", "unknown key"),
         ({**MINIMAL, "daemon": {"workers": 0}}, "daemon.workers", ">= 1"),
         ({**MINIMAL, "daemon": {"polars": "yes"}}, "daemon.polars", "true or false"),
+        ({**MINIMAL, "daemon": {"job_nice": -5}}, "daemon.job_nice", ">= 0"),
+        ({**MINIMAL, "daemon": {"job_nice": 20}}, "daemon.job_nice", "at most 19"),
         ({**MINIMAL, "tasks": {"compact": {"max_files_per_bucket": 1}}},
          "tasks.compact.max_files_per_bucket", ">= 2"),
         ({**MINIMAL, "daemon": {"lease_ttl": "10 s", "lease_renew_interval": "8 s"}},

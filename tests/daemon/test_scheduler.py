@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from prometheus_client import CollectorRegistry
 from tests.daemon.helpers import append
@@ -67,6 +70,39 @@ def test_run_task_maintains_and_records():
     daemon._stopping.set()
     daemon._run_task(key, Task.MANIFEST_MERGE)  # no new runs once stopping
     assert m.maintenance_runs.labels("db.a", "manifest_merge", "noop")._value.get() == 0
+
+
+def test_job_threads_run_at_the_configured_niceness(monkeypatch):
+    """Jobs yield the CPU to writers; the thread that scheduled them keeps its priority."""
+    uri = _warehouse(["db.a"])
+    daemon = _daemon(uri, "d1")
+    daemon.discover()
+    key = next(iter(daemon._tables))
+    caller = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    seen: dict[str, int] = {}
+    real_job = daemon._job
+
+    def job(table, task):
+        run = real_job(table, task)
+
+        def wrapped():
+            tid = threading.get_native_id()
+            seen["job"] = os.getpriority(os.PRIO_PROCESS, tid)
+            with ThreadPoolExecutor(1) as pool:  # helper threads of a job inherit it
+                seen["helper"] = pool.submit(
+                    lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+                ).result()
+            return run()
+
+        return wrapped
+
+    monkeypatch.setattr(daemon, "_job", job)
+    thread = threading.Thread(target=daemon._run_task, args=(key, Task.MANIFEST_MERGE))
+    thread.start()
+    thread.join()
+    nice = max(caller, daemon.config.daemon.job_nice)
+    assert seen == {"job": nice, "helper": nice}
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == caller
 
 
 def test_dropped_table_is_forgotten():
