@@ -292,8 +292,10 @@ class ValueStatsCollector:
 
     For a file written piece by piece (a streamed compaction output): each
     :meth:`update` keeps per column its null count and the batch's minimum
-    and maximum (two values, Arrow's ``min_max`` kernel), or marks the
-    column unbounded (NaN in a float column, a type without a kernel);
+    and maximum (two values, Arrow's ``min_max`` kernel; the latest batch is
+    reduced only once another one arrives, so a one-batch file costs what a
+    whole-column computation costs), or marks the column unbounded (NaN in a
+    float column, a type without a kernel);
     :meth:`result` then bounds the kept values exactly as
     :func:`compute_value_stats` bounds a whole column (truncation, signed
     zeros, which types get bounds), so both give the same stats for the same
@@ -315,8 +317,11 @@ class ValueStatsCollector:
         self._types = tuple(types)
         self._mode = _parse_mode(stats_mode)
         self._null_counts = [0] * len(self._types)
-        # Per column: the batches' [min, max] arrays, or None once it has no bound.
+        # Per column: earlier batches' [min, max] arrays, or None once it has no bound;
+        # the latest batch's column itself, reduced only when another batch comes (a
+        # single-batch file, the writer's case, is bounded directly, as before).
         self._extremes: list[list[pa.Array] | None] = [[] for _ in self._types]
+        self._latest: list[Any] = [None] * len(self._types)
 
     def update(self, data: pa.Table | pa.RecordBatch) -> None:
         """Add the rows of ``data`` (columns in schema order, any row count).
@@ -330,14 +335,22 @@ class ValueStatsCollector:
         for i in range(len(self._types)):
             column = data.column(i)
             self._null_counts[i] += column.null_count
-            kept = self._extremes[i]
-            if not bounds or kept is None or column.null_count == len(column):
+            if not bounds or self._extremes[i] is None or column.null_count == len(column):
                 continue
-            extremes = _batch_extremes(column)
-            if extremes is None:
-                self._extremes[i] = None
-            else:
-                kept.append(extremes)
+            self._reduce_latest(i)
+            self._latest[i] = column
+
+    def _reduce_latest(self, i: int) -> None:
+        """Replace column ``i``'s latest batch by its ``[min, max]`` (or mark it unbounded)."""
+        latest, kept = self._latest[i], self._extremes[i]
+        self._latest[i] = None
+        if latest is None or kept is None:
+            return
+        extremes = _batch_extremes(latest)
+        if extremes is None:
+            self._extremes[i] = None
+        else:
+            kept.append(extremes)
 
     def result(self) -> SimpleStatsParts:
         """Return the stats of all rows added so far."""
@@ -348,11 +361,18 @@ class ValueStatsCollector:
         truncate = self._mode if isinstance(self._mode, int) else None
         mins: list[object] = []
         maxs: list[object] = []
-        for dtype, kept in zip(self._types, self._extremes, strict=True):
+        for i, dtype in enumerate(self._types):
             lo: object = None
             hi: object = None
-            if kept:
-                values = pa.chunked_array([a.cast(kept[0].type) for a in kept])
+            values: Any = None
+            if self._extremes[i] == [] and self._latest[i] is not None:
+                values = self._latest[i]  # one batch: bounded like a whole column
+            else:
+                self._reduce_latest(i)
+                kept = self._extremes[i]
+                if kept:
+                    values = pa.chunked_array([a.cast(kept[0].type) for a in kept])
+            if values is not None:
                 try:
                     lo, hi = _column_bounds(values, dtype, truncate)
                 except (pa.ArrowException, OverflowError, ValueError):
