@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from snaplake.commit.manifest_commit import ManifestMergeCommit
+from snaplake.commit.retry import RetryPolicy
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
 from snaplake.errors import SnaplakeError
@@ -65,8 +66,16 @@ class InlineMaintenanceResult:
     duration_s: float = 0.0
 
 
-def maintenance_commit(table: MaintainedTable) -> ManifestMergeCommit:
-    """Return a committer for maintenance snapshots of ``table`` (user ``snaplake-maintenance``)."""
+def maintenance_commit(
+    table: MaintainedTable, *, retry_policy: RetryPolicy | None = None
+) -> ManifestMergeCommit:
+    """Return a committer for maintenance snapshots of ``table`` (user ``snaplake-maintenance``).
+
+    Args:
+        table: The table.
+        retry_policy: Backoff of lost publish races; ``None`` = the table's
+            ``commit.*`` options.
+    """
     return ManifestMergeCommit(
         file_io=table.file_io,
         paths=table.paths,
@@ -74,6 +83,7 @@ def maintenance_commit(table: MaintainedTable) -> ManifestMergeCommit:
         snapshot_manager=table.snapshot_manager,
         table_name=table.identifier,
         commit_user=MAINTENANCE_COMMIT_USER,
+        retry_policy=retry_policy,
     )
 
 

@@ -36,7 +36,7 @@ from snaplake.commit.manifest_commit import ManifestMergeCommit
 from snaplake.commit.retry import RetryPolicy
 from snaplake.compaction.append_compact import AppendCompactor, CompactResult, CompactTask
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
-from snaplake.compaction.inline import MAINTENANCE_COMMIT_USER
+from snaplake.compaction.inline import maintenance_commit
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
 from snaplake.compaction.orphan_clean import OrphanCleanResult, OrphanFilesClean
 from snaplake.daemon.config import Task
@@ -278,15 +278,7 @@ def maintenance_committer(table: Table) -> ManifestMergeCommit:
     Uses :data:`MAINTENANCE_RETRY_POLICY` instead of the table's ``commit.*``
     backoff, so a merge or compaction keeps up with a hot writer.
     """
-    return ManifestMergeCommit(
-        file_io=table.file_io,
-        paths=table.paths,
-        schema_manager=table.schema_manager,
-        snapshot_manager=table.snapshot_manager,
-        table_name=table.identifier,
-        commit_user=MAINTENANCE_COMMIT_USER,
-        retry_policy=MAINTENANCE_RETRY_POLICY,
-    )
+    return maintenance_commit(table, retry_policy=MAINTENANCE_RETRY_POLICY)
 
 
 def count_manifests(table: Table, snapshot: Snapshot | None) -> int:

@@ -81,6 +81,9 @@ def lower_thread_priority(nice: int) -> None:
 
     Args:
         nice: 0-19; 0, or a thread already at least this nice, is left as it is.
+
+    Source:
+        setpriority(2), "Linux notes": the nice value is a per-thread attribute.
     """
     if nice <= 0 or getattr(_job_thread, "nice", None) == nice:
         return
