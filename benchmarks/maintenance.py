@@ -28,7 +28,7 @@ import pyarrow as pa
 from _common import median, summary_ms
 
 from snaplake.catalog import FileSystemCatalog
-from snaplake.store.avro_fast import metadata_cache
+from snaplake.store.format.decoded_cache import metadata_cache
 
 
 def flights() -> pa.Table:

@@ -37,27 +37,27 @@ from pathlib import Path
 
 import fastavro
 
-from snaplake.store import avro_fast
-from snaplake.store.data_file import (
+from snaplake.store.format import avro, manifest_list
+from snaplake.store.format.data_file import (
     EMPTY_BINARY_ROW,
     EMPTY_STATS,
     DataFileMeta,
     FileSource,
     SimpleStats,
 )
-from snaplake.store.manifest import (
+from snaplake.store.format.manifest import (
     FileKind,
     ManifestEntry,
     decode_manifest_file,
     encode_manifest_file,
     read_manifest_file,
 )
-from snaplake.store.manifest_list import (
+from snaplake.store.format.manifest_list import (
     ManifestFileMeta,
     decode_manifest_list,
     encode_manifest_list,
 )
-from snaplake.store.memory_file_io import InMemoryFileIO
+from snaplake.store.io.memory_file_io import InMemoryFileIO
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -178,25 +178,20 @@ def main() -> None:
     entries = make_entries(n)
     data = timed("encode_manifest_file (zstd)", lambda: encode_manifest_file(entries), 1)
     assert isinstance(data, bytes)
-    container = avro_fast.parse_container(data, path="m")
-    plain = avro_fast.build_container(
+    container = avro.parse_container(data, path="m")
+    plain = avro.build_container(
         container.schema_json,
         "null",
-        [
-            (c, avro_fast.decompress_block(container.codec, b, path="m"))
-            for c, b in container.blocks
-        ],
+        [(c, avro.decompress_block(container.codec, b, path="m")) for c, b in container.blocks],
     )
     print(
         f"file: {len(data) / 1e6:.2f} MB zstd, {len(plain) / 1e6:.1f} MB uncompressed, "
-        f"{len(container.blocks)} blocks; polars available: {avro_fast.columnar_available()}"
+        f"{len(container.blocks)} blocks; polars available: {avro.columnar_available()}"
     )
 
     timed(
         "zstd decompress of all blocks",
-        lambda: [
-            avro_fast.decompress_block(container.codec, b, path="m") for _, b in container.blocks
-        ],
+        lambda: [avro.decompress_block(container.codec, b, path="m") for _, b in container.blocks],
         repeat,
     )
     timed(
@@ -209,7 +204,7 @@ def main() -> None:
         lambda: decode_manifest_file(data, path="m", columnar=False),
         repeat,
     )
-    if avro_fast.columnar_available():
+    if avro.columnar_available():
         col = timed(
             "decode_manifest_file(columnar=True)   polars + objects",
             lambda: decode_manifest_file(data, path="m", columnar=True),
@@ -265,7 +260,7 @@ def main() -> None:
     extra = metas[-1:]
     timed(
         "manifest list of 500: concat_manifest_lists (block copy)",
-        lambda: avro_fast.concat_manifest_lists([base], extra),
+        lambda: manifest_list.concat_manifest_lists([base], extra),
         max(repeat, 20),
     )
     timed(

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from _common import median
 from tests.s3_servers import start_seaweedfs
 
-from snaplake.store.s3_file_io import _MIB, S3FileIO, _S3RangeReader
+from snaplake.store.io.s3.file_io import _MIB, S3FileIO, _S3RangeReader
 
 
 def make_table(target_mb: int) -> pa.Table:

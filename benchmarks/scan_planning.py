@@ -26,7 +26,7 @@ from tests.oracle import PaimonOracle
 
 import snaplake
 from snaplake.commit.message import DataIncrement
-from snaplake.store.avro_fast import metadata_cache
+from snaplake.store.format.decoded_cache import metadata_cache
 
 
 def plan_times(warehouse: Path, *, rounds: int = 5, cold: bool) -> tuple[float, int]:

@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from snaplake.catalog import FileSystemCatalog
     from snaplake.commit.message import CommitMessage, CompactIncrement, DataIncrement
     from snaplake.commit.result import CommitResult
-    from snaplake.store.predicate import Predicate
-    from snaplake.store.snapshot import CommitKind, Snapshot
+    from snaplake.store.format.snapshot import CommitKind, Snapshot
+    from snaplake.store.read.predicate import Predicate
     from snaplake.table import Table
 
 __version__ = "0.1.0"
@@ -48,9 +48,9 @@ _LAZY = {
     "CompactIncrement": "snaplake.commit.message",
     "DataIncrement": "snaplake.commit.message",
     "CommitResult": "snaplake.commit.result",
-    "Predicate": "snaplake.store.predicate",
-    "CommitKind": "snaplake.store.snapshot",
-    "Snapshot": "snaplake.store.snapshot",
+    "Predicate": "snaplake.store.read.predicate",
+    "CommitKind": "snaplake.store.format.snapshot",
+    "Snapshot": "snaplake.store.format.snapshot",
     "Table": "snaplake.table",
 }
 

@@ -20,9 +20,9 @@ from snaplake.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
-from snaplake.store.file_io import resolve_file_io
-from snaplake.store.paths import DATABASE_SUFFIX, PathFactory, database_path, table_path
-from snaplake.store.schema import SchemaManager, TableSchema
+from snaplake.store.format.paths import DATABASE_SUFFIX, PathFactory, database_path, table_path
+from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.io.file_io import resolve_file_io
 from snaplake.table import Table
 
 __all__ = ["FileSystemCatalog", "parse_identifier"]

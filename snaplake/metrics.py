@@ -22,7 +22,7 @@ maintenance daemon):
   ``snaplake_daemon_*``).
 
 Labels are bounded: ``table`` (``db.table`` of a table the process committed
-to or maintains), ``kind`` (a :class:`~snaplake.store.snapshot.CommitKind`),
+to or maintains), ``kind`` (a :class:`~snaplake.store.format.snapshot.CommitKind`),
 ``outcome``, ``task``, ``file_type``, ``error`` (an exception class name),
 ``commit_user`` (at most :data:`MAX_COMMIT_USERS` per table, then ``other``).
 Never a snapshot id or a path.

@@ -20,13 +20,13 @@ from snaplake.commit.result import CommitResult
 from snaplake.commit.table_write import TableWrite
 from snaplake.compaction.tags import TagManager
 from snaplake.errors import SnapshotNotFoundError, TableNotFoundError
-from snaplake.store.file_io import FileIO
-from snaplake.store.paths import PathFactory
-from snaplake.store.predicate import parse_filter
-from snaplake.store.read import read_splits, read_splits_batches
-from snaplake.store.scan import FileStoreScan, Split
-from snaplake.store.schema import SchemaManager, TableSchema
-from snaplake.store.snapshot import Snapshot
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.predicate import parse_filter
+from snaplake.store.read.scan import FileStoreScan, Split
+from snaplake.store.read.split_read import read_splits, read_splits_batches
 from snaplake.store.snapshot_manager import SnapshotManager
 
 if TYPE_CHECKING:

@@ -10,15 +10,15 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from snaplake.store.data_file import (
+from snaplake.store.format.data_file import (
     EMPTY_BINARY_ROW,
     EMPTY_STATS,
     DataFileMeta,
     FileSource,
     SimpleStats,
 )
-from snaplake.store.manifest import FileKind, ManifestEntry
-from snaplake.store.manifest_list import ManifestFileMeta
+from snaplake.store.format.manifest import FileKind, ManifestEntry
+from snaplake.store.format.manifest_list import ManifestFileMeta
 
 INT32 = st.integers(min_value=-(2**31), max_value=2**31 - 1)
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)

@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from snaplake.cli.output import format_time_ms
-from snaplake.store.manifest_list import read_manifest_list
-from snaplake.store.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
+from snaplake.store.format.manifest_list import read_manifest_list
+from snaplake.store.format.snapshot import BATCH_COMMIT_IDENTIFIER, Snapshot
 from snaplake.table import Table
 
 __all__ = ["delta_file_counts", "snapshot_rows"]

@@ -1,7 +1,7 @@
 """Command-line value parsing: ``k=v`` pairs, column lists, durations and filter strings.
 
 Filters are a small text syntax over the table's own predicates
-(:class:`snaplake.store.predicate.Predicate`)::
+(:class:`snaplake.store.read.predicate.Predicate`)::
 
     amount > 5 and city = 'Berlin'
     day in ('2024-01-01', '2024-01-02')
@@ -24,7 +24,7 @@ import click
 import pyarrow as pa
 
 from snaplake.options import parse_duration
-from snaplake.store.predicate import Predicate
+from snaplake.store.read.predicate import Predicate
 
 __all__ = [
     "parse_age",

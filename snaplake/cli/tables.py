@@ -22,7 +22,7 @@ from snaplake.cli.output import Column, format_size
 from snaplake.cli.parsing import parse_columns, parse_filters, parse_key_values
 from snaplake.commit.table_write import TableWrite
 from snaplake.errors import CommitConflictError, CommitRetriesExhaustedError
-from snaplake.store.data_file import FileSource
+from snaplake.store.format.data_file import FileSource
 from snaplake.table import Table
 
 __all__ = [

@@ -16,13 +16,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from snaplake.errors import CommitConflictError
-from snaplake.store.file_io import FileIO
-from snaplake.store.manifest import FileKind, ManifestEntry, read_manifest_file
-from snaplake.store.manifest_list import read_manifest_list
-from snaplake.store.paths import PathFactory
-from snaplake.store.scan import FileStoreScan, merge_live_entries
-from snaplake.store.schema import SchemaManager
-from snaplake.store.snapshot import Snapshot
+from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
+from snaplake.store.format.manifest_list import read_manifest_list
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import SchemaManager
+from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.scan import FileStoreScan, merge_live_entries
 from snaplake.store.snapshot_manager import SnapshotManager
 
 __all__ = ["ConflictDetection", "apply_entries", "check_deletes_live", "check_self_consistent"]

@@ -42,24 +42,24 @@ from snaplake.errors import (
     SchemaMismatchError,
     StorageError,
 )
-from snaplake.store.avro_fast import concat_manifest_lists
-from snaplake.store.binary_row import decode_binary_row
-from snaplake.store.file_io import FileIO
-from snaplake.store.manifest import FileKind, ManifestEntry
-from snaplake.store.manifest_list import (
+from snaplake.store.format.binary_row import decode_binary_row
+from snaplake.store.format.manifest import FileKind, ManifestEntry
+from snaplake.store.format.manifest_list import (
     ManifestFileMeta,
+    concat_manifest_lists,
     encode_manifest_list,
 )
-from snaplake.store.manifest_writer import write_manifest
-from snaplake.store.paths import PathFactory
-from snaplake.store.scan import FileStoreScan
-from snaplake.store.schema import SchemaManager, TableSchema
-from snaplake.store.snapshot import (
+from snaplake.store.format.manifest_writer import write_manifest
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.snapshot import (
     BATCH_COMMIT_IDENTIFIER,
     TXN_PROPERTY_PREFIX,
     CommitKind,
     Snapshot,
 )
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.snapshot_manager import SnapshotManager
 
 __all__ = ["SNAPLAKE_MARKER_PROPERTY", "FileStoreCommit"]

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitOutcome, CommitResult
 from snaplake.errors import CommitStateUnknownError, SchemaMismatchError
-from snaplake.store.manifest_list import ManifestFileMeta, encode_manifest_list
-from snaplake.store.schema import TableSchema
-from snaplake.store.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from snaplake.store.format.manifest_list import ManifestFileMeta, encode_manifest_list
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 
 __all__ = ["ManifestMergeCommit"]
 

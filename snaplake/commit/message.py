@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from snaplake.store.data_file import (
+from snaplake.store.format.data_file import (
     DataFileMeta,
     data_file_meta_from_json_dict,
     data_file_meta_to_json_dict,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from snaplake.store.snapshot import CommitKind
+from snaplake.store.format.snapshot import CommitKind
 
 __all__ = [
     "CommitEvent",

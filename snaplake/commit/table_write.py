@@ -32,19 +32,19 @@ import pyarrow.parquet as pq
 
 from snaplake.commit.message import CommitMessage, DataIncrement
 from snaplake.errors import SchemaMismatchError
-from snaplake.store.binary_row import encode_binary_row
-from snaplake.store.bucket import bucket_ids
-from snaplake.store.data_file import (
+from snaplake.store.format.binary_row import encode_binary_row
+from snaplake.store.format.bucket import bucket_ids
+from snaplake.store.format.data_file import (
     EMPTY_BINARY_ROW,
     EMPTY_STATS,
     DataFileMeta,
     FileSource,
     SimpleStats,
 )
-from snaplake.store.file_io import FileIO
-from snaplake.store.paths import PathFactory
-from snaplake.store.schema import TableSchema
-from snaplake.store.stats import SimpleStatsParts, compute_value_stats
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.stats import SimpleStatsParts, compute_value_stats
+from snaplake.store.io.file_io import FileIO
 
 __all__ = [
     "TableWrite",

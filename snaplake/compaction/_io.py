@@ -17,10 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from snaplake.errors import CorruptMetadataError
-from snaplake.store.file_io import FileIO
-from snaplake.store.manifest import ManifestEntry, read_manifest_file
-from snaplake.store.manifest_list import ManifestFileMeta, read_manifest_list
-from snaplake.store.paths import PathFactory
+from snaplake.store.format.manifest import ManifestEntry, read_manifest_file
+from snaplake.store.format.manifest_list import ManifestFileMeta, read_manifest_list
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.io.file_io import FileIO
 
 __all__ = ["delete_in_batches", "parallel_map", "read_entries_strict", "read_list_strict"]
 

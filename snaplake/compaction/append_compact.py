@@ -47,15 +47,15 @@ from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.commit.table_write import new_data_file_meta, open_data_file, zstd_level
 from snaplake.errors import CommitStateUnknownError
-from snaplake.store.data_file import (
+from snaplake.store.format.data_file import (
     DataFileMeta,
     FileSource,
 )
-from snaplake.store.file_io import FileIO
-from snaplake.store.scan import FileStoreScan, Split
-from snaplake.store.schema import TableSchema
-from snaplake.store.snapshot import CommitKind
-from snaplake.store.stats import SimpleStatsParts, ValueStatsCollector
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.snapshot import CommitKind
+from snaplake.store.format.stats import SimpleStatsParts, ValueStatsCollector
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.scan import FileStoreScan, Split
 
 __all__ = ["AppendCompactor", "CompactResult", "CompactTask"]
 

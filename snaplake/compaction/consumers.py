@@ -17,8 +17,8 @@ import re
 import orjson
 
 from snaplake.errors import CorruptMetadataError
-from snaplake.store.file_io import FileIO
-from snaplake.store.paths import PathFactory
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.io.file_io import FileIO
 
 __all__ = ["ConsumerManager"]
 

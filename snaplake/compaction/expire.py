@@ -46,14 +46,14 @@ from snaplake.compaction._io import (
 from snaplake.compaction.consumers import ConsumerManager
 from snaplake.compaction.tags import TagManager
 from snaplake.errors import CorruptMetadataError, InvalidOptionError
-from snaplake.store.avro_fast import decompress_block, parse_container
-from snaplake.store.file_io import FileIO
-from snaplake.store.manifest import FileKind, ManifestEntry
-from snaplake.store.manifest_list import ManifestFileMeta
-from snaplake.store.paths import PathFactory
-from snaplake.store.scan import merge_live_entries
-from snaplake.store.schema import SchemaManager, TableSchema
-from snaplake.store.snapshot import Snapshot
+from snaplake.store.format.avro import decompress_block, parse_container
+from snaplake.store.format.manifest import FileKind, ManifestEntry
+from snaplake.store.format.manifest_list import ManifestFileMeta
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.scan import merge_live_entries
 from snaplake.store.snapshot_manager import SnapshotManager
 
 __all__ = ["ExpireResult", "ExpireSnapshots"]

@@ -23,9 +23,9 @@ from snaplake.commit.retry import RetryPolicy
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
 from snaplake.errors import SnaplakeError
-from snaplake.store.file_io import FileIO
-from snaplake.store.paths import PathFactory
-from snaplake.store.schema import SchemaManager
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import SchemaManager
+from snaplake.store.io.file_io import FileIO
 from snaplake.store.snapshot_manager import SnapshotManager
 
 __all__ = ["MAINTENANCE_COMMIT_USER", "InlineMaintenanceResult", "MaintainedTable",

@@ -53,15 +53,15 @@ from snaplake.errors import (
     CommitStateUnknownError,
     CorruptMetadataError,
 )
-from snaplake.store.manifest import (
+from snaplake.store.format.manifest import (
     FileKind,
     ManifestEntry,
     merge_entries,
 )
-from snaplake.store.manifest_list import ManifestFileMeta
-from snaplake.store.manifest_writer import write_manifest
-from snaplake.store.schema import TableSchema
-from snaplake.store.snapshot import CommitKind, Snapshot
+from snaplake.store.format.manifest_list import ManifestFileMeta
+from snaplake.store.format.manifest_writer import write_manifest
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.snapshot import CommitKind, Snapshot
 
 __all__ = ["ManifestFileMerger", "MergeResult"]
 

@@ -33,11 +33,11 @@ from datetime import UTC, datetime, timedelta
 from snaplake.compaction._io import delete_in_batches, parallel_map, read_entries_strict
 from snaplake.compaction.tags import TagManager
 from snaplake.errors import CorruptMetadataError
-from snaplake.store.file_io import SCRATCH_PREFIX, FileIO, FileStatus
-from snaplake.store.manifest import ManifestEntry, read_manifest_file
-from snaplake.store.manifest_list import ManifestFileMeta, read_manifest_list
-from snaplake.store.paths import PathFactory
-from snaplake.store.snapshot import Snapshot
+from snaplake.store.format.manifest import ManifestEntry, read_manifest_file
+from snaplake.store.format.manifest_list import ManifestFileMeta, read_manifest_list
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.io.file_io import SCRATCH_PREFIX, FileIO, FileStatus
 from snaplake.store.snapshot_manager import SnapshotManager
 
 __all__ = ["DEFAULT_OLDER_THAN", "OrphanCleanResult", "OrphanFilesClean"]

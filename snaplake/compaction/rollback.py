@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 from snaplake.compaction.tags import TagManager
 from snaplake.errors import FileAlreadyExistsError, SnapshotNotFoundError
-from snaplake.store.file_io import FileIO
-from snaplake.store.paths import PathFactory
-from snaplake.store.snapshot import Snapshot
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.io.file_io import FileIO
 from snaplake.store.snapshot_manager import SnapshotManager
 
 __all__ = ["RollbackResult", "rollback_to"]

@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass
 
 from snaplake.errors import FileAlreadyExistsError, TagNotFoundError
-from snaplake.store.file_io import FileIO
-from snaplake.store.paths import PathFactory
-from snaplake.store.snapshot import Snapshot
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.io.file_io import FileIO
 from snaplake.store.snapshot_manager import read_snapshot_file
 
 __all__ = ["TagInfo", "TagManager"]

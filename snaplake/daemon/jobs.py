@@ -43,8 +43,8 @@ from snaplake.daemon.config import Task
 from snaplake.daemon.memory import release_memory
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
-from snaplake.store.scan import FileStoreScan
-from snaplake.store.snapshot import Snapshot
+from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.read.scan import FileStoreScan
 from snaplake.table import Table
 
 __all__ = [

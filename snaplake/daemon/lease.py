@@ -36,8 +36,8 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from snaplake.errors import CorruptMetadataError, FileAlreadyExistsError
-from snaplake.store.codec import decode_json, encode_json
-from snaplake.store.file_io import FileIO
+from snaplake.store.format.json_codec import decode_json, encode_json
+from snaplake.store.io.file_io import FileIO
 
 __all__ = ["LEASE_DIR", "LeaseState", "TableLease"]
 

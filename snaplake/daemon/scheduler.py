@@ -59,7 +59,7 @@ from snaplake.daemon.memory import limit_malloc_arenas, release_memory, trim_mal
 from snaplake.daemon.watcher import TableWatcher
 from snaplake.errors import TableNotFoundError
 from snaplake.metrics import MetricsServer, SnaplakeMetrics, default_metrics, serve
-from snaplake.store import avro_fast
+from snaplake.store.format import decoded_cache
 from snaplake.table import Table
 
 __all__ = ["MaintenanceDaemon", "lower_thread_priority"]
@@ -104,7 +104,7 @@ def _bound_metadata_cache(max_records: int) -> None:
     so with the library default (2,000,000 records, sized for interactive
     scans) its memory would grow for hours.
     """
-    avro_fast.metadata_cache.resize(max_records)
+    decoded_cache.metadata_cache.resize(max_records)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -27,8 +27,8 @@ from snaplake.daemon.config import Task
 from snaplake.daemon.jobs import count_files, count_manifests
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
-from snaplake.store.manifest_list import read_manifest_list
-from snaplake.store.snapshot import Snapshot
+from snaplake.store.format.manifest_list import read_manifest_list
+from snaplake.store.format.snapshot import Snapshot
 from snaplake.table import Table
 
 __all__ = ["ATTEMPTS_PROPERTY", "DURATION_PROPERTY", "TableWatcher", "WatchResult"]

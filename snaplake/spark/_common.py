@@ -15,7 +15,7 @@ import pyarrow as pa
 from snaplake.catalog import FileSystemCatalog
 from snaplake.commit.table_write import conform_to_schema
 from snaplake.errors import SchemaMismatchError
-from snaplake.store.schema import TableSchema
+from snaplake.store.format.schema import TableSchema
 from snaplake.table import Table
 
 if TYPE_CHECKING:

@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 
 from snaplake.errors import SchemaMismatchError
 from snaplake.spark._common import is_connect, resolve_table, spark_schema_of
-from snaplake.store.file_io import FileIO
-from snaplake.store.local_file_io import LocalFileIO
-from snaplake.store.predicate import Predicate
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.io.local_file_io import LocalFileIO
+from snaplake.store.read.predicate import Predicate
 from snaplake.table import Table
 
 if TYPE_CHECKING:

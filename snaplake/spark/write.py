@@ -41,9 +41,9 @@ from snaplake.commit.result import CommitResult
 from snaplake.commit.table_write import TableWrite, abort_messages
 from snaplake.errors import CommitStateUnknownError, SchemaMismatchError
 from snaplake.spark._common import check_spark_schema, is_connect, resolve_table
-from snaplake.store.file_io import FileIO
-from snaplake.store.paths import PathFactory
-from snaplake.store.schema import TableSchema
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.io.file_io import FileIO
 from snaplake.table import Table
 
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ import logging
 from collections.abc import Iterator
 
 from snaplake.errors import SnapshotNotFoundError
-from snaplake.store.file_io import FileIO
-from snaplake.store.paths import PathFactory
-from snaplake.store.snapshot import Snapshot
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.io.file_io import FileIO
 
 __all__ = ["SnapshotManager", "read_snapshot_file"]
 

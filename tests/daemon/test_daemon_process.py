@@ -43,7 +43,7 @@ from tests.oracle import PaimonOracle, requires_paimon
 import snaplake
 from snaplake.daemon.jobs import count_manifests
 from snaplake.daemon.lease import TableLease
-from snaplake.store.avro_fast import metadata_cache
+from snaplake.store.format.decoded_cache import metadata_cache
 from snaplake.table import Table
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -425,7 +425,7 @@ def test_a_corrupt_table_does_not_stop_the_others(tmp_path):
         _append(bad, 10 * i, 10, ident=i + 1)
     latest = bad.latest_snapshot()
     assert latest is not None
-    from snaplake.store.manifest_list import read_manifest_list
+    from snaplake.store.format.manifest_list import read_manifest_list
 
     metas = read_manifest_list(bad.file_io, bad.paths.manifest_path(latest.delta_manifest_list))
     Path(bad.paths.manifest_path(metas[0].file_name)).write_bytes(b"not an avro file")

@@ -24,7 +24,7 @@ from snaplake.daemon.jobs import (
 )
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
-from snaplake.store.avro_fast import metadata_cache
+from snaplake.store.format.decoded_cache import metadata_cache
 
 
 def _opts(**overrides: str) -> CoreOptions:

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 
 from snaplake.daemon.lease import LEASE_DIR, TableLease
-from snaplake.store.local_file_io import LocalFileIO
-from snaplake.store.memory_file_io import InMemoryFileIO
+from snaplake.store.io.local_file_io import LocalFileIO
+from snaplake.store.io.memory_file_io import InMemoryFileIO
 
 
 class Clock:

@@ -23,7 +23,7 @@ _PROBE = textwrap.dedent(
     limit_malloc_arenas()
     pa.array([1, 2, 3])  # pyarrow's pandas check
     import snaplake.compaction.append_compact as ac
-    from snaplake.store import avro_fast
+    from snaplake.store.format import avro
     try:
         import pandas  # noqa: F401
         pandas_importable = True
@@ -33,7 +33,7 @@ _PROBE = textwrap.dedent(
         "pandas_loaded": "pandas" in sys.modules,
         "pandas_importable": pandas_importable,
         "pool": pa.default_memory_pool().backend_name,
-        "columnar": avro_fast.columnar_available(),
+        "columnar": avro.columnar_available(),
         "compaction_polars": ac._polars() is not None,
     }}))
     """

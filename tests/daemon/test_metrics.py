@@ -38,7 +38,7 @@ from snaplake.metrics import (
     push_to_gateway,
     serve,
 )
-from snaplake.store.snapshot import CommitKind
+from snaplake.store.format.snapshot import CommitKind
 
 
 def _samples(metrics: SnaplakeMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.helpers import rows
 
 from snaplake.errors import CommitRetriesExhaustedError
-from snaplake.store.local_file_io import LocalFileIO
+from snaplake.store.io.local_file_io import LocalFileIO
 from snaplake.table import Table
 
 

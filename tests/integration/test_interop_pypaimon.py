@@ -114,7 +114,9 @@ def test_rows_land_in_the_same_bucket_as_pypaimon(tmp_path):
     def placement(table):
         out = {}
         for split in table.new_scan().plan():
-            ids = snaplake.store.read.read_splits(table.file_io, [split], schema=table.arrow_schema)
+            ids = snaplake.store.read.split_read.read_splits(
+                table.file_io, [split], schema=table.arrow_schema
+            )
             for i in ids.column("id").to_pylist():
                 out[i] = (split.partition_values, split.bucket)
         return out

@@ -21,7 +21,7 @@ from tests.oracle import PaimonOracle, paimon_python
 
 from snaplake.catalog import FileSystemCatalog
 from snaplake.errors import CorruptMetadataError, SnapshotNotFoundError
-from snaplake.store.avro_fast import metadata_cache
+from snaplake.store.format.decoded_cache import metadata_cache
 
 PROC = Path(__file__).with_name("maintenance_proc.py")
 SECONDS = 30.0

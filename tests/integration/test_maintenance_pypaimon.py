@@ -12,7 +12,7 @@ from tests.helpers import SCHEMA, rows
 from tests.oracle import PaimonOracle, pred, requires_paimon
 
 from snaplake.catalog import FileSystemCatalog
-from snaplake.store.avro_fast import metadata_cache
+from snaplake.store.format.decoded_cache import metadata_cache
 from snaplake.table import Table
 
 pytestmark = [pytest.mark.integration, requires_paimon]

@@ -42,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import pyarrow as pa
 
-from snaplake.store.file_io import FileIO
-from snaplake.store.local_file_io import LocalFileIO
-from snaplake.store.s3_file_io import S3FileIO
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.io.local_file_io import LocalFileIO
+from snaplake.store.io.s3.file_io import S3FileIO
 from snaplake.table import Table
 
 

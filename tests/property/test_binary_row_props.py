@@ -10,9 +10,9 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from snaplake.store.binary_row import Timestamp, decode_binary_row, encode_binary_row
-from snaplake.store.bucket import hash_binary_rows, murmur_hash_words
-from snaplake.store.types import DataType, parse_type, to_arrow_type
+from snaplake.store.format.binary_row import Timestamp, decode_binary_row, encode_binary_row
+from snaplake.store.format.bucket import hash_binary_rows, murmur_hash_words
+from snaplake.store.format.types import DataType, parse_type, to_arrow_type
 
 _UTC = dt.UTC
 

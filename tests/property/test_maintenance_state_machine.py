@@ -30,7 +30,7 @@ from hypothesis.stateful import (
 from tests.helpers import SCHEMA, rows
 
 from snaplake.catalog import FileSystemCatalog
-from snaplake.store.avro_fast import metadata_cache
+from snaplake.store.format.decoded_cache import metadata_cache
 
 OPTIONS = {
     "snapshot.num-retained.min": "2",

@@ -5,16 +5,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.strategies import data_file_metas, make_entry, manifest_entries, manifest_file_metas
 
-from snaplake.store.avro_fast import concat_manifest_lists
-from snaplake.store.data_file import DataFileMeta, data_file_meta_from_json_dict
-from snaplake.store.manifest import (
+from snaplake.store.format.data_file import DataFileMeta, data_file_meta_from_json_dict
+from snaplake.store.format.manifest import (
     ManifestEntry,
     decode_manifest_file,
     encode_manifest_file,
     merge_entries,
 )
-from snaplake.store.manifest_list import (
+from snaplake.store.format.manifest_list import (
     ManifestFileMeta,
+    concat_manifest_lists,
     decode_manifest_list,
     encode_manifest_list,
 )

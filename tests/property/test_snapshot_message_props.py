@@ -8,7 +8,7 @@ from tests.strategies import data_file_metas
 
 from snaplake.commit.message import CommitMessage, CompactIncrement, DataIncrement
 from snaplake.commit.retry import RetryPolicy
-from snaplake.store.snapshot import CommitKind, Snapshot
+from snaplake.store.format.snapshot import CommitKind, Snapshot
 
 longs = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 names = st.text(min_size=1, max_size=30)

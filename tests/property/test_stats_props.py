@@ -10,8 +10,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snaplake.store.stats import ValueStatsCollector, compute_value_stats
-from snaplake.store.types import parse_type, to_arrow_type
+from snaplake.store.format.stats import ValueStatsCollector, compute_value_stats
+from snaplake.store.format.types import parse_type, to_arrow_type
 
 _COLUMNS: list[tuple[str, st.SearchStrategy[object]]] = [
     ("BOOLEAN", st.booleans()),

@@ -9,7 +9,7 @@ import os
 import time
 from typing import IO
 
-from snaplake.store.local_file_io import LocalFileIO
+from snaplake.store.io.local_file_io import LocalFileIO
 
 
 class InjectedFaultError(OSError):

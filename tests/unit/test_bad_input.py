@@ -95,7 +95,7 @@ def test_truncated_manifest_names_the_file(table):
         good = f.read()
     with open(path, "wb") as f:
         f.write(good[:40])
-    from snaplake.store.avro_fast import metadata_cache
+    from snaplake.store.format.decoded_cache import metadata_cache
 
     metadata_cache.clear()
     with pytest.raises(CorruptMetadataError) as err:

@@ -110,7 +110,9 @@ def test_fixed_buckets(catalog):
         assert s.total_buckets == 4
     by_carrier: dict[str, set[int]] = {}
     for s in splits:
-        data = snaplake.store.read.read_splits(table.file_io, [s], schema=table.arrow_schema)
+        data = snaplake.store.read.split_read.read_splits(
+            table.file_io, [s], schema=table.arrow_schema
+        )
         for c in set(data.column("carrier").to_pylist()):
             by_carrier.setdefault(c, set()).add(s.bucket)
     assert all(len(b) == 1 for b in by_carrier.values())
@@ -174,8 +176,8 @@ def test_abort_deletes_uncommitted_files(catalog):
 
 
 def _paths(table, messages):
-    from snaplake.store.binary_row import decode_binary_row
-    from snaplake.store.partition import partition_path
+    from snaplake.store.format.binary_row import decode_binary_row
+    from snaplake.store.format.partition import partition_path
 
     schema = table.schema()
     for m in messages:

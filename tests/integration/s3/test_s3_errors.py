@@ -19,8 +19,8 @@ from tests.s3_servers import fault_proxy
 import snaplake
 from snaplake.commit.table_write import write_data_file
 from snaplake.errors import StorageAccessError, StorageError, UnsafeStorageError
-from snaplake.store.read import read_splits
-from snaplake.store.s3_file_io import S3FileIO
+from snaplake.store.io.s3.file_io import S3FileIO
+from snaplake.store.read.split_read import read_splits
 from snaplake.table import Table
 
 pytestmark = [pytest.mark.integration, pytest.mark.s3]

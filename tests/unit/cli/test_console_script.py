@@ -29,7 +29,7 @@ RACING_WRITER = textwrap.dedent(
     """
     import os, re
     import pyarrow as pa
-    from snaplake.store import local_file_io
+    from snaplake.store.io import local_file_io
 
     _original = local_file_io.LocalFileIO.write_if_absent
     _raced = []

@@ -17,7 +17,7 @@ from snaplake.cli.parsing import (
     parse_literal,
     parse_partition_spec,
 )
-from snaplake.store.predicate import Predicate
+from snaplake.store.read.predicate import Predicate
 
 SCHEMA = pa.schema(
     [

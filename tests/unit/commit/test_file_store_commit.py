@@ -15,7 +15,7 @@ from snaplake.errors import (
     CommitStateUnknownError,
     StorageError,
 )
-from snaplake.store.memory_file_io import InMemoryFileIO
+from snaplake.store.io.memory_file_io import InMemoryFileIO
 
 _counter = iter(range(10**9))
 

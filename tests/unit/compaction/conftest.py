@@ -8,7 +8,7 @@ import pytest
 from tests.helpers import SCHEMA, rows
 
 from snaplake.catalog import FileSystemCatalog
-from snaplake.store.avro_fast import metadata_cache
+from snaplake.store.format.decoded_cache import metadata_cache
 from snaplake.table import Table
 
 FAST = {

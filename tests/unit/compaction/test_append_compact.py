@@ -11,8 +11,8 @@ from tests.unit.compaction.conftest import append
 from snaplake.compaction.append_compact import AppendCompactor
 from snaplake.compaction.inline import maintenance_commit
 from snaplake.errors import CommitConflictError
-from snaplake.store.data_file import FileSource
-from snaplake.store.snapshot import CommitKind
+from snaplake.store.format.data_file import FileSource
+from snaplake.store.format.snapshot import CommitKind
 
 
 def _live_files(table):

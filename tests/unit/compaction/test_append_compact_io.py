@@ -20,8 +20,8 @@ from snaplake.commit.table_write import new_data_file_meta
 from snaplake.compaction import append_compact
 from snaplake.compaction.append_compact import AppendCompactor
 from snaplake.compaction.inline import maintenance_commit
-from snaplake.store.data_file import DataFileMeta, FileSource
-from snaplake.store.stats import compute_value_stats
+from snaplake.store.format.data_file import DataFileMeta, FileSource
+from snaplake.store.format.stats import compute_value_stats
 
 WIDE = pa.schema(
     [

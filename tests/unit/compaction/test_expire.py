@@ -9,8 +9,8 @@ from tests.unit.compaction.conftest import append
 
 from snaplake.compaction.expire import ExpireSnapshots, _skipping_tags
 from snaplake.errors import CorruptMetadataError, InvalidOptionError, SnapshotNotFoundError
-from snaplake.store.avro_fast import metadata_cache
-from snaplake.store.snapshot import CommitKind, Snapshot
+from snaplake.store.format.decoded_cache import metadata_cache
+from snaplake.store.format.snapshot import CommitKind, Snapshot
 
 
 def _files(table):
@@ -136,7 +136,7 @@ def test_missing_or_corrupt_manifest_stops_before_deleting(make_table, damage):
     append(table, 100, 1)
     append(table, 101, 1)
     victim = table.snapshot(3)  # an expired snapshot's delta manifest
-    from snaplake.store.manifest_list import read_manifest_list
+    from snaplake.store.format.manifest_list import read_manifest_list
 
     metas = read_manifest_list(table.file_io, table.paths.manifest_path(victim.delta_manifest_list))
     path = table.paths.manifest_path(metas[0].file_name)

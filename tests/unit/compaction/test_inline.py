@@ -4,7 +4,7 @@ from tests.helpers import sorted_ids
 from tests.unit.compaction.conftest import append
 
 from snaplake.compaction.inline import run_inline_maintenance
-from snaplake.store.snapshot import CommitKind
+from snaplake.store.format.snapshot import CommitKind
 
 
 def test_disabled_by_default(make_table):
@@ -36,7 +36,7 @@ def test_failure_is_reported_not_raised(make_table):
     table = make_table({"snaplake.maintenance.inline": "true"})
     for i in range(4):
         append(table, i, 1)
-    from snaplake.store.avro_fast import metadata_cache
+    from snaplake.store.format.decoded_cache import metadata_cache
 
     os.remove(table.paths.manifest_path(table.latest_snapshot().base_manifest_list))
     metadata_cache.clear()

@@ -8,9 +8,9 @@ from snaplake.commit.manifest_commit import ManifestMergeCommit
 from snaplake.compaction.inline import MAINTENANCE_COMMIT_USER
 from snaplake.compaction.manifest_merge import ManifestFileMerger
 from snaplake.errors import CommitRetriesExhaustedError
-from snaplake.store.binary_row import decode_binary_row
-from snaplake.store.manifest_list import read_manifest_list
-from snaplake.store.snapshot import CommitKind
+from snaplake.store.format.binary_row import decode_binary_row
+from snaplake.store.format.manifest_list import read_manifest_list
+from snaplake.store.format.snapshot import CommitKind
 
 
 def _metas(table, snap=None):

@@ -10,7 +10,7 @@ from tests.unit.compaction.conftest import append
 
 from snaplake.compaction.orphan_clean import OrphanFilesClean, resolve_cutoff
 from snaplake.errors import CorruptMetadataError
-from snaplake.store.avro_fast import metadata_cache
+from snaplake.store.format.decoded_cache import metadata_cache
 
 
 def _age(path: str, seconds: float) -> None:
@@ -78,8 +78,8 @@ def test_finds_only_unreferenced_old_files(make_table):
 
 
 def _data_paths(table, message):
-    from snaplake.store.binary_row import decode_binary_row
-    from snaplake.store.partition import partition_path
+    from snaplake.store.format.binary_row import decode_binary_row
+    from snaplake.store.format.partition import partition_path
 
     schema = table.schema()
     values = decode_binary_row(message.partition, schema.partition_types)

@@ -5,7 +5,7 @@ from tests.helpers import sorted_ids
 from tests.unit.compaction.conftest import append
 
 from snaplake.errors import SnapshotNotFoundError, TagNotFoundError
-from snaplake.store.avro_fast import metadata_cache
+from snaplake.store.format.decoded_cache import metadata_cache
 
 
 def test_rollback_to_snapshot_id(make_table):

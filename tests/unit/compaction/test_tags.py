@@ -6,7 +6,7 @@ from tests.unit.compaction.conftest import append
 
 from snaplake.compaction.tags import TagManager
 from snaplake.errors import FileAlreadyExistsError, SnapshotNotFoundError, TagNotFoundError
-from snaplake.store.snapshot import Snapshot
+from snaplake.store.format.snapshot import Snapshot
 
 
 def test_create_list_read_and_delete_tags(make_table):

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from tests.s3_servers import MotoServer, S3Endpoint, SeaweedServer, start_moto, start_seaweedfs
 
-from snaplake.store.file_io import FileIO
-from snaplake.store.local_file_io import LocalFileIO
-from snaplake.store.memory_file_io import InMemoryFileIO
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.io.local_file_io import LocalFileIO
+from snaplake.store.io.memory_file_io import InMemoryFileIO
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -58,7 +58,7 @@ def file_io(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[FileIO, str
         return LocalFileIO(), str(tmp_path / "root")
     if backend == "memory":
         return InMemoryFileIO(), f"memory://{uuid.uuid4().hex}/root"
-    from snaplake.store.s3_file_io import S3FileIO
+    from snaplake.store.io.s3.file_io import S3FileIO
 
     endpoint: S3Endpoint = request.getfixturevalue("moto_s3" if backend == "moto" else "seaweed_s3")
     bucket = endpoint.new_bucket()

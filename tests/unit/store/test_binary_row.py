@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from snaplake.errors import CorruptMetadataError, SchemaMismatchError, UnsupportedTypeError
-from snaplake.store.binary_row import (
+from snaplake.store.format.binary_row import (
     EMPTY_BINARY_ROW,
     Timestamp,
     binary_row_arity,
@@ -22,7 +22,7 @@ from snaplake.store.binary_row import (
     fixed_part_size,
     null_bits_size,
 )
-from snaplake.store.types import parse_type
+from snaplake.store.format.types import parse_type
 
 VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "paimon_vectors"
 

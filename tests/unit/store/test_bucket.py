@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 
 from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
-from snaplake.store.binary_row import encode_binary_row
-from snaplake.store.bucket import bucket_ids, hash_binary_rows, murmur_hash_words
-from snaplake.store.types import data_type_from_arrow, parse_type
+from snaplake.store.format.binary_row import encode_binary_row
+from snaplake.store.format.bucket import bucket_ids, hash_binary_rows, murmur_hash_words
+from snaplake.store.format.types import data_type_from_arrow, parse_type
 
 VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "paimon_vectors"
 BUCKETS = json.loads((VECTORS / "buckets.json").read_text())

@@ -6,7 +6,7 @@ import orjson
 import pytest
 from tests.strategies import make_file
 
-from snaplake.store.data_file import (
+from snaplake.store.format.data_file import (
     DATA_FILE_META_AVRO_SCHEMA,
     EMPTY_BINARY_ROW,
     EMPTY_STATS,

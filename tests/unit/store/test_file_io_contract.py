@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from snaplake.errors import FileAlreadyExistsError
-from snaplake.store.file_io import FileIO
+from snaplake.store.io.file_io import FileIO
 
 FileIOAndRoot = tuple[FileIO, str]
 

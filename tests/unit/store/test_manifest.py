@@ -15,10 +15,9 @@ from snaplake.errors import (
     FileAlreadyExistsError,
     UnsupportedFormatVersionError,
 )
-from snaplake.store import avro_fast
-from snaplake.store.data_file import EMPTY_BINARY_ROW, FileSource
-from snaplake.store.local_file_io import LocalFileIO
-from snaplake.store.manifest import (
+from snaplake.store.format import avro
+from snaplake.store.format.data_file import EMPTY_BINARY_ROW, FileSource
+from snaplake.store.format.manifest import (
     MANIFEST_ENTRY_AVRO_SCHEMA,
     FileKind,
     ManifestEntry,
@@ -29,8 +28,9 @@ from snaplake.store.manifest import (
     read_manifest_file,
     write_manifest_file,
 )
-from snaplake.store.manifest_list import read_manifest_list
-from snaplake.store.memory_file_io import InMemoryFileIO
+from snaplake.store.format.manifest_list import read_manifest_list
+from snaplake.store.io.local_file_io import LocalFileIO
+from snaplake.store.io.memory_file_io import InMemoryFileIO
 
 TABLE = Path(__file__).resolve().parents[2] / "fixtures" / "pypaimon_table"
 
@@ -90,12 +90,12 @@ def test_golden_files_reencode_to_equal_records() -> None:
         if path.name.startswith("manifest-list"):
             continue
         entries = decode_manifest_file(path.read_bytes(), path=str(path))
-        ours = avro_fast.parse_container(encode_manifest_file(entries), path="ours")
-        theirs = avro_fast.parse_container(path.read_bytes(), path="theirs")
+        ours = avro.parse_container(encode_manifest_file(entries), path="ours")
+        theirs = avro.parse_container(path.read_bytes(), path="theirs")
 
         # The records encode to the very same bytes pypaimon wrote.
-        def payload(c: avro_fast.AvroContainer) -> bytes:
-            return b"".join(avro_fast.decompress_block(c.codec, b, path="p") for _, b in c.blocks)
+        def payload(c: avro.AvroContainer) -> bytes:
+            return b"".join(avro.decompress_block(c.codec, b, path="p") for _, b in c.blocks)
 
         assert payload(ours) == payload(theirs)
         assert ours.record_count == theirs.record_count
@@ -103,7 +103,7 @@ def test_golden_files_reencode_to_equal_records() -> None:
 
 def test_schema_header_equals_pypaimon_schema() -> None:
     path = next(p for p in (TABLE / "manifest").glob("manifest-*") if "list" not in p.name)
-    theirs = avro_fast.parse_container(path.read_bytes(), path="p").schema()
+    theirs = avro.parse_container(path.read_bytes(), path="p").schema()
     assert theirs == MANIFEST_ENTRY_AVRO_SCHEMA
 
 
@@ -118,7 +118,7 @@ def test_round_trip_every_codec(compression: str) -> None:
 
 def test_zstd_file_names_codec_like_pypaimon() -> None:
     data = encode_manifest_file([make_entry("a")])
-    assert avro_fast.parse_container(data, path="m").codec == "zstandard"
+    assert avro.parse_container(data, path="m").codec == "zstandard"
 
 
 def test_null_codec_file_is_readable_by_plain_fastavro() -> None:
@@ -172,7 +172,7 @@ def test_garbage_inside_block_raises_corrupt() -> None:
     data = bytearray(
         encode_manifest_file([make_entry(f"f{i}") for i in range(20)], compression="none")
     )
-    container = avro_fast.parse_container(bytes(data), path="m")
+    container = avro.parse_container(bytes(data), path="m")
     start = len(data) - 16 - len(container.blocks[0][1])
     data[start : start + 40] = b"\xff" * 40
     for columnar in (False, True):

@@ -13,10 +13,9 @@ from snaplake.errors import (
     FileAlreadyExistsError,
     UnsupportedFormatVersionError,
 )
-from snaplake.store import avro_fast
-from snaplake.store.data_file import EMPTY_STATS, SimpleStats
-from snaplake.store.local_file_io import LocalFileIO
-from snaplake.store.manifest_list import (
+from snaplake.store.format import avro
+from snaplake.store.format.data_file import EMPTY_STATS, SimpleStats
+from snaplake.store.format.manifest_list import (
     MANIFEST_FILE_META_AVRO_SCHEMA,
     ManifestFileMeta,
     _meta_to_record,
@@ -25,7 +24,8 @@ from snaplake.store.manifest_list import (
     read_manifest_list,
     write_manifest_list,
 )
-from snaplake.store.memory_file_io import InMemoryFileIO
+from snaplake.store.io.local_file_io import LocalFileIO
+from snaplake.store.io.memory_file_io import InMemoryFileIO
 
 TABLE = Path(__file__).resolve().parents[2] / "fixtures" / "pypaimon_table"
 
@@ -69,13 +69,13 @@ def test_golden_lists_decode() -> None:
 
 def test_golden_lists_reencode_to_identical_payload() -> None:
     for path in sorted((TABLE / "manifest").glob("manifest-list-*")):
-        theirs = avro_fast.parse_container(path.read_bytes(), path="t")
+        theirs = avro.parse_container(path.read_bytes(), path="t")
         assert theirs.schema() == MANIFEST_FILE_META_AVRO_SCHEMA
         metas = decode_manifest_list(path.read_bytes(), path=str(path))
-        ours = avro_fast.parse_container(encode_manifest_list(metas), path="o")
+        ours = avro.parse_container(encode_manifest_list(metas), path="o")
 
-        def payload(c: avro_fast.AvroContainer) -> bytes:
-            return b"".join(avro_fast.decompress_block(c.codec, b, path="p") for _, b in c.blocks)
+        def payload(c: avro.AvroContainer) -> bytes:
+            return b"".join(avro.decompress_block(c.codec, b, path="p") for _, b in c.blocks)
 
         assert payload(ours) == payload(theirs)
 

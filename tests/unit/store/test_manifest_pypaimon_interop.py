@@ -17,11 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from snaplake.store.avro_fast import concat_manifest_lists
-from snaplake.store.data_file import SimpleStats
-from snaplake.store.local_file_io import LocalFileIO
-from snaplake.store.manifest import FileKind, read_manifest_file, write_manifest_file
-from snaplake.store.manifest_list import ManifestFileMeta, read_manifest_list, write_manifest_list
+from snaplake.store.format.data_file import SimpleStats
+from snaplake.store.format.manifest import FileKind, read_manifest_file, write_manifest_file
+from snaplake.store.format.manifest_list import (
+    ManifestFileMeta,
+    concat_manifest_lists,
+    read_manifest_list,
+    write_manifest_list,
+)
+from snaplake.store.io.local_file_io import LocalFileIO
 
 pytestmark = pytest.mark.integration
 

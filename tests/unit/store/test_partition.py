@@ -19,15 +19,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
-from snaplake.store.binary_row import Timestamp
-from snaplake.store.partition import (
+from snaplake.store.format.binary_row import Timestamp
+from snaplake.store.format.partition import (
     escape_path_name,
     partition_group_ids,
     partition_path,
     partition_value_string,
     partition_values_from_arrow,
 )
-from snaplake.store.types import parse_type
+from snaplake.store.format.types import parse_type
 
 VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "paimon_vectors"
 PATHS = json.loads((VECTORS / "partition_paths.json").read_text())

@@ -27,8 +27,8 @@ from snaplake.errors import (
     StorageError,
     UnsafeStorageError,
 )
-from snaplake.store.file_io import resolve_file_io
-from snaplake.store.s3_file_io import S3FileIO
+from snaplake.store.io.file_io import resolve_file_io
+from snaplake.store.io.s3.file_io import S3FileIO
 
 pytestmark = pytest.mark.s3
 
@@ -395,7 +395,7 @@ def test_write_new_falls_back_to_the_scratch_probe_when_the_second_put_is_not_a_
 def test_large_write_new_uses_the_scratch_probe(
     proxy: tuple[FaultProxy, S3Endpoint], moto_s3: S3Endpoint
 ) -> None:
-    from snaplake.store.s3_conditional import RECREATE_PROBE_MAX_BYTES
+    from snaplake.store.io.s3.conditional import RECREATE_PROBE_MAX_BYTES
 
     fault, endpoint = proxy
     bucket = moto_s3.new_bucket()

@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from snaplake.errors import InvalidOptionError, SchemaMismatchError
-from snaplake.store.binary_row import EMPTY_BINARY_ROW, decode_binary_row, encode_binary_row
-from snaplake.store.stats import (
+from snaplake.store.format.binary_row import EMPTY_BINARY_ROW, decode_binary_row, encode_binary_row
+from snaplake.store.format.stats import (
     SimpleStatsParts,
     compare_partition_stats,
     compute_value_stats,
@@ -23,7 +23,7 @@ from snaplake.store.stats import (
     truncate_max_string,
     truncate_min_string,
 )
-from snaplake.store.types import DataType, data_type_from_arrow, parse_type
+from snaplake.store.format.types import DataType, data_type_from_arrow, parse_type
 
 VECTORS = Path(__file__).resolve().parents[2] / "fixtures" / "paimon_vectors"
 STATS = json.loads((VECTORS / "stats.json").read_text())

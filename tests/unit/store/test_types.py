@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from snaplake.errors import UnsupportedTypeError
-from snaplake.store.types import (
+from snaplake.store.format.types import (
     MAX_LENGTH,
     DataField,
     DataType,

@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from snaplake.errors import SchemaMismatchError
-from snaplake.store.binary_row import decode_binary_row
-from snaplake.store.data_file import DataFileMeta
-from snaplake.store.file_io import FileIO
-from snaplake.store.manifest import FileKind, ManifestEntry, read_manifest_file
-from snaplake.store.manifest_list import ManifestFileMeta, read_manifest_list
-from snaplake.store.paths import PathFactory
-from snaplake.store.predicate import Predicate
-from snaplake.store.schema import SchemaManager, TableSchema
-from snaplake.store.snapshot import Snapshot
+from snaplake.store.format.binary_row import decode_binary_row
+from snaplake.store.format.data_file import DataFileMeta
+from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
+from snaplake.store.format.manifest_list import ManifestFileMeta, read_manifest_list
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.predicate import Predicate
 
 __all__ = ["FileStoreScan", "Split", "merge_live_entries"]
 

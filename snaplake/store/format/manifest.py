@@ -6,8 +6,8 @@ records are ``ManifestEntry`` rows: one ADD or DELETE of one data file in one
 (format identifier ``_VERSION`` = 2), reading and writing the files, and
 :func:`merge_entries`. Partition bytes are opaque serialized BinaryRows.
 
-Imports: ``snaplake.errors``, ``snaplake.store.file_io`` (types only),
-``snaplake.store.data_file``, ``snaplake.store.avro_fast``.
+Imports: ``snaplake.errors``, ``snaplake.store.io.file_io`` (types only),
+``snaplake.store.format.data_file``, ``snaplake.store.format.avro``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import fastavro
 import orjson
 
 from snaplake.errors import CorruptMetadataError, UnsupportedFormatVersionError
-from snaplake.store import avro_fast
-from snaplake.store.data_file import (
+from snaplake.store.format import avro, decoded_cache
+from snaplake.store.format.data_file import (
     DATA_FILE_META_AVRO_SCHEMA,
     DataFileMeta,
     FileSource,
@@ -34,7 +34,7 @@ from snaplake.store.data_file import (
 )
 
 if TYPE_CHECKING:
-    from snaplake.store.file_io import FileIO
+    from snaplake.store.io.file_io import FileIO
 
 __all__ = [
     "MANIFEST_ENTRY_AVRO_SCHEMA",
@@ -226,8 +226,8 @@ def encode_manifest_file(entries: Sequence[ManifestEntry], *, compression: str =
     Source:
         Paimon ``ManifestFile`` writer / pypaimon ``ManifestFileManager.write``.
     """
-    codec = avro_fast.codec_for_compression(compression)
-    return avro_fast.encode_container(
+    codec = avro.codec_for_compression(compression)
+    return avro.encode_container(
         _PARSED_SCHEMA,
         MANIFEST_SCHEMA_JSON,
         (_entry_to_record(e) for e in entries),
@@ -267,7 +267,7 @@ def write_manifest_file(
     """
     data = encode_manifest_file(entries, compression=compression)
     file_io.write_new(path, data)
-    avro_fast.metadata_cache.put((file_io, path), tuple(entries))
+    decoded_cache.metadata_cache.put((file_io, path), tuple(entries))
     return len(data)
 
 
@@ -344,7 +344,7 @@ def _stats_column(mins: list[Any], maxs: list[Any], null_counts: list[Any]) -> l
 
 
 def _entries_from_columns(cols: dict[str, list[Any]], *, path: str) -> list[ManifestEntry]:
-    """Build entries from :func:`avro_fast.decode_container_columns` output."""
+    """Build entries from :func:`avro.decode_container_columns` output."""
     n = len(cols["_VERSION"])
     none: list[Any] = [None] * n
 
@@ -413,7 +413,7 @@ def decode_manifest_file(
         path: The file's path, for error messages.
         columnar: ``True`` prefers the polars decoder, ``False`` forces fastavro,
             ``None`` picks polars for files of at least
-            ``avro_fast.COLUMNAR_MIN_RECORDS`` records. Without polars, or when polars
+            ``avro.COLUMNAR_MIN_RECORDS`` records. Without polars, or when polars
             cannot read the file, fastavro is used.
 
     Returns:
@@ -427,23 +427,23 @@ def decode_manifest_file(
     Source:
         Paimon ``ManifestEntrySerializer.fromRow``.
     """
-    container = avro_fast.parse_container(data, path=path)
+    container = avro.parse_container(data, path=path)
     if columnar is None:
-        columnar = container.record_count >= avro_fast.COLUMNAR_MIN_RECORDS
+        columnar = container.record_count >= avro.COLUMNAR_MIN_RECORDS
     try:
-        with avro_fast.paused_gc():
+        with avro.paused_gc():
             if columnar:
                 try:
                     result: list[ManifestEntry] = []
-                    for cols in avro_fast.iter_container_columns(container, path=path):
+                    for cols in avro.iter_container_columns(container, path=path):
                         result += _entries_from_columns(cols, path=path)
-                except avro_fast.ColumnarUnavailableError:
+                except avro.ColumnarUnavailableError:
                     pass
                 else:
                     return result
             return [
                 _entry_from_record(r, path=path)
-                for r in avro_fast.decode_container_records(container, path=path)
+                for r in avro.decode_container_records(container, path=path)
             ]
     except (KeyError, IndexError, TypeError) as e:
         raise CorruptMetadataError(
@@ -474,7 +474,7 @@ def read_manifest_file(
         One ``read_bytes`` of ``path`` on a cache miss; nothing on a hit.
     """
     return list(
-        avro_fast.cached_read(
+        decoded_cache.cached_read(
             file_io,
             path,
             lambda data: tuple(decode_manifest_file(data, path=path)),

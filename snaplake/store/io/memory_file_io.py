@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import IO, ClassVar
 
 from snaplake.errors import FileAlreadyExistsError
-from snaplake.store.file_io import FileIO, FileStatus
+from snaplake.store.io.file_io import FileIO, FileStatus
 
 __all__ = ["InMemoryFileIO"]
 

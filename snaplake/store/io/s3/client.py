@@ -1,11 +1,11 @@
 """Clients of S3FileIO: the boto3 S3 client and the pyarrow S3FileSystem, from S3Settings.
 
 This module owns how the ``s3.*`` options (parsed into
-:class:`~snaplake.store.s3_options.S3Settings`) become a configured boto3
+:class:`~snaplake.store.io.s3.options.S3Settings`) become a configured boto3
 client, and how the pyarrow filesystem is made to match it (endpoint,
 region, credentials, timeouts, retry budget, addressing style). It builds
 objects only; caching them per process, and pickling, are
-:class:`~snaplake.store.s3_file_io.S3FileIO`'s job. boto3, botocore and
+:class:`~snaplake.store.io.s3.file_io.S3FileIO`'s job. boto3, botocore and
 ``pyarrow.fs`` are imported inside functions.
 
 Source: boto3 ``Session.client`` with botocore ``Config`` (``standard``
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from snaplake.errors import StorageAccessError
-from snaplake.store.s3_options import DEFAULT_MAX_ATTEMPTS, S3Settings
+from snaplake.store.io.s3.options import DEFAULT_MAX_ATTEMPTS, S3Settings
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs

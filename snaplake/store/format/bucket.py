@@ -5,7 +5,7 @@ For a table with ``bucket = N > 0`` every row goes to bucket
 ``hash`` is ``BinaryRow.hashCode()`` of the row projected on the bucket-key
 columns: 32-bit Murmur3 (seed 42) over the row bytes read as little-endian
 4-byte words, without the 4-byte arity prefix, finished with the byte length.
-The row bytes are exactly those of :func:`snaplake.store.binary_row.encode_binary_row`
+The row bytes are exactly those of :func:`snaplake.store.format.binary_row.encode_binary_row`
 (RowKind INSERT), including the zero padding of the variable part.
 
 This module builds those bytes for all rows at once without a per-row Python
@@ -16,8 +16,8 @@ ragged-copy index arithmetic, which Murmur then consumes word position by word
 position over the rows sorted by length (the rows still active form a
 prefix), so Python iterates once per word position, never once per row.
 
-This module imports only :mod:`snaplake.errors`, :mod:`snaplake.store.types`
-and :mod:`snaplake.store.binary_row`.
+This module imports only :mod:`snaplake.errors`, :mod:`snaplake.store.format.types`
+and :mod:`snaplake.store.format.binary_row`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
-from snaplake.store.binary_row import MAX_FIX_PART_DATA_SIZE, null_bits_size
-from snaplake.store.types import DataType, TypeRoot
+from snaplake.store.format.binary_row import MAX_FIX_PART_DATA_SIZE, null_bits_size
+from snaplake.store.format.types import DataType, TypeRoot
 
 __all__ = ["bucket_ids", "hash_binary_rows", "murmur_hash_words"]
 
@@ -417,7 +417,7 @@ def hash_binary_rows(
 
     Args:
         data: Arrow table with the named columns (Arrow types as
-            :func:`snaplake.store.types.to_arrow_type` gives for ``types``, or
+            :func:`snaplake.store.format.types.to_arrow_type` gives for ``types``, or
             large/view string and binary variants); any row count; not modified.
         columns: Column names, in key order.
         types: The Paimon type of each named column.

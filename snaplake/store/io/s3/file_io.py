@@ -2,21 +2,21 @@
 
 This module holds the client plumbing (per-process boto3 client, pickling,
 the pyarrow bridge) and the content operations (reads and writes). Its
-helpers: :mod:`~snaplake.store.s3_namespace` (existence, metadata, listing
+helpers: :mod:`~snaplake.store.io.s3.namespace` (existence, metadata, listing
 and deleting, inherited by :class:`S3FileIO`),
-:mod:`~snaplake.store.s3_client` (client construction),
-:mod:`~snaplake.store.s3_errors`, :mod:`~snaplake.store.s3_streams` and
-:mod:`~snaplake.store.s3_conditional`. Only the ``s3_*`` modules use
+:mod:`~snaplake.store.io.s3.client` (client construction),
+:mod:`~snaplake.store.io.s3.errors`, :mod:`~snaplake.store.io.s3.streams` and
+:mod:`~snaplake.store.io.s3.conditional`. Only the ``s3_*`` modules use
 ``boto3`` or ``botocore``, imported inside functions, so ``import snaplake``
 works without the ``s3`` extra. Every botocore failure is translated once, in
-:mod:`~snaplake.store.s3_errors`, into a builtin (``FileNotFoundError``) or a
+:mod:`~snaplake.store.io.s3.errors`, into a builtin (``FileNotFoundError``) or a
 :mod:`snaplake.errors` type naming the bucket, the key and what to check.
 
 The commit primitive is ``PutObject`` with ``If-None-Match: *`` (412: a lost
 race; 409: retried; an uncertain outcome: read back and compared), preceded
 once per bucket by a check that the server honours the header (a scratch
 object created twice, or a new manifest created twice, the second create
-refused with 412); both live in :mod:`~snaplake.store.s3_conditional`.
+refused with 412); both live in :mod:`~snaplake.store.io.s3.conditional`.
 Nothing ever checks existence before writing.
 
 Options (catalog options, highest precedence; unset keys fall back to the
@@ -67,16 +67,16 @@ from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any, NoReturn, cast
 
 from snaplake.errors import InvalidOptionError
-from snaplake.store.s3_client import create_client, frozen_credentials, new_arrow_filesystem
-from snaplake.store.s3_conditional import create_new, ensure_conditional_writes, put_create_only
-from snaplake.store.s3_errors import (
+from snaplake.store.io.s3.client import create_client, frozen_credentials, new_arrow_filesystem
+from snaplake.store.io.s3.conditional import create_new, ensure_conditional_writes, put_create_only
+from snaplake.store.io.s3.errors import (
     arrow_error_path,
     boto_error_from_arrow,
     status_code,
     translate_boto_error,
 )
-from snaplake.store.s3_namespace import S3Namespace
-from snaplake.store.s3_options import (
+from snaplake.store.io.s3.namespace import S3Namespace
+from snaplake.store.io.s3.options import (
     ALIASES,
     DEFAULTS,
     MIB,
@@ -84,7 +84,7 @@ from snaplake.store.s3_options import (
     S3Settings,
     split_s3_path,
 )
-from snaplake.store.s3_streams import S3OutputStream, S3RangeReader
+from snaplake.store.io.s3.streams import S3OutputStream, S3RangeReader
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -103,7 +103,7 @@ class S3FileIO(S3Namespace):
     are created lazily, once per process, and are left out of the pickled
     state, so Spark can ship the object to executors. Thread-safe. Reads
     and writes are defined here; existence, metadata, listing and deleting
-    are inherited from :class:`~snaplake.store.s3_namespace.S3Namespace`.
+    are inherited from :class:`~snaplake.store.io.s3.namespace.S3Namespace`.
 
     Args:
         options: Catalog options; the ``s3.*`` keys in the module docstring
@@ -432,7 +432,7 @@ class S3FileIO(S3Namespace):
         bucket not yet verified: instead of the scratch probe, the file is
         created (:meth:`write_output`) and put once more with
         ``If-None-Match: *`` and the same bytes, which must be refused with
-        412 (:func:`~snaplake.store.s3_conditional.create_new`).
+        412 (:func:`~snaplake.store.io.s3.conditional.create_new`).
 
         Args:
             path: ``s3://bucket/key`` of the new file.

@@ -24,12 +24,17 @@ from snaplake.errors import (
     UnsupportedFormatVersionError,
 )
 from snaplake.options import CoreOptions
-from snaplake.store.binary_row import decode_binary_row
-from snaplake.store.codec import decode_json, encode_json
-from snaplake.store.file_io import FileIO
-from snaplake.store.partition import partition_path
-from snaplake.store.paths import PathFactory
-from snaplake.store.types import DataType, arrow_schema_from_fields, fields_from_arrow, parse_type
+from snaplake.store.format.binary_row import decode_binary_row
+from snaplake.store.format.json_codec import decode_json, encode_json
+from snaplake.store.format.partition import partition_path
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.types import (
+    DataType,
+    arrow_schema_from_fields,
+    fields_from_arrow,
+    parse_type,
+)
+from snaplake.store.io.file_io import FileIO
 
 __all__ = ["SCHEMA_VERSION", "SchemaManager", "TableSchema"]
 

@@ -2,7 +2,7 @@
 
 :class:`S3RangeReader` is the fallback reader when pyarrow has no S3 support;
 :class:`S3OutputStream` is what ``S3FileIO.open_output`` returns. Both use the
-owning :class:`~snaplake.store.s3_file_io.S3FileIO`'s boto3 client and its
+owning :class:`~snaplake.store.io.s3.file_io.S3FileIO`'s boto3 client and its
 error translation, so failures surface as the same typed errors.
 
 Source: AWS S3 multipart upload API (``CreateMultipartUpload``,
@@ -18,11 +18,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
 from snaplake.errors import FileAlreadyExistsError
-from snaplake.store.s3_errors import status_code
-from snaplake.store.s3_options import split_s3_path
+from snaplake.store.io.s3.errors import status_code
+from snaplake.store.io.s3.options import split_s3_path
 
 if TYPE_CHECKING:
-    from snaplake.store.s3_file_io import S3FileIO
+    from snaplake.store.io.s3.file_io import S3FileIO
 
 __all__ = ["S3OutputStream", "S3RangeReader"]
 

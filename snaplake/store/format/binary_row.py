@@ -22,7 +22,7 @@ holding the epoch millis, with ``offset << 32 | nano_of_millisecond`` in the
 slot. A null in either keeps its reservation (zeroed) and the offset, exactly
 as Java's ``BinaryRowWriter`` does; every other null has an all-zero slot.
 
-This module imports only :mod:`snaplake.errors` and :mod:`snaplake.store.types`.
+This module imports only :mod:`snaplake.errors` and :mod:`snaplake.store.format.types`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from decimal import Context, Decimal, InvalidOperation
 
 from snaplake.errors import CorruptMetadataError, SchemaMismatchError, UnsupportedTypeError
-from snaplake.store.types import DataType, TypeRoot
+from snaplake.store.format.types import DataType, TypeRoot
 
 __all__ = [
     "EMPTY_BINARY_ROW",

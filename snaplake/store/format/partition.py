@@ -21,8 +21,8 @@ Because ``/`` is escaped and every component contains ``=``, no value can make
 a component equal to ``.`` or ``..``: a partition path never leaves the table
 directory.
 
-This module imports only :mod:`snaplake.errors`, :mod:`snaplake.store.types`
-and :mod:`snaplake.store.binary_row`.
+This module imports only :mod:`snaplake.errors`, :mod:`snaplake.store.format.types`
+and :mod:`snaplake.store.format.binary_row`.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
-from snaplake.store.binary_row import Timestamp
-from snaplake.store.types import DataType, TypeRoot
+from snaplake.store.format.binary_row import Timestamp
+from snaplake.store.format.types import DataType, TypeRoot
 
 __all__ = [
     "DEFAULT_PARTITION_NAME",
@@ -202,7 +202,7 @@ def partition_value_string(
 
     Args:
         value: The partition value (Python types as in
-            :func:`snaplake.store.binary_row.encode_binary_row`), or None.
+            :func:`snaplake.store.format.binary_row.encode_binary_row`), or None.
         dtype: Its Paimon type.
         legacy_partition_name: The table option ``partition.legacy-name``
             (Paimon's default is true).

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from snaplake.errors import SchemaMismatchError
-from snaplake.store.file_io import FileIO
-from snaplake.store.predicate import Predicate
-from snaplake.store.scan import Split
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.predicate import Predicate
+from snaplake.store.read.scan import Split
 
 __all__ = ["read_splits", "read_splits_batches"]
 

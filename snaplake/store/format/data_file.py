@@ -185,7 +185,7 @@ class DataFileMeta:
         """Return the file part of Paimon's file-entry identity.
 
         A manifest entry's full identity is ``(partition, bucket) + this``; see
-        :meth:`snaplake.store.manifest.ManifestEntry.identifier`.
+        :meth:`snaplake.store.format.manifest.ManifestEntry.identifier`.
 
         Returns:
             ``(level, file_name, extra_files, embedded_index, external_path)``.

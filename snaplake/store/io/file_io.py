@@ -272,15 +272,15 @@ def resolve_file_io(uri: str, options: Mapping[str, str] | None = None) -> tuple
     scheme, rest = split_scheme(uri)
     opts = dict(options or {})
     if scheme == "file":
-        from snaplake.store.local_file_io import LocalFileIO
+        from snaplake.store.io.local_file_io import LocalFileIO
 
         return LocalFileIO(), os.path.abspath(rest).rstrip("/") or "/"
     if scheme == "memory":
-        from snaplake.store.memory_file_io import InMemoryFileIO
+        from snaplake.store.io.memory_file_io import InMemoryFileIO
 
         return InMemoryFileIO.shared(rest.split("/", 1)[0]), "memory://" + rest.rstrip("/")
     if scheme in ("s3", "s3a"):
-        from snaplake.store.s3_file_io import S3FileIO
+        from snaplake.store.io.s3.file_io import S3FileIO
 
         return S3FileIO(opts), "s3://" + rest.rstrip("/")
     raise ValueError(

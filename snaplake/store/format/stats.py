@@ -20,8 +20,8 @@ Value stats follow Paimon's default ``metadata.stats-mode = truncate(16)``:
 * TIMESTAMP(7..9), nested types, VARIANT and BLOB get null min/max, as in
   Java's ``ParquetSimpleStatsExtractor``; null counts are exact for every column.
 
-This module imports only :mod:`snaplake.errors`, :mod:`snaplake.store.types`
-and :mod:`snaplake.store.binary_row`.
+This module imports only :mod:`snaplake.errors`, :mod:`snaplake.store.format.types`
+and :mod:`snaplake.store.format.binary_row`.
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from snaplake.errors import InvalidOptionError, SchemaMismatchError, SnaplakeError
-from snaplake.store.binary_row import (
+from snaplake.store.format.binary_row import (
     EMPTY_BINARY_ROW,
     Timestamp,
     decode_binary_row,
     encode_binary_row,
 )
-from snaplake.store.types import DataType, TypeRoot
+from snaplake.store.format.types import DataType, TypeRoot
 
 __all__ = [
     "DEFAULT_STATS_MODE",
@@ -260,7 +260,7 @@ def compute_value_stats(
     Args:
         data: The rows of one data file: a ``pa.Table`` whose columns are the
             table's columns in schema order (Arrow types as
-            :func:`snaplake.store.types.to_arrow_type` gives them, or their
+            :func:`snaplake.store.format.types.to_arrow_type` gives them, or their
             large/view variants); any row count; not modified.
         types: The Paimon type of each column; ``len(types) == data.num_columns``.
         stats_mode: ``metadata.stats-mode``: ``truncate(N)`` (default

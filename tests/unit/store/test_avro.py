@@ -8,21 +8,21 @@ import pytest
 from tests.helpers import avro_records
 
 from snaplake.errors import CorruptMetadataError, InvalidOptionError
-from snaplake.store import avro_fast
-from snaplake.store.avro_fast import (
-    DecodedCache,
+from snaplake.store.format import avro, decoded_cache
+from snaplake.store.format.avro import (
     build_container,
     codec_for_compression,
     compress_block,
-    concat_manifest_lists,
     decompress_block,
     parse_container,
 )
-from snaplake.store.data_file import SimpleStats
-from snaplake.store.manifest_list import (
+from snaplake.store.format.data_file import SimpleStats
+from snaplake.store.format.decoded_cache import DecodedCache
+from snaplake.store.format.manifest_list import (
     MANIFEST_FILE_META_AVRO_SCHEMA,
     ManifestFileMeta,
     _meta_to_record,
+    concat_manifest_lists,
     decode_manifest_list,
     encode_manifest_list,
 )
@@ -253,7 +253,7 @@ def test_lru_cache_bounded_by_records() -> None:
 
 
 def test_cached_read_keys_on_file_io_and_path() -> None:
-    from snaplake.store.memory_file_io import InMemoryFileIO
+    from snaplake.store.io.memory_file_io import InMemoryFileIO
 
     one, two = InMemoryFileIO(), InMemoryFileIO()
     one.write_bytes("memory://p", b"1")
@@ -264,9 +264,9 @@ def test_cached_read_keys_on_file_io_and_path() -> None:
         calls.append(data)
         return (data,)
 
-    assert avro_fast.cached_read(one, "memory://p", decode, use_cache=True) == (b"1",)
-    assert avro_fast.cached_read(two, "memory://p", decode, use_cache=True) == (b"2",)
-    assert avro_fast.cached_read(one, "memory://p", decode, use_cache=True) == (b"1",)
+    assert decoded_cache.cached_read(one, "memory://p", decode, use_cache=True) == (b"1",)
+    assert decoded_cache.cached_read(two, "memory://p", decode, use_cache=True) == (b"2",)
+    assert decoded_cache.cached_read(one, "memory://p", decode, use_cache=True) == (b"1",)
     assert calls == [b"1", b"2"]
 
 
@@ -274,23 +274,23 @@ def test_paused_gc_restores_state() -> None:
     import gc
 
     assert gc.isenabled()
-    with avro_fast.paused_gc():
+    with avro.paused_gc():
         assert not gc.isenabled()
     assert gc.isenabled()
     gc.disable()
     try:
-        with avro_fast.paused_gc():
+        with avro.paused_gc():
             pass
         assert not gc.isenabled()
     finally:
         gc.enable()
 
 
-@pytest.mark.skipif(not avro_fast.columnar_available(), reason="polars not installed")
+@pytest.mark.skipif(not avro.columnar_available(), reason="polars not installed")
 def test_columnar_and_record_decoders_agree_on_large_file() -> None:
     from tests.strategies import make_entry
 
-    from snaplake.store.manifest import decode_manifest_file, encode_manifest_file
+    from snaplake.store.format.manifest import decode_manifest_file, encode_manifest_file
 
     entries = [
         make_entry(
@@ -304,7 +304,7 @@ def test_columnar_and_record_decoders_agree_on_large_file() -> None:
                 min_values=bytes([i % 256]) * 40, max_values=b"m" * 40, null_counts=(i, None, 0)
             ),
         )
-        for i in range(avro_fast.COLUMNAR_MIN_RECORDS + 10)
+        for i in range(avro.COLUMNAR_MIN_RECORDS + 10)
     ]
     data = encode_manifest_file(entries)
     assert decode_manifest_file(data, path="m") == entries  # auto: columnar
@@ -312,7 +312,7 @@ def test_columnar_and_record_decoders_agree_on_large_file() -> None:
 
 
 def test_cache_resize_evicts_least_recently_used():
-    from snaplake.store.avro_fast import DecodedCache
+    from snaplake.store.format.decoded_cache import DecodedCache
 
     cache = DecodedCache(max_records=10)
     for i in range(5):

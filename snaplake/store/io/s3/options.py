@@ -1,6 +1,6 @@
 """Options of S3FileIO: the ``s3.*`` keys, their defaults and parsing, and S3 path helpers.
 
-The option table is in :mod:`snaplake.store.s3_file_io`'s docstring. Nothing
+The option table is in :mod:`snaplake.store.io.s3.file_io`'s docstring. Nothing
 here talks to a server or imports boto3.
 """
 

@@ -9,8 +9,8 @@ HeadObject operation``); :func:`boto_error_from_arrow` turns those into the
 botocore exception the same request would have raised through boto3, so the
 messages users see do not depend on which client hit the problem.
 
-With :mod:`~snaplake.store.s3_file_io`, :mod:`~snaplake.store.s3_client`,
-:mod:`~snaplake.store.s3_streams` and :mod:`~snaplake.store.s3_conditional`,
+With :mod:`~snaplake.store.io.s3.file_io`, :mod:`~snaplake.store.io.s3.client`,
+:mod:`~snaplake.store.io.s3.streams` and :mod:`~snaplake.store.io.s3.conditional`,
 the only modules importing botocore (the import contract in
 ``pyproject.toml`` names them); other S3 helpers get botocore's exception
 classes from :func:`boto_exception_types`.
@@ -26,7 +26,7 @@ import re
 from typing import cast
 
 from snaplake.errors import StorageAccessError, StorageError
-from snaplake.store.s3_options import split_s3_path
+from snaplake.store.io.s3.options import split_s3_path
 
 __all__ = [
     "DENIED_CODES",
@@ -164,7 +164,7 @@ def boto_exception_types() -> tuple[type[Exception], type[Exception]]:
     """Return botocore's ``(ClientError, BotoCoreError)``, what any boto3 call may raise.
 
     For the S3 helper modules that catch them without importing botocore
-    themselves (:mod:`~snaplake.store.s3_namespace`); botocore is imported on call.
+    themselves (:mod:`~snaplake.store.io.s3.namespace`); botocore is imported on call.
     """
     from botocore.exceptions import BotoCoreError, ClientError
 

@@ -1,21 +1,17 @@
-"""Avro object-container plumbing and the fast paths of manifest I/O.
+"""Avro object-container plumbing: framing, block codecs, record and columnar decoding.
 
 This module owns:
 
 * framing of Avro object container files (header, blocks, sync markers),
   block compression for the codecs Paimon writes (``null``, ``deflate``,
-  ``zstandard``, ``bzip2``, ``xz``; ``snappy`` when ``cramjam`` or
-  ``python-snappy`` is importable), independent of fastavro's optional codec
-  libraries;
-* :func:`concat_manifest_lists`, which builds a manifest list from earlier
-  lists by copying their encoded blocks verbatim;
-* a process-wide LRU cache of decoded manifest files and manifest lists
-  (files are immutable once written);
-* the columnar decoder for large files (:func:`iter_container_columns`, polars).
+  ``zstandard``, ``bzip2``, ``xz``, ``snappy``), independent of fastavro's
+  optional codec libraries;
+* record decoding (fastavro) and the columnar decoder for large files
+  (:func:`iter_container_columns`, polars).
 
-It imports only from ``snaplake.errors`` and ``snaplake.store.data_file`` at
-module level; ``manifest`` and ``manifest_list`` import it, and the one
-function that needs ``manifest_list`` imports it lazily.
+It imports only from ``snaplake.errors``. Manifest lists built from earlier
+lists' blocks live in ``manifest_list`` (:func:`concat_manifest_lists`), the
+cache of decoded files in ``metadata_cache``.
 """
 
 from __future__ import annotations
@@ -29,11 +25,10 @@ import lzma
 import os
 import threading
 import zlib
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import fastavro
 import orjson
@@ -41,32 +36,23 @@ import zstandard
 
 from snaplake.errors import CorruptMetadataError, InvalidOptionError
 
-if TYPE_CHECKING:
-    from snaplake.store.manifest_list import ManifestFileMeta
-
 __all__ = [
     "AVRO_MAGIC",
     "COLUMNAR_CHUNK_RECORDS",
     "COLUMNAR_MIN_RECORDS",
     "DEFAULT_SYNC_INTERVAL_BYTES",
-    "SMALL_BLOCK_BYTES",
-    "SMALL_BLOCK_RECORDS",
     "AvroContainer",
     "ColumnarUnavailableError",
-    "DecodedCache",
     "build_container",
-    "cached_read",
     "codec_for_compression",
     "columnar_available",
     "compress_block",
-    "concat_manifest_lists",
     "decode_container_columns",
     "decode_container_records",
     "decompress_block",
     "encode_block",
     "encode_container",
     "iter_container_columns",
-    "metadata_cache",
     "parse_container",
     "paused_gc",
 ]
@@ -683,245 +669,3 @@ def paused_gc() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-# --------------------------------------------------------------------------- LRU cache
-
-
-class DecodedCache:
-    """A thread-safe LRU of decoded immutable metadata files, bounded by record count.
-
-    Keys are ``(file_io, path)`` (``FileIO`` objects with value equality, such as
-    ``LocalFileIO``, share entries); values are tuples of decoded records. Safe
-    because manifests and manifest lists are write-once with unique names.
-
-    Args:
-        max_records: Upper bound on the sum of cached tuple lengths; the least
-            recently used files are evicted beyond it. A file larger than the
-            bound is not cached.
-    """
-
-    def __init__(self, *, max_records: int = 2_000_000) -> None:
-        self._max_records = max_records
-        self._records = 0
-        self._data: OrderedDict[Hashable, tuple[Any, ...]] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    @property
-    def max_records(self) -> int:
-        """The configured bound on cached records."""
-        return self._max_records
-
-    @property
-    def record_count(self) -> int:
-        """Records currently cached."""
-        return self._records
-
-    def get(self, key: Hashable) -> tuple[Any, ...] | None:
-        """Return the cached tuple for ``key`` (marking it recently used), or ``None``."""
-        with self._lock:
-            value = self._data.get(key)
-            if value is None:
-                self.misses += 1
-                return None
-            self._data.move_to_end(key)
-            self.hits += 1
-            return value
-
-    def put(self, key: Hashable, value: tuple[Any, ...]) -> None:
-        """Insert ``value`` under ``key`` and evict least recently used files over the bound."""
-        size = max(len(value), 1)
-        if size > self._max_records:
-            return
-        with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._records -= max(len(old), 1)
-            self._data[key] = value
-            self._records += size
-            while self._records > self._max_records:
-                _, evicted = self._data.popitem(last=False)
-                self._records -= max(len(evicted), 1)
-
-    def resize(self, max_records: int) -> None:
-        """Change the bound to ``max_records`` and evict least recently used files over it.
-
-        Raises:
-            ValueError: ``max_records`` is negative.
-        """
-        if max_records < 0:
-            raise ValueError(f"max_records must be >= 0, got {max_records}")
-        with self._lock:
-            self._max_records = max_records
-            while self._data and self._records > self._max_records:
-                _, evicted = self._data.popitem(last=False)
-                self._records -= max(len(evicted), 1)
-
-    def invalidate(self, key: Hashable) -> None:
-        """Drop ``key`` if cached."""
-        with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._records -= max(len(old), 1)
-
-    def clear(self) -> None:
-        """Drop everything and reset the hit/miss counters."""
-        with self._lock:
-            self._data.clear()
-            self._records = 0
-            self.hits = 0
-            self.misses = 0
-
-
-metadata_cache: Final[DecodedCache] = DecodedCache(max_records=2_000_000)
-"""The process-wide cache used by ``read_manifest_file`` and ``read_manifest_list``."""
-
-
-def cached_read(
-    file_io: Any,
-    path: str,
-    decode: Callable[[bytes], tuple[Any, ...]],
-    *,
-    use_cache: bool,
-) -> tuple[Any, ...]:
-    """Return decoded records of ``path``, from :data:`metadata_cache` when possible.
-
-    Args:
-        file_io: The ``FileIO`` to read with (part of the cache key).
-        path: File path.
-        decode: Turns the file bytes into a tuple of records.
-        use_cache: ``False`` reads and decodes without touching the cache.
-
-    Returns:
-        The decoded records.
-
-    Raises:
-        FileNotFoundError: ``path`` does not exist (on a cache miss).
-        CorruptMetadataError: From ``decode``.
-
-    Storage:
-        One ``read_bytes`` on a cache miss; nothing on a hit.
-    """
-    if not use_cache:
-        return decode(file_io.read_bytes(path))
-    key = (file_io, path)
-    hit = metadata_cache.get(key)
-    if hit is not None:
-        return hit
-    value = decode(file_io.read_bytes(path))
-    metadata_cache.put(key, value)
-    return value
-
-
-# --------------------------------------------------------------------------- manifest lists
-
-
-def concat_manifest_lists(parts: Sequence[bytes], extra: Sequence[ManifestFileMeta]) -> bytes:
-    """Build a manifest list holding every record of ``parts`` followed by ``extra``.
-
-    Data blocks of a part whose schema is ours (byte-identical ``avro.schema`` or
-    the same parsed schema) and whose codec matches the output codec are copied
-    verbatim, re-framed with the new file's sync marker; other parts are decoded
-    and re-encoded. Runs of small blocks (fewer than ``SMALL_BLOCK_RECORDS``
-    records, typically one commit's delta list each) are merged by joining their
-    decompressed contents, still without decoding any record. The output codec
-    is the first part's codec when we can write it, else ``zstandard``.
-
-    Args:
-        parts: Whole manifest-list files (e.g. the latest snapshot's base and delta lists).
-        extra: Records to append after them.
-
-    Returns:
-        The new manifest-list file content (readable by fastavro, pypaimon and Java).
-
-    Raises:
-        CorruptMetadataError: A part is not a decodable manifest list (its ``path``
-            is ``<part i>``).
-        UnsupportedFormatVersionError: A part holds a record with a ``_VERSION``
-            newer than 2.
-
-    Source:
-        Avro's ``DataFileWriter.appendAllFrom`` (raw block copy when schema and codec
-        match); the motivation is Paimon's commit, which rewrites base + delta into
-        the new base list every commit.
-    """
-    from snaplake.store import manifest_list as ml
-
-    containers = [parse_container(p, path=f"<part {i}>") for i, p in enumerate(parts)]
-    codec = "zstandard"
-    if containers and containers[0].codec in {"null", "zstandard", "deflate", "bzip2", "xz"}:
-        codec = containers[0].codec
-    our_schema = ml.MANIFEST_LIST_SCHEMA_JSON
-    blocks: list[tuple[int, bytes | memoryview]] = []
-    for i, c in enumerate(containers):
-        if c.codec == codec and (c.schema_json == our_schema or _same_schema(c, our_schema)):
-            blocks.extend(c.blocks)
-            continue
-        metas = ml.decode_manifest_list_container(c, path=f"<part {i}>")
-        if metas:
-            raw = ml.encode_manifest_list_block(metas)
-            blocks.append((len(metas), compress_block(codec, raw)))
-    if extra:
-        blocks.append((len(extra), compress_block(codec, ml.encode_manifest_list_block(extra))))
-    return build_container(our_schema, codec, _coalesce_small_blocks(blocks, codec))
-
-
-SMALL_BLOCK_BYTES: Final[int] = 4096
-SMALL_BLOCK_RECORDS: Final[int] = 128
-"""Blocks with fewer records than this and under ``SMALL_BLOCK_BYTES`` compressed are
-merged with their neighbours by :func:`concat_manifest_lists` into blocks of
-``SMALL_BLOCK_RECORDS`` records, so that a list appended to on every commit does not
-end up as one tiny block (plus a 16-byte sync marker and a codec frame) per commit,
-while full blocks are copied verbatim from then on."""
-
-
-def _coalesce_small_blocks(
-    blocks: list[tuple[int, bytes | memoryview]], codec: str
-) -> list[tuple[int, bytes | memoryview]]:
-    """Merge runs of small blocks into blocks of up to ``DEFAULT_SYNC_INTERVAL_BYTES``.
-
-    Avro records are self-delimiting, so a block's content is the plain
-    concatenation of its records: merging decompresses and joins block contents
-    without decoding any record. Large blocks are kept verbatim.
-    """
-
-    def small(count: int, block: bytes | memoryview) -> bool:
-        return count < SMALL_BLOCK_RECORDS and len(block) < SMALL_BLOCK_BYTES
-
-    if sum(1 for count, b in blocks if small(count, b)) < 2:
-        return blocks
-    out: list[tuple[int, bytes | memoryview]] = []
-    run: list[bytes] = []
-    run_count = 0
-    run_bytes = 0
-
-    def flush() -> None:
-        nonlocal run, run_count, run_bytes
-        if len(run) == 1:
-            out.append((run_count, compress_block(codec, run[0])))
-        elif run:
-            out.append((run_count, compress_block(codec, b"".join(run))))
-        run, run_count, run_bytes = [], 0, 0
-
-    for count, block in blocks:
-        if not small(count, block):
-            flush()
-            out.append((count, block))
-            continue
-        raw = decompress_block(codec, block, path="<concat>")
-        run.append(raw)
-        run_count += count
-        run_bytes += len(raw)
-        if run_count >= SMALL_BLOCK_RECORDS or run_bytes >= DEFAULT_SYNC_INTERVAL_BYTES:
-            flush()
-    flush()
-    return out
-
-
-def _same_schema(container: AvroContainer, schema_json: bytes) -> bool:
-    try:
-        return bool(container.schema() == orjson.loads(schema_json))
-    except orjson.JSONDecodeError:
-        return False

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from snaplake.store.data_file import SimpleStats
-from snaplake.store.file_io import FileIO
-from snaplake.store.manifest import FileKind, ManifestEntry, write_manifest_file
-from snaplake.store.manifest_list import ManifestFileMeta
-from snaplake.store.paths import PathFactory
-from snaplake.store.schema import TableSchema
-from snaplake.store.stats import compare_partition_stats
+from snaplake.store.format.data_file import SimpleStats
+from snaplake.store.format.manifest import FileKind, ManifestEntry, write_manifest_file
+from snaplake.store.format.manifest_list import ManifestFileMeta
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.stats import compare_partition_stats
+from snaplake.store.io.file_io import FileIO
 
 __all__ = ["write_manifest"]
 

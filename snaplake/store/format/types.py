@@ -641,7 +641,7 @@ def data_type_from_arrow(pa_type: pa.DataType, *, nullable: bool = True) -> Data
         raise _refuse(pa_type, "cast to pa.list_(value_type)")
     if t.is_null(pa_type):
         raise _refuse(pa_type, "cast the all-null column to the intended type")
-    raise _refuse(pa_type, "cast to one of the supported types (see snaplake.store.types)")
+    raise _refuse(pa_type, "cast to one of the supported types (see snaplake.store.format.types)")
 
 
 def _assign_ids(t: DataType, counter: list[int]) -> DataType:

@@ -28,7 +28,7 @@ from typing import IO
 import pyarrow.fs as pafs
 
 from snaplake.errors import FileAlreadyExistsError, StorageAccessError, StorageError
-from snaplake.store.file_io import FileIO, FileStatus
+from snaplake.store.io.file_io import FileIO, FileStatus
 
 __all__ = ["LocalFileIO"]
 

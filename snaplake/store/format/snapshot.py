@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from snaplake.errors import CorruptMetadataError, UnsupportedFormatVersionError
-from snaplake.store.codec import decode_json, encode_json
+from snaplake.store.format.json_codec import decode_json, encode_json
 
 __all__ = [
     "BATCH_COMMIT_IDENTIFIER",

@@ -1,14 +1,14 @@
 """The namespace half of S3FileIO: existence, metadata, listing and deleting of objects.
 
-:class:`S3Namespace` implements the :class:`~snaplake.store.file_io.FileIO`
+:class:`S3Namespace` implements the :class:`~snaplake.store.io.file_io.FileIO`
 methods that look at or remove keys without moving their content:
 ``HeadObject`` (:meth:`~S3Namespace.exists`, :meth:`~S3Namespace.file_exists`,
 :meth:`~S3Namespace.file_status`), paginated ``ListObjectsV2``
 (:meth:`~S3Namespace.list_files`, :meth:`~S3Namespace.list_dirs`) and
-``DeleteObject`` / batched ``DeleteObjects``. :class:`~snaplake.store.s3_file_io.S3FileIO`
+``DeleteObject`` / batched ``DeleteObjects``. :class:`~snaplake.store.io.s3.file_io.S3FileIO`
 inherits them and supplies the boto3 client (``_s3``) and the error
 translation (``_raise``); reads and writes of content stay there. botocore's
-exception classes come from :func:`~snaplake.store.s3_errors.boto_exception_types`,
+exception classes come from :func:`~snaplake.store.io.s3.errors.boto_exception_types`,
 so botocore is imported on first use only.
 
 Source: AWS S3 API reference (``HeadObject``, ``HeadBucket``, ``ListObjectsV2``
@@ -26,9 +26,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NoReturn, cast
 
 from snaplake.errors import StorageAccessError, StorageError
-from snaplake.store.file_io import FileIO, FileStatus
-from snaplake.store.s3_errors import DENIED_CODES, boto_exception_types, status_code
-from snaplake.store.s3_options import dir_prefix, split_s3_path
+from snaplake.store.io.file_io import FileIO, FileStatus
+from snaplake.store.io.s3.errors import DENIED_CODES, boto_exception_types, status_code
+from snaplake.store.io.s3.options import dir_prefix, split_s3_path
 
 __all__ = ["S3Namespace"]
 
@@ -40,7 +40,7 @@ DELETE_BATCH = 1000  # DeleteObjects accepts at most 1,000 keys per call
 class S3Namespace(FileIO):
     """Existence, metadata, listing and deleting of ``s3://bucket/key`` objects, over boto3.
 
-    Abstract: the concrete class (:class:`~snaplake.store.s3_file_io.S3FileIO`)
+    Abstract: the concrete class (:class:`~snaplake.store.io.s3.file_io.S3FileIO`)
     provides the per-process boto3 client and the translation of botocore
     failures into builtin and :mod:`snaplake.errors` types. Every method
     raises ``StorageAccessError`` for refused, expired or missing

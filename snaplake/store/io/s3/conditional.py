@@ -18,7 +18,7 @@ file itself replaces the scratch key: it is created, then created again with
 the same bytes, which must fail with 412. That costs one request instead of
 the scratch probe's three, in every new process that commits.
 
-Both functions work on an :class:`~snaplake.store.s3_file_io.S3FileIO`: its
+Both functions work on an :class:`~snaplake.store.io.s3.file_io.S3FileIO`: its
 boto3 client, its error translation (so failures surface as the same typed
 errors as every other S3 call), its settings and its per-bucket probe state.
 botocore is imported inside functions only, like the rest of the S3 modules.
@@ -38,12 +38,12 @@ import uuid
 from typing import TYPE_CHECKING
 
 from snaplake.errors import FileAlreadyExistsError, StorageError, UnsafeStorageError
-from snaplake.store.file_io import SCRATCH_PREFIX
-from snaplake.store.s3_errors import UNSUPPORTED_CODES, status_code
-from snaplake.store.s3_options import split_s3_path
+from snaplake.store.io.file_io import SCRATCH_PREFIX
+from snaplake.store.io.s3.errors import UNSUPPORTED_CODES, status_code
+from snaplake.store.io.s3.options import split_s3_path
 
 if TYPE_CHECKING:
-    from snaplake.store.s3_file_io import S3FileIO
+    from snaplake.store.io.s3.file_io import S3FileIO
 
 __all__ = ["create_new", "ensure_conditional_writes", "put_create_only"]
 

@@ -6,9 +6,9 @@ how many files it adds and deletes, partition stats for pruning, and optional
 bucket/level/row-id bounds. A snapshot points at a base list and a delta list.
 This module owns the value type, the exact Avro schema (``_VERSION`` = 2) and
 reading/writing; appending to an existing list without decoding it is
-:func:`snaplake.store.avro_fast.concat_manifest_lists`.
+:func:`snaplake.store.format.avro.concat_manifest_lists`.
 
-Imports: ``snaplake.errors``, ``snaplake.store.data_file``, ``snaplake.store.avro_fast``.
+Imports: ``snaplake.errors``, ``snaplake.store.format.data_file``, ``snaplake.store.format.avro``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import fastavro
 import orjson
 
 from snaplake.errors import CorruptMetadataError, UnsupportedFormatVersionError
-from snaplake.store import avro_fast
-from snaplake.store.data_file import (
+from snaplake.store.format import avro, decoded_cache
+from snaplake.store.format.data_file import (
     SimpleStats,
     _fast_simple_stats,
     _opt_list,
@@ -31,7 +31,7 @@ from snaplake.store.data_file import (
 )
 
 if TYPE_CHECKING:
-    from snaplake.store.file_io import FileIO
+    from snaplake.store.io.file_io import FileIO
 
 __all__ = [
     "MANIFEST_FILE_META_AVRO_SCHEMA",
@@ -220,7 +220,7 @@ def encode_manifest_list_block(metas: Sequence[ManifestFileMeta]) -> bytes:
     Returns:
         Concatenated record encodings under :data:`MANIFEST_FILE_META_AVRO_SCHEMA`.
     """
-    return avro_fast.encode_block(_PARSED_SCHEMA, [_meta_to_record(m) for m in metas])
+    return avro.encode_block(_PARSED_SCHEMA, [_meta_to_record(m) for m in metas])
 
 
 def encode_manifest_list(metas: Sequence[ManifestFileMeta], *, compression: str = "zstd") -> bytes:
@@ -240,8 +240,8 @@ def encode_manifest_list(metas: Sequence[ManifestFileMeta], *, compression: str 
     Source:
         Paimon ``ManifestList.write`` / pypaimon ``ManifestListManager.write``.
     """
-    codec = avro_fast.codec_for_compression(compression)
-    return avro_fast.encode_container(
+    codec = avro.codec_for_compression(compression)
+    return avro.encode_container(
         _PARSED_SCHEMA, MANIFEST_LIST_SCHEMA_JSON, (_meta_to_record(m) for m in metas), codec=codec
     )
 
@@ -278,17 +278,17 @@ def write_manifest_list(
     """
     data = encode_manifest_list(metas, compression=compression)
     file_io.write_new(path, data)
-    avro_fast.metadata_cache.put((file_io, path), tuple(metas))
+    decoded_cache.metadata_cache.put((file_io, path), tuple(metas))
     return len(data)
 
 
 def decode_manifest_list_container(
-    container: avro_fast.AvroContainer, *, path: str
+    container: avro.AvroContainer, *, path: str
 ) -> list[ManifestFileMeta]:
     """Decode the records of an already parsed manifest-list container.
 
     Args:
-        container: From :func:`snaplake.store.avro_fast.parse_container`.
+        container: From :func:`snaplake.store.format.avro.parse_container`.
         path: File path, for error messages.
 
     Returns:
@@ -299,10 +299,10 @@ def decode_manifest_list_container(
         UnsupportedFormatVersionError: A record's ``_VERSION`` is not 2.
     """
     try:
-        with avro_fast.paused_gc():
+        with avro.paused_gc():
             return [
                 _meta_from_record(r, path=path)
-                for r in avro_fast.decode_container_records(container, path=path)
+                for r in avro.decode_container_records(container, path=path)
             ]
     except (KeyError, TypeError) as e:
         raise CorruptMetadataError(
@@ -328,7 +328,7 @@ def decode_manifest_list(data: bytes, *, path: str) -> list[ManifestFileMeta]:
     Source:
         Paimon ``ManifestFileMetaSerializer.fromRow``.
     """
-    return decode_manifest_list_container(avro_fast.parse_container(data, path=path), path=path)
+    return decode_manifest_list_container(avro.parse_container(data, path=path), path=path)
 
 
 def read_manifest_list(
@@ -353,10 +353,117 @@ def read_manifest_list(
         One ``read_bytes`` of ``path`` on a cache miss; nothing on a hit.
     """
     return list(
-        avro_fast.cached_read(
+        decoded_cache.cached_read(
             file_io,
             path,
             lambda data: tuple(decode_manifest_list(data, path=path)),
             use_cache=use_cache,
         )
     )
+
+
+def concat_manifest_lists(parts: Sequence[bytes], extra: Sequence[ManifestFileMeta]) -> bytes:
+    """Build a manifest list holding every record of ``parts`` followed by ``extra``.
+
+    Data blocks of a part whose schema is ours (byte-identical ``avro.schema`` or
+    the same parsed schema) and whose codec matches the output codec are copied
+    verbatim, re-framed with the new file's sync marker; other parts are decoded
+    and re-encoded. Runs of small blocks (fewer than ``SMALL_BLOCK_RECORDS``
+    records, typically one commit's delta list each) are merged by joining their
+    decompressed contents, still without decoding any record. The output codec
+    is the first part's codec when we can write it, else ``zstandard``.
+
+    Args:
+        parts: Whole manifest-list files (e.g. the latest snapshot's base and delta lists).
+        extra: Records to append after them.
+
+    Returns:
+        The new manifest-list file content (readable by fastavro, pypaimon and Java).
+
+    Raises:
+        CorruptMetadataError: A part is not a decodable manifest list (its ``path``
+            is ``<part i>``).
+        UnsupportedFormatVersionError: A part holds a record with a ``_VERSION``
+            newer than 2.
+
+    Source:
+        Avro's ``DataFileWriter.appendAllFrom`` (raw block copy when schema and codec
+        match); the motivation is Paimon's commit, which rewrites base + delta into
+        the new base list every commit.
+    """
+    containers = [avro.parse_container(p, path=f"<part {i}>") for i, p in enumerate(parts)]
+    codec = "zstandard"
+    if containers and containers[0].codec in {"null", "zstandard", "deflate", "bzip2", "xz"}:
+        codec = containers[0].codec
+    our_schema = MANIFEST_LIST_SCHEMA_JSON
+    blocks: list[tuple[int, bytes | memoryview]] = []
+    for i, c in enumerate(containers):
+        if c.codec == codec and (c.schema_json == our_schema or _same_schema(c, our_schema)):
+            blocks.extend(c.blocks)
+            continue
+        metas = decode_manifest_list_container(c, path=f"<part {i}>")
+        if metas:
+            raw = encode_manifest_list_block(metas)
+            blocks.append((len(metas), avro.compress_block(codec, raw)))
+    if extra:
+        blocks.append((len(extra), avro.compress_block(codec, encode_manifest_list_block(extra))))
+    return avro.build_container(our_schema, codec, _coalesce_small_blocks(blocks, codec))
+
+
+SMALL_BLOCK_BYTES: Final[int] = 4096
+SMALL_BLOCK_RECORDS: Final[int] = 128
+"""Blocks with fewer records than this and under ``SMALL_BLOCK_BYTES`` compressed are
+merged with their neighbours by :func:`concat_manifest_lists` into blocks of
+``SMALL_BLOCK_RECORDS`` records, so that a list appended to on every commit does not
+end up as one tiny block (plus a 16-byte sync marker and a codec frame) per commit,
+while full blocks are copied verbatim from then on."""
+
+
+def _coalesce_small_blocks(
+    blocks: list[tuple[int, bytes | memoryview]], codec: str
+) -> list[tuple[int, bytes | memoryview]]:
+    """Merge runs of small blocks into blocks of up to ``avro.DEFAULT_SYNC_INTERVAL_BYTES``.
+
+    Avro records are self-delimiting, so a block's content is the plain
+    concatenation of its records: merging decompresses and joins block contents
+    without decoding any record. Large blocks are kept verbatim.
+    """
+
+    def small(count: int, block: bytes | memoryview) -> bool:
+        return count < SMALL_BLOCK_RECORDS and len(block) < SMALL_BLOCK_BYTES
+
+    if sum(1 for count, b in blocks if small(count, b)) < 2:
+        return blocks
+    out: list[tuple[int, bytes | memoryview]] = []
+    run: list[bytes] = []
+    run_count = 0
+    run_bytes = 0
+
+    def flush() -> None:
+        nonlocal run, run_count, run_bytes
+        if len(run) == 1:
+            out.append((run_count, avro.compress_block(codec, run[0])))
+        elif run:
+            out.append((run_count, avro.compress_block(codec, b"".join(run))))
+        run, run_count, run_bytes = [], 0, 0
+
+    for count, block in blocks:
+        if not small(count, block):
+            flush()
+            out.append((count, block))
+            continue
+        raw = avro.decompress_block(codec, block, path="<concat>")
+        run.append(raw)
+        run_count += count
+        run_bytes += len(raw)
+        if run_count >= SMALL_BLOCK_RECORDS or run_bytes >= avro.DEFAULT_SYNC_INTERVAL_BYTES:
+            flush()
+    flush()
+    return out
+
+
+def _same_schema(container: avro.AvroContainer, schema_json: bytes) -> bool:
+    try:
+        return bool(container.schema() == orjson.loads(schema_json))
+    except orjson.JSONDecodeError:
+        return False

@@ -1,0 +1,1 @@
+"""The on-disk codecs: BinaryRow, types, schema, DataFileMeta, manifests, snapshot, Avro."""

@@ -1,0 +1,1 @@
+"""FileIO backends: local disk, memory, S3 (``io/s3/``)."""

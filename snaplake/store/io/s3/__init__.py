@@ -1,0 +1,1 @@
+"""S3FileIO and its parts (boto3 and botocore are imported only here)."""

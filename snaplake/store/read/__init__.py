@@ -1,0 +1,1 @@
+"""Planning and reading: scan, predicates, splits read into Arrow."""
