@@ -183,7 +183,7 @@ class CompactJobResult:
         return (
             f"{self.files.data_files} data file(s), {self.files.small_files} small, "
             f"{self.files.buckets_due} bucket(s) due, {self.files_compacted} compacted"
-            + (f" on {self.engine}" if self.acted else "")
+            + (f" on {self.engine}" if self.acted and self.engine != "in-process" else "")
             + (f" ({self.remote_failure} remotely)" if self.remote_failure else "")
         )
 

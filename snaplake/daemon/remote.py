@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -205,5 +206,9 @@ class RemoteCompaction:
 
 
 def _first_line(exc: BaseException) -> str:
+    """A one-line reason: gRPC's ``details = "..."`` when there is one, else the first line."""
     text = str(exc).strip()
+    match = re.search(r'details = "([^"]*)"', text)
+    if match:
+        return match.group(1)[:300]
     return text.splitlines()[0][:300] if text else ""

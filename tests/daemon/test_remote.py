@@ -87,7 +87,9 @@ def test_small_compactions_stay_in_process():
 
 
 def test_a_failed_engine_falls_back_with_a_logged_reason_and_a_metric(caplog):
-    engine = _Engine(ConnectionError("failed to connect to all addresses"))
+    engine = _Engine(ConnectionError(  # what grpc's errors look like: the reason is a detail
+        '<_InactiveRpcError of RPC that terminated with:\n\tstatus = StatusCode.UNAVAILABLE\n'
+        '\tdetails = "failed to connect to all addresses"\n'))  # fmt: skip
     remote, _ = _remote(engine)
     table = _due_table()
     with caplog.at_level("WARNING", logger="snaplake.daemon.remote"):
@@ -96,7 +98,7 @@ def test_a_failed_engine_falls_back_with_a_logged_reason_and_a_metric(caplog):
     assert result.remote_failure == "ConnectionError"
     assert engine.closed == 1  # the broken connection is dropped; the next run reconnects
     (record,) = caplog.records
-    assert "ConnectionError: failed to connect" in record.getMessage()
+    assert "(ConnectionError: failed to connect to all addresses)" in record.getMessage()
     assert "compacting in process instead" in record.getMessage()
     assert "token" not in record.getMessage()
     metrics = SnaplakeMetrics(registry=CollectorRegistry())
