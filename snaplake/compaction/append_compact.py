@@ -143,8 +143,7 @@ class AppendCompactor:
     def target_file_size_bytes(self) -> int:
         """The ``target-file-size`` outputs are rolled at (the override, else the table's).
 
-        Raises:
-            TableNotFoundError: the table has no schema.
+        Storage: lists the schema directory (the latest schema).
         """
         schema = self.commit.schema_manager.latest()
         if schema is None:

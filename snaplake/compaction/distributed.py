@@ -290,7 +290,6 @@ def distributed_compaction(
         UnsupportedTableError: a primary-key table (its LSM compaction does
             not run distributed yet); nothing was written.
         ValueError: an empty ``partitions`` list.
-        TableNotFoundError: the table has no schema.
     """
     schema = commit.schema_manager.latest()
     if schema is not None and schema.primary_keys:
