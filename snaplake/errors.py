@@ -14,6 +14,7 @@ Python code (``except LookupError``, ``except FileExistsError``) keeps working::
     ├── InvalidOptionError (ValueError)            unknown/unparsable option; .key, .value
     ├── SchemaMismatchError (ValueError)           Arrow data vs table schema
     ├── UnsupportedTypeError (TypeError)           an Arrow type Paimon cannot store
+    ├── UnsupportedTableError (ValueError)         a table kind an operation does not handle
     ├── CorruptMetadataError (ValueError)          undecodable snapshot/manifest; .path
     │   └── UnsupportedFormatVersionError          a newer writer's file; .version
     ├── StorageError (OSError)                     backend failure; .path, .operation
@@ -53,6 +54,7 @@ __all__ = [
     "TagNotFoundError",
     "UnsafeStorageError",
     "UnsupportedFormatVersionError",
+    "UnsupportedTableError",
     "UnsupportedTypeError",
 ]
 
@@ -118,6 +120,14 @@ class SchemaMismatchError(SnaplakeError, ValueError):
 
 class UnsupportedTypeError(SnaplakeError, TypeError):
     """Raised for an Arrow or Paimon type snaplake cannot store or read."""
+
+
+class UnsupportedTableError(SnaplakeError, ValueError):
+    """Raised before anything is written when an operation does not handle the table's kind.
+
+    For example a distributed compaction of a primary-key table; the message
+    says what to use instead.
+    """
 
 
 class CorruptMetadataError(SnaplakeError, ValueError):

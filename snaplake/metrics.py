@@ -212,6 +212,9 @@ _METRICS: tuple[_Spec, ...] = (
           "Manifest files replaced by manifest merges."),
     _Spec("files_compacted", Counter, "snaplake_files_compacted", ("table",),
           "Small data files rewritten by compaction."),
+    _Spec("remote_failures", Counter, "snaplake_daemon_remote_failures", ("table", "task", "error"),
+          "Maintenance runs handed to a remote engine (Spark Connect) that failed and ran in "
+          "process instead, by exception class."),
     _Spec("last_success", Gauge, "snaplake_daemon_last_success_timestamp_seconds",
           ("table", "task"),
           "Epoch seconds of the last successful (or no-op) run of a maintenance task."),
@@ -318,6 +321,7 @@ class SnaplakeMetrics:
     files_deleted: Counter
     manifests_merged: Counter
     files_compacted: Counter
+    remote_failures: Counter
     last_success: Gauge
     build_info: Gauge
     daemon_up: Gauge

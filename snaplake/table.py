@@ -381,12 +381,16 @@ class Table:
         )
         return clean.plan() if dry_run else clean.execute()
 
-    def compact(self, *, partition_filter: Mapping[str, Any] | None = None) -> CompactResult:
+    def compact(
+        self, *, partition_filter: Mapping[str, Any] | None = None, full: bool = False
+    ) -> CompactResult:
         """Rewrite runs of small data files into target-size files (a COMPACT snapshot).
 
         Args:
             partition_filter: ``{partition_key: value}`` to compact only those
                 partitions (``None`` = all).
+            full: Rewrite every file of a bucket after its leading large ones
+                (Paimon's full compaction), not only runs of small files.
 
         Raises:
             CommitConflictError: a concurrent commit deleted an input; the
@@ -398,7 +402,7 @@ class Table:
         from snaplake.compaction.append_compact import AppendCompactor
 
         return AppendCompactor(
-            commit=self._maintenance_commit(), partition_filter=partition_filter
+            commit=self._maintenance_commit(), partition_filter=partition_filter, full=full
         ).execute()
 
     def create_tag(self, name: str, *, snapshot_id: int | None = None) -> TagInfo:

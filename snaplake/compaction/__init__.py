@@ -8,7 +8,13 @@ pure deletion) and returns a frozen result dataclass. This package imports
 """
 
 from snaplake.compaction.append_compact import AppendCompactor, CompactResult, CompactTask
+from snaplake.compaction.append_rewrite import AppendRewriter
 from snaplake.compaction.consumers import ConsumerManager
+from snaplake.compaction.distributed import (
+    DistributedCompaction,
+    RewriteUnit,
+    distributed_compaction,
+)
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
 from snaplake.compaction.inline import (
     MAINTENANCE_COMMIT_USER,
@@ -29,9 +35,11 @@ __all__ = [
     "DEFAULT_OLDER_THAN",
     "MAINTENANCE_COMMIT_USER",
     "AppendCompactor",
+    "AppendRewriter",
     "CompactResult",
     "CompactTask",
     "ConsumerManager",
+    "DistributedCompaction",
     "ExpireResult",
     "ExpireSnapshots",
     "InlineMaintenanceResult",
@@ -39,9 +47,11 @@ __all__ = [
     "MergeResult",
     "OrphanCleanResult",
     "OrphanFilesClean",
+    "RewriteUnit",
     "RollbackResult",
     "TagInfo",
     "TagManager",
+    "distributed_compaction",
     "maintenance_commit",
     "rollback_to",
     "run_inline_maintenance",

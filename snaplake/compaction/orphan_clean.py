@@ -16,6 +16,12 @@ Order: list candidates first, then read the snapshots and tags, then delete
 (parallel batches). A snapshot expired while being read is skipped; any other
 read failure raises before anything is deleted.
 
+The steps are usable apart, so an engine can list the data directories on
+many machines (``snaplake.spark.remove_orphan_files``): :meth:`OrphanFilesClean.scan_dirs`
+names the table's top-level directories, :func:`list_candidates` lists one of
+them anywhere, and :meth:`OrphanFilesClean.clean` compares what was listed
+with the referenced files and deletes (through a callback, if given).
+
 Source: Paimon ``OrphanFilesClean`` / ``LocalOrphanFilesClean`` (directories
 scanned, ``olderThan`` default of one day, used files = manifest lists,
 manifests, index and statistics files and data files with their extra files
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -40,7 +46,13 @@ from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import SCRATCH_PREFIX, FileIO, FileStatus
 from snaplake.store.snapshot_manager import SnapshotManager
 
-__all__ = ["DEFAULT_OLDER_THAN", "OrphanCleanResult", "OrphanFilesClean"]
+__all__ = [
+    "DEFAULT_OLDER_THAN",
+    "OrphanCleanResult",
+    "OrphanFilesClean",
+    "is_candidate",
+    "list_candidates",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +113,49 @@ def resolve_cutoff(older_than: timedelta | datetime, *, now: datetime) -> dateti
     return older_than.astimezone(UTC)
 
 
+def is_candidate(relative_path: str) -> bool:
+    """Whether a file may be an orphan, by its path relative to the table directory.
+
+    Candidates: manifests and manifest lists (``manifest/<name>``), stray
+    files in ``snapshot/`` (not ``snapshot-<N>``, ``LATEST``, ``EARLIEST``),
+    data files (``<k=v>/.../bucket-<b>/<name>`` outside the metadata
+    directories) and FileIO scratch files anywhere.
+    """
+    parts = relative_path.lstrip("/").split("/")
+    name = parts[-1]
+    top = parts[0]
+    if name.startswith(SCRATCH_PREFIX):
+        return True  # never referenced: an orphan once older than the cutoff
+    if top == "manifest" and len(parts) == 2:
+        return True
+    if top == "snapshot" and len(parts) == 2:
+        return not (name.startswith("snapshot-") or name in ("LATEST", "EARLIEST"))
+    return (
+        top not in _NEVER_SCANNED
+        and len(parts) >= 2
+        and parts[-2].startswith("bucket-")
+        and all("=" in p for p in parts[:-2])
+    )
+
+
+def list_candidates(
+    file_io: FileIO, *, table_root: str, directory: str, cutoff_ms: int
+) -> Iterator[FileStatus]:
+    """List the candidates below ``directory`` last modified before ``cutoff_ms``.
+
+    Args:
+        file_io: Storage of the table.
+        table_root: The table directory (paths are classified relative to it).
+        directory: A directory of the table (listed recursively).
+        cutoff_ms: Epoch milliseconds; newer files are skipped.
+
+    Storage: lists ``directory``; reads and writes nothing else.
+    """
+    for status in file_io.list_files(directory):
+        if status.modification_time_ms < cutoff_ms and is_candidate(status.path[len(table_root) :]):
+            yield status
+
+
 class OrphanFilesClean:
     """Find and delete a table's orphan files.
 
@@ -159,20 +214,80 @@ class OrphanFilesClean:
         return self._run(dry_run=False)
 
     # ----------------------------------------------------------------- steps
-    def _run(self, *, dry_run: bool) -> OrphanCleanResult:
-        start = time.monotonic()
-        cutoff_ms = int(self.cutoff.timestamp() * 1000)
-        candidates = [s for s in self._candidates() if s.modification_time_ms < cutoff_ms]
+    @property
+    def cutoff_ms(self) -> int:
+        """The cutoff as epoch milliseconds."""
+        return int(self.cutoff.timestamp() * 1000)
+
+    def scan_dirs(self) -> tuple[list[str], list[str]]:
+        """Return the table's top-level directories: (data directories, metadata directories).
+
+        Data directories are the partition directories (``k=v``) and, in an
+        unpartitioned table, the ``bucket-<b>`` ones (anything not a metadata
+        directory). Files directly in the table directory are in neither; no
+        snaplake or Paimon writer puts a candidate there.
+
+        Storage: lists the table directory (one level).
+        """
+        root = self.paths.root
+        data: list[str] = []
+        meta: list[str] = []
+        for name in sorted(self.file_io.list_dirs(root)):
+            (meta if name in _NEVER_SCANNED else data).append(f"{root}/{name}")
+        return data, meta
+
+    def clean(
+        self,
+        candidates: Iterable[FileStatus],
+        *,
+        dry_run: bool,
+        delete: Callable[[Sequence[str]], None] | None = None,
+        started: float | None = None,
+    ) -> OrphanCleanResult:
+        """Compare listed files with the referenced ones; delete the orphans unless ``dry_run``.
+
+        ``candidates`` is consumed first, before any snapshot is read (the
+        order that keeps a commit racing the clean safe together with the
+        grace period).
+
+        Args:
+            candidates: Listed files (any, e.g. from :func:`list_candidates`);
+                only candidates modified before the cutoff are considered.
+            dry_run: Only report.
+            delete: Deletes a list of orphan paths (default: this process, in
+                parallel batches).
+            started: ``time.monotonic()`` when the clean began (for ``duration_s``).
+
+        Raises:
+            CorruptMetadataError: a retained snapshot's or a tag's metadata is
+                missing or undecodable; nothing was deleted.
+            StorageError: a deletion failed; running again resumes.
+
+        Storage:
+            Reads snapshots, tags and manifests; deletes the orphans unless ``dry_run``.
+        """
+        start = time.monotonic() if started is None else started
+        cutoff_ms = self.cutoff_ms
+        root = self.paths.root
+        listed = [
+            s
+            for s in candidates
+            if s.modification_time_ms < cutoff_ms and is_candidate(s.path[len(root) :])
+        ]
         used = self._used_names()
         orphans = sorted(
-            (s for s in candidates if s.path.rsplit("/", 1)[-1] not in used), key=lambda s: s.path
+            (s for s in listed if s.path.rsplit("/", 1)[-1] not in used), key=lambda s: s.path
         )
         if not dry_run and orphans:
-            delete_in_batches(self.file_io, [s.path for s in orphans], workers=self._workers)
+            paths = [s.path for s in orphans]
+            if delete is None:
+                delete_in_batches(self.file_io, paths, workers=self._workers)
+            else:
+                delete(paths)
         result = OrphanCleanResult(
             dry_run=dry_run,
             cutoff=self.cutoff,
-            files_scanned=len(candidates),
+            files_scanned=len(listed),
             orphan_files=tuple(s.path for s in orphans),
             bytes=sum(s.size_bytes for s in orphans),
             duration_s=time.monotonic() - start,
@@ -184,27 +299,8 @@ class OrphanFilesClean:
         )  # fmt: skip
         return result
 
-    def _candidates(self) -> Iterable[FileStatus]:
-        root = self.paths.root
-        for status in self.file_io.list_files(root):
-            rel = status.path[len(root) :].lstrip("/")
-            parts = rel.split("/")
-            name = parts[-1]
-            top = parts[0]
-            if name.startswith(SCRATCH_PREFIX):
-                yield status  # never referenced: an orphan once older than the cutoff
-            elif top == "manifest" and len(parts) == 2:
-                yield status
-            elif top == "snapshot" and len(parts) == 2:
-                if not (name.startswith("snapshot-") or name in ("LATEST", "EARLIEST")):
-                    yield status
-            elif (
-                top not in _NEVER_SCANNED
-                and len(parts) >= 2
-                and parts[-2].startswith("bucket-")
-                and all("=" in p for p in parts[:-2])
-            ):
-                yield status
+    def _run(self, *, dry_run: bool) -> OrphanCleanResult:
+        return self.clean(self.file_io.list_files(self.paths.root), dry_run=dry_run)
 
     def _used_names(self) -> set[str]:
         """Every file name reachable from a retained snapshot or a tag."""

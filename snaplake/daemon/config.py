@@ -36,6 +36,9 @@ A file looks like this (every key is optional except ``[[warehouse]]``)::
     interval = "5 min"
     max_files_per_bucket = 500      # inputs rewritten per (partition, bucket) and commit
     "compaction.min.file-num" = 5
+    engine = "spark"                # default "in-process"; "spark" delegates large ones:
+    spark.remote = "sc://spark-connect:15002"   # a Spark Connect server
+    spark.min-input-bytes = "1 gb"  # compactions with less input stay in process
 
     [tasks.expire_snapshots]
     interval = "1 min"
@@ -58,6 +61,7 @@ apscheduler nor prometheus_client.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import tomllib
 from collections.abc import Mapping
@@ -82,6 +86,7 @@ from snaplake.options import (
     ConfigOption,
     CoreOptions,
     parse_duration,
+    parse_memory_size,
 )
 
 __all__ = [
@@ -97,6 +102,9 @@ __all__ = [
 ]
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
+COMPACT_ENGINES = ("in-process", "spark")
+DEFAULT_SPARK_MIN_INPUT_BYTES = 1 << 30
+_CONNECT_URL = re.compile(r"^sc://[^/:;]+(:\d{1,5})?(/.*)?$")
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _MAX_NICE = 19
 _SECRET_HINTS = ("secret", "password", "token", "credential", "key")
@@ -216,6 +224,12 @@ class DaemonSettings:
         compact_max_files: Input files one compaction commit rewrites per
             (partition, bucket) at most; a job commits as many rounds as it
             needs, so memory is bounded by this, not by the backlog.
+        compact_engine: ``"in-process"``, or ``"spark"``: compactions of at
+            least ``spark_min_input_bytes`` run on the Spark Connect server
+            ``spark_remote`` (see :mod:`snaplake.daemon.remote`).
+        spark_remote: ``sc://host:port`` of that server (engine ``"spark"``).
+        spark_min_input_bytes: Planned input bytes from which a compaction is
+            delegated.
     """
 
     daemon_id: str
@@ -233,6 +247,9 @@ class DaemonSettings:
     polars: bool = False
     job_nice: int = 10
     compact_max_files: int = 500
+    compact_engine: str = "in-process"
+    spark_remote: str | None = field(default=None, repr=False)
+    spark_min_input_bytes: int = DEFAULT_SPARK_MIN_INPUT_BYTES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -353,6 +370,20 @@ class _Section:
             raise _err(self.source, self.key(name), value, "must be a list of strings")
         return tuple(value)
 
+    def size(self, name: str, default: int) -> int:
+        value = self.raw(name)
+        if value is None:
+            return default
+        try:
+            if isinstance(value, bool) or not isinstance(value, int | str):
+                raise ValueError("not a size")
+            return parse_memory_size(str(value))
+        except ValueError:
+            raise _err(
+                self.source, self.key(name), value,
+                "must be a size in bytes or with a unit, such as '512 mb' or '1 gb'",
+            ) from None  # fmt: skip
+
     def sub(self, name: str) -> _Section:
         value = self.raw(name)
         return _Section(self.source, self.key(name), {} if value is None else value)
@@ -413,6 +444,46 @@ def _parse_task(
             raise _err(source, sec.key(option.key), value, f"{exc} ({option.doc})") from None
         defaults[option.key] = text
     return settings, sec
+
+
+def _parse_engine(source: str, sec: _Section) -> tuple[str, str | None, int]:
+    """``engine`` and the ``spark.*`` keys of ``[tasks.compact]``."""
+    for name in sec.data:
+        if name.startswith("spark."):  # a quoted "spark.remote" is one key, not a table
+            raise _err(source, sec.key(name), sec.data[name],
+                       f"unknown key; write it unquoted ({name} = ...)")  # fmt: skip
+    engine = sec.string("engine", "in-process")
+    if engine not in COMPACT_ENGINES:
+        raise _err(source, sec.key("engine"), engine,
+                   f"must be one of {', '.join(repr(e) for e in COMPACT_ENGINES)}")  # fmt: skip
+    spark = sec.sub("spark")
+    if engine != "spark":
+        for name in spark.data:
+            raise _err(source, spark.key(name), spark.data[name], "needs engine = 'spark'")
+        return engine, None, DEFAULT_SPARK_MIN_INPUT_BYTES
+    remote = spark.string("remote", "")
+    if not remote:
+        reason = "is required with engine = 'spark' (Spark Connect's 'sc://host:port')"
+        raise _err(source, spark.key("remote"), None, reason)
+    if not _CONNECT_URL.match(remote):
+        raise _err(source, spark.key("remote"), _without_params(remote),
+                   "must be a Spark Connect address 'sc://host:port'")  # fmt: skip
+    min_input = spark.size("min-input-bytes", DEFAULT_SPARK_MIN_INPUT_BYTES)
+    spark.finish()
+    return engine, remote, min_input
+
+
+def _without_params(remote: str) -> str:
+    """A Spark Connect URL without its ``;key=value`` parameters (they may hold a token)."""
+    base, sep, _ = remote.partition(";")
+    return base + (";<hidden>" if sep else "")
+
+
+def _fmt_size(n: int) -> str:
+    for unit, size in (("tb", 1 << 40), ("gb", 1 << 30), ("mb", 1 << 20), ("kb", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return str(n)
 
 
 def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> DaemonConfig:
@@ -500,6 +571,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
     older_than = task_secs[Task.ORPHAN_CLEAN].duration("older_than", timedelta(days=1))
     orphan_dry_run = task_secs[Task.ORPHAN_CLEAN].boolean("dry_run", default=False)
     compact_max = task_secs[Task.COMPACT].integer("max_files_per_bucket", 500, minimum=2)
+    engine, remote, min_input = _parse_engine(source, task_secs[Task.COMPACT])
     for sec in task_secs.values():
         sec.finish()
     tasks_sec.finish()
@@ -528,6 +600,9 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
             polars=polars,
             job_nice=job_nice,
             compact_max_files=compact_max,
+            compact_engine=engine,
+            spark_remote=remote,
+            spark_min_input_bytes=min_input,
         ),
         warehouses=tuple(warehouses),
         tasks=tasks,
@@ -611,6 +686,10 @@ def describe_config(config: DaemonConfig) -> str:
             lines.append(f'files_interval = "{_fmt_duration(d.files_interval)}"')
         if task is Task.COMPACT:
             lines.append(f"max_files_per_bucket = {d.compact_max_files}")
+            lines.append(f'engine = "{d.compact_engine}"')
+            if d.spark_remote is not None:
+                lines.append(f'spark.remote = "{_without_params(d.spark_remote)}"')
+                lines.append(f'spark.min-input-bytes = "{_fmt_size(d.spark_min_input_bytes)}"')
         if task is Task.ORPHAN_CLEAN:
             lines.append(f'older_than = "{_fmt_duration(d.orphan_older_than)}"')
             lines.append(f"dry_run = {'true' if d.orphan_dry_run else 'false'}")

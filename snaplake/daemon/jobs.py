@@ -41,6 +41,7 @@ from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
 from snaplake.compaction.orphan_clean import OrphanCleanResult, OrphanFilesClean
 from snaplake.daemon.config import Task
 from snaplake.daemon.memory import release_memory
+from snaplake.daemon.remote import RemoteCompaction
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
 from snaplake.store.format.snapshot import Snapshot
@@ -155,11 +156,16 @@ class CompactJobResult:
         table: ``db.table``.
         files: Data-file counts before compacting.
         compaction: The compaction's own result when it ran, else ``None``.
+        engine: Where it ran: ``"in-process"`` or the remote engine (``"spark"``).
+        remote_failure: Exception class of a failed remote attempt (then it
+            ran in process), else ``None``.
     """
 
     table: str
     files: FileCounts
     compaction: CompactResult | None = None
+    engine: str = "in-process"
+    remote_failure: str | None = None
     task: Task = Task.COMPACT
 
     @property
@@ -177,6 +183,8 @@ class CompactJobResult:
         return (
             f"{self.files.data_files} data file(s), {self.files.small_files} small, "
             f"{self.files.buckets_due} bucket(s) due, {self.files_compacted} compacted"
+            + (f" on {self.engine}" if self.acted and self.engine != "in-process" else "")
+            + (f" ({self.remote_failure} remotely)" if self.remote_failure else "")
         )
 
 
@@ -447,6 +455,7 @@ def compact_job(
     max_files_per_bucket: int = 500,
     workers: int = 1,
     budget: timedelta = timedelta(seconds=60),
+    remote: RemoteCompaction | None = None,
 ) -> CompactJobResult:
     """Compact small data files when a (partition, bucket) crosses its threshold.
 
@@ -463,6 +472,8 @@ def compact_job(
         workers: Buckets rewritten at a time; the memory of a round grows
             with it (1: the daemon is a background process).
         budget: Start no new round after this long.
+        remote: Delegate a compaction of at least ``remote.min_input_bytes``
+            to a remote engine, falling back to in process when it fails.
 
     Returns:
         File counts before, and the rounds' combined result if any ran
@@ -480,6 +491,13 @@ def compact_job(
     counts = count_files(table, table.latest_snapshot(), options=options)
     if counts.buckets_due == 0:
         return CompactJobResult(table=table.identifier, files=counts)
+    failure = None
+    if remote is not None:
+        outcome = remote.try_compact(table, options=options, commit=maintenance_committer(table))
+        if outcome.result is not None:
+            return CompactJobResult(table=table.identifier, files=counts,
+                                    compaction=outcome.result, engine=remote.name)  # fmt: skip
+        failure = outcome.failure
     deadline = time.monotonic() + budget.total_seconds()
     rounds: list[CompactResult] = []
     while True:
@@ -495,9 +513,8 @@ def compact_job(
         if rounds[-1].snapshot_id is None or not compactor.capped or time.monotonic() >= deadline:
             break
         release_memory()  # before the next round reads its inputs
-    return CompactJobResult(
-        table=table.identifier, files=counts, compaction=_merge_compact_results(rounds)
-    )
+    return CompactJobResult(table=table.identifier, files=counts, remote_failure=failure,
+                            compaction=_merge_compact_results(rounds))  # fmt: skip
 
 
 def _merge_expire_results(passes: list[ExpireResult]) -> ExpireResult:
@@ -637,6 +654,8 @@ def record_job_result(
             metrics.small_files.labels(table).set(result.files.small_files)
         if result.files_compacted:
             metrics.files_compacted.labels(table).inc(result.files_compacted)
+        if result.remote_failure:
+            metrics.remote_failures.labels(table, task, result.remote_failure).inc()
     elif isinstance(result, ExpireJobResult):
         if result.snapshots_expired:
             metrics.snapshots_expired.labels(table).inc(result.snapshots_expired)

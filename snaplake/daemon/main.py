@@ -77,7 +77,7 @@ def run(config_path: str, *, check_only: bool = False, log_level: str | None = N
         return 0
     configure_logging((log_level or config.log_level).upper())
     # Before pyarrow is loaded (the scheduler imports it): allocator and lean imports.
-    prepare_process(polars=config.daemon.polars)
+    prepare_process(polars=config.daemon.polars, pandas=config.daemon.compact_engine == "spark")
     from snaplake.daemon.scheduler import MaintenanceDaemon  # apscheduler only when running
 
     try:

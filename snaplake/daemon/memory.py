@@ -88,7 +88,7 @@ class _SkipImports(importlib.abc.MetaPathFinder):
         return None
 
 
-def prepare_process(*, polars: bool = False) -> None:
+def prepare_process(*, polars: bool = False, pandas: bool = False) -> None:
     """Set the process up for a small RSS; call before pyarrow is first imported.
 
     Sets ``ARROW_DEFAULT_MEMORY_POOL=system`` (unless the environment already
@@ -100,11 +100,14 @@ def prepare_process(*, polars: bool = False) -> None:
         polars: Let the daemon use polars' readers (faster compaction of many
             small files and decoding of very large manifests, for about 60 MiB
             more RSS).
+        pandas: Let pandas be imported (the Spark Connect client of
+            ``[tasks.compact] engine = "spark"`` needs it).
     """
     if "pyarrow" in sys.modules:
         logger.debug("pyarrow already loaded: ARROW_DEFAULT_MEMORY_POOL has no effect")
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    names = [*SKIPPED_MODULES] + ([] if polars else ["polars"])
+    names = [n for n in SKIPPED_MODULES if not (pandas and n == "pandas")]
+    names += [] if polars else ["polars"]
     skip = [n for n in names if n not in sys.modules]
     if skip and not any(isinstance(f, _SkipImports) for f in sys.meta_path):
         sys.meta_path.insert(0, _SkipImports(skip))

@@ -56,6 +56,7 @@ from snaplake.daemon.jobs import (
 )
 from snaplake.daemon.lease import TableLease
 from snaplake.daemon.memory import limit_malloc_arenas, release_memory, trim_malloc
+from snaplake.daemon.remote import RemoteCompaction
 from snaplake.daemon.watcher import TableWatcher
 from snaplake.errors import TableNotFoundError
 from snaplake.metrics import MetricsServer, SnaplakeMetrics, default_metrics, serve
@@ -163,6 +164,12 @@ class MaintenanceDaemon:
         self._active: dict[str, float] = {}
         self._active_cv = threading.Condition()
         self._rng = random.Random()
+        self.remote: RemoteCompaction | None = None
+        if d.compact_engine != "in-process" and d.spark_remote is not None:
+            self.remote = RemoteCompaction(
+                engine=d.compact_engine, remote=d.spark_remote,
+                min_input_bytes=d.spark_min_input_bytes,
+            )  # fmt: skip
 
     # ------------------------------------------------------------------ run
     def run(self) -> int:
@@ -275,6 +282,8 @@ class MaintenanceDaemon:
 
     def _close(self) -> None:
         self.metrics.daemon_up.set(0)
+        if self.remote is not None:
+            self.remote.close()  # stops a delegated compaction still running on the cluster
         if self.server is not None:
             server, self.server = self.server, None
             server.close()
@@ -451,8 +460,9 @@ class MaintenanceDaemon:
                 return merge_manifests_job(table, options=options)
             if task is Task.COMPACT:
                 return compact_job(
-                    table, options=options, max_files_per_bucket=config.daemon.compact_max_files
-                )
+                    table, options=options, max_files_per_bucket=config.daemon.compact_max_files,
+                    remote=self.remote,
+                )  # fmt: skip
             if task is Task.EXPIRE_SNAPSHOTS:
                 return expire_snapshots_job(table, options=options)
             if task is Task.ORPHAN_CLEAN:

@@ -1,4 +1,4 @@
-"""Spark edge: an exactly-once ``foreachBatch`` sink, batch writes and DataFrame reads.
+"""Spark edge: an exactly-once ``foreachBatch`` sink, batch writes, reads and maintenance.
 
 The only package that imports pyspark (install the ``spark`` extra)::
 
@@ -10,6 +10,7 @@ The only package that imports pyspark (install the ``spark`` extra)::
         .start()
     )
     flights = read(spark, "demo.flights", warehouse="./warehouse", filter={"month": 7})
+    compact(spark, "demo.flights", warehouse="./warehouse")  # rewrites on the executors
 
 Executors write and read data files through the table's picklable FileIO,
 so local disk and S3 work without Hadoop connectors; nothing assumes local
@@ -21,8 +22,17 @@ no ``sparkContext``) both work; Connect needs pyspark's Connect dependencies
 Importing this package never imports the Connect client.
 """
 
+from snaplake.spark.maintenance import compact, remove_orphan_files
 from snaplake.spark.read import read
 from snaplake.spark.sink import BatchOutcome, SinkBatchResult, SnaplakeSink
 from snaplake.spark.write import write
 
-__all__ = ["BatchOutcome", "SinkBatchResult", "SnaplakeSink", "read", "write"]
+__all__ = [
+    "BatchOutcome",
+    "SinkBatchResult",
+    "SnaplakeSink",
+    "compact",
+    "read",
+    "remove_orphan_files",
+    "write",
+]

@@ -102,6 +102,22 @@ def test_selectors():
          "tasks.compact.max_files_per_bucket", ">= 2"),
         ({**MINIMAL, "daemon": {"lease_ttl": "10 s", "lease_renew_interval": "8 s"}},
          "daemon.lease_renew_interval", "half"),
+        ({**MINIMAL, "tasks": {"compact": {"engine": "flink"}}}, "tasks.compact.engine",
+         "must be one of"),
+        ({**MINIMAL, "tasks": {"compact": {"engine": "spark"}}}, "tasks.compact.spark.remote",
+         "is required"),
+        ({**MINIMAL, "tasks": {"compact": {"engine": "spark", "spark": {"remote": "http://x:1"}}}},
+         "tasks.compact.spark.remote", "sc://host:port"),
+        ({**MINIMAL, "tasks": {"compact": {"engine": "spark", "spark": {
+            "remote": "sc://h:1", "min-input-bytes": "lots"}}}},
+         "tasks.compact.spark.min-input-bytes", "size"),
+        ({**MINIMAL, "tasks": {"compact": {"engine": "spark", "spark": {
+            "remote": "sc://h:1", "master": "local"}}}}, "tasks.compact.spark.master",
+         "unknown key"),
+        ({**MINIMAL, "tasks": {"compact": {"spark": {"remote": "sc://h:1"}}}},
+         "tasks.compact.spark.remote", "needs engine = 'spark'"),
+        ({**MINIMAL, "tasks": {"compact": {"engine": "spark", "spark.remote": "sc://h:1"}}},
+         "tasks.compact.spark.remote", "unknown key"),
         ({"warehouse": [{"tables": ["a.b"]}]}, "warehouse[0].uri", "required"),
         ({"warehouse": [{"uri": "/w", "tables": ["nodot"]}]}, "warehouse[0].tables", "db.table"),
     ],
@@ -162,3 +178,32 @@ def test_check_config_cli(tmp_path, capsys):
     assert main(["--config", str(broken)]) == 2
     assert "not valid TOML" in capsys.readouterr().err
     assert main(["--config", str(tmp_path / "missing.toml")]) == 2
+
+
+def test_spark_engine_settings_and_check_config(tmp_path, capsys):
+    cfg = parse_config({**MINIMAL, "tasks": {"compact": {"engine": "spark", "spark": {
+        "remote": "sc://spark:15002/;token=s3cr3t", "min-input-bytes": "256 mb"}}}})  # fmt: skip
+    d = cfg.daemon
+    assert (d.compact_engine, d.spark_remote, d.spark_min_input_bytes) == (
+        "spark", "sc://spark:15002/;token=s3cr3t", 256 << 20,
+    )  # fmt: skip
+    assert "s3cr3t" not in repr(cfg)
+    default = parse_config(MINIMAL).daemon
+    assert (default.compact_engine, default.spark_remote) == ("in-process", None)
+    assert default.spark_min_input_bytes == 1 << 30
+
+    path = tmp_path / "spark.toml"
+    path.write_text(
+        '[[warehouse]]\nuri = "/tmp/x"\n[tasks.compact]\nengine = "spark"\n'
+        'spark.remote = "sc://127.0.0.1:15002"\nspark.min-input-bytes = 1048576\n'
+    )
+    assert main(["--config", str(path), "--check-config"]) == 0
+    out = capsys.readouterr().out
+    assert 'engine = "spark"\nspark.remote = "sc://127.0.0.1:15002"\n' in out
+    assert 'spark.min-input-bytes = "1 mb"' in out
+    again = parse_config(tomllib.loads(out))
+    assert again.daemon.spark_min_input_bytes == 1 << 20
+    assert again.daemon.spark_remote == "sc://127.0.0.1:15002"
+    hidden = describe_config(cfg)
+    assert "s3cr3t" not in hidden and 'spark.remote = "sc://spark:15002/;<hidden>"' in hidden
+    assert 'engine = "in-process"' in describe_config(parse_config(MINIMAL))

@@ -22,7 +22,7 @@ _PROBE = textwrap.dedent(
     import pyarrow.dataset  # imports pandas when it can
     limit_malloc_arenas()
     pa.array([1, 2, 3])  # pyarrow's pandas check
-    import snaplake.compaction.append_compact as ac
+    import snaplake.compaction.append_rewrite as ac
     from snaplake.store.format import avro
     try:
         import pandas  # noqa: F401

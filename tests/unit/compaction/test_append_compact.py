@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -158,3 +159,79 @@ def test_rows_are_not_lost_with_schema_columns(make_table):
     w.write_arrow(rows(500, 1))
     table.new_commit(commit_user="w").commit(w.prepare_commit())
     assert len(table.to_arrow()) == 22
+
+
+# -- full compaction and the plan / rewrite / commit split ----------------------------------
+def test_full_compaction_rewrites_large_files_after_the_head(make_table):
+    """Paimon's FullCompactTask: leading large files stay, the rest (large too) is rewritten."""
+    table = make_table({"target-file-size": "64 kb", "compaction.small-file-ratio": "0.25"},
+                       partitioned=False)  # fmt: skip
+    append(table, 1000, 1000)  # large, at the head: kept
+    append(table, 0, 3)
+    append(table, 3000, 1000)  # large, between small ones: rewritten by a full compaction
+    append(table, 6, 3)
+    append(table, 9, 3)
+    head = _live_files(table)[0]
+    assert AppendCompactor(commit=maintenance_commit(table)).plan() == []  # runs are too short
+    full = AppendCompactor(commit=maintenance_commit(table), full=True)
+    (task,) = full.plan()
+    assert [f.row_count for f in task.files] == [3, 1000, 3, 3]
+    before = table.to_arrow().column("id").to_pylist()
+    result = full.execute()
+    assert result.files_before == 4
+    live = _live_files(table)
+    assert live[0] == head
+    assert table.to_arrow().column("id").to_pylist() == before
+
+
+def test_full_compaction_needs_three_files_and_more_small_than_large(make_table):
+    table = make_table({"target-file-size": "64 kb", "compaction.small-file-ratio": "0.25"},
+                       partitioned=False)  # fmt: skip
+    append(table, 0, 3)
+    append(table, 3, 3)
+    assert AppendCompactor(commit=maintenance_commit(table), full=True).plan() == []  # 2 files
+    append(table, 1000, 1000)
+    append(table, 3000, 1000)
+    # 2 small, 2 large: small ones do not outnumber large ones
+    assert AppendCompactor(commit=maintenance_commit(table), full=True).plan() == []
+    append(table, 6, 3)
+    (task,) = AppendCompactor(commit=maintenance_commit(table), full=True).plan()
+    assert len(task.files) == 5
+
+
+def test_rewrite_and_commit_apart_equal_execute(make_table):
+    """plan() + AppendRewriter.rewrite per run + commit_rewritten() is what execute() does."""
+    a, b = make_table(), make_table()
+    for t in (a, b):
+        for i in range(5):
+            append(t, i * 10, 10)
+    res_a = a.compact()
+    compactor = AppendCompactor(commit=maintenance_commit(b))
+    target = compactor.target_file_size_bytes()
+    messages = [compactor.rewriter.rewrite(t, target_file_size_bytes=target)
+                for t in compactor.plan()]  # fmt: skip
+    res_b = compactor.commit_rewritten(list(reversed(messages)))
+    assert (res_b.files_before, res_b.files_after, res_b.buckets_compacted) == (
+        res_a.files_before, res_a.files_after, res_a.buckets_compacted,
+    )  # fmt: skip
+    assert all(os.path.exists(p) for p in res_b.input_files + res_b.output_files)
+    assert sorted_ids(b.to_arrow()) == sorted_ids(a.to_arrow()) == list(range(50))
+    assert [len(s.files) for s in a.new_scan().plan()] == [
+        len(s.files) for s in b.new_scan().plan()
+    ]
+
+
+def test_commit_rewritten_conflict_deletes_outputs(make_table):
+    table = make_table(partitioned=False)
+    for i in range(4):
+        append(table, i * 10, 10)
+    compactor = AppendCompactor(commit=maintenance_commit(table))
+    (task,) = compactor.plan()
+    message = compactor.rewriter.rewrite(task, target_file_size_bytes=1 << 20)
+    table.compact()  # someone else compacts the same inputs first
+    outputs = [f.file_name for f in message.compact_increment.compact_after]
+    with pytest.raises(CommitConflictError):
+        compactor.commit_rewritten([message])
+    on_disk = {p.name for p in Path(table.root).rglob("*.parquet")}
+    assert not set(outputs) & on_disk
+    assert sorted_ids(table.to_arrow()) == list(range(40))

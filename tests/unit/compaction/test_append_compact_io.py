@@ -17,7 +17,7 @@ from tests.unit.compaction.conftest import FAST, append
 
 import snaplake
 from snaplake.commit.table_write import new_data_file_meta
-from snaplake.compaction import append_compact
+from snaplake.compaction import append_rewrite
 from snaplake.compaction.append_compact import AppendCompactor
 from snaplake.compaction.inline import maintenance_commit
 from snaplake.store.format.data_file import DataFileMeta, FileSource
@@ -129,16 +129,16 @@ def test_polars_and_pyarrow_reads_agree(tmp_path, monkeypatch, schema, make_rows
     compactor = AppendCompactor(commit=maintenance_commit(table))
     (task,) = compactor.plan()
     arrow_schema = table.arrow_schema
-    slow = compactor._read_many_pyarrow(task.paths, arrow_schema)
-    polars_reads = append_compact._polars_round_trips(arrow_schema)
+    slow = compactor.rewriter._read_many_pyarrow(task.paths, arrow_schema)
+    polars_reads = append_rewrite._polars_round_trips(arrow_schema)
     assert polars_reads == (schema is WIDE)
     if polars_reads:  # the fast path must not have fallen back silently
 
         def no_fallback(*_args):
             raise AssertionError("fell back to pyarrow")
 
-        monkeypatch.setattr(compactor, "_read_many_pyarrow", no_fallback)
-    fast = compactor._read_many(task.paths, arrow_schema)
+        monkeypatch.setattr(compactor.rewriter, "_read_many_pyarrow", no_fallback)
+    fast = compactor.rewriter._read_many(task.paths, arrow_schema)
     assert _same(fast, slow)
     monkeypatch.undo()
     result = compactor.execute()
@@ -158,7 +158,7 @@ def test_memory_file_io_reads_through_bytes():
 
 
 def test_without_polars_falls_back_to_pyarrow(make_table, monkeypatch):
-    monkeypatch.setattr(append_compact, "_polars", lambda: None)
+    monkeypatch.setattr(append_rewrite, "_polars", lambda: None)
     table = make_table(partitioned=False)
     for i in range(4):
         append(table, i * 10, 10)
@@ -168,8 +168,8 @@ def test_without_polars_falls_back_to_pyarrow(make_table, monkeypatch):
 
 
 def test_streamed_write_keeps_order_rows_and_stats(make_table, monkeypatch):
-    monkeypatch.setattr(append_compact, "_SLICE_BYTES", 1)  # every input is a slice
-    monkeypatch.setattr(append_compact, "_ROW_GROUP_BYTES", 1)  # every piece a row group
+    monkeypatch.setattr(append_rewrite, "_SLICE_BYTES", 1)  # every input is a slice
+    monkeypatch.setattr(append_rewrite, "_ROW_GROUP_BYTES", 1)  # every piece a row group
     table = make_table()  # partitioned by month: paths contain "month=<m>"
     for i in range(5):
         append(table, i * 10, 10)
@@ -192,7 +192,7 @@ def test_streamed_write_keeps_order_rows_and_stats(make_table, monkeypatch):
 
 
 def test_vanished_input_raises_and_leaves_no_output(make_table, monkeypatch):
-    monkeypatch.setattr(append_compact, "_SLICE_BYTES", 1)
+    monkeypatch.setattr(append_rewrite, "_SLICE_BYTES", 1)
     table = make_table(partitioned=False)
     for i in range(5):
         append(table, i * 10, 10)
@@ -213,7 +213,7 @@ def test_batched_rewrite_of_a_large_input_has_the_stats_of_the_whole_file(
 ):
     """A bucket's earlier output is re-read in batches; stats equal a one-shot computation."""
     if not polars:
-        monkeypatch.setattr(append_compact, "_polars", lambda: None)
+        monkeypatch.setattr(append_rewrite, "_polars", lambda: None)
     table = _table(str(tmp_path / "wh"), WIDE)
     for i in range(4):
         _append(table, _wide_rows(i * 50, 50))
@@ -223,9 +223,9 @@ def test_batched_rewrite_of_a_large_input_has_the_stats_of_the_whole_file(
     before = table.to_arrow()
     # The 200-row output is now "large": read 7 rows at a time; small inputs one by one.
     (big,) = [f for f in table.new_scan().plan()[0].files if f.row_count == 200]
-    monkeypatch.setattr(append_compact, "_SLICE_BYTES", big.file_size_bytes - 1)
-    monkeypatch.setattr(append_compact, "_BATCH_ROWS", 7)
-    monkeypatch.setattr(append_compact, "_ROW_GROUP_BYTES", 2_000)
+    monkeypatch.setattr(append_rewrite, "_SLICE_BYTES", big.file_size_bytes - 1)
+    monkeypatch.setattr(append_rewrite, "_BATCH_ROWS", 7)
+    monkeypatch.setattr(append_rewrite, "_ROW_GROUP_BYTES", 2_000)
     result = table.compact()
     assert result.files_before == 4
     assert result.files_after == 1
@@ -250,7 +250,7 @@ def test_slices_bound_rows_and_bytes():
             file_source=FileSource.APPEND,
         )  # fmt: skip
 
-    batch, limit = append_compact._BATCH_ROWS, append_compact._SLICE_BYTES
+    batch, limit = append_rewrite._BATCH_ROWS, append_rewrite._SLICE_BYTES
     files = [
         meta(50, 1_000),
         meta(50, 1_000),
@@ -263,7 +263,7 @@ def test_slices_bound_rows_and_bytes():
         meta(10, limit // 2 + 1),  # bytes would pass _SLICE_BYTES: new slice
     ]
     paths = [f"p{i}" for i in range(len(files))]
-    assert append_compact._slices(paths, files) == [
+    assert append_rewrite._slices(paths, files) == [
         (["p0", "p1"], False),
         (["p2"], True),
         (["p3", "p4"], False),

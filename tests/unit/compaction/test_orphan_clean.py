@@ -132,3 +132,38 @@ def test_missing_manifest_list_of_retained_snapshot_stops(make_table):
     _age_all(table, 2 * 86400)
     with pytest.raises(CorruptMetadataError):
         table.remove_orphan_files(dry_run=False)
+
+
+def test_listing_by_directory_finds_what_one_listing_finds(make_table):
+    """scan_dirs + list_candidates per directory + clean(...) is plan() taken apart."""
+    from snaplake.compaction.orphan_clean import list_candidates
+
+    table = make_table()
+    for i in range(3):
+        append(table, i * 10, 10)
+    w = table.new_write(commit_user="crashed")
+    w.write_arrow(rows(1000, 30))
+    w.prepare_commit()  # never committed: orphans in three partitions
+    table.file_io.write_bytes(table.paths.manifest_path("manifest-stray-0"), b"junk")
+    table.file_io.write_bytes(f"{table.paths.schema_dir}/.snaplake-probe-x", b"")
+    _age_all(table, 3 * 86400)
+    clean = OrphanFilesClean(
+        file_io=table.file_io, paths=table.paths, snapshot_manager=table.snapshot_manager
+    )
+    data, meta = clean.scan_dirs()
+    assert sorted(d.rsplit("/", 1)[-1] for d in data) == ["month=1", "month=2", "month=3"]
+    assert {"manifest", "schema", "snapshot"} <= {d.rsplit("/", 1)[-1] for d in meta}
+    listed = [
+        s
+        for d in data + meta
+        for s in list_candidates(
+            table.file_io, table_root=table.root, directory=d, cutoff_ms=clean.cutoff_ms
+        )
+    ]
+    deleted: list[str] = []
+    apart = clean.clean(listed, dry_run=False, delete=deleted.extend)
+    whole = clean.plan()
+    assert apart.orphan_files == whole.orphan_files
+    assert sorted(deleted) == sorted(whole.orphan_files)
+    assert apart.files_scanned == whole.files_scanned
+    assert len(apart.orphan_files) == 5  # 3 data files, the manifest, the probe

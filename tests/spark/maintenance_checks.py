@@ -1,0 +1,206 @@
+"""Checks of snaplake.spark.compact / remove_orphan_files shared by the classic and Connect tests.
+
+Each check takes a SparkSession (classic or Connect) and a scratch directory,
+builds real tables on local disk or S3, and compares the Spark run with the
+in-process one (``table.compact()``, ``table.remove_orphan_files()``) and with
+pypaimon (the format oracle).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from tests.daemon.procs import start_writer, writer_summary
+from tests.oracle import PaimonOracle
+
+import snaplake
+from snaplake.spark import compact, remove_orphan_files
+from snaplake.table import Table
+
+#: The rows of tests/daemon/writer_proc.py (the concurrent writer process).
+WRITER_SCHEMA = pa.schema([("id", pa.int64()), ("month", pa.int32()), ("payload", pa.string())])
+OPTIONS = {"compaction.min.file-num": "3", "target-file-size": "16 kb",
+           "compaction.small-file-ratio": "0.5"}  # fmt: skip
+
+
+def writer_rows(start: int, count: int, *, months: int = 2, noise: bool = False) -> pa.Table:
+    """Rows shaped like writer_proc's (ids ``start..``, ``month`` in 1..months).
+
+    With ``noise`` the payload is a hash (incompressible: files as large as estimated).
+    """
+    ids = range(start, start + count)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "month": pa.array([1 + i % months for i in ids], pa.int32()),
+            "payload": pa.array(
+                [hashlib.sha256(b"%d" % i).hexdigest() if noise else f"row-{i}" for i in ids]
+            ),
+        },
+        schema=WRITER_SCHEMA,
+    )
+
+
+def seeded(catalog: snaplake.FileSystemCatalog, name: str, *, commits: int = 12,
+           rows: int = 40, first_id: int = -1_000_000, big_at: int | None = None,
+           **options: str) -> Table:  # fmt: skip
+    """A table of ``commits`` small appends (negative ids: never the writer's).
+
+    With ``big_at``, that commit writes 20 times the rows, incompressible (large
+    files amid small ones).
+    """
+    table = catalog.create_table(
+        name, schema=WRITER_SCHEMA, partition_keys=["month"], options={**OPTIONS, **options}
+    )
+    committer = table.new_commit(commit_user="seed")
+    for i in range(commits):
+        write = table.new_write(commit_user="seed")
+        n = rows * 20 if i == big_at else rows
+        write.write_arrow(writer_rows(first_id + i * rows * 100, n, noise=i == big_at))
+        committer.commit(write.prepare_commit())
+    return table
+
+
+def layout(table: Table) -> list[tuple[Any, tuple[int, ...]]]:
+    """Rows per live file, per partition and bucket (the shape a compaction leaves)."""
+    return sorted(
+        ((*s.partition_values, s.bucket), tuple(f.row_count for f in s.files))
+        for s in table.new_scan().plan()
+    )
+
+
+def by_id(data: pa.Table) -> pa.Table:
+    """``data`` sorted by id, columns in the table's order."""
+    return data.select(WRITER_SCHEMA.names).sort_by("id")
+
+
+def data_files(table: Table) -> set[str]:
+    """Names of the Parquet files under a local table directory."""
+    return {p.name for p in Path(table.root).rglob("data-*.parquet")}
+
+
+def live_files(table: Table) -> set[str]:
+    """Names of the data files of the latest snapshot."""
+    return {f.file_name for s in table.new_scan().plan() for f in s.files}
+
+
+# ------------------------------------------------------------------------------------ checks
+def check_compact_equals_in_process(spark: Any, tmp_path: Path, *, full: bool) -> None:
+    """Twin tables: spark compact vs table.compact() leave the same files and rows."""
+    wh = tmp_path / "wh"
+    catalog = snaplake.FileSystemCatalog(str(wh))
+    local = seeded(catalog, "db.local", big_at=3)
+    remote = seeded(catalog, "db.remote", big_at=3)
+    expected = local.compact(full=full)
+    result = compact(spark, "db.remote", warehouse=str(wh), full=full)
+    assert expected.snapshot_id is not None
+    assert result.snapshot_id == expected.snapshot_id
+    assert (result.files_before, result.files_after, result.buckets_compacted) == (
+        expected.files_before, expected.files_after, expected.buckets_compacted,
+    )  # fmt: skip
+    assert result.rows_rewritten == expected.rows_rewritten
+    assert layout(remote) == layout(local)
+    oracle = PaimonOracle(wh)
+    assert (
+        by_id(oracle.read("db.remote"))
+        == by_id(oracle.read("db.local"))
+        == by_id(remote.to_arrow())
+    )
+    snap = remote.latest_snapshot()
+    assert snap is not None and snap.commit_user == "snaplake-maintenance"
+    assert data_files(remote) == live_files(remote) | {
+        Path(p).name for p in result.input_files
+    }  # inputs stay for expiry; nothing else was left
+
+
+def check_compact_with_concurrent_writer(spark: Any, tmp_path: Path) -> None:
+    """A writer process appends while spark compacts: every row once, pypaimon agrees."""
+    wh = tmp_path / "wh"
+    catalog = snaplake.FileSystemCatalog(str(wh))
+    table = seeded(catalog, "db.t", commits=20)
+    seed = by_id(table.to_arrow())
+    writer = start_writer(wh, "db.t", tmp_path, seconds=15, interval_s=0.05, rows=10)
+    try:
+        time.sleep(1.0)  # the writer is committing
+        result = compact(spark, "db.t", warehouse=str(wh))
+        assert result.snapshot_id is not None
+        code = writer.popen.wait(timeout=120)
+    finally:
+        writer.stop()
+    assert code == 0, writer.text()
+    summary = writer_summary(tmp_path)
+    assert summary["failures"] == [] and summary["commits"] > 0
+    table = catalog.get_table("db.t")
+    snapshots = table.snapshots()
+    compactions = [s for s in snapshots if s.commit_user == "snaplake-maintenance"]
+    assert len(compactions) == 1
+    assert any(s.commit_user == "writer" and s.id > compactions[0].id for s in snapshots), (
+        "the writer kept committing after the compaction"
+    )
+    written = pa.concat_tables([writer_rows(i * 10, 10) for i in range(summary["next_index"])])
+    expected = by_id(pa.concat_tables([seed, written]))
+    assert by_id(PaimonOracle(wh).read("db.t")) == expected
+    assert by_id(table.to_arrow()) == expected
+
+
+def check_remove_orphan_files_equals_in_process(spark: Any, tmp_path: Path) -> None:
+    """Same candidates, orphans and grace period as table.remove_orphan_files()."""
+    wh = tmp_path / "wh"
+    catalog = snaplake.FileSystemCatalog(str(wh))
+    table = seeded(catalog, "db.t", commits=4)
+    crashed = table.new_write(commit_user="crashed")
+    crashed.write_arrow(writer_rows(10_000, 50))
+    crashed.prepare_commit()  # never committed: orphans in both partitions
+    table.file_io.write_bytes(table.paths.manifest_path("manifest-stray-0"), b"junk")
+    old = time.time() - 3 * 86400
+    for path in Path(table.root).rglob("*"):
+        if path.is_file():
+            os.utime(path, (old, old))
+    fresh = table.new_write(commit_user="in-flight")
+    fresh.write_arrow(writer_rows(20_000, 5))
+    in_flight = {f.file_name for m in fresh.prepare_commit() for f in m.added_files()}
+    before = by_id(table.to_arrow())
+
+    local = table.remove_orphan_files()  # dry run, one day of grace
+    dry = remove_orphan_files(spark, "db.t", warehouse=str(wh))
+    assert dry.dry_run and dry.files_deleted == 0
+    assert dry.orphan_files == local.orphan_files
+    assert dry.files_scanned == local.files_scanned
+    assert len(dry.orphan_files) == 3  # two data files and the stray manifest
+    done = remove_orphan_files(spark, "db.t", warehouse=str(wh), dry_run=False)
+    assert done.orphan_files == local.orphan_files and done.files_deleted == 3
+    assert not any(Path(p).exists() for p in done.orphan_files)
+    assert table.remove_orphan_files().orphan_files == ()
+    assert in_flight <= data_files(table)  # younger than the grace period: kept
+    assert by_id(table.to_arrow()) == before
+    with pytest.raises(ValueError, match="negative"):
+        remove_orphan_files(spark, "db.t", warehouse=str(wh), older_than=timedelta(days=-1))
+
+
+def check_compact_on_s3(spark: Any, endpoint: Any) -> None:
+    """Executors read and write an s3:// warehouse from Python; same result as in process."""
+    warehouse = f"s3://{endpoint.new_bucket()}/wh"
+    options = endpoint.options()
+    catalog = snaplake.FileSystemCatalog(warehouse, options=options)
+    local = seeded(catalog, "db.local", commits=6)
+    remote = seeded(catalog, "db.remote", commits=6)
+    expected = local.compact()
+    result = compact(spark, "db.remote", warehouse=warehouse, options=options)
+    assert result.snapshot_id is not None and result.files_after == expected.files_after
+    assert layout(remote) == layout(local)
+    assert by_id(remote.to_arrow()) == by_id(local.to_arrow())
+    bucket = warehouse[5:].split("/")[0]
+    listing = endpoint.client().list_objects_v2(Bucket=bucket, Prefix="wh/db.db/remote/")
+    keys = {o["Key"] for o in listing.get("Contents", [])}
+    names = {k.rsplit("/", 1)[-1] for k in keys if "/bucket-" in k}
+    assert names == live_files(remote) | {p.rsplit("/", 1)[-1] for p in result.input_files}
+    dry = remove_orphan_files(spark, "db.remote", warehouse=warehouse, options=options,
+                              older_than=timedelta(0))  # fmt: skip
+    assert dry.orphan_files == remote.remove_orphan_files(older_than=timedelta(0)).orphan_files
