@@ -6,7 +6,8 @@ PY := $(VENV)/bin/python
 PYPAIMON_VERSION := 2.1.0
 PYTEST_ARGS ?=
 
-.PHONY: venv paimon-venv test lint unit demo demo-ci bench clean prometheus grafana-schema
+.PHONY: venv paimon-venv test lint unit demo demo-ci bench clean prometheus grafana-schema \
+	package-smoke
 
 venv: $(VENV)/.installed
 paimon-venv: $(PAIMON_VENV)/.installed
@@ -44,7 +45,13 @@ grafana/.schema-check/node_modules/.bin/tsc:
 unit: venv paimon-venv prometheus grafana-schema
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
-test: lint unit
+test: lint unit package-smoke
+
+# The wheel alone in a fresh venv, then each extra alone: the README quick start must run there
+# (tests/packaging/). SMOKE_EXTRAS=core,spark,... to choose; spark is opt-in (a 456 MB wheel).
+SMOKE_EXTRAS ?= core,pandas,s3,cli,metrics,daemon
+package-smoke: venv
+	$(PY) tests/packaging/fresh_install.py --extras $(SMOKE_EXTRAS)
 
 demo: venv paimon-venv
 	$(PY) demo/flights_demo.py --warehouse ./warehouse
