@@ -100,10 +100,17 @@ def conform_to_schema(data: pa.Table | pa.RecordBatch, schema: TableSchema) -> p
         schema: The table schema to conform to.
 
     Raises:
+        TypeError: ``data`` is not a ``pa.Table`` or ``pa.RecordBatch``.
         SchemaMismatchError: a column is missing or extra, a type cannot be
             stored in the column without loss, or a NOT NULL column has nulls.
             Raised before any file is written.
     """
+    if not isinstance(data, pa.Table | pa.RecordBatch):
+        raise TypeError(
+            f"expected a pyarrow.Table or pyarrow.RecordBatch, got {type(data).__name__}; "
+            "build one with pa.table({...}), pa.Table.from_pylist(rows) or "
+            "pa.Table.from_pandas(df)"
+        )
     table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
     expected = schema.arrow_schema
     names = set(table.column_names)
@@ -347,6 +354,7 @@ class TableWrite:
                 ``target-file-size`` bytes of Arrow data, then written.
 
         Raises:
+            TypeError: ``data`` is not a ``pa.Table`` or ``pa.RecordBatch``.
             SchemaMismatchError: before any file is written, when the data does
                 not fit the schema.
             UnsupportedTypeError: a partition value cannot be encoded.
