@@ -55,6 +55,7 @@ __all__ = [
     "open_data_file",
     "write_data_file",
     "zstd_level",
+    "PARQUET_WRITE_OPTIONS",
 ]
 
 logger = logging.getLogger(__name__)
@@ -243,8 +244,19 @@ def write_data_file(
             out.stream,
             compression=compression,
             compression_level=zstd_level(compression, compression_level),
+            **PARQUET_WRITE_OPTIONS,
         )
     return out.size_bytes
+
+
+PARQUET_WRITE_OPTIONS: dict[str, Any] = {"store_decimal_as_integer": True}
+"""Options of every Parquet data file snaplake writes, to match Java Paimon's writer.
+
+DECIMAL(p <= 9) is stored as INT32 and DECIMAL(p <= 18) as INT64, as Paimon's
+``ParquetRowDataWriter`` does; pyarrow's default (FIXED_LEN_BYTE_ARRAY with a
+dictionary) cannot be read by Java Paimon 0.9 (``UnsupportedOperationException``
+in ``ParquetDecimalVector``), checked by ``tests/integration/test_java_paimon_reads.py``.
+"""
 
 
 def zstd_level(compression: str, level: int | None) -> int | None:

@@ -45,7 +45,12 @@ import pyarrow.parquet as pq
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage, CompactIncrement
-from snaplake.commit.table_write import new_data_file_meta, open_data_file, zstd_level
+from snaplake.commit.table_write import (
+    PARQUET_WRITE_OPTIONS,
+    new_data_file_meta,
+    open_data_file,
+    zstd_level,
+)
 from snaplake.errors import CommitStateUnknownError
 from snaplake.store.format.data_file import (
     DataFileMeta,
@@ -446,6 +451,7 @@ class AppendCompactor:
                     compression_level=zstd_level(
                         opts.file_compression, opts.file_compression_zstd_level
                     ),
+                    **PARQUET_WRITE_OPTIONS,
                 ) as writer,
             ):
                 group: list[pa.Table] = []
