@@ -7,7 +7,7 @@ PYPAIMON_VERSION := 2.1.0
 PYTEST_ARGS ?=
 
 .PHONY: venv paimon-venv test lint unit demo demo-ci bench clean prometheus grafana-schema \
-	package-smoke
+	package-smoke java-paimon
 
 venv: $(VENV)/.installed
 paimon-venv: $(PAIMON_VENV)/.installed
@@ -42,7 +42,12 @@ grafana/.schema-check/node_modules/.bin/tsc:
 	mkdir -p grafana/.schema-check
 	npm i --silent --no-audit --no-fund --prefix grafana/.schema-check @grafana/schema typescript
 
-unit: venv paimon-venv prometheus grafana-schema
+# Java Paimon 0.9 (from the pypaimon 0.2.0 sdist) and the reader of tests/oracle/java/: the
+# second format oracle (tests/integration/test_java_paimon_reads.py). Needs javac (JDK 17).
+java-paimon: venv
+	$(PY) tests/oracle/java_paimon.py build
+
+unit: venv paimon-venv prometheus grafana-schema java-paimon
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 test: lint unit package-smoke
@@ -67,4 +72,4 @@ bench: venv paimon-venv
 	$(PY) benchmarks/spark_sink.py
 
 clean:
-	rm -rf $(VENV) $(PAIMON_VENV) warehouse warehouse-ci .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PAIMON_VENV) .java-paimon warehouse warehouse-ci .pytest_cache .mypy_cache .ruff_cache
