@@ -6,7 +6,8 @@ PY := $(VENV)/bin/python
 PYPAIMON_VERSION := 2.1.0
 PYTEST_ARGS ?=
 
-.PHONY: venv paimon-venv test lint unit demo demo-ci bench clean prometheus grafana-schema
+.PHONY: venv paimon-venv test lint unit demo demo-ci bench clean prometheus grafana-schema \
+	package-smoke java-paimon java node venv-prereq
 
 venv: $(VENV)/.installed
 paimon-venv: $(PAIMON_VENV)/.installed
@@ -32,8 +33,7 @@ lint: venv
 # Debian's prometheus + promtool and prometheus-pushgateway: the daemon tests run a real
 # Prometheus and a real Pushgateway (tests/daemon/).
 prometheus:
-	@command -v promtool >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends prometheus)
-	@command -v prometheus-pushgateway >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends prometheus-pushgateway)
+	@.ci/prereqs prometheus
 
 # @grafana/schema + TypeScript for the strict dashboard check (tests/daemon/test_dashboard.py).
 grafana-schema: grafana/.schema-check/node_modules/.bin/tsc
@@ -41,16 +41,36 @@ grafana/.schema-check/node_modules/.bin/tsc:
 	mkdir -p grafana/.schema-check
 	npm i --silent --no-audit --no-fund --prefix grafana/.schema-check @grafana/schema typescript
 
-unit: venv paimon-venv prometheus grafana-schema
+# Java Paimon 0.9 (from the pypaimon 0.2.0 sdist) and the reader of tests/oracle/java/: the
+# second format oracle (tests/integration/test_java_paimon_reads.py). Needs javac (JDK 17).
+java-paimon: venv java
+	$(PY) tests/oracle/java_paimon.py build
+
+# Tools beyond Python (README "Prerequisites"): installed with apt-get as root or through sudo,
+# else make stops at once naming the tool (.ci/prereqs).
+java node:
+	@.ci/prereqs $@
+venv-prereq:
+	@test -x $(PY) || PYTHON=$(PYTHON) .ci/prereqs venv
+$(VENV)/.installed: | venv-prereq
+grafana/.schema-check/node_modules/.bin/tsc: | node
+
+unit: java node venv paimon-venv prometheus grafana-schema java-paimon
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
-test: lint unit
+test: java node lint unit package-smoke
 
-demo: venv paimon-venv
+# The wheel alone in a fresh venv, then each extra alone: the README quick start must run there
+# (tests/packaging/). SMOKE_EXTRAS=core,spark,... to choose; spark is opt-in (a 456 MB wheel).
+SMOKE_EXTRAS ?= core,pandas,s3,cli,metrics,daemon
+package-smoke: venv
+	$(PY) tests/packaging/fresh_install.py --extras $(SMOKE_EXTRAS)
+
+demo: java venv paimon-venv
 	$(PY) demo/flights_demo.py --warehouse ./warehouse
 
 # The CI-sized demo (20 files); tests/spark/test_demo.py runs the same inside `make unit`.
-demo-ci: venv paimon-venv
+demo-ci: java venv paimon-venv
 	$(PY) demo/flights_demo.py --warehouse ./warehouse-ci --files 20 --rate 10 --metrics-listen auto
 
 bench: venv paimon-venv
@@ -60,4 +80,4 @@ bench: venv paimon-venv
 	$(PY) benchmarks/spark_sink.py
 
 clean:
-	rm -rf $(VENV) $(PAIMON_VENV) warehouse warehouse-ci .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PAIMON_VENV) .java-paimon warehouse warehouse-ci .pytest_cache .mypy_cache .ruff_cache

@@ -16,6 +16,12 @@ Run with ``make demo`` (or ``python demo/flights_demo.py --warehouse ./warehouse
    (a no-op) and finishes the stream.
 5. A summary is printed and the table is verified against the source with
    snaplake and with pypaimon. The exit code is 1 if any check fails.
+6. It ends with what to try next: ``snaplake`` commands on the table, and how
+   to run the daemon with Prometheus and the Grafana dashboard. With
+   ``--serve`` the daemon (and its metrics endpoint) keeps running until
+   Ctrl-C.
+
+A re-run drops and replaces ``demo.flights``.
 
 ``--warehouse s3://bucket/prefix`` works too (catalog options with ``--option
 s3.endpoint=...``; the landing folder and checkpoint stay local).
@@ -54,6 +60,7 @@ from demo._support import (
     stage_files,
 )
 from demo.flights_data import FLIGHTS_ROWS, load_flights
+from demo.guide import next_steps
 
 TABLE = "demo.flights"
 # Low thresholds so that merges, compactions and expiries visibly happen in a short run.
@@ -83,6 +90,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--work-dir", default=None, help="landing/checkpoint dir (default: temp)")
     parser.add_argument("--skip-pypaimon", action="store_true")
     parser.add_argument("--timeout", type=float, default=900.0, help="give up after seconds")
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="after the checks, keep the daemon and its metrics endpoint up until Ctrl-C",
+    )
     return parser.parse_args(argv)
 
 
@@ -137,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     flights = load_flights()
     staged = stage_files(flights, work / "staged", files=args.files)
     catalog = snaplake.FileSystemCatalog(args.warehouse, options=options)
+    if catalog.table_exists(TABLE):
+        print(f"demo: replacing {TABLE} from an earlier run (every run starts it afresh)")
     catalog.drop_table(TABLE, ignore_if_not_exists=True)
     table = catalog.create_table(
         TABLE, schema=flights.schema, partition_keys=["month"], options=TABLE_OPTIONS
@@ -157,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     maintenance.start()
     tail.start()
     releaser.start()
+    print("demo: starting the Spark driver; rows appear once its JVM is up (~10-30 s)", flush=True)
     job = _start_job(args, work, options)
     restarts = 0
     killed_batch: int | None = None
@@ -168,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
             committed = [r for r in results if r["outcome"] == "committed"]
             rows = sum(r["rows"] for r in committed)
             note = f"(restarted {restarts}x)" if restarts else ""
+            if not committed:
+                note = "(Spark is starting)"
+            elif kill_requested and not restarts:
+                note = "(planned crash: the driver is restarting from its checkpoint)"
             progress.show(
                 rows=rows, released=releaser.released, files=args.files,
                 batches=len(committed), note=note,
@@ -180,6 +199,14 @@ def main(argv: list[str] | None = None) -> int:
                     if code != -signal.SIGKILL:
                         raise RuntimeError(f"the Spark driver exited with {code}, not SIGKILL")
                     restarts += 1
+                    progress.close()
+                    print(
+                        f"demo: the driver was killed on purpose right after committing batch "
+                        f"{killed_batch}, before Spark checkpointed it; restarting it (Spark "
+                        "starts again, ~10-30 s): it replays that batch, which snaplake skips "
+                        "as a duplicate",
+                        flush=True,
+                    )
                     job = _start_job(args, work, options)
                     continue
                 if code != 0:
@@ -188,6 +215,12 @@ def main(argv: list[str] | None = None) -> int:
             if not kill_requested and rows >= args.kill_at * FLIGHTS_ROWS:
                 (work / "control" / "kill-after-commit").touch()
                 kill_requested = True
+                progress.close()
+                print(
+                    f"demo: {rows:,} rows in; now crashing the Spark driver on purpose (SIGKILL "
+                    "after its next commit) to show the exactly-once recovery",
+                    flush=True,
+                )
             if releaser.done.is_set() and restarts and not (work / "control" / "stop").exists():
                 (work / "control" / "stop").touch()
             if time.monotonic() > deadline:
@@ -278,9 +311,47 @@ def main(argv: list[str] | None = None) -> int:
         print(f"check {name}: {'OK' if passed else f'FAILED (want {want})'} ({got_shown})")
     verdict = "all checks passed" if ok else "SOME CHECKS FAILED"
     print(f"{verdict} in {time.monotonic() - started:.1f} s")
+    steps = next_steps(
+        warehouse=args.warehouse,
+        table=TABLE,
+        listen=args.metrics_listen,
+        options=options,
+        serving=args.serve,
+    )
+    print(steps, flush=True)
+    if args.serve:
+        _serve(args, table, work, options)
     if not args.work_dir and ok:
         shutil.rmtree(work, ignore_errors=True)
     return 0 if ok else 1
+
+
+def _serve(
+    args: argparse.Namespace, table: snaplake.Table, work: Path, options: dict[str, str]
+) -> None:
+    """Run the maintenance daemon on ``table`` until Ctrl-C (SIGINT) or SIGTERM."""
+    daemon = Maintenance(
+        warehouse=args.warehouse, table=table, work=work, listen=args.metrics_listen,
+        options=options, interval_s=args.maintenance_interval,
+    )  # fmt: skip
+    if not daemon.uses_daemon:
+        print("demo: --serve needs snaplake.daemon; nothing to serve")
+        return
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop like Ctrl-C
+    daemon.start()
+    print(
+        f"demo: serving: the maintenance daemon watches {TABLE}, metrics on "
+        f"http://{args.metrics_listen}/metrics; Ctrl-C to stop",
+        flush=True,
+    )
+    try:
+        while daemon.proc is not None and daemon.proc.poll() is None:
+            time.sleep(0.5)
+        print(f"demo: the daemon exited; see {work / 'daemon.log'}")
+    except KeyboardInterrupt:
+        print("\ndemo: stopping the daemon")
+    finally:
+        daemon.stop()
 
 
 def _pypaimon_checks(

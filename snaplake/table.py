@@ -297,7 +297,17 @@ class Table:
         ).to_arrow(limit=limit)  # fmt: skip
 
     def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
-        """Read a snapshot into a pandas DataFrame; arguments as :meth:`to_arrow`."""
+        """Read a snapshot into a pandas DataFrame; arguments as :meth:`to_arrow`.
+
+        Raises:
+            ImportError: pandas is not installed (``pip install 'snaplake[pandas]'``).
+        """
+        try:
+            import pandas  # noqa: F401  # pyarrow converts through it
+        except ImportError as exc:
+            raise ImportError(
+                "Table.to_pandas needs pandas: pip install 'snaplake[pandas]'"
+            ) from exc
         return self.to_arrow(**kwargs).to_pandas()
 
     def to_batches(self, **kwargs: Any) -> Iterator[pa.RecordBatch]:

@@ -28,6 +28,7 @@ from typing import Any
 import click
 
 from snaplake.cli.context import CliContext
+from snaplake.cli.hints import cli_message
 from snaplake.cli.output import JsonOutput, TextOutput
 from snaplake.cli.parsing import parse_key_values
 from snaplake.errors import (
@@ -72,8 +73,8 @@ def exit_code_for(exc: BaseException) -> int:
     return EXIT_ERROR
 
 
-def _error_line(exc: BaseException) -> str:
-    message = " ".join(str(exc).split())
+def _error_line(exc: BaseException, *, table: str | None = None) -> str:
+    message = cli_message(exc, table=table) or " ".join(str(exc).split())
     if isinstance(exc, SnaplakeError) and message:
         return f"error: {message}"
     name = type(exc).__name__
@@ -94,7 +95,8 @@ class _SnaplakeGroup(click.Group):
             state = ctx.find_object(CliContext)
             if state is not None and state.debug:
                 traceback.print_exception(exc, file=sys.stderr)
-            click.echo(_error_line(exc), err=True)
+            table = state.table_identifier if state is not None else None
+            click.echo(_error_line(exc, table=table), err=True)
             raise click.exceptions.Exit(exit_code_for(exc)) from None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import IO, Any
 
 import click
 
@@ -16,7 +17,30 @@ from snaplake.catalog import FileSystemCatalog, parse_identifier
 from snaplake.cli.output import Output, TextOutput
 from snaplake.table import Table
 
-__all__ = ["CliContext", "TableIdentifier", "pass_cli"]
+__all__ = ["CliContext", "TableIdentifier", "WarehouseNotFoundError", "pass_cli"]
+
+EXIT_NOT_FOUND = 4  # snaplake.cli.EXIT_NOT_FOUND (that module imports this one)
+
+
+class WarehouseNotFoundError(click.ClickException):
+    """The ``--warehouse`` path does not exist (exit code 4, like a missing table).
+
+    A read command on a mistyped path would otherwise report an empty
+    warehouse; ``create-table`` is the one command that creates it.
+    """
+
+    exit_code = EXIT_NOT_FOUND
+
+    def __init__(self, warehouse: str) -> None:
+        super().__init__(
+            f"warehouse {warehouse} does not exist; check --warehouse "
+            "(snaplake create-table DB.TABLE --from-parquet FILE creates one)"
+        )
+        self.warehouse = warehouse
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """Print ``error: <message>`` on stderr, like the group's other errors."""
+        click.echo(f"error: {self.format_message()}", err=True, file=file)
 
 
 @dataclass(kw_only=True)
@@ -30,6 +54,7 @@ class CliContext:
         debug: ``--log-level debug``: errors also print their traceback.
         log_level: The level given on the command line or in the environment,
             ``None`` when neither was set.
+        table_identifier: The table the command opened last (for hints).
     """
 
     warehouse: str | None
@@ -37,18 +62,26 @@ class CliContext:
     output: Output
     debug: bool = False
     log_level: str | None = None
+    table_identifier: str | None = None
     _catalog: FileSystemCatalog | None = field(default=None, repr=False)
+    _warehouse_checked: bool = field(default=False, repr=False)
 
     @property
     def output_is_text(self) -> bool:
         """True for ``--output text`` (people), False for JSON (scripts)."""
         return isinstance(self.output, TextOutput)
 
-    def catalog(self) -> FileSystemCatalog:
+    def catalog(self, *, create: bool = False) -> FileSystemCatalog:
         """Open (once) the catalog of the warehouse.
+
+        Args:
+            create: The command may create the warehouse (``create-table``);
+                every other command needs it to exist.
 
         Raises:
             click.UsageError: no warehouse was given (exit code 2).
+            WarehouseNotFoundError: the warehouse does not exist and ``create``
+                is false (exit code 4).
         """
         if self._catalog is None:
             if not self.warehouse:
@@ -60,14 +93,20 @@ class CliContext:
                 self._catalog = FileSystemCatalog(self.warehouse, options=self.catalog_options)
             except ValueError as exc:
                 raise click.BadParameter(str(exc), param_hint="--warehouse") from None
+        if not create and not self._warehouse_checked:
+            if not self._catalog.file_io.exists(self._catalog.warehouse):
+                raise WarehouseNotFoundError(self._catalog.warehouse)
+            self._warehouse_checked = True
         return self._catalog
 
     def table(self, identifier: str) -> Table:
-        """Open table ``db.table``.
+        """Open table ``db.table`` (remembered for the hints of error messages).
 
         Raises:
+            WarehouseNotFoundError: the warehouse does not exist (exit code 4).
             TableNotFoundError: no such table (exit code 4).
         """
+        self.table_identifier = identifier
         return self.catalog().get_table(identifier)
 
 

@@ -172,6 +172,22 @@ def _split_list(body: str) -> list[str]:
     return [i for i in (s.strip() for s in items) if i]
 
 
+def _check_quotes(text: str) -> None:
+    """Refuse a filter with a quote that is never closed (it would swallow the rest)."""
+    quote, opened_at = "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote, opened_at = ch, i
+    if quote:
+        raise click.BadParameter(
+            f"unbalanced {quote} in filter {text!r} (opened at character {opened_at + 1}); "
+            f"close it, or quote a value holding {quote} with the other kind of quote"
+        )
+
+
 def _split_and(text: str) -> list[str]:
     """Split on ``and`` outside quotes."""
     parts, start, quote, i = [], 0, "", 0
@@ -202,10 +218,12 @@ def parse_filters(texts: Iterable[str], *, schema: pa.Schema) -> list[Predicate]
         schema: The table's Arrow schema (column names and literal types).
 
     Raises:
-        click.BadParameter: unreadable term, unknown column, bad literal.
+        click.BadParameter: unreadable term, unknown column, bad literal,
+            a quote that is never closed.
     """
     out: list[Predicate] = []
     for text in texts:
+        _check_quotes(text)
         for term in _split_and(text):
             if not term.strip():
                 raise click.BadParameter(f"empty term in filter {text!r}")

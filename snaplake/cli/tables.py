@@ -13,11 +13,11 @@ from typing import Any
 
 import click
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from snaplake.cli.context import CliContext, TableIdentifier, pass_cli
 from snaplake.cli.history import snapshot_rows
+from snaplake.cli.inputs import is_csv, write_file
 from snaplake.cli.output import Column, format_size
 from snaplake.cli.parsing import parse_columns, parse_filters, parse_key_values
 from snaplake.commit.table_write import TableWrite
@@ -40,15 +40,14 @@ TEXT_ROW_CAP = 100
 
 logger = logging.getLogger(__name__)
 
-_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst", ".tsv")
-
 
 @click.command()
 @pass_cli
 def databases(cli: CliContext) -> None:
     """List the databases of the warehouse.
 
-    Exit codes: 0 ok; 1 the warehouse cannot be read; 2 no warehouse given.
+    Exit codes: 0 ok; 1 the warehouse cannot be read; 2 no warehouse given;
+    4 the warehouse does not exist.
     """
     names = cli.catalog().list_databases()
     cli.output.rows(
@@ -64,7 +63,7 @@ def databases(cli: CliContext) -> None:
 def tables(cli: CliContext, database: str) -> None:
     """List the tables of DATABASE.
 
-    Exit codes: 0 ok; 4 no such database.
+    Exit codes: 0 ok; 4 no such warehouse or database.
     """
     names = cli.catalog().list_tables(database)
     cli.output.rows(
@@ -124,51 +123,14 @@ def create_table(
     """
     schema = pq.read_schema(parquet_file).remove_metadata()
     keys = [k.strip() for k in (partition_keys or "").split(",") if k.strip()]
-    created = cli.catalog().create_table(
+    cli.table_identifier = table
+    created = cli.catalog(create=True).create_table(
         table,
         schema=schema,
         partition_keys=keys,
         options=parse_key_values(options, what="--option"),
     )
     cli.output.record(_schema_record(created), title=f"created {table}")
-
-
-def _is_csv(path: Path, file_format: str) -> bool:
-    if file_format != "auto":
-        return file_format == "csv"
-    return path.name.lower().endswith(_CSV_SUFFIXES)
-
-
-def _read_csv(path: Path, schema: pa.Schema) -> pa.Table:
-    """Read a CSV file with the table's column types, then cast to them exactly."""
-    delimiter = "\t" if path.name.lower().endswith(".tsv") else ","
-    data = pacsv.read_csv(
-        path,
-        parse_options=pacsv.ParseOptions(delimiter=delimiter),
-        convert_options=pacsv.ConvertOptions(
-            column_types={f.name: f.type for f in schema}, strings_can_be_null=True
-        ),
-    )
-    columns = []
-    for name in data.column_names:
-        col = data.column(name)
-        index = schema.get_field_index(name)
-        if index >= 0 and col.type != schema.field(index).type:
-            col = col.cast(schema.field(index).type)
-        columns.append(col)
-    return pa.Table.from_arrays(columns, names=data.column_names)
-
-
-def _write_file(write: TableWrite, path: Path, *, csv: bool, schema: pa.Schema) -> int:
-    if csv:
-        data = _read_csv(path, schema)
-        write.write_arrow(data)
-        return int(data.num_rows)
-    rows = 0
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=256 * 1024):
-        write.write_arrow(batch)
-        rows += batch.num_rows
-    return rows
 
 
 def _abort_quietly(writer: TableWrite) -> None:
@@ -211,8 +173,13 @@ def write(
     name; a missing, extra or incompatible column aborts before the commit
     and the data files already written are deleted.
 
-    Exit codes: 0 committed; 1 schema mismatch or unreadable file; 3 commit
-    conflict or retries exhausted (nothing committed); 4 no such table.
+    Input files without rows (a header-only CSV) commit nothing: the command
+    says "nothing to commit" and exits 0.
+
+    Exit codes: 0 committed (or nothing to commit); 1 schema mismatch or
+    unreadable file (the error names the file; for a CSV value also its
+    column and row); 3 commit conflict or retries exhausted (nothing
+    committed); 4 no such table or warehouse.
     """
     start = time.monotonic()
     target = cli.table(table)
@@ -222,12 +189,18 @@ def write(
     try:
         with cli.output.progress(total=len(files), description="writing") as progress:
             for path in files:
-                rows += _write_file(writer, path, csv=_is_csv(path, file_format), schema=schema)
+                rows += write_file(writer, path, csv=is_csv(path, file_format), schema=schema)
                 progress.advance(description=f"wrote {path.name}")
         messages = writer.prepare_commit()
     except BaseException:
         _abort_quietly(writer)
         raise
+    if not any(m.data_increment.new_files for m in messages):
+        cli.output.record(
+            {"table": table, "snapshot_id": None, "rows": 0, "input_files": len(files)},
+            title="nothing to commit: the input files hold no rows",
+        )
+        return
     try:
         with cli.output.status("committing"):
             result = target.new_commit(commit_user=commit_user).commit(messages)
@@ -282,7 +255,8 @@ def read(
     Text output shows a table of at most 100 rows unless --limit is given;
     JSON output is an array of records (all rows).
 
-    Exit codes: 0 ok; 2 bad column or filter; 4 no such table or snapshot.
+    Exit codes: 0 ok; 2 bad column or filter (an unbalanced quote too); 4 no
+    such warehouse, table or snapshot.
     """
     source = cli.table(table)
     schema = source.arrow_schema

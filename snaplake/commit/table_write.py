@@ -55,6 +55,7 @@ __all__ = [
     "open_data_file",
     "write_data_file",
     "zstd_level",
+    "PARQUET_WRITE_OPTIONS",
 ]
 
 logger = logging.getLogger(__name__)
@@ -100,10 +101,17 @@ def conform_to_schema(data: pa.Table | pa.RecordBatch, schema: TableSchema) -> p
         schema: The table schema to conform to.
 
     Raises:
+        TypeError: ``data`` is not a ``pa.Table`` or ``pa.RecordBatch``.
         SchemaMismatchError: a column is missing or extra, a type cannot be
             stored in the column without loss, or a NOT NULL column has nulls.
             Raised before any file is written.
     """
+    if not isinstance(data, pa.Table | pa.RecordBatch):
+        raise TypeError(
+            f"expected a pyarrow.Table or pyarrow.RecordBatch, got {type(data).__name__}; "
+            "build one with pa.table({...}), pa.Table.from_pylist(rows) or "
+            "pa.Table.from_pandas(df)"
+        )
     table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
     expected = schema.arrow_schema
     names = set(table.column_names)
@@ -236,8 +244,19 @@ def write_data_file(
             out.stream,
             compression=compression,
             compression_level=zstd_level(compression, compression_level),
+            **PARQUET_WRITE_OPTIONS,
         )
     return out.size_bytes
+
+
+PARQUET_WRITE_OPTIONS: dict[str, Any] = {"store_decimal_as_integer": True}
+"""Options of every Parquet data file snaplake writes, to match Java Paimon's writer.
+
+DECIMAL(p <= 9) is stored as INT32 and DECIMAL(p <= 18) as INT64, as Paimon's
+``ParquetRowDataWriter`` does; pyarrow's default (FIXED_LEN_BYTE_ARRAY with a
+dictionary) cannot be read by Java Paimon 0.9 (``UnsupportedOperationException``
+in ``ParquetDecimalVector``), checked by ``tests/integration/test_java_paimon_reads.py``.
+"""
 
 
 def zstd_level(compression: str, level: int | None) -> int | None:
@@ -347,6 +366,7 @@ class TableWrite:
                 ``target-file-size`` bytes of Arrow data, then written.
 
         Raises:
+            TypeError: ``data`` is not a ``pa.Table`` or ``pa.RecordBatch``.
             SchemaMismatchError: before any file is written, when the data does
                 not fit the schema.
             UnsupportedTypeError: a partition value cannot be encoded.

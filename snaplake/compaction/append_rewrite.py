@@ -34,7 +34,12 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from snaplake.commit.message import CommitMessage, CompactIncrement
-from snaplake.commit.table_write import new_data_file_meta, open_data_file, zstd_level
+from snaplake.commit.table_write import (
+    PARQUET_WRITE_OPTIONS,
+    new_data_file_meta,
+    open_data_file,
+    zstd_level,
+)
 from snaplake.store.format.data_file import (
     DataFileMeta,
     FileSource,
@@ -278,6 +283,7 @@ class AppendRewriter:
                     compression_level=zstd_level(
                         opts.file_compression, opts.file_compression_zstd_level
                     ),
+                    **PARQUET_WRITE_OPTIONS,
                 ) as writer,
             ):
                 group: list[pa.Table] = []

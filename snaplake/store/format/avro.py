@@ -143,7 +143,7 @@ def _decode_long(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 
 def _snappy_module() -> Any:
     try:
-        import cramjam  # type: ignore[import-not-found]
+        import cramjam  # type: ignore[import-not-found, unused-ignore]
 
         return cramjam.snappy
     except ImportError:

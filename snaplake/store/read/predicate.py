@@ -16,9 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["OPERATORS", "Predicate", "parse_filter"]
+from snaplake.errors import SchemaMismatchError
+
+__all__ = ["OPERATORS", "Predicate", "check_filter_types", "parse_filter"]
 
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=", "in", "not in", "is null", "is not null")
 _ALIASES = {"==": "=", "<>": "!=", "is_null": "is null", "is_not_null": "is not null",
@@ -180,3 +183,36 @@ def _from_tuple(spec: Sequence[Any]) -> Predicate:
     op = str(op).lower().strip()
     op = _ALIASES.get(op, op)
     return Predicate(column=str(column), op=op, value=value)
+
+
+def check_filter_types(schema: pa.Schema, predicates: Sequence[Predicate]) -> None:
+    """Refuse predicates whose literal cannot be compared with their column's type.
+
+    Each predicate's expression is evaluated on an empty column of the
+    column's type, so exactly the comparisons the read would attempt are
+    checked (an ``int`` literal fits a ``double`` column; a ``str`` does not
+    fit a ``BIGINT``), before any file is read.
+
+    Args:
+        schema: The table's Arrow schema; columns missing from it are left
+            to the caller's unknown-column check.
+        predicates: The filter.
+
+    Raises:
+        SchemaMismatchError: a literal's type does not fit its column.
+    """
+    for p in predicates:
+        if p.op in ("is null", "is not null") or p.column not in schema.names:
+            continue
+        field = schema.field(p.column)
+        empty = pa.table({p.column: pa.array([], type=field.type)})
+        try:
+            empty.filter(p.to_expression())
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid) as exc:
+            values = p.value if p.op in ("in", "not in") else (p.value,)
+            kinds = ", ".join(sorted({type(v).__name__ for v in values}))
+            raise SchemaMismatchError(
+                f"filter ({p.column!r}, {p.op!r}, {p.value!r}): a {kinds} value cannot be "
+                f"compared with column {p.column!r} of type {field.type}; pass a value of "
+                f"the column's type ({' '.join(str(exc).split())})"
+            ) from None

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from snaplake.errors import SchemaMismatchError
 from snaplake.store.io.file_io import FileIO
-from snaplake.store.read.predicate import Predicate
+from snaplake.store.read.predicate import Predicate, check_filter_types
 from snaplake.store.read.scan import Split
 
 __all__ = ["read_splits", "read_splits_batches"]
@@ -32,6 +32,7 @@ def _projection(schema: pa.Schema, columns: Sequence[str] | None, predicates: Se
         raise SchemaMismatchError(
             f"unknown column(s) {sorted(set(unknown))}; the table has {schema.names}"
         )
+    check_filter_types(schema, predicates)
     needed = list(dict.fromkeys(list(names) + [p.column for p in predicates]))
     return names, needed
 
@@ -59,7 +60,8 @@ def read_splits(
         A table with ``columns`` (or all columns), rows in split order.
 
     Raises:
-        SchemaMismatchError: an unknown column is named.
+        SchemaMismatchError: an unknown column is named, or a filter literal's
+            type does not fit its column (before anything is read).
         FileNotFoundError: a data file of the snapshot is missing (it was
             deleted by something other than snaplake's expiry).
         StorageError: the storage failed (``StorageAccessError`` for refused
@@ -118,7 +120,13 @@ def read_splits_batches(
     columns: Sequence[str] | None = None,
     predicates: Sequence[Predicate] = (),
 ) -> Iterator[pa.RecordBatch]:
-    """Yield the rows of ``splits`` as record batches, one split at a time (bounded memory)."""
+    """Yield the rows of ``splits`` as record batches, one split at a time (bounded memory).
+
+    Raises:
+        SchemaMismatchError: an unknown column, or a filter literal whose
+            type does not fit its column (before anything is read).
+    """
+    _projection(schema, columns, predicates)
     for split in splits:
         table = read_splits(file_io, [split], schema=schema, columns=columns, predicates=predicates)
         yield from table.to_batches()

@@ -52,9 +52,13 @@ def create_client(settings: S3Settings) -> S3Clients:
 
     Credentials are the options' keys when set, else the AWS default chain
     (environment, ``~/.aws``, instance metadata). The retry budget is
-    ``s3.max-attempts``, else ``AWS_MAX_ATTEMPTS`` / config, else 5 attempts
-    in botocore's ``standard`` mode; the region is ``s3.region``, else the
-    session's, else ``us-east-1``.
+    ``s3.max-attempts``, else ``AWS_MAX_ATTEMPTS`` / the profile's
+    ``max_attempts``, else 5 attempts in botocore's ``standard`` mode; the
+    region is ``s3.region``, else the session's (``AWS_REGION``, the
+    profile's ``region``), else ``us-east-1``. Every chain setting is read
+    through the botocore session (boto3's ``Session`` has no
+    ``get_config_variable`` since 1.44), so ``AWS_PROFILE``,
+    ``AWS_CONFIG_FILE`` and ``AWS_SHARED_CREDENTIALS_FILE`` apply.
 
     Args:
         settings: Parsed ``s3.*`` options.
@@ -67,10 +71,14 @@ def create_client(settings: S3Settings) -> S3Clients:
         or query instance metadata.
     """
     import boto3
+    import botocore.session
     from botocore.config import Config
 
     s = settings
-    session = boto3.session.Session()
+    # boto3's Session stopped forwarding get_config_variable (1.44); the botocore session
+    # it wraps is the public way to read the chain's settings (env, config file, profile).
+    core = botocore.session.get_session()
+    session = boto3.session.Session(botocore_session=core)
     credentials: dict[str, str] = {}
     if s.access_key_id:
         credentials["aws_access_key_id"] = s.access_key_id
@@ -88,7 +96,7 @@ def create_client(settings: S3Settings) -> S3Clients:
         )
     max_attempts = s.max_attempts
     if max_attempts is None:
-        configured = session.get_config_variable("max_attempts")
+        configured = core.get_config_variable("max_attempts")
         max_attempts = int(configured) if configured is not None else DEFAULT_MAX_ATTEMPTS
     s3_config: dict[str, str] = {}
     if s.path_style is not None:

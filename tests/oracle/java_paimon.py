@@ -1,0 +1,404 @@
+"""Java Paimon 0.9 as a second, independent format oracle: it reads tables, we compare values.
+
+pypaimon is a Python port and shares pyarrow with snaplake; Java Paimon is the
+reference implementation (DESIGN.md §1: where they disagree, Java decides). No
+Maven here, but the source distribution of ``pypaimon==0.2.0`` (the old py4j
+release) ships Java Paimon 0.9.0 as ``deps/jars/paimon-python-java-bridge-0.9.0.jar``.
+:func:`build` fetches it with pip (the ordinary package index and pip's cache),
+keeps only that jar, and compiles ``tests/oracle/java/JavaPaimonReader.java``
+against it plus pyspark's Hadoop client jars. ``make java-paimon`` runs it (part
+of ``make test``); by hand: ``.venv/bin/python tests/oracle/java_paimon.py build``.
+
+:class:`JavaPaimon` runs the reader in a JVM (~1.5-3 s per call, several tables
+per call) and returns, per table, the schema, the splits (partition, bucket,
+files) and the rows with their RowKind; values come back losslessly encoded
+(see the Java file's header). :func:`java_values` encodes an Arrow table the
+same way, so a test compares ``JavaRead.rows`` with what it wrote.
+
+Paimon 0.9 limitations (bugs of that reader, not of the tables; checked by
+``tests/integration/test_java_paimon_reads.py``):
+
+- TIMESTAMP(9) (Parquet INT96) and BINARY(n) columns: not readable (snaplake
+  writes neither: it refuses ``timestamp("ns")`` and ``fixed_size_binary``).
+- A ROW value whose fields are all NULL reads back as a NULL ROW.
+- Parquet with snappy compression needs pyspark's ``snappy-java`` jar on the
+  class path (included).
+
+Artifacts live in ``<repo>/.java-paimon/`` (git-ignored), or in
+``$SNAPLAKE_JAVA_PAIMON_DIR`` (share one build between checkouts).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as dt
+import decimal
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+__all__ = [
+    "JavaPaimon",
+    "JavaPaimonError",
+    "JavaRead",
+    "JavaSplit",
+    "build",
+    "encode_value",
+    "java_paimon_dir",
+    "java_values",
+    "requires_java_paimon",
+    "same_values",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SOURCE = Path(__file__).resolve().parent / "java" / "JavaPaimonReader.java"
+DIR_ENV = "SNAPLAKE_JAVA_PAIMON_DIR"
+PYPAIMON_SDIST = "pypaimon==0.2.0"
+BRIDGE_JAR = "paimon-python-java-bridge-0.9.0.jar"
+_HADOOP_JARS = ("hadoop-client-api-3.*.jar", "hadoop-client-runtime-3.*.jar", "snappy-java-*.jar")
+
+
+def java_paimon_dir() -> Path:
+    """Where the jar, the compiled reader and the class path file live."""
+    override = os.environ.get(DIR_ENV)
+    return Path(override) if override else REPO_ROOT / ".java-paimon"
+
+
+def _classpath_file() -> Path:
+    return java_paimon_dir() / "classpath.txt"
+
+
+def _is_built() -> bool:
+    d = java_paimon_dir()
+    return (d / "classes" / "JavaPaimonReader.class").exists() and _classpath_file().exists()
+
+
+requires_java_paimon = pytest.mark.skipif(
+    not _is_built() and shutil.which("java") is None,
+    reason="no JVM: Java Paimon checks need java 17 (make java-paimon builds the reader)",
+)
+"""Skip only where no JVM exists at all; a JVM without a built reader fails loudly."""
+
+
+class JavaPaimonError(RuntimeError):
+    """The JVM failed; the message carries the request and the JVM's stderr."""
+
+
+def _pyspark_jars() -> list[Path]:
+    import pyspark
+
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    found: list[Path] = []
+    for pattern in _HADOOP_JARS:
+        matches = sorted(jars.glob(pattern))
+        if not matches:
+            raise JavaPaimonError(f"{pattern} not found in {jars}: install the 'spark' extra")
+        found.append(matches[-1])
+    return found
+
+
+def build(*, force: bool = False) -> Path:
+    """Fetch Java Paimon 0.9 and compile the reader; return the artifact directory.
+
+    Idempotent: does nothing when the reader is built and newer than its source.
+
+    Raises:
+        JavaPaimonError: pip, tar or javac failed (their output in the message).
+    """
+    out = java_paimon_dir()
+    classes = out / "classes"
+    compiled = classes / "JavaPaimonReader.class"
+    jar = out / BRIDGE_JAR
+    if (
+        not force
+        and compiled.exists()
+        and _classpath_file().exists()
+        and compiled.stat().st_mtime >= SOURCE.stat().st_mtime
+    ):
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    if not jar.exists():
+        with tempfile.TemporaryDirectory(prefix="snaplake-pypaimon-sdist-") as tmp:
+            _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                  "--no-binary", ":all:", PYPAIMON_SDIST, "-d", tmp])  # fmt: skip
+            (sdist,) = Path(tmp).glob("pypaimon-0.2.0.tar*")
+            with tarfile.open(sdist) as archive:
+                member = next(m for m in archive.getmembers() if m.name.endswith(BRIDGE_JAR))
+                source = archive.extractfile(member)
+                if source is None:
+                    raise JavaPaimonError(f"{BRIDGE_JAR} in {sdist.name} is not a file")
+                with source, open(jar.with_suffix(".part"), "wb") as target:
+                    shutil.copyfileobj(source, target)
+            jar.with_suffix(".part").rename(jar)
+    classpath = [jar, *_pyspark_jars()]
+    shutil.rmtree(classes, ignore_errors=True)
+    classes.mkdir()
+    javac = shutil.which("javac")
+    if javac is None:
+        raise JavaPaimonError("javac not found: install a JDK 17 (apt-get install openjdk-17-jdk)")
+    _run([javac, "-d", str(classes), "-cp", os.pathsep.join(map(str, classpath)), str(SOURCE)])
+    _classpath_file().write_text(os.pathsep.join(str(p) for p in [*classpath, classes]))
+    return out
+
+
+def _run(cmd: Sequence[str]) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=900)
+    if done.returncode != 0:
+        raise JavaPaimonError(f"{' '.join(cmd)} exited {done.returncode}:\n{done.stderr[-4000:]}")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JavaSplit:
+    """One DataSplit as Java planned it, with its rows.
+
+    Attributes:
+        partition: Partition values (encoded like row values).
+        partition_bytes: Hex of the split's partition BinaryRow (as the manifest holds it).
+        bucket: The split's bucket (as the manifest holds it).
+        snapshot_id: The snapshot planned.
+        files: Data file names.
+        rows: Row values (see :func:`java_values`).
+        kinds: RowKind of each row (``"+I"``, ``"-U"``, ``"+U"``, ``"-D"``).
+        row_partitions: Per row, the hex partition BinaryRow Java's writer would compute.
+        row_buckets: Per row, the bucket Java's writer would compute (``None`` for
+            dynamic-bucket tables, where it depends on an index).
+    """
+
+    partition: tuple[Any, ...]
+    partition_bytes: str
+    bucket: int
+    snapshot_id: int
+    files: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    kinds: tuple[str, ...]
+    row_partitions: tuple[str, ...]
+    row_buckets: tuple[int | None, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JavaRead:
+    """What Java Paimon read from one table.
+
+    Attributes:
+        names: Column names; ``types``: their Paimon SQL types (``"BIGINT NOT NULL"``).
+        partition_keys / primary_keys: From the table's schema.
+        snapshot_id: The snapshot read (``None`` for a table without snapshots).
+        splits: In plan order, each with its rows (values encoded as in
+            :func:`java_values`) and their RowKinds (``"+I"``, ...).
+    """
+
+    names: tuple[str, ...]
+    types: tuple[str, ...]
+    partition_keys: tuple[str, ...]
+    primary_keys: tuple[str, ...]
+    snapshot_id: int | None
+    splits: tuple[JavaSplit, ...]
+
+    @property
+    def rows(self) -> list[tuple[Any, ...]]:
+        """Every row, sorted (NULLs first), for order-free comparison."""
+        return sorted((r for s in self.splits for r in s.rows), key=_sort_key)
+
+    @property
+    def files(self) -> list[str]:
+        """Every data file the plan read, sorted."""
+        return sorted(f for s in self.splits for f in s.files)
+
+    def misplaced_rows(self) -> list[dict[str, Any]]:
+        """Rows stored in a partition or bucket other than where Java's writer puts them.
+
+        Compares each row's partition BinaryRow bytes and bucket, as Java's
+        ``RowKeyExtractor`` computes them, with the split (manifest entry)
+        holding it. Empty when the writer agrees with Java byte for byte.
+        """
+        out = []
+        for s in self.splits:
+            for row, part, bucket in zip(s.rows, s.row_partitions, s.row_buckets, strict=True):
+                if part != s.partition_bytes or (bucket is not None and bucket != s.bucket):
+                    out.append({"row": row, "stored": (s.partition_bytes, s.bucket),
+                                "java": (part, bucket)})  # fmt: skip
+        return out
+
+
+def _sort_key(row: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple((v is not None, json.dumps(v, sort_keys=True, default=str)) for v in row)
+
+
+class JavaPaimon:
+    """Runs the Java reader (built by :func:`build`) on local tables."""
+
+    def __init__(self, *, java: str | None = None, timeout_s: float = 600.0) -> None:
+        self.java = java or shutil.which("java") or "java"
+        self.timeout_s = timeout_s
+
+    def read(self, table_path: str | Path, *, snapshot_id: int | None = None) -> JavaRead:
+        """Read one table (the latest snapshot unless ``snapshot_id``)."""
+        return self.read_many([(table_path, snapshot_id)])[0]
+
+    def read_many(self, tables: Sequence[tuple[str | Path, int | None]]) -> list[JavaRead]:
+        """Read several ``(table path, snapshot id or None)`` in one JVM, in order.
+
+        Raises:
+            JavaPaimonError: the reader is not built, or Java failed on a table.
+        """
+        if not _is_built():
+            raise JavaPaimonError(
+                f"the Java Paimon reader is not built in {java_paimon_dir()}: run "
+                "`make java-paimon` (or .venv/bin/python tests/oracle/java_paimon.py build)"
+            )
+        with tempfile.TemporaryDirectory(prefix="snaplake-java-read-") as tmp:
+            outputs = [Path(tmp) / f"out-{i}.jsonl" for i in range(len(tables))]
+            request = [
+                {"path": str(Path(p).resolve()), "snapshot": s, "out": str(out)}
+                for (p, s), out in zip(tables, outputs, strict=True)
+            ]
+            (Path(tmp) / "request.json").write_text(json.dumps(request))
+            cmd = [self.java, "-cp", _classpath_file().read_text().strip(),
+                   "JavaPaimonReader", f"{tmp}/request.json"]  # fmt: skip
+            done = subprocess.run(
+                cmd, capture_output=True, text=True, check=False, timeout=self.timeout_s
+            )
+            if done.returncode != 0:
+                raise JavaPaimonError(
+                    f"Java Paimon failed reading {[str(p) for p, _ in tables]} "
+                    f"(exit {done.returncode}):\n{done.stderr[-6000:]}"
+                )
+            return [_parse(out.read_text()) for out in outputs]
+
+
+def _parse(text: str) -> JavaRead:
+    lines = [json.loads(line) for line in text.splitlines() if line]
+    head = lines[0]
+    splits: list[JavaSplit] = []
+    current: dict[str, Any] | None = None
+    rows: list[tuple[Any, ...]] = []
+    kinds: list[str] = []
+    parts: list[str] = []
+    buckets: list[int | None] = []
+
+    def close() -> None:
+        if current is not None:
+            splits.append(
+                JavaSplit(
+                    partition=_freeze(current.get("partition", [])),
+                    partition_bytes=str(current.get("partitionBytes", "")),
+                    bucket=int(current.get("bucket", -1)),
+                    snapshot_id=int(current.get("snapshotId", -1)),
+                    files=tuple(current.get("files", ())),
+                    rows=tuple(rows),
+                    kinds=tuple(kinds),
+                    row_partitions=tuple(parts),
+                    row_buckets=tuple(buckets),
+                )
+            )
+
+    for line in lines[1:]:
+        if "split" in line:
+            close()
+            current, rows, kinds, parts, buckets = line["split"], [], [], [], []
+        else:
+            rows.append(tuple(_freeze(v) for v in line["v"]))
+            kinds.append(line["k"])
+            parts.append(line["p"])
+            buckets.append(line.get("b"))
+    close()
+    snapshot = head["snapshotId"]
+    return JavaRead(
+        names=tuple(f["name"] for f in head["schema"]),
+        types=tuple(f["type"] for f in head["schema"]),
+        partition_keys=tuple(head["partitionKeys"]),
+        primary_keys=tuple(head["primaryKeys"]),
+        snapshot_id=None if snapshot is None else int(snapshot),
+        splits=tuple(splits),
+    )
+
+
+def _freeze(value: Any) -> Any:
+    """JSON lists as tuples, so rows are hashable and sortable the same way as java_values."""
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+# ---------------------------------------------------------------- Arrow -> Java's encoding
+
+
+def _epoch_nanos(value: dt.datetime) -> int:
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    delta = value - dt.datetime(1970, 1, 1)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
+def encode_value(value: Any, dtype: pa.DataType) -> Any:
+    """One Arrow value in the reader's encoding (see JavaPaimonReader.java)."""
+    if value is None:
+        return None
+    t = pa.types
+    if t.is_floating(dtype):
+        return float(value)  # float32 values widen exactly, as Java's (double) cast
+    if t.is_decimal(dtype):
+        assert isinstance(value, decimal.Decimal)
+        return format(value, "f")
+    if t.is_binary(dtype) or t.is_large_binary(dtype) or t.is_fixed_size_binary(dtype):
+        return base64.b64encode(value).decode("ascii")
+    if t.is_date32(dtype):
+        return (value - dt.date(1970, 1, 1)).days
+    if t.is_time32(dtype) or t.is_time64(dtype):
+        return (value.hour * 3600 + value.minute * 60 + value.second) * 1000 + (
+            value.microsecond // 1000
+        )
+    if t.is_timestamp(dtype):
+        if isinstance(value, dt.datetime):
+            return _epoch_nanos(value)
+        return int(value.value)  # pandas.Timestamp for "ns"
+    if t.is_map(dtype):
+        return tuple(
+            (encode_value(k, dtype.key_type), encode_value(v, dtype.item_type)) for k, v in value
+        )
+    if t.is_list(dtype) or t.is_large_list(dtype):
+        return tuple(encode_value(v, dtype.value_type) for v in value)
+    if t.is_struct(dtype):
+        return tuple(encode_value(value[f.name], f.type) for f in dtype)
+    return value
+
+
+def java_values(table: pa.Table | pa.RecordBatch) -> list[tuple[Any, ...]]:
+    """Encode ``table``'s rows as the Java reader does, sorted like :attr:`JavaRead.rows`."""
+    columns = [
+        [encode_value(v, field.type) for v in table.column(i).to_pylist()]
+        for i, field in enumerate(table.schema)
+    ]
+    rows = list(zip(*columns, strict=True)) if columns else []
+    return sorted(rows, key=_sort_key)
+
+
+def same_values(left: Sequence[Sequence[Any]], right: Sequence[Sequence[Any]]) -> bool:
+    """Compare encoded rows; NaN equals NaN (they sort alike but ``nan != nan``)."""
+
+    def norm(v: Any) -> Any:
+        if isinstance(v, float) and math.isnan(v):
+            return "NaN"
+        if isinstance(v, tuple):
+            return tuple(norm(x) for x in v)
+        return v
+
+    return [norm(tuple(r)) for r in left] == [norm(tuple(r)) for r in right]
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["build"]:
+        sys.exit("usage: java_paimon.py build")
+    print(f"Java Paimon reader built in {build()}")
