@@ -164,7 +164,7 @@ def test_rows_are_not_lost_with_schema_columns(make_table):
 # -- full compaction and the plan / rewrite / commit split ----------------------------------
 def test_full_compaction_rewrites_large_files_after_the_head(make_table):
     """Paimon's FullCompactTask: leading large files stay, the rest (large too) is rewritten."""
-    table = make_table({"target-file-size": "64 kb", "compaction.small-file-ratio": "0.25"},
+    table = make_table({"target-file-size": "64 kb", "compaction.small-file-ratio": "0.125"},
                        partitioned=False)  # fmt: skip
     append(table, 1000, 1000)  # large, at the head: kept
     append(table, 0, 3)
@@ -185,7 +185,7 @@ def test_full_compaction_rewrites_large_files_after_the_head(make_table):
 
 
 def test_full_compaction_needs_three_files_and_more_small_than_large(make_table):
-    table = make_table({"target-file-size": "64 kb", "compaction.small-file-ratio": "0.25"},
+    table = make_table({"target-file-size": "64 kb", "compaction.small-file-ratio": "0.125"},
                        partitioned=False)  # fmt: skip
     append(table, 0, 3)
     append(table, 3, 3)
