@@ -58,6 +58,7 @@ from snaplake.store.format.snapshot import (
     CommitKind,
     Snapshot,
 )
+from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.snapshot_manager import SnapshotManager
@@ -180,6 +181,9 @@ class FileStoreCommit:
                 it landed; nothing was cleaned up. Retrying with the same
                 identifier is safe (it dedups).
             SchemaMismatchError: an overwrite's files lie outside its spec.
+            UnsupportedTableError: the table uses something snaplake cannot
+                commit to (:func:`snaplake.store.format.support.check_supported`);
+                nothing was written.
 
         Storage:
             Writes one delta manifest per call, two manifest lists and one
@@ -387,6 +391,7 @@ class FileStoreCommit:
         )
         if schema is None:
             raise SchemaMismatchError(f"table {self.table_name} has no schema; create it first")
+        check_supported(self.schema_manager.latest() or schema, Operation.COMMIT)
         policy = self._policy(schema)
         dup = self._duplicate_of(latest, identifier)
         if dup is not None:

@@ -44,6 +44,7 @@ from snaplake.store.format.data_file import (
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.stats import SimpleStatsParts, compute_value_stats
+from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 
 __all__ = [
@@ -317,6 +318,10 @@ class TableWrite:
         paths: The table's PathFactory.
         schema: The table schema to write with (its id goes into every file).
         commit_user: Recorded for logs only (the commit carries the user).
+
+    Raises:
+        UnsupportedTableError: the table uses something snaplake cannot write
+            (:func:`snaplake.store.format.support.check_supported`).
     """
 
     def __init__(
@@ -326,6 +331,7 @@ class TableWrite:
         self.paths = paths
         self.schema = schema
         self.commit_user = commit_user
+        check_supported(schema, Operation.WRITE)
         opts = schema.core_options
         self._num_buckets = opts.bucket
         self._bucket_key = opts.bucket_key

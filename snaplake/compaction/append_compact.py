@@ -54,6 +54,7 @@ from snaplake.store.format.data_file import (
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind
 from snaplake.store.format.stats import SimpleStatsParts, ValueStatsCollector
+from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan, Split
 
@@ -182,6 +183,7 @@ class AppendCompactor:
         schema = cm.schema_manager.latest()
         if latest is None or schema is None:
             return []
+        check_supported(schema, Operation.MAINTENANCE)
         target, min_files, ratio = self._opts(schema)
         small = target * ratio
         scan = FileStoreScan(

@@ -52,6 +52,7 @@ from snaplake.store.format.manifest_list import ManifestFileMeta
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import merge_live_entries
 from snaplake.store.snapshot_manager import SnapshotManager
@@ -266,6 +267,7 @@ class ExpireSnapshots:
         plan = _Plan()
         if schema is None:
             return plan
+        check_supported(schema, Operation.MAINTENANCE)
         rng = self._expire_range(schema)
         if rng is None:
             return plan

@@ -36,7 +36,9 @@ from snaplake.errors import CorruptMetadataError
 from snaplake.store.format.manifest import ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import ManifestFileMeta, read_manifest_list
 from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import SchemaManager
 from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.format.support import Operation, check_latest_supported
 from snaplake.store.io.file_io import SCRATCH_PREFIX, FileIO, FileStatus
 from snaplake.store.snapshot_manager import SnapshotManager
 
@@ -161,6 +163,7 @@ class OrphanFilesClean:
     # ----------------------------------------------------------------- steps
     def _run(self, *, dry_run: bool) -> OrphanCleanResult:
         start = time.monotonic()
+        check_latest_supported(SchemaManager(self.file_io, self.paths), Operation.MAINTENANCE)
         cutoff_ms = int(self.cutoff.timestamp() * 1000)
         candidates = [s for s in self._candidates() if s.modification_time_ms < cutoff_ms]
         used = self._used_names()
