@@ -86,7 +86,9 @@ def _is(*values: str) -> Callable[[str], bool]:
     return lambda value: value.strip().lower() in allowed
 
 
-def _honoured(key: str, note: str, *values: str) -> OptionSupport:
+def _honoured(
+    key: str, note: str, *values: str, refused_for: frozenset[str] = ALL_OPERATIONS
+) -> OptionSupport:
     if values:
         return OptionSupport(
             key=key,
@@ -94,6 +96,7 @@ def _honoured(key: str, note: str, *values: str) -> OptionSupport:
             note=note,
             accepts=_is(*values),
             accepted=" / ".join(values),
+            refused_for=refused_for | {"create"},
         )
     return OptionSupport(key=key, status=OptionStatus.HONOURED, note=note)
 
@@ -120,6 +123,21 @@ def _engine(key: str, note: str) -> OptionSupport:
 
 
 _OPTIONS: tuple[OptionSupport, ...] = (
+    _honoured(
+        "manifest.compression",
+        "Avro codec of new manifests and manifest lists; any codec is read; lz4 is never "
+        "written (Java's Avro has no lz4 codec and pypaimon refuses it)",
+        "zstd",
+        "zstandard",
+        "snappy",
+        "deflate",
+        "bzip2",
+        "xz",
+        "null",
+        "none",
+        "uncompressed",
+        refused_for=_CHANGES,
+    ),
     # primary-key tables ----------------------------------------------------------------
     _pk("merge-engine"),
     _pk("sequence.field"),
