@@ -334,7 +334,7 @@ class TableWrite:
         check_supported(schema, Operation.WRITE)
         opts = schema.core_options
         self._num_buckets = opts.bucket
-        self._bucket_key = opts.bucket_key
+        self._bucket_key = list(schema.bucket_keys)
         self._target = opts.target_file_size_bytes
         self._compression = opts.file_compression
         self._zstd_level = opts.file_compression_zstd_level

@@ -158,6 +158,33 @@ class TableSchema:
         raise SchemaMismatchError(f"{name!r} is not a column of {self.field_names}")
 
     @cached_property
+    def bucket_keys(self) -> tuple[str, ...]:
+        """Columns a fixed-bucket table hashes: ``bucket-key``, else the trimmed primary key.
+
+        Empty for an append table without ``bucket-key`` (Paimon refuses to
+        create one with ``bucket > 0``, but older Paimon and pypaimon did):
+        every row then hashes the empty row, so all rows of a partition go
+        to one bucket, as Java Paimon 0.9+ and pypaimon write them. (Paimon
+        0.8 and older hashed every column instead; files they placed are
+        read wherever they are.)
+
+        Raises:
+            SchemaMismatchError: a ``bucket-key`` column is not a column.
+
+        Source: Paimon ``TableSchema`` constructor (``originalBucketKeys``,
+        then ``trimmedPrimaryKeys``).
+        """
+        keys = tuple(self.core_options.bucket_key)
+        for key in keys:
+            if key not in self.field_names:
+                raise SchemaMismatchError(
+                    f"bucket key {key!r} is not a column of {self.field_names}"
+                )
+        if not keys:
+            keys = tuple(k for k in self.primary_keys if k not in self.partition_keys)
+        return keys
+
+    @cached_property
     def partition_types(self) -> tuple[DataType, ...]:
         """Paimon types of the partition keys, in order."""
         return tuple(self.field_type(k) for k in self.partition_keys)
