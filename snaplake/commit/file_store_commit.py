@@ -50,6 +50,7 @@ from snaplake.store.format.manifest_list import (
     encode_manifest_list,
 )
 from snaplake.store.format.manifest_writer import write_manifest
+from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import (
@@ -360,8 +361,9 @@ class FileStoreCommit:
         )
         live = scan.plan_entries()
         if overwrite is True and schema.partition_keys:
-            touched = {e.partition for e in adds}
-            live = [e for e in live if e.partition in touched]
+            types = schema.partition_types  # by value: writers encode some values differently
+            touched = {canonical_partition(e.partition, types) for e in adds}
+            live = [e for e in live if canonical_partition(e.partition, types) in touched]
         return [e.as_delete() for e in live]
 
     def _delete_quietly(self, names: Sequence[str]) -> None:

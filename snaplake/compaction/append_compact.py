@@ -32,6 +32,7 @@ runs never cross a large file, so outputs never overlap a kept file's range.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -51,6 +52,7 @@ from snaplake.store.format.data_file import (
     DataFileMeta,
     FileSource,
 )
+from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind
 from snaplake.store.format.stats import SimpleStatsParts, ValueStatsCollector
@@ -160,6 +162,7 @@ class AppendCompactor:
         self._min_files = min_file_num
         self._ratio = small_file_ratio
         self._workers = workers
+        self._file_partitions: dict[str, bytes] = {}
 
     def _opts(self, schema: TableSchema) -> tuple[int, int, float]:
         o = schema.core_options
@@ -194,7 +197,8 @@ class AppendCompactor:
             partition_filter=self.partition_filter,
         )
         tasks: list[CompactTask] = []
-        for split in scan.plan():
+        self._file_partitions = {}
+        for split in self._splits_by_value(scan.plan(), schema):
             run: list[int] = []
             for i, f in enumerate([*split.files, None]):
                 fits = (
@@ -215,6 +219,39 @@ class AppendCompactor:
                     )
                 run = [i] if f is not None and f.file_size_bytes < small else []
         return tasks
+
+    def _splits_by_value(self, splits: Sequence[Split], schema: TableSchema) -> list[Split]:
+        """Merge splits whose partitions are equal by value (two writers' encodings).
+
+        The merged split carries the canonical (Java) partition bytes, used
+        for the outputs; each file's own bytes are remembered for the DELETE
+        entry that removes it, which must match its ADD byte for byte.
+        """
+        types = schema.partition_types
+        groups: dict[tuple[bytes, int], list[Split]] = {}
+        for split in splits:
+            for f in split.files:
+                self._file_partitions[f.file_name] = split.partition
+            key = (canonical_partition(split.partition, types), split.bucket)
+            groups.setdefault(key, []).append(split)
+        out = []
+        for (partition, _), group in groups.items():
+            if len(group) == 1 and group[0].partition == partition:
+                out.append(group[0])
+                continue
+            pairs = sorted(
+                ((f, p) for s in group for f, p in zip(s.files, s.paths, strict=True)),
+                key=lambda fp: (fp[0].min_sequence_number, fp[0].file_name),
+            )
+            out.append(
+                dataclasses.replace(
+                    group[0],
+                    partition=partition,
+                    files=tuple(f for f, _ in pairs),
+                    paths=tuple(p for _, p in pairs),
+                )
+            )
+        return out
 
     def execute(self) -> CompactResult:
         """Rewrite the planned runs and commit them as one COMPACT snapshot.
@@ -257,20 +294,7 @@ class AppendCompactor:
                         errors.append(exc)
                 if errors:
                     raise errors[0]
-            merged: dict[tuple[bytes, int], CommitMessage] = {}
-            for task, outs in zip(tasks, outputs, strict=True):
-                key = (task.split.partition, task.split.bucket)
-                prev = merged.get(key)
-                before = (prev.compact_increment.compact_before if prev else ()) + task.files
-                after = (prev.compact_increment.compact_after if prev else ()) + tuple(
-                    m for m, _ in outs
-                )
-                merged[key] = CommitMessage(
-                    partition=task.split.partition,
-                    bucket=task.split.bucket,
-                    total_buckets=task.split.total_buckets,
-                    compact_increment=CompactIncrement(compact_before=before, compact_after=after),
-                )
+            merged = self._messages(tasks, outputs)
             result = self.commit.commit(list(merged.values()), kind=CommitKind.COMPACT)
         except CommitStateUnknownError:
             raise
@@ -280,7 +304,7 @@ class AppendCompactor:
         out_files = [m for outs in outputs for m, _ in outs]
         res = CompactResult(
             snapshot_id=result.snapshot_id,
-            buckets_compacted=len(merged),
+            buckets_compacted=len({(t.split.partition, t.split.bucket) for t in tasks}),
             files_before=sum(len(t.files) for t in tasks),
             files_after=len(out_files),
             bytes_before=sum(f.file_size_bytes for t in tasks for f in t.files),
@@ -296,6 +320,38 @@ class AppendCompactor:
             res.snapshot_id, res.duration_s * 1000,
         )  # fmt: skip
         return res
+
+    def _messages(
+        self, tasks: Sequence[CompactTask], outputs: Sequence[list[tuple[DataFileMeta, str]]]
+    ) -> dict[tuple[bytes, int], CommitMessage]:
+        """Build one CommitMessage per (partition bytes, bucket).
+
+        Inputs go under their own bytes, outputs under the split's (canonical) bytes.
+        """
+        before: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        after: dict[tuple[bytes, int], list[DataFileMeta]] = {}
+        total: dict[tuple[bytes, int], int] = {}
+        for task, outs in zip(tasks, outputs, strict=True):
+            bucket = task.split.bucket
+            for f in task.files:
+                key = (self._file_partitions.get(f.file_name, task.split.partition), bucket)
+                before.setdefault(key, []).append(f)
+                total[key] = task.split.total_buckets
+            key = (task.split.partition, bucket)
+            after.setdefault(key, []).extend(m for m, _ in outs)
+            total[key] = task.split.total_buckets
+        return {
+            key: CommitMessage(
+                partition=key[0],
+                bucket=key[1],
+                total_buckets=total[key],
+                compact_increment=CompactIncrement(
+                    compact_before=tuple(before.get(key, ())),
+                    compact_after=tuple(after.get(key, ())),
+                ),
+            )
+            for key in total
+        }
 
     # ----------------------------------------------------------------- rewrite
     def _read_many(self, paths: Sequence[str], schema: pa.Schema) -> pa.Table:

@@ -49,10 +49,12 @@ from snaplake.errors import CorruptMetadataError, InvalidOptionError
 from snaplake.store.format.avro import decompress_block, parse_container
 from snaplake.store.format.manifest import FileKind, ManifestEntry
 from snaplake.store.format.manifest_list import ManifestFileMeta
+from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.format.support import Operation, check_supported
+from snaplake.store.format.types import DataType
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import merge_live_entries
 from snaplake.store.snapshot_manager import SnapshotManager
@@ -159,6 +161,7 @@ class ExpireSnapshots:
         self._now_ms = now_ms
         self._workers = workers
         self._part_paths: dict[bytes, str] = {}
+        self._partition_types: tuple[DataType, ...] = ()
 
     # ----------------------------------------------------------------- public
     def plan(self) -> ExpireResult:
@@ -268,6 +271,7 @@ class ExpireSnapshots:
         if schema is None:
             return plan
         check_supported(schema, Operation.MAINTENANCE)
+        self._partition_types = schema.partition_types
         rng = self._expire_range(schema)
         if rng is None:
             return plan
@@ -352,7 +356,13 @@ class ExpireSnapshots:
         metas = read_list_strict(self.file_io, self.paths, snap.base_manifest_list)
         metas += read_list_strict(self.file_io, self.paths, snap.delta_manifest_list)
         live = merge_live_entries(self._entries(metas))
-        return frozenset((e.partition, e.bucket, e.file.file_name) for e in live.values())
+        return frozenset(
+            (self._key_partition(e), e.bucket, e.file.file_name) for e in live.values()
+        )
+
+    def _key_partition(self, entry: ManifestEntry) -> bytes:
+        """The entry's partition compared by value (two writers may encode it differently)."""
+        return canonical_partition(entry.partition, self._partition_types)
 
     def _deleted_in_delta(
         self, snap: Snapshot, schema: TableSchema
@@ -369,7 +379,7 @@ class ExpireSnapshots:
         out: list[tuple[str, int, _FileKey]] = []
         for e in pending.values():
             part = self._partition_path(e.partition, schema)
-            key = (e.partition, e.bucket, e.file.file_name)
+            key = (self._key_partition(e), e.bucket, e.file.file_name)
             f = e.file
             out.append(
                 (

@@ -3,11 +3,16 @@ BINARY partition keys, and partitions pypaimon encodes differently from Java."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+import pyarrow as pa
 import pytest
 from tests.helpers import SCHEMA, rows
 from tests.oracle import PaimonOracle, requires_paimon
 
 import snaplake
+from snaplake.compaction.expire import ExpireSnapshots
+from snaplake.daemon.jobs import count_files
 from snaplake.store.read.split_read import read_splits
 
 pytestmark = [pytest.mark.integration, requires_paimon]
@@ -39,3 +44,72 @@ def test_fixed_buckets_without_bucket_key_land_where_pypaimon_puts_them(tmp_path
     # every row hashes the empty row (Java 0.9+ and pypaimon alike): one bucket
     assert {b for _, b in theirs.values()} == {b for _, b in ours.values()} == {3}
     assert oracle.read("db.b").sort_by("id").equals(rows(0, 180))
+
+
+_TS_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("ts", pa.timestamp("us")),  # TIMESTAMP(6): not compact
+        pa.field("v", pa.string()),
+    ]
+)
+
+
+def _null_ts_rows(start: int, count: int) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + count), pa.int64()),
+            "ts": pa.nulls(count, pa.timestamp("us")),
+            "v": [f"v{i}" for i in range(start, start + count)],
+        },
+        schema=_TS_SCHEMA,
+    )
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    """A table whose NULL TIMESTAMP(6) partition holds files of pypaimon and of snaplake:
+    the same partition under two BinaryRow encodings (pypaimon reserves no variable part)."""
+    oracle = PaimonOracle(tmp_path)
+    oracle.create_table(
+        "db.m", _TS_SCHEMA, partition_keys=["ts"], options={"compaction.min.file-num": "4"}
+    )
+    oracle.write("db.m", _null_ts_rows(0, 6), commits=3)
+    table = snaplake.FileSystemCatalog(str(tmp_path)).get_table("db.m")
+    for i in range(3):
+        _commit(table, _null_ts_rows(100 + 2 * i, 2))
+    encodings = {s.partition for s in table.new_scan().plan()}
+    assert len(encodings) == 2, "expected pypaimon's and Java's encoding of the NULL partition"
+    return oracle, table
+
+
+def test_dynamic_overwrite_replaces_both_writers_files(mixed):
+    oracle, table = mixed
+    _commit(table, _null_ts_rows(500, 2), overwrite=True)
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [500, 501]
+    assert sorted(oracle.read("db.m").column("id").to_pylist()) == [500, 501]
+
+
+def test_compaction_groups_both_writers_files_and_expiry_cleans_them(mixed):
+    oracle, table = mixed
+    counts = count_files(table, table.latest_snapshot(), options=table.schema().core_options)
+    assert counts.small_files == 6 and counts.buckets_due == 1  # the daemon's view agrees
+    result = table.compact()
+    assert result.files_before == 6 and result.files_after == 1 and result.buckets_compacted == 1
+    expected = list(range(6)) + list(range(100, 106))
+    assert sorted(table.to_arrow().column("id").to_pylist()) == expected
+    # pypaimon matches DELETEs to ADDs byte for byte: each input was removed under its own bytes
+    assert sorted(oracle.read("db.m").column("id").to_pylist()) == expected
+    assert len(oracle.plan_files("db.m")) == 1
+    # expiry treats the two encodings as one partition and deletes every replaced input
+    # data file: pypaimon's as well as snaplake's
+    expired = ExpireSnapshots(
+        file_io=table.file_io,
+        paths=table.paths,
+        schema_manager=table.schema_manager,
+        snapshot_manager=table.snapshot_manager,
+        retain_min=1,
+        time_retained=timedelta(0),
+    ).execute()
+    assert len(expired.data_files) == 6
+    assert sorted(oracle.read("db.m").column("id").to_pylist()) == expected
