@@ -112,8 +112,14 @@ def _opt(key: str, parse: Callable[[str], T], default: T | None, doc: str) -> Co
 
 BUCKET = _opt("bucket", int, -1, "Number of buckets; -1 = bucket-unaware append table.")
 BUCKET_KEY = _opt("bucket-key", str, None, "Comma-separated bucket key columns.")
-FILE_FORMAT = _opt("file.format", str, "parquet", "Data file format (parquet only).")
-FILE_COMPRESSION = _opt("file.compression", str, "zstd", "Parquet compression codec.")
+FILE_FORMAT = _opt("file.format", str, "parquet", "Format of new data files: parquet, orc, avro.")
+FILE_COMPRESSION = _opt("file.compression", str, "zstd", "Compression codec of new data files.")
+ORC_TIMESTAMP_LTZ_LEGACY_TYPE = ConfigOption(
+    key="orc.timestamp-ltz.legacy.type",
+    parse=_parse_bool,
+    default=True,
+    doc="ORC: TIMESTAMP_LTZ as a plain timestamp holding UTC (true) or as a timestamp instant.",
+)
 FILE_COMPRESSION_ZSTD_LEVEL = _opt(
     "file.compression.zstd-level", int, 1, "zstd level of data files (Paimon's default 1)."
 )
@@ -248,9 +254,19 @@ class CoreOptions:
         return self._req(TARGET_FILE_SIZE)
 
     @property
+    def file_format(self) -> str:
+        """``file.format`` of new data files (lower case)."""
+        return self._req(FILE_FORMAT).strip().lower()
+
+    @property
     def file_compression(self) -> str:
-        """Parquet codec of data files."""
+        """``file.compression`` of new data files."""
         return self._req(FILE_COMPRESSION)
+
+    @property
+    def orc_timestamp_ltz_legacy_type(self) -> bool:
+        """``orc.timestamp-ltz.legacy.type``."""
+        return self._req(ORC_TIMESTAMP_LTZ_LEGACY_TYPE)
 
     @property
     def file_compression_zstd_level(self) -> int:

@@ -1,6 +1,6 @@
 """Small-file compaction for append tables: rewrite runs of small files per bucket.
 
-Streaming writers leave many small Parquet files. For every (partition,
+Streaming writers leave many small data files. For every (partition,
 bucket) of the latest snapshot, files are taken in sequence-number order and
 split into maximal runs of consecutive *small* files (below
 ``target-file-size * compaction.small-file-ratio``, same schema). A run of at
@@ -10,12 +10,15 @@ run's range, so the row order of the bucket is kept. The rewrite is
 committed as one COMPACT snapshot (inputs as ``compact_before`` → DELETE,
 outputs as ``compact_after`` → ADD with ``_FILE_SOURCE = COMPACT``).
 
-Runs of tiny inputs are decoded with polars' Parquet reader (per tiny file
-several times cheaper than pyarrow's; pyarrow remains the fallback), converted
-to the table's Arrow schema, and written with pyarrow with the writer's
-settings. Every output is streamed in pieces of bounded size (the next piece
-is decoded while the current one is encoded, the value stats accumulate piece
-by piece), so a compaction's memory does not grow with its inputs.
+Inputs are read with the reader of their own format (the file extension:
+Parquet, ORC or Avro, through :mod:`snaplake.store.format.file_format`);
+runs of tiny Parquet inputs are decoded with polars' Parquet reader (per tiny
+file several times cheaper than pyarrow's; pyarrow remains the fallback).
+Rows are converted to the table's Arrow schema and written in the table's
+current ``file.format`` with the writer's settings. Every output is streamed
+in pieces of bounded size (the next piece is decoded while the current one is
+encoded, the value stats accumulate piece by piece), so a compaction's memory
+does not grow with its inputs.
 
 Appends never conflict with it. If a concurrent commit deleted one of the
 inputs (another compaction, an overwrite), the commit raises
@@ -42,16 +45,16 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage, CompactIncrement
-from snaplake.commit.table_write import new_data_file_meta, open_data_file, zstd_level
+from snaplake.commit.table_write import new_data_file_meta, open_data_file
 from snaplake.errors import CommitStateUnknownError
 from snaplake.store.format.data_file import (
     DataFileMeta,
     FileSource,
 )
+from snaplake.store.format.file_format import DataFileSpec, format_of_file
 from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind
@@ -68,7 +71,7 @@ _READ_WORKERS = 4
 """Threads fetching input bytes from a FileIO without a local path (S3, memory)."""
 
 _SLICE_BYTES = 2 << 20
-"""Parquet bytes of consecutive small inputs decoded at a time."""
+"""File bytes of consecutive small inputs decoded at a time."""
 
 _BATCH_ROWS = 65_536
 """Rows decoded at a time from a large input (see :func:`_slices`)."""
@@ -270,7 +273,7 @@ class AppendCompactor:
             FileNotFoundError: an input file vanished while being read.
 
         Storage:
-            Writes new Parquet files under the buckets' directories, then one
+            Writes new data files under the buckets' directories, then one
             manifest, two manifest lists and one snapshot file. Inputs are not
             deleted here (snapshot expiry does it once no retained snapshot
             references them).
@@ -366,7 +369,8 @@ class AppendCompactor:
         Raises:
             FileNotFoundError: an input vanished.
         """
-        pl = _polars() if _polars_round_trips(schema) else None
+        parquet = all(format_of_file(p).name == "parquet" for p in paths)
+        pl = _polars() if parquet and _polars_round_trips(schema) else None
         if pl is not None:
             local = self._local_paths(paths)
             sources: list[str] | list[bytes] = (
@@ -394,7 +398,7 @@ class AppendCompactor:
             return list(pool.map(self.file_io.read_bytes, paths))
 
     def _read_many_pyarrow(self, paths: Sequence[str], schema: pa.Schema) -> pa.Table:
-        """Read ``paths`` with pyarrow's Parquet reader, one ``ParquetFile`` per file.
+        """Read ``paths`` one file at a time, each with the reader of its format.
 
         Not pyarrow's dataset scanner: on runs of hundreds of tiny files it is
         no faster and holds several times the memory (fragment metadata,
@@ -408,14 +412,12 @@ class AppendCompactor:
         arrow = self.file_io.arrow_filesystem()
 
         def read(path: str) -> pa.Table:
+            fmt = format_of_file(path)
             if arrow is not None:
                 fs, prefix = arrow
                 with fs.open_input_file(path.removeprefix(prefix)) as f:
-                    part = pq.ParquetFile(f).read(columns=schema.names, use_threads=False)
-            else:
-                source = pa.BufferReader(self.file_io.read_bytes(path))
-                part = pq.ParquetFile(source).read(columns=schema.names, use_threads=False)
-            return part.cast(schema)
+                    return fmt.read(f, schema)
+            return fmt.read(pa.BufferReader(self.file_io.read_bytes(path)), schema)
 
         if arrow is not None and isinstance(arrow[0], pafs.LocalFileSystem):
             return pa.concat_tables([read(p) for p in paths])
@@ -439,8 +441,9 @@ class AppendCompactor:
         out: list[tuple[DataFileMeta, str]] = []
         next_seq = run_min
         try:
+            extension = DataFileSpec.from_options(schema.core_options).extension
             for n, group in enumerate(groups):
-                name = self.paths.new_data_file_name()
+                name = self.paths.new_data_file_name(extension=extension)
                 path = f"{bucket_dir}/{name}"
                 written = self._write(
                     [task.paths[i] for i in group],
@@ -466,10 +469,10 @@ class AppendCompactor:
         schema: TableSchema,
         path: str,
     ) -> _Written:
-        """Stream the rows of ``paths``, in order, into one Parquet file at ``path``.
+        """Stream the rows of ``paths``, in order, into one data file at ``path``.
 
         Memory stays bounded whatever the inputs hold: runs of small inputs
-        are decoded :data:`_SLICE_BYTES` of Parquet at a time, a larger input
+        are decoded :data:`_SLICE_BYTES` of file bytes at a time, a larger input
         batch by batch, and rows are written as row groups of about
         :data:`_ROW_GROUP_BYTES` decoded; the next piece is decoded while the
         current one is encoded; the value stats are accumulated piece by
@@ -486,7 +489,7 @@ class AppendCompactor:
             Reads ``paths``; creates ``path`` (deleted again if this fails).
         """
         arrow_schema = schema.arrow_schema
-        opts = schema.core_options
+        spec = DataFileSpec.from_options(schema.core_options)
         stats = ValueStatsCollector(schema.value_types)
         pieces = self._pieces(paths, files, arrow_schema)
         rows = 0
@@ -496,14 +499,8 @@ class AppendCompactor:
                 open_data_file(
                     self.file_io, path, size_hint=sum(f.file_size_bytes for f in files)
                 ) as out,
-                pq.ParquetWriter(
-                    out.stream,
-                    arrow_schema,
-                    dictionary_pagesize_limit=_DICTIONARY_PAGE_BYTES,
-                    compression=opts.file_compression,
-                    compression_level=zstd_level(
-                        opts.file_compression, opts.file_compression_zstd_level
-                    ),
+                spec.open_writer(
+                    out.stream, arrow_schema, dictionary_pagesize_limit=_DICTIONARY_PAGE_BYTES
                 ) as writer,
             ):
                 group: list[pa.Table] = []
@@ -516,10 +513,10 @@ class AppendCompactor:
                     group.append(piece)
                     group_bytes += piece.nbytes
                     if group_bytes >= _ROW_GROUP_BYTES:
-                        _write_row_group(writer, group)
+                        writer.write(pa.concat_tables(group))
                         group, group_bytes = [], 0
                 if group:
-                    _write_row_group(writer, group)
+                    writer.write(pa.concat_tables(group))
         except BaseException:
             self.file_io.delete_many([path])
             raise
@@ -539,11 +536,9 @@ class AppendCompactor:
                 yield self._read_many(chunk, schema)
                 continue
             with self._open_input(chunk[0]) as source:
-                reader = pq.ParquetFile(source)
-                for batch in reader.iter_batches(
-                    batch_size=_BATCH_ROWS, columns=schema.names, use_threads=False
-                ):
-                    yield pa.Table.from_batches([batch]).cast(schema)
+                yield from format_of_file(chunk[0]).iter_batches(
+                    source, schema, batch_rows=_BATCH_ROWS
+                )
 
     def _open_input(self, path: str) -> Any:
         """Open a data file for random access reads (pyarrow filesystem, or the FileIO)."""
@@ -559,11 +554,6 @@ class _Written:
     size_bytes: int
     row_count: int
     stats: SimpleStatsParts
-
-
-def _write_row_group(writer: pq.ParquetWriter, pieces: list[pa.Table]) -> None:
-    data = pa.concat_tables(pieces)
-    writer.write_table(data, row_group_size=max(1, data.num_rows))
 
 
 def _slices(paths: Sequence[str], files: Sequence[DataFileMeta]) -> list[tuple[list[str], bool]]:

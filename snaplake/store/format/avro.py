@@ -48,6 +48,7 @@ __all__ = [
     "ColumnarUnavailableError",
     "build_container",
     "codec_for_compression",
+    "frame_block",
     "columnar_available",
     "compress_block",
     "decode_container_columns",
@@ -367,6 +368,17 @@ def build_container(
             continue
         out += (_encode_long(count) + _encode_long(len(block)), block, sync)
     return b"".join(out)
+
+
+def frame_block(count: int, block: bytes, sync: bytes) -> bytes:
+    """Return one data block as it follows the header: count, size, bytes, sync marker.
+
+    Args:
+        count: Records in the block (> 0).
+        block: The block's compressed bytes.
+        sync: The file's 16-byte sync marker.
+    """
+    return _encode_long(count) + _encode_long(len(block)) + block + sync
 
 
 def encode_container(

@@ -124,6 +124,15 @@ def _engine(key: str, note: str) -> OptionSupport:
 
 _OPTIONS: tuple[OptionSupport, ...] = (
     _honoured(
+        "file.format",
+        "format of new data files; files are read by their extension, so tables whose "
+        "format changed read whole",
+        "parquet",
+        "orc",
+        "avro",
+        refused_for=_CHANGES,
+    ),
+    _honoured(
         "manifest.compression",
         "Avro codec of new manifests and manifest lists; any codec is read; lz4 is never "
         "written (Java's Avro has no lz4 codec and pypaimon refuses it)",

@@ -18,7 +18,10 @@ Refused today:
   directory again); reading one works;
 * Paimon options whose value snaplake does not honour, for the operations
   they affect (the list and each option's status:
-  :mod:`snaplake.store.format.option_support`).
+  :mod:`snaplake.store.format.option_support`);
+* data files snaplake cannot write in the table's ``file.format`` (a
+  compression that format lacks, Avro columns Java refuses): creating,
+  writing and compacting; reading files of every format works.
 
 Source: Paimon ``SchemaValidation`` (the create-time checks) and the option
 semantics of ``CoreOptions``.
@@ -29,6 +32,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from snaplake.errors import UnsupportedTableError
+from snaplake.store.format.file_format import DataFileSpec
 from snaplake.store.format.option_support import option_refusal
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.types import TypeRoot
@@ -105,6 +109,18 @@ def check_supported(schema: TableSchema, operation: Operation) -> None:
                 feature=f"option {key!r} = {value!r}",
                 operation=operation.value,
                 key=key,
+            )
+    if operation in (Operation.CREATE, Operation.WRITE, Operation.MAINTENANCE):
+        spec = DataFileSpec.from_options(schema.core_options)
+        reason = spec.refusal(schema.value_types)
+        if reason is not None:
+            raise UnsupportedTableError(
+                f"new {spec.format.name} data files with file.compression = "
+                f"{spec.compression!r}: {reason}; snaplake refuses to {operation.value} this "
+                "table (change file.format or file.compression)",
+                feature=f"{spec.format.name} data files",
+                operation=operation.value,
+                key="file.format",
             )
 
 
