@@ -61,7 +61,7 @@ class TableScan:
     ) -> None:
         self.table = table
         self.snapshot = snapshot
-        check_supported(self._table_schema(), Operation.READ)
+        check_supported(table.schema(), Operation.READ)  # options: the table's latest
         self.predicates = parse_filter(filter)
         self.columns = list(columns) if columns is not None else None
         self._scan = FileStoreScan(
@@ -187,13 +187,15 @@ class Table:
 
         With the table option ``snaplake.maintenance.inline = true`` each
         successful commit is followed, in this process, by the due manifest
-        merge and snapshot expiry (failures are logged, never raised).
+        merge and snapshot expiry (failures are logged, never raised), unless
+        Paimon's ``write-only = true`` says writers never maintain the table.
 
         Args:
             commit_user: Stable across restarts for exactly-once streaming.
         """
         after_commit = None
-        if self.schema().core_options.maintenance_inline:
+        opts = self.schema().core_options
+        if opts.maintenance_inline and not opts.write_only:  # write-only: Paimon's "no maintenance"
             from snaplake.compaction.inline import run_inline_maintenance
 
             def after_commit(_result: CommitResult) -> None:

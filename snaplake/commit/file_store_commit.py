@@ -163,7 +163,9 @@ class FileStoreCommit:
             overwrite: ``None`` = append. A mapping = static overwrite of the
                 partitions matching that (possibly partial) spec (``{}`` = the
                 whole table); every new file must lie in it. ``True`` = dynamic
-                partition overwrite of the partitions the new files touch.
+                partition overwrite of the partitions the new files touch (the
+                whole table when the table option ``dynamic-partition-overwrite``
+                is ``false``, as in Paimon).
                 Recomputed against each snapshot the commit retries on.
             kind: Override the snapshot kind (``COMPACT`` for maintenance);
                 default APPEND, or OVERWRITE with ``overwrite``.
@@ -360,7 +362,8 @@ class FileStoreCommit:
             partition_filter=scan_filter,
         )
         live = scan.plan_entries()
-        if overwrite is True and schema.partition_keys:
+        dynamic = schema.core_options.dynamic_partition_overwrite  # Paimon's default: true
+        if overwrite is True and schema.partition_keys and dynamic:
             types = schema.partition_types  # by value: writers encode some values differently
             touched = {canonical_partition(e.partition, types) for e in adds}
             live = [e for e in live if canonical_partition(e.partition, types) in touched]

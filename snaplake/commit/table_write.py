@@ -401,10 +401,14 @@ class TableWrite:
             buf.files.append(self._write_file(buf, data.slice(offset, rows_per_file)))
 
     def _write_file(self, buf: _BucketBuffer, data: pa.Table) -> DataFileMeta:
-        name = self.paths.new_data_file_name(extension=self._spec.extension)
+        name = self.paths.new_data_file_name(
+            extension=self._spec.extension, prefix=self._spec.prefix
+        )
         path = self.paths.data_file_path(buf.partition_path, buf.bucket, name)
         size = write_data_file(file_io=self.file_io, path=path, data=data, spec=self._spec)
-        stats = compute_value_stats(data, self.schema.value_types)
+        stats = compute_value_stats(
+            data, self.schema.value_types, stats_mode=self.schema.core_options.metadata_stats_mode
+        )
         with self._sequence_lock:
             start = max(self._next_sequence, time.time_ns() // 1000)
             end = start + data.num_rows - 1

@@ -441,9 +441,9 @@ class AppendCompactor:
         out: list[tuple[DataFileMeta, str]] = []
         next_seq = run_min
         try:
-            extension = DataFileSpec.from_options(schema.core_options).extension
+            spec = DataFileSpec.from_options(schema.core_options)
             for n, group in enumerate(groups):
-                name = self.paths.new_data_file_name(extension=extension)
+                name = self.paths.new_data_file_name(extension=spec.extension, prefix=spec.prefix)
                 path = f"{bucket_dir}/{name}"
                 written = self._write(
                     [task.paths[i] for i in group],
@@ -490,7 +490,9 @@ class AppendCompactor:
         """
         arrow_schema = schema.arrow_schema
         spec = DataFileSpec.from_options(schema.core_options)
-        stats = ValueStatsCollector(schema.value_types)
+        stats = ValueStatsCollector(
+            schema.value_types, stats_mode=schema.core_options.metadata_stats_mode
+        )
         pieces = self._pieces(paths, files, arrow_schema)
         rows = 0
         try:

@@ -196,12 +196,17 @@ class ExpireSnapshots:
                 (data-file deletions are idempotent and snapshot files go last).
 
         Storage:
-            Deletes data files, then manifests and manifest lists, then
+            Deletes the markers of consumers idle past ``consumer.expiration-time``,
+            then data files, then manifests and manifest lists, then
             snapshot files, then rewrites ``snapshot/EARLIEST``; each step in
             parallel batches and finished before the next starts.
         """
         start = time.monotonic()
         plan = self._plan()
+        schema = self.schema_manager.latest()
+        cutoff = self._consumer_cutoff_ms(schema) if schema is not None else None
+        if cutoff is not None:  # consumer.expiration-time: idle consumers are removed
+            self.consumers.expire(modified_before_ms=cutoff)
         if plan.end is None:
             return self._result(plan, dry_run=False, start=start)
         if not plan.expired:
@@ -241,6 +246,25 @@ class ExpireSnapshots:
             )  # fmt: skip
         return rmin, rmax, tret, max(limit, 1)
 
+    def _consumer_pin(self, schema: TableSchema) -> int | None:
+        """The smallest ``nextSnapshot`` of the consumers that keep snapshots.
+
+        None with ``consumer.changelog-only`` (consumers then never keep
+        snapshots); consumers idle longer than ``consumer.expiration-time``
+        (by their marker's modification time) do not count.
+
+        Source: Paimon ``ExpireSnapshotsImpl`` / ``ConsumerManager.minNextSnapshot``
+        and ``ConsumerManager.expire``.
+        """
+        opts = schema.core_options
+        if opts.consumer_changelog_only:
+            return None
+        return self.consumers.min_next_snapshot(modified_after_ms=self._consumer_cutoff_ms(schema))
+
+    def _consumer_cutoff_ms(self, schema: TableSchema) -> int | None:
+        ttl = schema.core_options.consumer_expiration_time
+        return None if ttl is None else self._now_ms() - int(ttl.total_seconds() * 1000)
+
     def _expire_range(self, schema: TableSchema) -> tuple[int, int, int] | None:
         """Return ``(earliest, end_exclusive, latest)`` or ``None`` for an empty table.
 
@@ -253,7 +277,7 @@ class ExpireSnapshots:
             return None
         low = max(latest - rmax + 1, earliest)
         end = latest - rmin + 1
-        consumer = self.consumers.min_next_snapshot()
+        consumer = self._consumer_pin(schema)
         if consumer is not None:
             end = min(end, consumer)
         end = min(end, earliest + limit)

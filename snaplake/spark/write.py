@@ -74,14 +74,17 @@ class _BatchPathFactory(PathFactory):
         self.file_uuid = f"{token[:8]}-{token[8:12]}-{token[12:16]}-{rand[:4]}-{rand[4:]}"
         self._names = itertools.count()
 
-    def new_data_file_name(self, *, extension: str = "parquet") -> str:
-        """A fresh ``data-<token-uuid>-<n>.<extension>`` name (thread-safe)."""
-        return f"data-{self.file_uuid}-{next(self._names)}.{extension}"
+    def new_data_file_name(self, *, extension: str = "parquet", prefix: str = "data-") -> str:
+        """A fresh ``<prefix><token-uuid>-<n>.<extension>`` name (thread-safe)."""
+        return f"{prefix}{self.file_uuid}-{next(self._names)}.{extension}"
 
 
-def _token_prefix(token: str) -> str:
-    """The file-name prefix shared by every data file of the job with ``token``."""
-    return f"data-{token[:8]}-{token[8:12]}-{token[12:16]}-"
+def _token_prefix(token: str, *, prefix: str = "data-") -> str:
+    """The file-name prefix shared by every data file of the job with ``token``.
+
+    ``prefix`` is the table's ``data-file.prefix``.
+    """
+    return f"{prefix}{token[:8]}-{token[8:12]}-{token[12:16]}-"
 
 
 class _WriteTask:
@@ -167,7 +170,7 @@ def _delete_job_files(table: Table, token: str) -> None:
 
     Storage: lists the table directory; deletes the matching data files.
     """
-    prefix = _token_prefix(token)
+    prefix = _token_prefix(token, prefix=table.schema().core_options.data_file_prefix)
     try:
         doomed = [
             st.path

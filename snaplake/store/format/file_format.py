@@ -371,6 +371,16 @@ class AvroFormat(FileFormat):
         yield avro_data.read_avro_data(source.read(), schema)
 
 
+_HADOOP_EXTENSIONS = {
+    "none": "",
+    "gzip": "gz",
+    "bzip2": "bz2",
+    "deflate": "deflate",
+    "snappy": "snappy",
+    "lz4": "lz4",
+    "zstd": "zst",
+}
+
 _FORMATS: dict[str, FileFormat] = {f.name: f for f in (ParquetFormat(), OrcFormat(), AvroFormat())}
 
 
@@ -412,16 +422,20 @@ class DataFileSpec:
     and compaction alike, so both write what the table says.
 
     Attributes:
-        format: The ``file.format``.
+        format: ``file.format``.
         compression: ``file.compression``.
         zstd_level: ``file.compression.zstd-level``.
         options: Format-specific writer options (ORC: ``ltz_legacy``).
+        prefix: ``data-file.prefix`` of new file names.
+        suffix_include_compression: ``file.suffix.include.compression``.
     """
 
     format: FileFormat
     compression: str
     zstd_level: int
     options: Mapping[str, Any] = field(default_factory=dict)
+    prefix: str = "data-"
+    suffix_include_compression: bool = False
 
     @classmethod
     def from_options(cls, options: CoreOptions) -> DataFileSpec:
@@ -440,11 +454,27 @@ class DataFileSpec:
             compression=options.file_compression,
             zstd_level=options.file_compression_zstd_level,
             options=extra,
+            prefix=options.data_file_prefix,
+            suffix_include_compression=options.file_suffix_include_compression,
         )
 
     @property
     def extension(self) -> str:
-        """File name extension of new files (``parquet``, ``orc``, ``avro``)."""
+        """File name extension of new files: ``<format>``, or ``<compression>.<format>``.
+
+        With ``file.suffix.include.compression`` the compression's Hadoop file
+        extension comes first (``zst.parquet``, ``snappy.orc``; none for
+        ``none``), as Java names them; readers take the format from the last
+        extension either way.
+
+        Source: Paimon ``DataFilePathFactory.makeExtension`` and
+        ``HadoopCompressionType.fileExtension``.
+        """
+        if self.suffix_include_compression:
+            compression = self.compression.strip()
+            suffix = _HADOOP_EXTENSIONS.get(compression.lower(), compression)
+            if suffix:
+                return f"{suffix}.{self.format.name}"
         return self.format.name
 
     def refusal(self, types: Sequence[DataType]) -> str | None:

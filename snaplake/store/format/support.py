@@ -62,8 +62,8 @@ def check_supported(schema: TableSchema, operation: Operation) -> None:
     """Refuse ``operation`` on a table whose schema uses something snaplake cannot handle.
 
     Args:
-        schema: The table schema the operation works with (the latest one for
-            writes, commits and maintenance; the read snapshot's for reads).
+        schema: The table's latest schema (its options hold for every
+            operation, reads of older snapshots included, as in Paimon).
         operation: What the caller is about to do.
 
     Raises:
