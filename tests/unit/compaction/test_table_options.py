@@ -226,3 +226,43 @@ def test_idle_consumers_expire(make_table):
     _expire(table)
     assert consumers.consumers() == {"busy": 3}
     assert table.snapshot_manager.earliest_snapshot_id() == 3
+
+
+def test_zstd_level_reaches_the_data_files(make_table):
+    sizes = {}
+    for level in ("1", "19"):
+        table = make_table({"file.compression.zstd-level": level}, partitioned=False)
+        write = table.new_write(commit_user="w")
+        write.write_arrow(rows(0, 20_000))
+        table.new_commit(commit_user="w").commit(write.prepare_commit())
+        sizes[level] = sum(f.file_size_bytes for s in table.new_scan().plan() for f in s.files)
+    assert sizes["19"] < sizes["1"]  # the same rows, compressed harder
+
+
+def test_partition_default_name_names_null_partitions(make_table):
+    table = make_table({"partition.default-name": "NULLS"})
+    write = table.new_write(commit_user="w")
+    data = rows(0, 4)
+    write.write_arrow(data.set_column(1, "month", pa.nulls(4, pa.int32())))
+    table.new_commit(commit_user="w").commit(write.prepare_commit())
+    (split,) = table.new_scan().plan()
+    assert "/month=NULLS/bucket-0/" in split.paths[0]
+
+
+def test_commit_retry_options_build_the_retry_policy():
+    from snaplake.commit.retry import RetryPolicy
+    from snaplake.options import CoreOptions
+
+    policy = RetryPolicy.from_options(
+        CoreOptions(
+            {
+                "commit.timeout": "5 s",
+                "commit.max-retries": "3",
+                "commit.min-retry-wait": "20 ms",
+                "commit.max-retry-wait": "1 s",
+            }
+        )
+    )
+    assert (policy.timeout_s, policy.max_retries, policy.min_wait_s, policy.max_wait_s) == (
+        5.0, 3, 0.02, 1.0
+    )  # fmt: skip
