@@ -9,9 +9,11 @@ stats pruning are the same whatever the format.
 
 What each format writes, and why (readable by Java Paimon and pypaimon alike):
 
-* **parquet**: pyarrow's writer; ``file.compression`` = ``zstd`` (level
-  ``file.compression.zstd-level``), ``snappy``, ``gzip``, ``brotli``, ``lz4``
-  / ``lz4_raw``, ``none`` / ``uncompressed``.
+* **parquet**: pyarrow's writer, DECIMAL(p <= 9 | 18) stored as INT32 | INT64
+  as Java's ``ParquetRowDataWriter`` does (Java Paimon 0.9 cannot read
+  pyarrow's default fixed-length encoding of them); ``file.compression`` =
+  ``zstd`` (level ``file.compression.zstd-level``), ``snappy``, ``gzip``,
+  ``brotli``, ``lz4`` / ``lz4_raw``, ``none`` / ``uncompressed``.
 * **orc**: ``pyarrow.orc`` with Java's ORC types: TIME as ORC ``int``
   (milliseconds), TIMESTAMP as ``timestamp``, TIMESTAMP WITH LOCAL TIME ZONE
   as ``timestamp`` holding the UTC wall clock (Java's default
@@ -198,6 +200,7 @@ class ParquetFormat(FileFormat):
                 schema,
                 compression=codec,
                 compression_level=zstd_level if codec == "zstd" else None,
+                store_decimal_as_integer=True,
                 **kwargs,
             )
         )
@@ -212,6 +215,7 @@ class ParquetFormat(FileFormat):
             stream,
             compression=codec,
             compression_level=zstd_level if codec == "zstd" else None,
+            store_decimal_as_integer=True,
         )
 
     def iter_batches(

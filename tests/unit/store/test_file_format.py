@@ -182,3 +182,13 @@ def test_avro_decimal_and_micros_round_trip(values):
     ).cast(schema)
     _, back = _round_trip("avro", data)
     assert back.equals(data)
+
+
+def test_parquet_stores_short_decimals_as_integers_like_java():
+    import pyarrow.parquet as pq
+
+    body, back = _round_trip("parquet", _rows(5))
+    schema = pq.ParquetFile(pa.BufferReader(body)).schema
+    assert schema.column(_SCHEMA.get_field_index("d10")).physical_type == "INT64"
+    assert schema.column(_SCHEMA.get_field_index("d38")).physical_type == "FIXED_LEN_BYTE_ARRAY"
+    assert back.equals(_rows(5))
