@@ -43,6 +43,7 @@ from snaplake.errors import CommitStateUnknownError, SchemaMismatchError
 from snaplake.spark._common import check_spark_schema, is_connect, resolve_table
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.table import Table
 
@@ -273,15 +274,18 @@ def write_messages(
             the driver before any job runs), or, with
             ``check_nullability=False``, a NOT NULL column held a null. No
             file is left behind.
+        UnsupportedTableError: the table is one snaplake cannot write
+            (``check_supported``), refused on the driver before any job runs.
         Exception: whatever the Spark job raised (a ``Py4JJavaError`` or
             ``PythonException``; under Connect pyspark's Connect exceptions),
             after the job's files were deleted.
 
     Storage:
-        Writes Parquet data files under the table (invisible until
+        Writes data files (``file.format``) under the table (invisible until
         committed); after a failure, lists the table and deletes them again.
     """
     schema = table.schema()
+    check_supported(schema, Operation.WRITE)  # on the driver, before any job runs
     check_spark_schema(df.schema, schema, check_nullability=check_nullability)
     token = secrets.token_hex(8)
     task = _WriteTask(
