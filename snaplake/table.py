@@ -194,7 +194,9 @@ class Table:
             commit_user: Stable across restarts for exactly-once streaming.
         """
         after_commit = None
-        opts = self.schema().core_options
+        schema = self.schema()
+        check_supported(schema, Operation.COMMIT)  # the latest options (commit checks its own)
+        opts = schema.core_options
         if opts.maintenance_inline and not opts.write_only:  # write-only: Paimon's "no maintenance"
             from snaplake.compaction.inline import run_inline_maintenance
 

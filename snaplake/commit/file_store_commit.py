@@ -396,7 +396,7 @@ class FileStoreCommit:
         )
         if schema is None:
             raise SchemaMismatchError(f"table {self.table_name} has no schema; create it first")
-        check_supported(self.schema_manager.latest() or schema, Operation.COMMIT)
+        check_supported(schema, Operation.COMMIT)  # the schema at hand: no extra listing
         policy = self._policy(schema)
         dup = self._duplicate_of(latest, identifier)
         if dup is not None:

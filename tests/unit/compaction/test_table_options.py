@@ -122,7 +122,7 @@ def test_partition_expiration_refuses_commits_not_reads(make_table):
     with pytest.raises(UnsupportedTableError, match=r"partition\.expiration-time"):
         table.new_write(commit_user="w")
     with pytest.raises(UnsupportedTableError, match=r"partition\.expiration-time"):
-        table.new_commit(commit_user="w").commit([])
+        table.new_commit(commit_user="w")
     with pytest.raises(UnsupportedTableError):
         table.expire_snapshots()
 
