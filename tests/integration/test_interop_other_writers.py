@@ -42,7 +42,7 @@ def test_fixed_buckets_without_bucket_key_land_where_pypaimon_puts_them(tmp_path
     theirs = _placement(table)
     _commit(table, rows(90, 90))  # used to die with a numpy broadcast error
     ours = _placement(table)
-    # every row hashes the empty row (Java 0.9+ and pypaimon alike): one bucket
+    # every row hashes the empty row (pypaimon, and Java's bucket function): one bucket
     assert {b for _, b in theirs.values()} == {b for _, b in ours.values()} == {3}
     assert oracle.read("db.b").sort_by("id").equals(rows(0, 180))
 

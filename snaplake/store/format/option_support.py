@@ -180,7 +180,7 @@ _OPTIONS: tuple[OptionSupport, ...] = (
                   "modes (dynamic, postpone) are primary-key modes",
                   accepts=_bucket, accepted="-1 or N > 0", refused_for=ALL_OPERATIONS),
     _honoured("bucket-key", "columns hashed for fixed buckets (none: every row in one bucket, "
-              "as Java 0.9+)"),
+              "the empty row's hash, as pypaimon and Java's bucket function place them)"),
     _engine("bucket-append-ordered", _ENGINE_STREAM + " (read order of buckets)"),
     _refused("bucket-function.type", "only the default bucket function places rows as "
              "snaplake hashes them", "default", refused_for=_WRITE),

@@ -161,12 +161,14 @@ class TableSchema:
     def bucket_keys(self) -> tuple[str, ...]:
         """Columns a fixed-bucket table hashes: ``bucket-key``, else the trimmed primary key.
 
-        Empty for an append table without ``bucket-key`` (Paimon refuses to
-        create one with ``bucket > 0``, but older Paimon and pypaimon did):
-        every row then hashes the empty row, so all rows of a partition go
-        to one bucket, as Java Paimon 0.9+ and pypaimon write them. (Paimon
-        0.8 and older hashed every column instead; files they placed are
-        read wherever they are.)
+        Empty for an append table without ``bucket-key`` (Paimon 0.9+ refuses
+        to create or even open one with ``bucket > 0``; pypaimon 2.1.0 and
+        Paimon 0.8 and older create them): every row then hashes the empty
+        row, so all rows of a partition go to one bucket. That is what Java's
+        ``FixedBucketRowKeyExtractor`` computes for an empty bucket key (the
+        rule since Paimon 0.9, commit c8f9b18) and where pypaimon 2.1.0
+        writes them. Paimon 0.8 and older hashed every column instead; rows
+        they placed are read wherever they are.
 
         Raises:
             SchemaMismatchError: a ``bucket-key`` column is not a column.

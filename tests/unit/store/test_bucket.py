@@ -160,7 +160,7 @@ def test_empty_table_and_errors() -> None:
 
 @pytest.mark.parametrize(("num_buckets", "expected"), [(3, 2), (4, 3), (7, 3), (1, 0)])
 def test_no_bucket_key_hashes_the_empty_row(num_buckets, expected):
-    """Append table with ``bucket > 0`` and no ``bucket-key``: Java 0.9+ projects the row on
+    """Append table with ``bucket > 0`` and no ``bucket-key``: Java's extractor projects the row on
     no columns, so every row lands in one bucket (buckets as pypaimon 2.1.0 placed them)."""
     data = pa.table({"a": pa.array(range(10), pa.int64())})
     assert bucket_ids(data, [], [], num_buckets).tolist() == [expected] * 10
