@@ -22,6 +22,7 @@ from snaplake.errors import (
 )
 from snaplake.store.format.paths import DATABASE_SUFFIX, PathFactory, database_path, table_path
 from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import resolve_file_io
 from snaplake.table import Table
 
@@ -177,6 +178,10 @@ class FileSystemCatalog:
             SchemaMismatchError: bad partition or bucket key.
             UnsupportedTypeError: a column type has no Paimon equivalent.
             InvalidOptionError: an option value does not parse.
+            UnsupportedTableError: the table would use something snaplake
+                cannot write yet: primary keys (``options={"primary-key": ...}``),
+                a BINARY partition key or an option value snaplake refuses
+                (:func:`snaplake.store.format.support.check_supported`).
 
         Storage: writes ``schema/schema-0`` create-if-absent (two concurrent
         creators cannot both win).
@@ -186,6 +191,7 @@ class FileSystemCatalog:
         table_schema = TableSchema.from_arrow(
             schema, partition_keys=partition_keys, options=options, comment=comment
         )
+        check_supported(table_schema, Operation.CREATE)
         try:
             SchemaManager(self.file_io, PathFactory(root)).create(table_schema)
         except TableAlreadyExistsError:

@@ -14,7 +14,8 @@ Python code (``except LookupError``, ``except FileExistsError``) keeps working::
     ├── InvalidOptionError (ValueError)            unknown/unparsable option; .key, .value
     ├── SchemaMismatchError (ValueError)           Arrow data vs table schema
     ├── UnsupportedTypeError (TypeError)           an Arrow type Paimon cannot store
-    ├── UnsupportedTableError (ValueError)         a table kind an operation does not handle
+    ├── UnsupportedTableError (ValueError)         a table feature/option snaplake cannot
+    │                                              handle yet; .feature, .operation, .key
     ├── CorruptMetadataError (ValueError)          undecodable snapshot/manifest; .path
     │   └── UnsupportedFormatVersionError          a newer writer's file; .version
     ├── StorageError (OSError)                     backend failure; .path, .operation
@@ -123,11 +124,28 @@ class UnsupportedTypeError(SnaplakeError, TypeError):
 
 
 class UnsupportedTableError(SnaplakeError, ValueError):
-    """Raised before anything is written when an operation does not handle the table's kind.
+    """Raised before anything is read or written when a table uses a feature snaplake lacks.
 
-    For example a distributed compaction of a primary-key table; the message
-    says what to use instead.
+    Reading or writing such a table as if the feature were absent would
+    return wrong rows or leave a table other engines cannot read, so the
+    operation is refused instead (for example a primary-key table, or an
+    option such as ``deletion-vectors.enabled = true``).
+
+    Attributes:
+        feature: What the table uses, in Paimon's words (``"primary-key table"``,
+            ``"option 'deletion-vectors.enabled' = 'true'"``).
+        operation: The refused operation (``"read"``, ``"write"``, ``"commit"``,
+            ``"maintenance"``, ``"create"``).
+        key: The option key when an option is the cause, else ``None``.
     """
+
+    def __init__(
+        self, message: str, *, feature: str, operation: str, key: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.feature = feature
+        self.operation = operation
+        self.key = key
 
 
 class CorruptMetadataError(SnaplakeError, ValueError):

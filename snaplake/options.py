@@ -112,8 +112,45 @@ def _opt(key: str, parse: Callable[[str], T], default: T | None, doc: str) -> Co
 
 BUCKET = _opt("bucket", int, -1, "Number of buckets; -1 = bucket-unaware append table.")
 BUCKET_KEY = _opt("bucket-key", str, None, "Comma-separated bucket key columns.")
-FILE_FORMAT = _opt("file.format", str, "parquet", "Data file format (parquet only).")
-FILE_COMPRESSION = _opt("file.compression", str, "zstd", "Parquet compression codec.")
+FILE_FORMAT = _opt("file.format", str, "parquet", "Format of new data files: parquet, orc, avro.")
+FILE_COMPRESSION = _opt("file.compression", str, "zstd", "Compression codec of new data files.")
+DATA_FILE_PREFIX = _opt("data-file.prefix", str, "data-", "File name prefix of data files.")
+FILE_SUFFIX_INCLUDE_COMPRESSION = ConfigOption(
+    key="file.suffix.include.compression",
+    parse=_parse_bool,
+    default=False,
+    doc="Name data files '<prefix><uuid>-<n>.<compression>.<format>'.",
+)
+METADATA_STATS_MODE = _opt(
+    "metadata.stats-mode", str, "truncate(16)", "none, counts, truncate(N) or full."
+)
+DYNAMIC_PARTITION_OVERWRITE = ConfigOption(
+    key="dynamic-partition-overwrite",
+    parse=_parse_bool,
+    default=True,
+    doc="An overwrite without a partition spec replaces only the partitions it writes.",
+)
+WRITE_ONLY = ConfigOption(
+    key="write-only",
+    parse=_parse_bool,
+    default=False,
+    doc="Writers never run maintenance (snaplake.maintenance.inline is then off).",
+)
+CONSUMER_EXPIRATION_TIME = _opt(
+    "consumer.expiration-time", parse_duration, None, "Consumers idle this long stop pinning."
+)
+CONSUMER_CHANGELOG_ONLY = ConfigOption(
+    key="consumer.changelog-only",
+    parse=_parse_bool,
+    default=False,
+    doc="Consumers never keep snapshots from expiring.",
+)
+ORC_TIMESTAMP_LTZ_LEGACY_TYPE = ConfigOption(
+    key="orc.timestamp-ltz.legacy.type",
+    parse=_parse_bool,
+    default=True,
+    doc="ORC: TIMESTAMP_LTZ as a plain timestamp holding UTC (true) or as a timestamp instant.",
+)
 FILE_COMPRESSION_ZSTD_LEVEL = _opt(
     "file.compression.zstd-level", int, 1, "zstd level of data files (Paimon's default 1)."
 )
@@ -248,9 +285,54 @@ class CoreOptions:
         return self._req(TARGET_FILE_SIZE)
 
     @property
+    def file_format(self) -> str:
+        """``file.format`` of new data files (lower case)."""
+        return self._req(FILE_FORMAT).strip().lower()
+
+    @property
     def file_compression(self) -> str:
-        """Parquet codec of data files."""
+        """``file.compression`` of new data files."""
         return self._req(FILE_COMPRESSION)
+
+    @property
+    def data_file_prefix(self) -> str:
+        """``data-file.prefix``."""
+        return self._req(DATA_FILE_PREFIX)
+
+    @property
+    def file_suffix_include_compression(self) -> bool:
+        """``file.suffix.include.compression``."""
+        return self._req(FILE_SUFFIX_INCLUDE_COMPRESSION)
+
+    @property
+    def metadata_stats_mode(self) -> str:
+        """``metadata.stats-mode`` of new data files."""
+        return self._req(METADATA_STATS_MODE)
+
+    @property
+    def dynamic_partition_overwrite(self) -> bool:
+        """``dynamic-partition-overwrite``."""
+        return self._req(DYNAMIC_PARTITION_OVERWRITE)
+
+    @property
+    def write_only(self) -> bool:
+        """``write-only``."""
+        return self._req(WRITE_ONLY)
+
+    @property
+    def consumer_expiration_time(self) -> timedelta | None:
+        """``consumer.expiration-time`` (``None`` = consumers never expire)."""
+        return self.get(CONSUMER_EXPIRATION_TIME)
+
+    @property
+    def consumer_changelog_only(self) -> bool:
+        """``consumer.changelog-only``."""
+        return self._req(CONSUMER_CHANGELOG_ONLY)
+
+    @property
+    def orc_timestamp_ltz_legacy_type(self) -> bool:
+        """``orc.timestamp-ltz.legacy.type``."""
+        return self._req(ORC_TIMESTAMP_LTZ_LEGACY_TYPE)
 
     @property
     def file_compression_zstd_level(self) -> int:

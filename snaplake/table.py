@@ -23,6 +23,7 @@ from snaplake.errors import SnapshotNotFoundError, TableNotFoundError
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.predicate import parse_filter
 from snaplake.store.read.scan import FileStoreScan, Split
@@ -60,6 +61,7 @@ class TableScan:
     ) -> None:
         self.table = table
         self.snapshot = snapshot
+        check_supported(table.schema(), Operation.READ)  # options: the table's latest
         self.predicates = parse_filter(filter)
         self.columns = list(columns) if columns is not None else None
         self._scan = FileStoreScan(
@@ -79,10 +81,13 @@ class TableScan:
         """
         return self._scan.plan()
 
-    def _schema(self) -> pa.Schema:
+    def _table_schema(self) -> TableSchema:
         if self.snapshot is None:
-            return self.table.schema().arrow_schema
-        return self.table.schema_manager.schema(self.snapshot.schema_id).arrow_schema
+            return self.table.schema()
+        return self.table.schema_manager.schema(self.snapshot.schema_id)
+
+    def _schema(self) -> pa.Schema:
+        return self._table_schema().arrow_schema
 
     def to_arrow(self, *, limit: int | None = None) -> pa.Table:
         """Read the planned rows into one Arrow table (exactly filtered)."""
@@ -113,6 +118,12 @@ class Table:
         file_io: Storage holding the table.
         root: Path of the table directory.
         identifier: ``database.table`` (for messages and metrics labels).
+
+    Opening a table and reading its metadata (schema, snapshots, tags) always
+    works; reads, writes, commits and maintenance first call
+    :func:`snaplake.store.format.support.check_supported` and raise
+    ``UnsupportedTableError`` for a table snaplake cannot handle yet (a
+    primary-key table, a refused option), before any file is touched.
 
     Raises:
         TableNotFoundError: the directory has no schema file.
@@ -176,13 +187,17 @@ class Table:
 
         With the table option ``snaplake.maintenance.inline = true`` each
         successful commit is followed, in this process, by the due manifest
-        merge and snapshot expiry (failures are logged, never raised).
+        merge and snapshot expiry (failures are logged, never raised), unless
+        Paimon's ``write-only = true`` says writers never maintain the table.
 
         Args:
             commit_user: Stable across restarts for exactly-once streaming.
         """
         after_commit = None
-        if self.schema().core_options.maintenance_inline:
+        schema = self.schema()
+        check_supported(schema, Operation.COMMIT)  # the latest options (commit checks its own)
+        opts = schema.core_options
+        if opts.maintenance_inline and not opts.write_only:  # write-only: Paimon's "no maintenance"
             from snaplake.compaction.inline import run_inline_maintenance
 
             def after_commit(_result: CommitResult) -> None:

@@ -50,6 +50,7 @@ from snaplake.store.format.manifest_list import (
     encode_manifest_list,
 )
 from snaplake.store.format.manifest_writer import write_manifest
+from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import (
@@ -58,6 +59,7 @@ from snaplake.store.format.snapshot import (
     CommitKind,
     Snapshot,
 )
+from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.snapshot_manager import SnapshotManager
@@ -161,7 +163,9 @@ class FileStoreCommit:
             overwrite: ``None`` = append. A mapping = static overwrite of the
                 partitions matching that (possibly partial) spec (``{}`` = the
                 whole table); every new file must lie in it. ``True`` = dynamic
-                partition overwrite of the partitions the new files touch.
+                partition overwrite of the partitions the new files touch (the
+                whole table when the table option ``dynamic-partition-overwrite``
+                is ``false``, as in Paimon).
                 Recomputed against each snapshot the commit retries on.
             kind: Override the snapshot kind (``COMPACT`` for maintenance);
                 default APPEND, or OVERWRITE with ``overwrite``.
@@ -180,6 +184,9 @@ class FileStoreCommit:
                 it landed; nothing was cleaned up. Retrying with the same
                 identifier is safe (it dedups).
             SchemaMismatchError: an overwrite's files lie outside its spec.
+            UnsupportedTableError: the table uses something snaplake cannot
+                commit to (:func:`snaplake.store.format.support.check_supported`);
+                nothing was written.
 
         Storage:
             Writes one delta manifest per call, two manifest lists and one
@@ -355,9 +362,11 @@ class FileStoreCommit:
             partition_filter=scan_filter,
         )
         live = scan.plan_entries()
-        if overwrite is True and schema.partition_keys:
-            touched = {e.partition for e in adds}
-            live = [e for e in live if e.partition in touched]
+        dynamic = schema.core_options.dynamic_partition_overwrite  # Paimon's default: true
+        if overwrite is True and schema.partition_keys and dynamic:
+            types = schema.partition_types  # by value: writers encode some values differently
+            touched = {canonical_partition(e.partition, types) for e in adds}
+            live = [e for e in live if canonical_partition(e.partition, types) in touched]
         return [e.as_delete() for e in live]
 
     def _delete_quietly(self, names: Sequence[str]) -> None:
@@ -387,6 +396,7 @@ class FileStoreCommit:
         )
         if schema is None:
             raise SchemaMismatchError(f"table {self.table_name} has no schema; create it first")
+        check_supported(schema, Operation.COMMIT)  # the schema at hand: no extra listing
         policy = self._policy(schema)
         dup = self._duplicate_of(latest, identifier)
         if dup is not None:

@@ -1,9 +1,10 @@
-"""TableWrite: Arrow data -> Parquet data files per (partition, bucket) -> CommitMessages.
+"""TableWrite: Arrow data -> data files per (partition, bucket) -> CommitMessages.
 
 ``write_arrow`` validates the data against the table schema before any file
 is written, splits rows by partition and bucket with vectorised Arrow/numpy
 code (a stable sort on one combined group id; no per-row Python), buffers
-per bucket and writes Parquet files that roll at ``target-file-size``.
+per bucket and writes data files (``file.format``: Parquet, ORC or Avro, via
+:mod:`snaplake.store.format.file_format`) that roll at ``target-file-size``.
 ``prepare_commit`` flushes and returns one CommitMessage per (partition,
 bucket); the files stay invisible until a commit publishes them. It never
 commits.
@@ -28,7 +29,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from snaplake.commit.message import CommitMessage, DataIncrement
 from snaplake.errors import SchemaMismatchError
@@ -41,9 +41,11 @@ from snaplake.store.format.data_file import (
     FileSource,
     SimpleStats,
 )
+from snaplake.store.format.file_format import DataFileSpec
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.stats import SimpleStatsParts, compute_value_stats
+from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 
 __all__ = [
@@ -54,8 +56,6 @@ __all__ = [
     "new_data_file_meta",
     "open_data_file",
     "write_data_file",
-    "zstd_level",
-    "PARQUET_WRITE_OPTIONS",
 ]
 
 logger = logging.getLogger(__name__)
@@ -155,11 +155,11 @@ def _group_ids(table: pa.Table, keys: Sequence[str], buckets: np.ndarray | None)
 
 @dataclass(slots=True)
 class DataFileOutput:
-    """Where :func:`open_data_file` lets a data file's Parquet bytes be written.
+    """Where :func:`open_data_file` lets a data file's bytes be written.
 
     Attributes:
         stream: A writable binary stream (a pyarrow ``NativeFile`` or a
-            file-like object) to hand to ``pq.write_table`` / ``pq.ParquetWriter``.
+            file-like object) for a format writer (``DataFileSpec.write`` / ``open_writer``).
         size_bytes: The file's size, set when the ``with`` block has ended.
     """
 
@@ -218,20 +218,14 @@ def open_data_file(file_io: FileIO, path: str, *, size_hint: int) -> Iterator[Da
         raise error from exc
 
 
-def write_data_file(
-    *,
-    file_io: FileIO,
-    path: str,
-    data: pa.Table,
-    compression: str,
-    compression_level: int | None = None,
-) -> int:
-    """Write ``data`` as one Parquet file at ``path``; return its size in bytes.
+def write_data_file(*, file_io: FileIO, path: str, data: pa.Table, spec: DataFileSpec) -> int:
+    """Write ``data`` as one data file at ``path`` as ``spec`` says; return its size in bytes.
 
-    ``compression_level`` applies to zstd (Paimon's ``file.compression.zstd-level``).
-    The file is built in memory and created in one request when
-    ``data.nbytes`` (an upper estimate: Parquet is smaller than Arrow in
-    memory) allows it, else streamed (:func:`open_data_file`).
+    ``spec`` gives the format (Parquet, ORC, Avro; ``path`` must carry its
+    extension), compression and zstd level. The file is built in memory and
+    created in one request when ``data.nbytes`` (an upper estimate: the file
+    is smaller than the Arrow data) allows it, else streamed
+    (:func:`open_data_file`).
 
     Raises:
         StorageError: the storage failed (see :func:`open_data_file`).
@@ -239,29 +233,8 @@ def write_data_file(
     Storage: creates ``path`` (a unique name; never overwritten).
     """
     with open_data_file(file_io, path, size_hint=data.nbytes) as out:
-        pq.write_table(
-            data,
-            out.stream,
-            compression=compression,
-            compression_level=zstd_level(compression, compression_level),
-            **PARQUET_WRITE_OPTIONS,
-        )
+        spec.write(data, out.stream)
     return out.size_bytes
-
-
-PARQUET_WRITE_OPTIONS: dict[str, Any] = {"store_decimal_as_integer": True}
-"""Options of every Parquet data file snaplake writes, to match Java Paimon's writer.
-
-DECIMAL(p <= 9) is stored as INT32 and DECIMAL(p <= 18) as INT64, as Paimon's
-``ParquetRowDataWriter`` does; pyarrow's default (FIXED_LEN_BYTE_ARRAY with a
-dictionary) cannot be read by Java Paimon 0.9 (``UnsupportedOperationException``
-in ``ParquetDecimalVector``), checked by ``tests/integration/test_java_paimon_reads.py``.
-"""
-
-
-def zstd_level(compression: str, level: int | None) -> int | None:
-    """The Parquet ``compression_level`` to pass: ``level`` for zstd, else ``None``."""
-    return level if compression.lower() == "zstd" else None
 
 
 def new_data_file_meta(
@@ -336,6 +309,10 @@ class TableWrite:
         paths: The table's PathFactory.
         schema: The table schema to write with (its id goes into every file).
         commit_user: Recorded for logs only (the commit carries the user).
+
+    Raises:
+        UnsupportedTableError: the table uses something snaplake cannot write
+            (:func:`snaplake.store.format.support.check_supported`).
     """
 
     def __init__(
@@ -345,12 +322,12 @@ class TableWrite:
         self.paths = paths
         self.schema = schema
         self.commit_user = commit_user
+        check_supported(schema, Operation.WRITE)
         opts = schema.core_options
         self._num_buckets = opts.bucket
-        self._bucket_key = opts.bucket_key
+        self._bucket_key = list(schema.bucket_keys)
         self._target = opts.target_file_size_bytes
-        self._compression = opts.file_compression
-        self._zstd_level = opts.file_compression_zstd_level
+        self._spec = DataFileSpec.from_options(opts)
         self._buffers: dict[tuple[bytes, int], _BucketBuffer] = {}
         self._next_sequence = 0
         self._sequence_lock = threading.Lock()
@@ -371,7 +348,7 @@ class TableWrite:
                 not fit the schema.
             UnsupportedTypeError: a partition value cannot be encoded.
 
-        Storage: may write Parquet data files under
+        Storage: may write data files under
         ``<partition>/bucket-<b>/`` (invisible until committed).
         """
         if self._closed:
@@ -425,23 +402,21 @@ class TableWrite:
             return
         data = pa.concat_tables(buf.chunks)
         buf.chunks, buf.nbytes = [], 0
-        # Roll: estimate rows per file from the in-memory size (Parquet is smaller).
+        # Roll: estimate rows per file from the in-memory size (files are smaller).
         bytes_per_row = max(1, data.nbytes // max(1, data.num_rows))
         rows_per_file = max(1, self._target // bytes_per_row)
         for offset in range(0, data.num_rows, rows_per_file):
             buf.files.append(self._write_file(buf, data.slice(offset, rows_per_file)))
 
     def _write_file(self, buf: _BucketBuffer, data: pa.Table) -> DataFileMeta:
-        name = self.paths.new_data_file_name()
-        path = self.paths.data_file_path(buf.partition_path, buf.bucket, name)
-        size = write_data_file(
-            file_io=self.file_io,
-            path=path,
-            data=data,
-            compression=self._compression,
-            compression_level=self._zstd_level,
+        name = self.paths.new_data_file_name(
+            extension=self._spec.extension, prefix=self._spec.prefix
         )
-        stats = compute_value_stats(data, self.schema.value_types)
+        path = self.paths.data_file_path(buf.partition_path, buf.bucket, name)
+        size = write_data_file(file_io=self.file_io, path=path, data=data, spec=self._spec)
+        stats = compute_value_stats(
+            data, self.schema.value_types, stats_mode=self.schema.core_options.metadata_stats_mode
+        )
         with self._sequence_lock:
             start = max(self._next_sequence, time.time_ns() // 1000)
             end = start + data.num_rows - 1
@@ -466,10 +441,10 @@ class TableWrite:
             rows were written). Pass them to ``FileStoreCommit.commit`` or, if
             they will never be committed, to :meth:`abort`.
 
-        Storage: writes the remaining buffered rows as Parquet files.
+        Storage: writes the remaining buffered rows as data files.
         """
         buffers = list(self._buffers.values())
-        if len(buffers) > 1:  # Parquet encoding releases the GIL: write buckets in parallel
+        if len(buffers) > 1:  # encoding (pyarrow) releases the GIL: write buckets in parallel
             with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
                 list(pool.map(self._flush, buffers))
         messages = []

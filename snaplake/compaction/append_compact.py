@@ -38,6 +38,7 @@ run is rewritten with the schema it was written with).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -51,8 +52,10 @@ from snaplake.commit.table_write import abort_messages
 from snaplake.compaction.append_rewrite import AppendRewriter, CompactTask
 from snaplake.errors import CommitStateUnknownError
 from snaplake.store.format.data_file import DataFileMeta
+from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind
+from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan, Split
 
@@ -165,6 +168,7 @@ class AppendCompactor:
         schema = cm.schema_manager.latest()
         if latest is None or schema is None:
             return []
+        check_supported(schema, Operation.MAINTENANCE)
         target, min_files, ratio = self._opts(schema)
         small = target * ratio
         scan = FileStoreScan(
@@ -175,9 +179,9 @@ class AppendCompactor:
             partition_filter=self.partition_filter,
         )
         tasks: list[CompactTask] = []
-        for split in scan.plan():
+        for split, owns in _splits_by_value(scan.plan(), schema):
             if self.full:
-                tasks += _full_runs(split, small)
+                tasks += _full_runs(split, small, owns)
                 continue
             run: list[int] = []
             for i, f in enumerate([*split.files, None]):
@@ -190,7 +194,7 @@ class AppendCompactor:
                     run.append(i)
                     continue
                 if len(run) >= min_files:
-                    tasks.append(_task(split, run))
+                    tasks.append(_task(split, run, owns))
                 run = [i] if f is not None and f.file_size_bytes < small else []
         return tasks
 
@@ -229,7 +233,7 @@ class AppendCompactor:
             errors: list[BaseException] = []
             for fut in futures:
                 try:
-                    messages.append(fut.result())
+                    messages += fut.result()
                 except BaseException as exc:  # noqa: BLE001 - re-raised below after cleanup
                     errors.append(exc)
         if errors:
@@ -304,7 +308,7 @@ class AppendCompactor:
 
         res = CompactResult(
             snapshot_id=result.snapshot_id,
-            buckets_compacted=len(merged),
+            buckets_compacted=sum(1 for m in merged.values() if m.compact_increment.compact_after),
             files_before=len(ins),
             files_after=len(outs),
             bytes_before=sum(f.file_size_bytes for _, f in ins),
@@ -331,15 +335,50 @@ class AppendCompactor:
             abort_messages(self.file_io, self.paths, schema, messages)
 
 
-def _task(split: Split, indexes: Sequence[int]) -> CompactTask:
+def _task(split: Split, indexes: Sequence[int], owns: Sequence[bytes]) -> CompactTask:
     return CompactTask(
         split=split,
         files=tuple(split.files[j] for j in indexes),
         paths=tuple(split.paths[j] for j in indexes),
+        file_partitions=tuple(owns[j] for j in indexes) if owns else (),
     )
 
 
-def _full_runs(split: Split, small: float) -> list[CompactTask]:
+def _splits_by_value(
+    splits: Sequence[Split], schema: TableSchema
+) -> list[tuple[Split, tuple[bytes, ...]]]:
+    """Merge splits whose partitions are equal by value (two writers' encodings).
+
+    A merged split carries the canonical (Java) partition bytes, used for the
+    outputs, and its files in sequence order; the second element gives each
+    file's own partition bytes (empty when the split was not merged), which
+    the DELETE entry removing it must repeat byte for byte.
+    """
+    types = schema.partition_types
+    groups: dict[tuple[bytes, int], list[Split]] = {}
+    for split in splits:
+        key = (canonical_partition(split.partition, types), split.bucket)
+        groups.setdefault(key, []).append(split)
+    out: list[tuple[Split, tuple[bytes, ...]]] = []
+    for (partition, _), group in groups.items():
+        if len(group) == 1 and group[0].partition == partition:
+            out.append((group[0], ()))
+            continue
+        rows = sorted(
+            ((f, p, s.partition) for s in group for f, p in zip(s.files, s.paths, strict=True)),
+            key=lambda row: (row[0].min_sequence_number, row[0].file_name),
+        )
+        merged = dataclasses.replace(
+            group[0],
+            partition=partition,
+            files=tuple(f for f, _, _ in rows),
+            paths=tuple(p for _, p, _ in rows),
+        )
+        out.append((merged, tuple(own for _, _, own in rows)))
+    return out
+
+
+def _full_runs(split: Split, small: float, owns: Sequence[bytes]) -> list[CompactTask]:
     """The runs of a full compaction of ``split`` (see the module docstring)."""
     files = split.files
     head = 0
@@ -355,4 +394,4 @@ def _full_runs(split: Split, small: float) -> list[CompactTask]:
             runs[-1].append(i)
         else:
             runs.append([i])
-    return [_task(split, run) for run in runs if len(run) >= 2]
+    return [_task(split, run, owns) for run in runs if len(run) >= 2]

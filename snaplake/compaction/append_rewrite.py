@@ -10,12 +10,15 @@ planner is (:class:`~snaplake.compaction.append_compact.AppendCompactor`, in
 process) or on a Spark executor (``snaplake.spark.compact``), and the
 planner's process commits.
 
-Runs of tiny inputs are decoded with polars' Parquet reader (per tiny file
-several times cheaper than pyarrow's; pyarrow remains the fallback), converted
-to the table's Arrow schema, and written with pyarrow with the writer's
-settings. Every output is streamed in pieces of bounded size (the next piece
-is decoded while the current one is encoded, the value stats accumulate piece
-by piece), so a rewrite's memory does not grow with its inputs.
+Inputs are read with the reader of their own format (the file extension:
+Parquet, ORC or Avro, through :mod:`snaplake.store.format.file_format`); runs
+of tiny Parquet inputs are decoded with polars' Parquet reader (per tiny file
+several times cheaper than pyarrow's; pyarrow remains the fallback). Rows are
+converted to the table's Arrow schema and written in the table's current
+``file.format`` with the writer's settings. Every output is streamed in pieces
+of bounded size (the next piece is decoded while the current one is encoded,
+the value stats accumulate piece by piece), so a rewrite's memory does not
+grow with its inputs.
 
 Source: Paimon ``AppendCompactTask.doCompact`` / ``BucketedAppendCompactManager``
 (one rewrite per task, outputs rolled at ``target-file-size``).
@@ -31,19 +34,14 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from snaplake.commit.message import CommitMessage, CompactIncrement
-from snaplake.commit.table_write import (
-    PARQUET_WRITE_OPTIONS,
-    new_data_file_meta,
-    open_data_file,
-    zstd_level,
-)
+from snaplake.commit.table_write import new_data_file_meta, open_data_file
 from snaplake.store.format.data_file import (
     DataFileMeta,
     FileSource,
 )
+from snaplake.store.format.file_format import DataFileSpec, format_of_file
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.stats import SimpleStatsParts, ValueStatsCollector
@@ -58,7 +56,7 @@ _READ_WORKERS = 4
 """Threads fetching input bytes from a FileIO without a local path (S3, memory)."""
 
 _SLICE_BYTES = 2 << 20
-"""Parquet bytes of consecutive small inputs decoded at a time."""
+"""File bytes of consecutive small inputs decoded at a time."""
 
 _BATCH_ROWS = 65_536
 """Rows decoded at a time from a large input (see :func:`_slices`)."""
@@ -84,11 +82,18 @@ class CompactTask:
         split: The bucket's split (partition, bucket, total buckets).
         files: The run's files, in sequence order.
         paths: Their full paths, aligned with ``files``.
+        file_partitions: Each file's own partition bytes, aligned with
+            ``files``, when the run joins two writers' encodings of one
+            partition value (pypaimon and Java differ for some NULL keys);
+            empty when every file is under ``split.partition``. Outputs go
+            under ``split.partition`` (Java's bytes); each input is deleted
+            under its own bytes, which must match its ADD entry byte for byte.
     """
 
     split: Split
     files: tuple[DataFileMeta, ...]
     paths: tuple[str, ...]
+    file_partitions: tuple[bytes, ...] = ()
 
 
 class AppendRewriter:
@@ -110,8 +115,8 @@ class AppendRewriter:
         self.paths = paths
         self.schema_manager = schema_manager
 
-    def rewrite(self, task: CompactTask, *, target_file_size_bytes: int) -> CommitMessage:
-        """Rewrite one run into files of about ``target_file_size_bytes``; return its message.
+    def rewrite(self, task: CompactTask, *, target_file_size_bytes: int) -> list[CommitMessage]:
+        """Rewrite one run into files of about ``target_file_size_bytes``; return its messages.
 
         Args:
             task: The run (files of one schema, consecutive in sequence order).
@@ -119,8 +124,10 @@ class AppendRewriter:
                 are grouped by their Parquet bytes, so outputs come out near it).
 
         Returns:
-            ``compact_before`` = the run's files, ``compact_after`` = the
-            outputs (``_FILE_SOURCE = COMPACT``, sequence ranges inside the run's).
+            The run's message (``compact_before`` = its files, ``compact_after``
+            = the outputs, ``_FILE_SOURCE = COMPACT``, sequence ranges inside
+            the run's), followed by one ``compact_before``-only message per
+            other partition encoding of its inputs (see ``file_partitions``).
 
         Raises:
             FileNotFoundError: an input vanished; no output is left.
@@ -131,14 +138,24 @@ class AppendRewriter:
             if the rewrite fails); reads the inputs; deletes nothing else.
         """
         outs = self._rewrite(task, max(target_file_size_bytes, 1))
-        return CommitMessage(
-            partition=task.split.partition,
-            bucket=task.split.bucket,
-            total_buckets=task.split.total_buckets,
-            compact_increment=CompactIncrement(
-                compact_before=task.files, compact_after=tuple(m for m, _ in outs)
-            ),
-        )
+        split = task.split
+        before: dict[bytes, list[DataFileMeta]] = {split.partition: []}
+        for i, f in enumerate(task.files):
+            own = task.file_partitions[i] if task.file_partitions else split.partition
+            before.setdefault(own, []).append(f)
+        after = tuple(m for m, _ in outs)
+        return [
+            CommitMessage(
+                partition=partition,
+                bucket=split.bucket,
+                total_buckets=split.total_buckets,
+                compact_increment=CompactIncrement(
+                    compact_before=tuple(files),
+                    compact_after=after if partition == split.partition else (),
+                ),
+            )
+            for partition, files in before.items()
+        ]
 
     def _read_many(self, paths: Sequence[str], schema: pa.Schema) -> pa.Table:
         """Read ``paths`` (files of one schema) and concatenate them in the given order.
@@ -152,7 +169,8 @@ class AppendRewriter:
         Raises:
             FileNotFoundError: an input vanished.
         """
-        pl = _polars() if _polars_round_trips(schema) else None
+        parquet = all(format_of_file(p).name == "parquet" for p in paths)
+        pl = _polars() if parquet and _polars_round_trips(schema) else None
         if pl is not None:
             local = self._local_paths(paths)
             sources: list[str] | list[bytes] = (
@@ -180,7 +198,7 @@ class AppendRewriter:
             return list(pool.map(self.file_io.read_bytes, paths))
 
     def _read_many_pyarrow(self, paths: Sequence[str], schema: pa.Schema) -> pa.Table:
-        """Read ``paths`` with pyarrow's Parquet reader, one ``ParquetFile`` per file.
+        """Read ``paths`` one file at a time, each with the reader of its format.
 
         Not pyarrow's dataset scanner: on runs of hundreds of tiny files it is
         no faster and holds several times the memory (fragment metadata,
@@ -194,14 +212,12 @@ class AppendRewriter:
         arrow = self.file_io.arrow_filesystem()
 
         def read(path: str) -> pa.Table:
+            fmt = format_of_file(path)
             if arrow is not None:
                 fs, prefix = arrow
                 with fs.open_input_file(path.removeprefix(prefix)) as f:
-                    part = pq.ParquetFile(f).read(columns=schema.names, use_threads=False)
-            else:
-                source = pa.BufferReader(self.file_io.read_bytes(path))
-                part = pq.ParquetFile(source).read(columns=schema.names, use_threads=False)
-            return part.cast(schema)
+                    return fmt.read(f, schema)
+            return fmt.read(pa.BufferReader(self.file_io.read_bytes(path)), schema)
 
         if arrow is not None and isinstance(arrow[0], pafs.LocalFileSystem):
             return pa.concat_tables([read(p) for p in paths])
@@ -217,9 +233,10 @@ class AppendRewriter:
         bucket_dir = task.paths[0].rsplit("/", 1)[0]
         out: list[tuple[DataFileMeta, str]] = []
         next_seq = run_min
+        spec = DataFileSpec.from_options(schema.core_options)
         try:
             for n, group in enumerate(groups):
-                name = self.paths.new_data_file_name()
+                name = self.paths.new_data_file_name(extension=spec.extension, prefix=spec.prefix)
                 path = f"{bucket_dir}/{name}"
                 written = self._write(
                     [task.paths[i] for i in group],
@@ -245,10 +262,10 @@ class AppendRewriter:
         schema: TableSchema,
         path: str,
     ) -> _Written:
-        """Stream the rows of ``paths``, in order, into one Parquet file at ``path``.
+        """Stream the rows of ``paths``, in order, into one data file at ``path``.
 
         Memory stays bounded whatever the inputs hold: runs of small inputs
-        are decoded :data:`_SLICE_BYTES` of Parquet at a time, a larger input
+        are decoded :data:`_SLICE_BYTES` of file bytes at a time, a larger input
         batch by batch, and rows are written as row groups of about
         :data:`_ROW_GROUP_BYTES` decoded; the next piece is decoded while the
         current one is encoded; the value stats are accumulated piece by
@@ -265,8 +282,10 @@ class AppendRewriter:
             Reads ``paths``; creates ``path`` (deleted again if this fails).
         """
         arrow_schema = schema.arrow_schema
-        opts = schema.core_options
-        stats = ValueStatsCollector(schema.value_types)
+        spec = DataFileSpec.from_options(schema.core_options)
+        stats = ValueStatsCollector(
+            schema.value_types, stats_mode=schema.core_options.metadata_stats_mode
+        )
         pieces = self._pieces(paths, files, arrow_schema)
         rows = 0
         try:
@@ -275,15 +294,8 @@ class AppendRewriter:
                 open_data_file(
                     self.file_io, path, size_hint=sum(f.file_size_bytes for f in files)
                 ) as out,
-                pq.ParquetWriter(
-                    out.stream,
-                    arrow_schema,
-                    dictionary_pagesize_limit=_DICTIONARY_PAGE_BYTES,
-                    compression=opts.file_compression,
-                    compression_level=zstd_level(
-                        opts.file_compression, opts.file_compression_zstd_level
-                    ),
-                    **PARQUET_WRITE_OPTIONS,
+                spec.open_writer(
+                    out.stream, arrow_schema, dictionary_pagesize_limit=_DICTIONARY_PAGE_BYTES
                 ) as writer,
             ):
                 group: list[pa.Table] = []
@@ -296,10 +308,10 @@ class AppendRewriter:
                     group.append(piece)
                     group_bytes += piece.nbytes
                     if group_bytes >= _ROW_GROUP_BYTES:
-                        _write_row_group(writer, group)
+                        writer.write(pa.concat_tables(group))
                         group, group_bytes = [], 0
                 if group:
-                    _write_row_group(writer, group)
+                    writer.write(pa.concat_tables(group))
         except BaseException:
             self.file_io.delete_many([path])
             raise
@@ -319,11 +331,9 @@ class AppendRewriter:
                 yield self._read_many(chunk, schema)
                 continue
             with self._open_input(chunk[0]) as source:
-                reader = pq.ParquetFile(source)
-                for batch in reader.iter_batches(
-                    batch_size=_BATCH_ROWS, columns=schema.names, use_threads=False
-                ):
-                    yield pa.Table.from_batches([batch]).cast(schema)
+                yield from format_of_file(chunk[0]).iter_batches(
+                    source, schema, batch_rows=_BATCH_ROWS
+                )
 
     def _open_input(self, path: str) -> Any:
         """Open a data file for random access reads (pyarrow filesystem, or the FileIO)."""
@@ -356,11 +366,6 @@ class _Written:
     size_bytes: int
     row_count: int
     stats: SimpleStatsParts
-
-
-def _write_row_group(writer: pq.ParquetWriter, pieces: list[pa.Table]) -> None:
-    data = pa.concat_tables(pieces)
-    writer.write_table(data, row_group_size=max(1, data.num_rows))
 
 
 def _slices(paths: Sequence[str], files: Sequence[DataFileMeta]) -> list[tuple[list[str], bool]]:

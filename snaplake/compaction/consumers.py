@@ -18,7 +18,7 @@ import orjson
 
 from snaplake.errors import CorruptMetadataError
 from snaplake.store.format.paths import PathFactory
-from snaplake.store.io.file_io import FileIO
+from snaplake.store.io.file_io import FileIO, FileStatus
 
 __all__ = ["ConsumerManager"]
 
@@ -90,24 +90,58 @@ class ConsumerManager:
         """
         self.file_io.delete(self.paths.consumer_path(consumer_id))
 
-    def consumers(self) -> dict[str, int]:
+    def consumers(self, *, modified_after_ms: int | None = None) -> dict[str, int]:
         """Return ``{consumer_id: nextSnapshot}`` for every marker.
+
+        Args:
+            modified_after_ms: Only markers modified at or after this epoch
+                millisecond (``None`` = all).
 
         Raises:
             CorruptMetadataError: a marker cannot be decoded.
         """
         out: dict[str, int] = {}
-        for status in self.file_io.list_files(self.paths.consumer_dir):
-            base = status.path.rsplit("/", 1)[-1]
-            if not base.startswith(_PREFIX) or base.startswith("."):
+        for cid, status in self._markers():
+            if modified_after_ms is not None and status.modification_time_ms < modified_after_ms:
                 continue
-            cid = base[len(_PREFIX) :]
             value = self.consumer(cid)
             if value is not None:
                 out[cid] = value
         return dict(sorted(out.items()))
 
-    def min_next_snapshot(self) -> int | None:
-        """Return the smallest ``nextSnapshot`` of all consumers, ``None`` without consumers."""
-        values = self.consumers().values()
+    def _markers(self) -> list[tuple[str, FileStatus]]:
+        out = []
+        for status in self.file_io.list_files(self.paths.consumer_dir):
+            base = status.path.rsplit("/", 1)[-1]
+            if base.startswith(_PREFIX) and not base.startswith("."):
+                out.append((base[len(_PREFIX) :], status))
+        return out
+
+    def min_next_snapshot(self, *, modified_after_ms: int | None = None) -> int | None:
+        """Return the smallest ``nextSnapshot`` of the consumers, ``None`` without any.
+
+        Args:
+            modified_after_ms: Ignore markers last modified before this epoch
+                millisecond (idle consumers, ``consumer.expiration-time``).
+        """
+        values = self.consumers(modified_after_ms=modified_after_ms).values()
         return min(values) if values else None
+
+    def expire(self, *, modified_before_ms: int) -> list[str]:
+        """Delete the markers of consumers idle since before ``modified_before_ms``.
+
+        Returns:
+            The removed consumer ids.
+
+        Storage:
+            Deletes ``consumer/consumer-<id>`` of each idle consumer.
+
+        Source:
+            Paimon ``ConsumerManager.expire`` (``consumer.expiration-time``).
+        """
+        idle = [cid for cid, st in self._markers() if st.modification_time_ms < modified_before_ms]
+        for cid in idle:
+            self.delete_consumer(cid)
+        if idle:
+            logger.info("removed idle consumer(s) %s", ", ".join(idle))
+        return idle

@@ -152,9 +152,7 @@ class AppendRewriteUnit:
         done: list[CommitMessage] = []
         try:
             for task in self.tasks:
-                done.append(
-                    rewriter.rewrite(task, target_file_size_bytes=self.target_file_size_bytes)
-                )
+                done += rewriter.rewrite(task, target_file_size_bytes=self.target_file_size_bytes)
         except BaseException:
             schema = schema_manager.latest()
             if schema is not None and done:
@@ -195,6 +193,9 @@ def split_run(
             task,
             files=tuple(task.files[i] for i in s),
             paths=tuple(task.paths[i] for i in s),
+            file_partitions=tuple(task.file_partitions[i] for i in s)
+            if task.file_partitions
+            else (),
         )
         for s in slices
     ]
@@ -295,7 +296,9 @@ def distributed_compaction(
     if schema is not None and schema.primary_keys:
         raise UnsupportedTableError(
             f"table {commit.paths.root} has a primary key {list(schema.primary_keys)}; "
-            "distributed compaction handles append tables only so far — compact it in process"
+            "distributed compaction handles append tables only so far — compact it in process",
+            feature="primary-key table",
+            operation="distributed compaction",
         )
     if partitions is not None and not partitions:
         raise ValueError("partitions is empty; pass None to compact every partition")

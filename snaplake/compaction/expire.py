@@ -49,9 +49,12 @@ from snaplake.errors import CorruptMetadataError, InvalidOptionError
 from snaplake.store.format.avro import decompress_block, parse_container
 from snaplake.store.format.manifest import FileKind, ManifestEntry
 from snaplake.store.format.manifest_list import ManifestFileMeta
+from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.format.support import Operation, check_supported
+from snaplake.store.format.types import DataType
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import merge_live_entries
 from snaplake.store.snapshot_manager import SnapshotManager
@@ -158,6 +161,7 @@ class ExpireSnapshots:
         self._now_ms = now_ms
         self._workers = workers
         self._part_paths: dict[bytes, str] = {}
+        self._partition_types: tuple[DataType, ...] = ()
 
     # ----------------------------------------------------------------- public
     def plan(self) -> ExpireResult:
@@ -192,12 +196,17 @@ class ExpireSnapshots:
                 (data-file deletions are idempotent and snapshot files go last).
 
         Storage:
-            Deletes data files, then manifests and manifest lists, then
+            Deletes the markers of consumers idle past ``consumer.expiration-time``,
+            then data files, then manifests and manifest lists, then
             snapshot files, then rewrites ``snapshot/EARLIEST``; each step in
             parallel batches and finished before the next starts.
         """
         start = time.monotonic()
         plan = self._plan()
+        schema = self.schema_manager.latest()
+        cutoff = self._consumer_cutoff_ms(schema) if schema is not None else None
+        if cutoff is not None:  # consumer.expiration-time: idle consumers are removed
+            self.consumers.expire(modified_before_ms=cutoff)
         if plan.end is None:
             return self._result(plan, dry_run=False, start=start)
         if not plan.expired:
@@ -237,6 +246,25 @@ class ExpireSnapshots:
             )  # fmt: skip
         return rmin, rmax, tret, max(limit, 1)
 
+    def _consumer_pin(self, schema: TableSchema) -> int | None:
+        """The smallest ``nextSnapshot`` of the consumers that keep snapshots.
+
+        None with ``consumer.changelog-only`` (consumers then never keep
+        snapshots); consumers idle longer than ``consumer.expiration-time``
+        (by their marker's modification time) do not count.
+
+        Source: Paimon ``ExpireSnapshotsImpl`` / ``ConsumerManager.minNextSnapshot``
+        and ``ConsumerManager.expire``.
+        """
+        opts = schema.core_options
+        if opts.consumer_changelog_only:
+            return None
+        return self.consumers.min_next_snapshot(modified_after_ms=self._consumer_cutoff_ms(schema))
+
+    def _consumer_cutoff_ms(self, schema: TableSchema) -> int | None:
+        ttl = schema.core_options.consumer_expiration_time
+        return None if ttl is None else self._now_ms() - int(ttl.total_seconds() * 1000)
+
     def _expire_range(self, schema: TableSchema) -> tuple[int, int, int] | None:
         """Return ``(earliest, end_exclusive, latest)`` or ``None`` for an empty table.
 
@@ -249,7 +277,7 @@ class ExpireSnapshots:
             return None
         low = max(latest - rmax + 1, earliest)
         end = latest - rmin + 1
-        consumer = self.consumers.min_next_snapshot()
+        consumer = self._consumer_pin(schema)
         if consumer is not None:
             end = min(end, consumer)
         end = min(end, earliest + limit)
@@ -266,6 +294,8 @@ class ExpireSnapshots:
         plan = _Plan()
         if schema is None:
             return plan
+        check_supported(schema, Operation.MAINTENANCE)
+        self._partition_types = schema.partition_types
         rng = self._expire_range(schema)
         if rng is None:
             return plan
@@ -350,7 +380,13 @@ class ExpireSnapshots:
         metas = read_list_strict(self.file_io, self.paths, snap.base_manifest_list)
         metas += read_list_strict(self.file_io, self.paths, snap.delta_manifest_list)
         live = merge_live_entries(self._entries(metas))
-        return frozenset((e.partition, e.bucket, e.file.file_name) for e in live.values())
+        return frozenset(
+            (self._key_partition(e), e.bucket, e.file.file_name) for e in live.values()
+        )
+
+    def _key_partition(self, entry: ManifestEntry) -> bytes:
+        """The entry's partition compared by value (two writers may encode it differently)."""
+        return canonical_partition(entry.partition, self._partition_types)
 
     def _deleted_in_delta(
         self, snap: Snapshot, schema: TableSchema
@@ -367,7 +403,7 @@ class ExpireSnapshots:
         out: list[tuple[str, int, _FileKey]] = []
         for e in pending.values():
             part = self._partition_path(e.partition, schema)
-            key = (e.partition, e.bucket, e.file.file_name)
+            key = (self._key_partition(e), e.bucket, e.file.file_name)
             f = e.file
             out.append(
                 (

@@ -62,6 +62,7 @@ from snaplake.store.format.manifest_list import ManifestFileMeta
 from snaplake.store.format.manifest_writer import write_manifest
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
+from snaplake.store.format.support import Operation, check_supported
 
 __all__ = ["ManifestFileMerger", "MergeResult"]
 
@@ -174,6 +175,7 @@ class ManifestFileMerger:
         latest = sm.latest_snapshot()
         if schema is None or latest is None:
             return MergeResult(snapshot_id=None, duration_s=time.monotonic() - start)
+        check_supported(schema, Operation.MAINTENANCE)
         policy = self._retry_policy or RetryPolicy.from_options(schema.core_options)
         metas = self._metas(latest)
         plan = self.plan_merge(metas, schema=schema, full=full)

@@ -42,7 +42,9 @@ from snaplake.errors import CorruptMetadataError
 from snaplake.store.format.manifest import ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import ManifestFileMeta, read_manifest_list
 from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import SchemaManager
 from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.format.support import Operation, check_latest_supported
 from snaplake.store.io.file_io import SCRATCH_PREFIX, FileIO, FileStatus
 from snaplake.store.snapshot_manager import SnapshotManager
 
@@ -267,6 +269,7 @@ class OrphanFilesClean:
             Reads snapshots, tags and manifests; deletes the orphans unless ``dry_run``.
         """
         start = time.monotonic() if started is None else started
+        check_latest_supported(SchemaManager(self.file_io, self.paths), Operation.MAINTENANCE)
         cutoff_ms = self.cutoff_ms
         root = self.paths.root
         listed = [

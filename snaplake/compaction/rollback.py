@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from snaplake.compaction.tags import TagManager
 from snaplake.errors import FileAlreadyExistsError, SnapshotNotFoundError
 from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import SchemaManager
 from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.format.support import Operation, check_latest_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.snapshot_manager import SnapshotManager
 
@@ -81,6 +83,7 @@ def rollback_to(
         Paimon ``RollbackHelper.cleanLargerThan``.
     """
     start = time.monotonic()
+    check_latest_supported(SchemaManager(file_io, paths), Operation.MAINTENANCE)
     tags = TagManager(file_io, paths)
     restored = False
     if isinstance(target, str):

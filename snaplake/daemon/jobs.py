@@ -44,6 +44,7 @@ from snaplake.daemon.memory import release_memory
 from snaplake.daemon.remote import RemoteCompaction
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
+from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.table import Table
@@ -327,11 +328,12 @@ def count_files(table: Table, snapshot: Snapshot | None, *, options: CoreOptions
         snapshot=snapshot,
     )
     small: dict[tuple[bytes, int], int] = {}
+    types = scan.schema.partition_types if scan.schema is not None else ()
     total = 0
     for entry in scan.plan_entries():
         total += 1
         if entry.file.file_size_bytes < threshold:
-            key = (entry.partition, entry.bucket)
+            key = (canonical_partition(entry.partition, types), entry.bucket)  # by value
             small[key] = small.get(key, 0) + 1
     due = sum(1 for n in small.values() if n >= options.compaction_min_file_num)
     return FileCounts(

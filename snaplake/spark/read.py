@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from snaplake.errors import SchemaMismatchError
 from snaplake.spark._common import is_connect, resolve_table, spark_schema_of
+from snaplake.store.format.file_format import format_of_file
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.io.local_file_io import LocalFileIO
 from snaplake.store.read.predicate import Predicate
@@ -39,9 +40,11 @@ logger = logging.getLogger(__name__)
 
 
 class _ReadTask:
-    """``mapInArrow`` function: read the Parquet files named in the ``path`` column.
+    """``mapInArrow`` function: read the data files named in the ``path`` column.
 
-    Used where Spark cannot reach the store itself (S3 without ``s3a``).
+    Used where Spark cannot reach the store itself (S3 without ``s3a``) or
+    cannot read the files (ORC and Avro data files: each is read with the
+    reader of its format).
     Holds only picklable configuration.
     """
 
@@ -52,6 +55,12 @@ class _ReadTask:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for path in batch.column("path").to_pylist():
+                fmt = format_of_file(path)
+                if fmt.name != "parquet":  # ORC, Avro: the reader of the file's format
+                    with self.file_io.open_input(path) as f:
+                        for part in fmt.iter_batches(f, self.schema):
+                            yield from part.to_batches()
+                    continue
                 with self.file_io.open_input(path) as f:
                     parquet = pq.ParquetFile(f)
                     present = [n for n in self.schema.names if n in parquet.schema_arrow.names]
@@ -201,7 +210,7 @@ def read(
     )
     if not paths:
         df = spark.createDataFrame([], spark_schema)
-    elif isinstance(target.file_io, LocalFileIO):
+    elif isinstance(target.file_io, LocalFileIO) and all(p.endswith(".parquet") for p in paths):
         df = spark.read.schema(spark_schema).parquet(*(f"file://{p}" for p in paths))
     else:
         parallelism = _parallelism(spark, len(paths))

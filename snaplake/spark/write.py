@@ -43,6 +43,7 @@ from snaplake.errors import CommitStateUnknownError, SchemaMismatchError
 from snaplake.spark._common import check_spark_schema, is_connect, resolve_table
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.table import Table
 
@@ -74,14 +75,17 @@ class _BatchPathFactory(PathFactory):
         self.file_uuid = f"{token[:8]}-{token[8:12]}-{token[12:16]}-{rand[:4]}-{rand[4:]}"
         self._names = itertools.count()
 
-    def new_data_file_name(self, *, extension: str = "parquet") -> str:
-        """A fresh ``data-<token-uuid>-<n>.<extension>`` name (thread-safe)."""
-        return f"data-{self.file_uuid}-{next(self._names)}.{extension}"
+    def new_data_file_name(self, *, extension: str = "parquet", prefix: str = "data-") -> str:
+        """A fresh ``<prefix><token-uuid>-<n>.<extension>`` name (thread-safe)."""
+        return f"{prefix}{self.file_uuid}-{next(self._names)}.{extension}"
 
 
-def _token_prefix(token: str) -> str:
-    """The file-name prefix shared by every data file of the job with ``token``."""
-    return f"data-{token[:8]}-{token[8:12]}-{token[12:16]}-"
+def _token_prefix(token: str, *, prefix: str = "data-") -> str:
+    """The file-name prefix shared by every data file of the job with ``token``.
+
+    ``prefix`` is the table's ``data-file.prefix``.
+    """
+    return f"{prefix}{token[:8]}-{token[8:12]}-{token[12:16]}-"
 
 
 class _WriteTask:
@@ -167,7 +171,7 @@ def _delete_job_files(table: Table, token: str) -> None:
 
     Storage: lists the table directory; deletes the matching data files.
     """
-    prefix = _token_prefix(token)
+    prefix = _token_prefix(token, prefix=table.schema().core_options.data_file_prefix)
     try:
         doomed = [
             st.path
@@ -270,15 +274,18 @@ def write_messages(
             the driver before any job runs), or, with
             ``check_nullability=False``, a NOT NULL column held a null. No
             file is left behind.
+        UnsupportedTableError: the table is one snaplake cannot write
+            (``check_supported``), refused on the driver before any job runs.
         Exception: whatever the Spark job raised (a ``Py4JJavaError`` or
             ``PythonException``; under Connect pyspark's Connect exceptions),
             after the job's files were deleted.
 
     Storage:
-        Writes Parquet data files under the table (invisible until
+        Writes data files (``file.format``) under the table (invisible until
         committed); after a failure, lists the table and deletes them again.
     """
     schema = table.schema()
+    check_supported(schema, Operation.WRITE)  # on the driver, before any job runs
     check_spark_schema(df.schema, schema, check_nullability=check_nullability)
     token = secrets.token_hex(8)
     task = _WriteTask(

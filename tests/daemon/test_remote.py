@@ -123,7 +123,13 @@ def test_table_errors_are_not_cluster_failures():
     remote, _ = _remote(_Engine(CommitConflictError("inputs gone")))
     with pytest.raises(CommitConflictError):
         compact_job(_due_table(), options=OPTS, remote=remote)
-    remote, _ = _remote(_Engine(UnsupportedTableError("primary key")))
+    remote, _ = _remote(
+        _Engine(
+            UnsupportedTableError(
+                "primary key", feature="primary-key table", operation="distributed compaction"
+            )
+        )
+    )
     result = compact_job(_due_table(), options=OPTS, remote=remote)
     assert result.acted and result.engine == "in-process" and result.remote_failure is None
 

@@ -91,6 +91,41 @@ def test_read_equals_to_arrow_with_pruning(spark: Any, wide_table: Table) -> Non
     )
 
 
+@pytest.mark.parametrize("fmt", ["orc", "avro"])
+def test_orc_and_avro_tables_read_and_write(spark: Any, tmp_path: Path, fmt: str) -> None:
+    """Spark cannot read these files itself here: executors read them with snaplake's readers."""
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    table = catalog.create_table(
+        "db.f", schema=WIDE, partition_keys=["month"], options={"file.format": fmt}
+    )
+    w = table.new_write(commit_user="py")
+    w.write_arrow(_wide_rows(0, 500))
+    table.new_commit(commit_user="py").commit(w.prepare_commit())
+    write(spark.createDataFrame(_wide_rows(500, 100).to_pandas()), table)
+    assert all(p.endswith(f".{fmt}") for s in table.new_scan().plan() for p in s.paths)
+    got = read(spark, table, filter=("id", ">=", 450))
+    assert _sorted_rows(got.toArrow()) == _sorted_rows(table.to_arrow(filter=("id", ">=", 450)))
+    assert read(spark, table).count() == 600
+
+
+def test_primary_key_tables_are_refused_on_the_driver(spark: Any, tmp_path: Path) -> None:
+    from snaplake.errors import UnsupportedTableError
+    from snaplake.store.format.paths import PathFactory
+    from snaplake.store.format.schema import SchemaManager, TableSchema
+
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    plain = TableSchema.from_arrow(WIDE, partition_keys=["month"])
+    pk = TableSchema.from_json_dict({**plain.to_json_dict(), "primaryKeys": ["id", "month"]})
+    root = tmp_path / "wh" / "db.db" / "pk"
+    SchemaManager(catalog.file_io, PathFactory(str(root))).create(pk)
+    df = spark.createDataFrame(_wide_rows(0, 10).to_pandas())
+    with pytest.raises(UnsupportedTableError, match="primary keys"):
+        write(df, "db.pk", warehouse=str(tmp_path / "wh"))
+    with pytest.raises(UnsupportedTableError, match="primary keys"):
+        read(spark, "db.pk", warehouse=str(tmp_path / "wh"))
+    assert sorted(p.name for p in root.iterdir()) == ["schema"]  # nothing written
+
+
 def test_read_errors_and_empty_table(spark: Any, tmp_path: Path) -> None:
     catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
     catalog.create_table("db.empty", schema=ROWS_SCHEMA, partition_keys=["month"])

@@ -4,8 +4,10 @@ This module owns:
 
 * framing of Avro object container files (header, blocks, sync markers),
   block compression for the codecs Paimon writes (``null``, ``deflate``,
-  ``zstandard``, ``bzip2``, ``xz``, ``snappy``), independent of fastavro's
-  optional codec libraries;
+  ``zstandard``, ``bzip2``, ``xz``, ``snappy`` through cramjam), independent
+  of fastavro's optional codec libraries; ``lz4`` blocks (fastavro's
+  non-standard codec) are read but never written: Java's Avro has no such
+  codec and pypaimon refuses it, so no Paimon engine could read them;
 * record decoding (fastavro) and the columnar decoder for large files
   (:func:`iter_container_columns`, polars).
 
@@ -30,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
+import cramjam
 import fastavro
 import orjson
 import zstandard
@@ -45,6 +48,7 @@ __all__ = [
     "ColumnarUnavailableError",
     "build_container",
     "codec_for_compression",
+    "frame_block",
     "columnar_available",
     "compress_block",
     "decode_container_columns",
@@ -93,6 +97,14 @@ def codec_for_compression(compression: str) -> str:
         InvalidOptionError: Unknown compression name (not retryable).
     """
     codec = _COMPRESSION_TO_CODEC.get(compression.lower())
+    if compression.lower() == "lz4":
+        raise InvalidOptionError(
+            "manifest.compression = lz4 cannot be written: Avro has no lz4 codec in Java "
+            "Paimon and pypaimon refuses it, so no other engine could read the manifests; "
+            "use zstd (Paimon's default) or snappy",
+            key="manifest.compression",
+            value=compression,
+        )
     if codec is None:
         raise InvalidOptionError(
             f"unsupported manifest compression {compression!r}; "
@@ -141,20 +153,6 @@ def _decode_long(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 # --------------------------------------------------------------------------- codecs
 
 
-def _snappy_module() -> Any:
-    try:
-        import cramjam  # type: ignore[import-not-found, unused-ignore]
-
-        return cramjam.snappy
-    except ImportError:
-        pass
-    try:
-        import snappy  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return snappy
-
-
 _ZSTD_DECOMPRESSOR_LOCAL = threading.local()
 _MAX_BLOCK_BYTES: Final[int] = 1 << 30
 
@@ -181,16 +179,17 @@ def decompress_block(codec: str, data: bytes | memoryview, *, path: str) -> byte
 
     Args:
         codec: The container's ``avro.codec``.
-        data: The block's compressed bytes (for ``snappy`` including the trailing
-            4-byte CRC32).
+        data: The block's compressed bytes (for ``snappy`` raw Snappy plus the
+            trailing big-endian CRC32 of the uncompressed bytes, as the Avro
+            spec says; for ``lz4``, which only fastavro writes, an LZ4 block
+            after its 4-byte little-endian uncompressed size).
         path: File path, for error messages.
 
     Returns:
         The uncompressed, Avro-encoded records of the block.
 
     Raises:
-        CorruptMetadataError: The block does not decompress, the codec is unknown,
-            or ``snappy`` is used and no snappy library is installed.
+        CorruptMetadataError: The block does not decompress, or the codec is unknown.
     """
     try:
         if codec == "null":
@@ -204,18 +203,12 @@ def decompress_block(codec: str, data: bytes | memoryview, *, path: str) -> byte
         if codec == "xz":
             return lzma.decompress(data)
         if codec == "snappy":
-            snappy = _snappy_module()
-            if snappy is None:
-                raise CorruptMetadataError(
-                    f"{path}: Avro codec 'snappy' needs cramjam or python-snappy installed",
-                    path=path,
-                )
-            raw = bytes(snappy.decompress(bytes(data[:-4])))
+            raw = bytes(cramjam.snappy.decompress_raw(bytes(data[:-4])))
             if zlib.crc32(raw) != int.from_bytes(data[-4:], "big"):
                 raise ValueError("snappy block CRC32 mismatch")
             return raw
-    except CorruptMetadataError:
-        raise
+        if codec == "lz4":
+            return bytes(cramjam.lz4.decompress_block(bytes(data)))
     except Exception as e:
         raise CorruptMetadataError(
             f"{path}: cannot decompress {codec} Avro block: {e}", path=path
@@ -234,7 +227,7 @@ def compress_block(codec: str, data: bytes) -> bytes:
         The block as it goes into the container.
 
     Raises:
-        InvalidOptionError: Unknown codec, or ``snappy`` without a snappy library.
+        InvalidOptionError: Unknown codec (``lz4`` included: no Paimon engine reads it).
     """
     if codec == "null":
         return data
@@ -248,14 +241,9 @@ def compress_block(codec: str, data: bytes) -> bytes:
     if codec == "xz":
         return lzma.compress(data)
     if codec == "snappy":
-        snappy = _snappy_module()
-        if snappy is None:
-            raise InvalidOptionError(
-                "manifest.compression=snappy needs cramjam or python-snappy installed",
-                key="manifest.compression",
-                value="snappy",
-            )
-        return bytes(snappy.compress(data)) + zlib.crc32(data).to_bytes(4, "big")
+        return bytes(cramjam.snappy.compress_raw(data)) + zlib.crc32(data).to_bytes(4, "big")
+    if codec == "lz4":
+        codec_for_compression("lz4")  # raises: explains why lz4 is never written
     raise InvalidOptionError(
         f"unsupported Avro codec {codec!r}", key="manifest.compression", value=codec
     )
@@ -380,6 +368,17 @@ def build_container(
             continue
         out += (_encode_long(count) + _encode_long(len(block)), block, sync)
     return b"".join(out)
+
+
+def frame_block(count: int, block: bytes, sync: bytes) -> bytes:
+    """Return one data block as it follows the header: count, size, bytes, sync marker.
+
+    Args:
+        count: Records in the block (> 0).
+        block: The block's compressed bytes.
+        sync: The file's 16-byte sync marker.
+    """
+    return _encode_long(count) + _encode_long(len(block)) + block + sync
 
 
 def encode_container(

@@ -459,7 +459,9 @@ def bucket_ids(
 
     Args:
         data: Arrow table holding the bucket-key columns; any row count; not modified.
-        bucket_key: The table's ``bucket-key`` columns, in order.
+        bucket_key: The table's bucket key columns, in order
+            (``TableSchema.bucket_keys``); empty = every row hashes the empty
+            row (one bucket for all rows, as Java and pypaimon write).
         types: The Paimon type of each bucket-key column.
         num_buckets: The table option ``bucket`` (> 0).
 
@@ -480,6 +482,13 @@ def bucket_ids(
     """
     if num_buckets <= 0:
         raise ValueError(f"num_buckets must be > 0, got {num_buckets}")
-    hashes = hash_binary_rows(data, bucket_key, types).astype(np.int64)
+    if not bucket_key:
+        # The empty row: 8 bytes of null bits (RowKind INSERT), no fields.
+        empty = murmur_hash_words(
+            np.zeros(2, dtype=np.uint32), np.zeros(1, dtype=np.int64), np.full(1, 2, np.int64)
+        )
+        hashes = np.full(data.num_rows, int(empty[0]), dtype=np.int64)
+    else:
+        hashes = hash_binary_rows(data, bucket_key, types).astype(np.int64)
     # Java: the remainder has the sign of the dividend; abs() of it.
     return (np.abs(hashes) % num_buckets).astype(np.int32)

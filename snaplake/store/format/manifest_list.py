@@ -393,7 +393,14 @@ def concat_manifest_lists(parts: Sequence[bytes], extra: Sequence[ManifestFileMe
     """
     containers = [avro.parse_container(p, path=f"<part {i}>") for i, p in enumerate(parts)]
     codec = "zstandard"
-    if containers and containers[0].codec in {"null", "zstandard", "deflate", "bzip2", "xz"}:
+    if containers and containers[0].codec in {
+        "null",
+        "zstandard",
+        "deflate",
+        "bzip2",
+        "xz",
+        "snappy",
+    }:
         codec = containers[0].codec
     our_schema = MANIFEST_LIST_SCHEMA_JSON
     blocks: list[tuple[int, bytes | memoryview]] = []

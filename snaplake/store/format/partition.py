@@ -21,6 +21,9 @@ Because ``/`` is escaped and every component contains ``=``, no value can make
 a component equal to ``.`` or ``..``: a partition path never leaves the table
 directory.
 
+It also gives the one way partitions written by different engines are
+compared: :func:`canonical_partition`.
+
 This module imports only :mod:`snaplake.errors`, :mod:`snaplake.store.format.types`
 and :mod:`snaplake.store.format.binary_row`.
 """
@@ -28,6 +31,7 @@ and :mod:`snaplake.store.format.binary_row`.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import struct
 from collections.abc import Sequence
@@ -39,11 +43,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
-from snaplake.store.format.binary_row import Timestamp
+from snaplake.store.format.binary_row import Timestamp, decode_binary_row, encode_binary_row
 from snaplake.store.format.types import DataType, TypeRoot
 
 __all__ = [
     "DEFAULT_PARTITION_NAME",
+    "canonical_partition",
     "escape_path_name",
     "partition_group_ids",
     "partition_path",
@@ -325,6 +330,48 @@ def partition_path(
         text = partition_value_string(value, dtype, legacy_partition_name=legacy_partition_name)
         parts.append(f"{escape_path_name(key)}={escape_path_name(text or default_partition_name)}")
     return "/".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# Comparing partitions across writers
+# ---------------------------------------------------------------------------
+
+
+def canonical_partition(partition: bytes, types: Sequence[DataType]) -> bytes:
+    """Return the partition BinaryRow as Java Paimon encodes it, whoever wrote ``partition``.
+
+    Partitions must be compared by value, not by bytes: pypaimon 2.1.0 encodes
+    some values differently from Java (a NULL TIMESTAMP(p > 3) or DECIMAL(p >
+    18) reserves no variable-part bytes; negative powers of two in DECIMAL(p >
+    18) take one byte too many), so in a table both have written one
+    partition can appear under two byte strings. Two encodings of the same
+    values give equal results; snaplake writes this encoding itself. Compare
+    these (overwrite, compaction grouping, expiry, statistics), but keep a
+    file's original bytes in the DELETE entry that removes it: Paimon matches
+    a DELETE with its ADD byte for byte.
+
+    Args:
+        partition: Serialised partition row (``4-byte arity + row``).
+        types: The partition key types.
+
+    Returns:
+        The canonical bytes (cached per distinct input).
+
+    Raises:
+        CorruptMetadataError: ``partition`` does not decode with ``types``.
+
+    Source:
+        Java ``BinaryRowWriter`` (what snaplake's encoder follows); pypaimon's
+        ``GenericRowSerializer`` for the differences.
+    """
+    if not types:
+        return partition
+    return _canonical(partition, tuple(types))
+
+
+@functools.lru_cache(maxsize=65_536)
+def _canonical(partition: bytes, types: tuple[DataType, ...]) -> bytes:
+    return encode_binary_row(decode_binary_row(partition, types), types)
 
 
 # ---------------------------------------------------------------------------

@@ -132,9 +132,9 @@ class PathFactory:
             return f"{self.root}/{partition_path}/bucket-{bucket}"
         return f"{self.root}/bucket-{bucket}"
 
-    def new_data_file_name(self, *, extension: str = "parquet") -> str:
-        """A fresh ``data-<uuid>-<n>.<extension>`` name."""
-        return f"data-{self._uuid}-{self._next()}.{extension}"
+    def new_data_file_name(self, *, extension: str = "parquet", prefix: str = "data-") -> str:
+        """A fresh ``<prefix><uuid>-<n>.<extension>`` name (``data-file.prefix``)."""
+        return f"{prefix}{self._uuid}-{self._next()}.{extension}"
 
     def data_file_path(
         self, partition_path: str, bucket: int, file_name: str, *, external_path: str | None = None

@@ -50,7 +50,7 @@ class TableSchema:
         fields: Paimon field JSON objects (``{"id", "name", "type"}``).
         highest_field_id: Largest field id handed out (nested fields included).
         partition_keys: Partition columns, in path order.
-        primary_keys: Always empty for the append tables snaplake writes.
+        primary_keys: Primary key columns (a primary-key table when non-empty).
         options: Table options (string map), always including ``bucket`` and
             ``file.format``.
         comment: Optional table comment.
@@ -87,19 +87,25 @@ class TableSchema:
                 ``file.format`` to ``parquet`` and both are always written.
             comment: Optional table comment.
 
+        The options ``partition`` and ``primary-key`` (comma-separated
+        columns) move into the partition and primary keys and out of the
+        options, as Paimon does; giving ``partition`` together with
+        ``partition_keys`` is an error.
+
         Raises:
-            SchemaMismatchError: a partition key or bucket key is not a column,
-                or a name repeats.
+            SchemaMismatchError: a partition, primary or bucket key is not a
+                column, a name repeats, or ``partition`` is given twice.
             UnsupportedTypeError: a column type has no Paimon equivalent.
             InvalidOptionError: an option value does not parse.
         """
         names = schema.names
         if len(set(names)) != len(names):
             raise SchemaMismatchError(f"column names repeat in {names}; rename the duplicates")
-        for key in partition_keys:
+        options, partition_keys, primary_keys = _keys_from_options(options, partition_keys)
+        for key in (*partition_keys, *primary_keys):
             if key not in names:
                 raise SchemaMismatchError(
-                    f"partition key {key!r} is not a column of the schema {names}"
+                    f"partition or primary key {key!r} is not a column of the schema {names}"
                 )
         opts = {"bucket": "-1", **dict(options or {})}
         opts.setdefault("file.format", "parquet")
@@ -108,7 +114,7 @@ class TableSchema:
             raise SchemaMismatchError(
                 f"bucket = {core.bucket} is invalid; use -1 (bucket-unaware) or a positive count"
             )
-        if core.bucket > 0:
+        if core.bucket > 0 and not primary_keys:
             keys = core.bucket_key
             if not keys:
                 raise SchemaMismatchError(
@@ -123,6 +129,7 @@ class TableSchema:
             fields=tuple(fields_json),
             highest_field_id=highest,
             partition_keys=tuple(partition_keys),
+            primary_keys=tuple(primary_keys),
             options=opts,
             comment=comment,
             time_millis=int(time.time() * 1000),
@@ -149,6 +156,35 @@ class TableSchema:
             if f["name"] == name:
                 return parse_type(f["type"])
         raise SchemaMismatchError(f"{name!r} is not a column of {self.field_names}")
+
+    @cached_property
+    def bucket_keys(self) -> tuple[str, ...]:
+        """Columns a fixed-bucket table hashes: ``bucket-key``, else the trimmed primary key.
+
+        Empty for an append table without ``bucket-key`` (Paimon 0.9+ refuses
+        to create or even open one with ``bucket > 0``; pypaimon 2.1.0 and
+        Paimon 0.8 and older create them): every row then hashes the empty
+        row, so all rows of a partition go to one bucket. That is what Java's
+        ``FixedBucketRowKeyExtractor`` computes for an empty bucket key (the
+        rule since Paimon 0.9, commit c8f9b18) and where pypaimon 2.1.0
+        writes them. Paimon 0.8 and older hashed every column instead; rows
+        they placed are read wherever they are.
+
+        Raises:
+            SchemaMismatchError: a ``bucket-key`` column is not a column.
+
+        Source: Paimon ``TableSchema`` constructor (``originalBucketKeys``,
+        then ``trimmedPrimaryKeys``).
+        """
+        keys = tuple(self.core_options.bucket_key)
+        for key in keys:
+            if key not in self.field_names:
+                raise SchemaMismatchError(
+                    f"bucket key {key!r} is not a column of {self.field_names}"
+                )
+        if not keys:
+            keys = tuple(k for k in self.primary_keys if k not in self.partition_keys)
+        return keys
 
     @cached_property
     def partition_types(self) -> tuple[DataType, ...]:
@@ -239,6 +275,30 @@ class TableSchema:
             raise CorruptMetadataError(
                 f"{path} is not a valid Paimon schema ({type(exc).__name__}: {exc})", path=path
             ) from exc
+
+
+def _split_keys(text: str) -> tuple[str, ...]:
+    return tuple(k.strip() for k in text.split(",") if k.strip())
+
+
+def _keys_from_options(
+    options: Mapping[str, str] | None, partition_keys: Sequence[str]
+) -> tuple[dict[str, str], tuple[str, ...], tuple[str, ...]]:
+    """Move the ``partition`` and ``primary-key`` options into the keys (Paimon's ``Schema``).
+
+    Source: Paimon ``Schema.normalizePartitionKeys`` / ``normalizePrimaryKeys``.
+    """
+    opts = dict(options or {})
+    partitions = tuple(partition_keys)
+    if "partition" in opts:
+        if partitions:
+            raise SchemaMismatchError(
+                "partition keys given both as partition_keys and as the 'partition' option; "
+                "use one of them"
+            )
+        partitions = _split_keys(opts.pop("partition"))
+    primary = _split_keys(opts.pop("primary-key", ""))
+    return opts, partitions, primary
 
 
 class SchemaManager:

@@ -28,6 +28,10 @@ from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.partition_dirs import (
+    PartitionDirectories,
+    has_uncomputable_partition_dirs,
+)
 from snaplake.store.read.predicate import Predicate
 
 __all__ = ["FileStoreScan", "Split", "merge_live_entries"]
@@ -244,24 +248,32 @@ class FileStoreScan:
         for entry in self.plan_entries():
             groups.setdefault((entry.partition, entry.bucket), []).append(entry)
         splits = []
+        listed = None  # BINARY partition keys: directory names found by listing
+        if self.schema is not None and has_uncomputable_partition_dirs(self.schema):
+            listed = PartitionDirectories(self.file_io, self.paths, self.schema)
         for (partition, bucket), entries in groups.items():
             entries.sort(key=lambda e: (e.file.min_sequence_number, e.file.file_name))
             values = self.partition_values(partition)
             assert self.schema is not None
-            part_path = self.schema.partition_path(values)
+            files = tuple(e.file for e in entries)
+            if listed is not None:
+                paths = tuple(listed.file_paths(values, bucket, files))
+            else:
+                part_path = self.schema.partition_path(values)
+                paths = tuple(
+                    self.paths.data_file_path(
+                        part_path, bucket, f.file_name, external_path=f.external_path
+                    )
+                    for f in files
+                )
             splits.append(
                 Split(
                     partition=partition,
                     partition_values=values,
                     bucket=bucket,
                     total_buckets=entries[0].total_buckets,
-                    files=tuple(e.file for e in entries),
-                    paths=tuple(
-                        self.paths.data_file_path(
-                            part_path, bucket, e.file.file_name, external_path=e.file.external_path
-                        )
-                        for e in entries
-                    ),
+                    files=files,
+                    paths=paths,
                 )
             )
         splits.sort(key=lambda s: (s.partition, s.bucket))

@@ -1,7 +1,10 @@
-"""Read planned splits into Arrow with pyarrow's Parquet reader.
+"""Read planned splits into Arrow.
 
-Files are read in parallel by pyarrow (a dataset over the file list when the
-FileIO exposes a pyarrow filesystem, else one stream per file), projected to
+Parquet files are read in parallel by pyarrow (a dataset over the file list
+when the FileIO exposes a pyarrow filesystem); otherwise, and for ORC and
+Avro files (the format is the file's extension, so a table whose
+``file.format`` changed reads whole), one file at a time through
+:mod:`snaplake.store.format.file_format`. Rows are projected to
 the requested columns, cast to the table schema and filtered exactly by the
 predicates (stats pruning is only a first cut).
 
@@ -13,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from functools import reduce
+from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from snaplake.errors import SchemaMismatchError
+from snaplake.store.format.file_format import format_of_file
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.predicate import Predicate, check_filter_types
 from snaplake.store.read.scan import Split
@@ -74,11 +78,11 @@ def read_splits(
     expr = (
         reduce(lambda a, b: a & b, (p.to_expression() for p in predicates)) if predicates else None
     )
+    arrow = file_io.arrow_filesystem()
     if not paths:
         table = out_schema.empty_table()
     else:
-        arrow = file_io.arrow_filesystem()
-        if arrow is not None:
+        if arrow is not None and all(format_of_file(p).name == "parquet" for p in paths):
             import pyarrow.dataset as ds  # its libraries cost the daemon, which reads no data
 
             fs, prefix = arrow
@@ -98,18 +102,32 @@ def read_splits(
                 if error is exc:
                     raise
                 raise error from exc
-        else:
-            parts = []
-            for path in paths:
-                with file_io.open_input(path) as f:
-                    t = pq.read_table(f, columns=needed)
-                parts.append(t.cast(out_schema))
+        else:  # one file at a time, each with the reader of its format (ORC, Avro, mixed)
+            parts = [_read_file(file_io, arrow, path, out_schema) for path in paths]
             table = pa.concat_tables(parts)
             if expr is not None:
                 table = table.filter(expr)
     if limit is not None:
         table = table.slice(0, limit)
     return table.select(names)
+
+
+def _read_file(
+    file_io: FileIO, arrow: tuple[Any, str] | None, path: str, schema: pa.Schema
+) -> pa.Table:
+    fmt = format_of_file(path)
+    if arrow is None:
+        with file_io.open_input(path) as f:
+            return fmt.read(f, schema)
+    fs, prefix = arrow
+    try:
+        with fs.open_input_file(path.removeprefix(prefix)) as f:
+            return fmt.read(f, schema)
+    except OSError as exc:  # pyarrow's own errors: typed by the FileIO
+        error = file_io.translate_error(exc, path=path, operation="read")
+        if error is exc:
+            raise
+        raise error from exc
 
 
 def read_splits_batches(

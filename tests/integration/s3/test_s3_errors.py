@@ -19,6 +19,7 @@ from tests.s3_servers import fault_proxy
 import snaplake
 from snaplake.commit.table_write import write_data_file
 from snaplake.errors import StorageAccessError, StorageError, UnsafeStorageError
+from snaplake.store.format.file_format import DataFileSpec, file_format
 from snaplake.store.io.s3.file_io import S3FileIO
 from snaplake.store.read.split_read import read_splits
 from snaplake.table import Table
@@ -26,6 +27,10 @@ from snaplake.table import Table
 pytestmark = [pytest.mark.integration, pytest.mark.s3]
 
 BAD_SECRET = "not-the-secret-0123456789abcdef"
+
+
+def _spec(compression: str) -> DataFileSpec:
+    return DataFileSpec(format=file_format("parquet"), compression=compression, zstd_level=1)
 
 
 def _data(start: int = 0, n: int = 5) -> pa.Table:
@@ -56,7 +61,7 @@ def test_bad_credentials_on_commit_data_files_and_reads_are_access_errors(wareho
     # A data file goes through pyarrow's S3 filesystem: translated, not a raw OSError.
     target = f"{good.root}/bucket-0/data-bad.parquet"
     with pytest.raises(StorageAccessError) as info:
-        write_data_file(file_io=bad_io, path=target, data=_data(100), compression="zstd")
+        write_data_file(file_io=bad_io, path=target, data=_data(100), spec=_spec("zstd"))
     assert info.value.operation == "write" and info.value.path == target
     splits = good.new_scan().plan()
     with pytest.raises(StorageAccessError) as read_info:
@@ -77,7 +82,7 @@ def test_missing_bucket_is_a_storage_error_naming_the_bucket(warehouse):
     _append(good, _data())
     target = f"s3://no-such-bucket-{warehouse.bucket}/wh/db.db/t/bucket-0/data-x.parquet"
     with pytest.raises(StorageError, match="does not exist"):
-        write_data_file(file_io=good.file_io, path=target, data=_data(10), compression="zstd")
+        write_data_file(file_io=good.file_io, path=target, data=_data(10), spec=_spec("zstd"))
     gone = f"no-such-bucket-{warehouse.bucket}"
     splits = [
         dataclasses.replace(s, paths=tuple(p.replace(warehouse.bucket, gone) for p in s.paths))

@@ -77,3 +77,19 @@ def test_pypaimon_reads_a_snaplake_table_on_seaweedfs(warehouse, tmp_path):
         ours = catalog.get_table(identifier).to_arrow()
         assert ours.num_rows > 0
         _same(ours, _pypaimon_read(warehouse, identifier, tmp_path))
+
+
+@pytest.mark.parametrize("fmt", ["orc", "avro"])
+def test_orc_and_avro_tables_on_s3_both_ways(warehouse, tmp_path, fmt):
+    """Written, compacted and read through S3 (pyarrow's S3 filesystem), then read by pypaimon."""
+    catalog = warehouse.catalog()
+    table = catalog.create_table(
+        f"db.{fmt}", schema=SCHEMA, partition_keys=["month"],
+        options={"file.format": fmt, "compaction.min.file-num": "3"},
+    )  # fmt: skip
+    for i in range(3):
+        _commit(table, rows(i * 50, 50), ident=i)
+    assert table.compact().files_after == 3
+    ours = table.to_arrow()
+    assert ours.sort_by("id").equals(rows(0, 150))
+    _same(ours, _pypaimon_read(warehouse, f"db.{fmt}", tmp_path))

@@ -208,8 +208,8 @@ def test_rewrite_and_commit_apart_equal_execute(make_table):
     res_a = a.compact()
     compactor = AppendCompactor(commit=maintenance_commit(b))
     target = compactor.target_file_size_bytes()
-    messages = [compactor.rewriter.rewrite(t, target_file_size_bytes=target)
-                for t in compactor.plan()]  # fmt: skip
+    messages = [m for t in compactor.plan()
+                for m in compactor.rewriter.rewrite(t, target_file_size_bytes=target)]  # fmt: skip
     res_b = compactor.commit_rewritten(list(reversed(messages)))
     assert (res_b.files_before, res_b.files_after, res_b.buckets_compacted) == (
         res_a.files_before, res_a.files_after, res_a.buckets_compacted,
@@ -227,7 +227,7 @@ def test_commit_rewritten_conflict_deletes_outputs(make_table):
         append(table, i * 10, 10)
     compactor = AppendCompactor(commit=maintenance_commit(table))
     (task,) = compactor.plan()
-    message = compactor.rewriter.rewrite(task, target_file_size_bytes=1 << 20)
+    (message,) = compactor.rewriter.rewrite(task, target_file_size_bytes=1 << 20)
     table.compact()  # someone else compacts the same inputs first
     outputs = [f.file_name for f in message.compact_increment.compact_after]
     with pytest.raises(CommitConflictError):

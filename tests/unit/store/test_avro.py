@@ -199,7 +199,7 @@ def test_sync_mismatch_detected() -> None:
         parse_container(bytes(data), path="x")
 
 
-@pytest.mark.parametrize("codec", ["null", "zstandard", "deflate", "bzip2", "xz"])
+@pytest.mark.parametrize("codec", ["null", "zstandard", "deflate", "bzip2", "xz", "snappy"])
 def test_codecs_round_trip(codec: str) -> None:
     raw = bytes(range(256)) * 40
     assert decompress_block(codec, compress_block(codec, raw), path="x") == raw
@@ -218,12 +218,59 @@ def test_deflate_is_raw_like_avro_spec() -> None:
     assert len(decompress_block("deflate", c.blocks[0][1], path="x")) > 0
 
 
+_RECORD = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "long"}]}
+
+
+def test_snappy_blocks_match_fastavro_both_ways() -> None:
+    """Raw Snappy + big-endian CRC32 of the uncompressed block, as the Avro spec says."""
+    records = [{"a": i} for i in range(5000)]
+    buf = io.BytesIO()
+    fastavro.writer(buf, _RECORD, records, codec="snappy")
+    theirs = parse_container(buf.getvalue(), path="x")
+    assert theirs.codec == "snappy"
+    raw = decompress_block("snappy", theirs.blocks[0][1], path="x")
+    ours = build_container(
+        theirs.schema_json, "snappy", [(theirs.blocks[0][0], compress_block("snappy", raw))]
+    )
+    assert avro_records(ours) == records[: theirs.blocks[0][0]]
+
+
+def test_snappy_manifest_lists_concat_verbatim() -> None:
+    parts = _lists("snappy")
+    out = concat_manifest_lists(parts, [meta("new")])
+    assert parse_container(out, path="o").codec == "snappy"
+    assert decode_manifest_list(out, path="o") == _expected(parts, [meta("new")])
+    assert len(avro_records(out)) == 404
+
+
+def test_snappy_crc_mismatch_is_corrupt() -> None:
+    block = bytearray(compress_block("snappy", b"x" * 100))
+    block[-1] ^= 1
+    with pytest.raises(CorruptMetadataError, match="CRC32"):
+        decompress_block("snappy", bytes(block), path="x")
+
+
+def test_lz4_blocks_are_read_like_fastavro_writes_them() -> None:
+    """fastavro's lz4 codec: ``lz4.block.compress`` (4-byte little-endian size, then the block)."""
+    import cramjam
+
+    raw = bytes(range(256)) * 40
+    block = bytes(cramjam.lz4.compress_block(raw))
+    assert int.from_bytes(block[:4], "little") == len(raw)
+    assert decompress_block("lz4", block, path="x") == raw
+    with pytest.raises(InvalidOptionError, match="no lz4 codec"):
+        compress_block("lz4", raw)
+
+
 def test_codec_names() -> None:
     assert codec_for_compression("zstd") == "zstandard"
     assert codec_for_compression("NONE") == "null"
-    with pytest.raises(InvalidOptionError) as info:
+    assert codec_for_compression("snappy") == "snappy"
+    with pytest.raises(InvalidOptionError, match="no lz4 codec") as info:
         codec_for_compression("lz4")
     assert info.value.key == "manifest.compression"
+    with pytest.raises(InvalidOptionError):
+        codec_for_compression("gzip")
 
 
 def test_unknown_codec_on_read_is_corrupt() -> None:

@@ -156,3 +156,11 @@ def test_empty_table_and_errors() -> None:
     sub_milli = pa.table({"k": pa.array([1001], type=pa.timestamp("us"))})
     with pytest.raises(SchemaMismatchError):
         bucket_ids(sub_milli, ["k"], [parse_type("TIMESTAMP(3)")], 4)
+
+
+@pytest.mark.parametrize(("num_buckets", "expected"), [(3, 2), (4, 3), (7, 3), (1, 0)])
+def test_no_bucket_key_hashes_the_empty_row(num_buckets, expected):
+    """Append table with ``bucket > 0`` and no ``bucket-key``: Java's extractor projects the row on
+    no columns, so every row lands in one bucket (buckets as pypaimon 2.1.0 placed them)."""
+    data = pa.table({"a": pa.array(range(10), pa.int64())})
+    assert bucket_ids(data, [], [], num_buckets).tolist() == [expected] * 10

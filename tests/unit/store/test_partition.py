@@ -201,3 +201,19 @@ def test_group_ids_many_columns_do_not_overflow() -> None:
     assert len(parts) == len(set(rows))
     for i, row in enumerate(rows):
         assert parts[ids[i]] == row
+
+
+def test_canonical_partition_equates_pypaimons_null_encoding_with_javas():
+    """pypaimon 2.1.0 reserves no variable part for a NULL TIMESTAMP(6); Java reserves 8 bytes."""
+    from snaplake.store.format.binary_row import encode_binary_row
+    from snaplake.store.format.partition import canonical_partition
+    from snaplake.store.format.types import parse_type
+
+    types = [parse_type("TIMESTAMP(6)"), parse_type("INT")]
+    java = encode_binary_row([None, 7], types)
+    bits = (1 << 8).to_bytes(8, "little")  # header byte 0, field 0 null
+    pypaimon = (2).to_bytes(4, "big") + bits + bytes(8) + (7).to_bytes(8, "little")
+    assert pypaimon != java
+    assert canonical_partition(pypaimon, types) == java
+    assert canonical_partition(java, types) == java
+    assert canonical_partition(b"\x00\x00\x00\x00" + bytes(8), []) == b"\x00\x00\x00\x00" + bytes(8)

@@ -27,6 +27,7 @@ from snaplake.errors import (
     StorageError,
     UnsafeStorageError,
 )
+from snaplake.store.format.file_format import DataFileSpec, file_format
 from snaplake.store.io.file_io import resolve_file_io
 from snaplake.store.io.s3.file_io import S3FileIO
 
@@ -34,6 +35,10 @@ pytestmark = pytest.mark.s3
 
 SECRET = "SECRET-never-shown-4242"
 TOKEN = "TOKEN-never-shown-9191"
+
+
+def _spec(compression: str) -> DataFileSpec:
+    return DataFileSpec(format=file_format("parquet"), compression=compression, zstd_level=1)
 
 
 def _chain_text(exc: BaseException) -> str:
@@ -456,13 +461,13 @@ def test_small_data_file_is_one_request_and_a_large_one_streams(
     fio = S3FileIO(endpoint.options(**{"s3.multipart.part-size-bytes": str(5 * 1024 * 1024)}))
     small = pa.table({"x": list(range(1000))})
     path = f"s3://{bucket}/t/small.parquet"
-    size = write_data_file(file_io=fio, path=path, data=small, compression="zstd")
+    size = write_data_file(file_io=fio, path=path, data=small, spec=_spec("zstd"))
     assert len(fault.requests) == 1 and fault.count("PUT", "/t/small.parquet") == 1
     assert len(fio.read_bytes(path)) == size  # (HEAD via the proxy loses Content-Length)
     fault.requests.clear()
     large = pa.table({"x": pa.array(range(1_000_000), pa.int64())})  # 8 MB > 5 MiB
     path = f"s3://{bucket}/t/large.parquet"
-    write_data_file(file_io=fio, path=path, data=large, compression="none")
+    write_data_file(file_io=fio, path=path, data=large, spec=_spec("none"))
     assert fault.count("POST", "uploads") >= 1  # pyarrow's multipart upload
     assert pq.read_table(pa.BufferReader(fio.read_bytes(path))).equals(large)
 

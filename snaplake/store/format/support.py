@@ -1,0 +1,136 @@
+"""What snaplake can do with a table: the one place that refuses unsupported tables.
+
+Every entry point that reads, writes, commits to or maintains a table (the
+``Table`` facade, ``TableWrite``, ``FileStoreCommit``, each maintenance job,
+hence Spark, the daemon and the CLI too) calls :func:`check_supported` first,
+before any file is read or written. A table that uses a feature snaplake does
+not implement is refused with :class:`~snaplake.errors.UnsupportedTableError`
+instead of being read or written as if the feature were absent, which would
+return superseded rows or leave a table other engines cannot read.
+
+Refused today:
+
+* primary-key tables (``primaryKeys`` non-empty): every operation; their
+  rows must be merged by key on read and written as sorted runs;
+* BINARY / VARBINARY partition keys: creating such a table, and writing,
+  committing or maintaining one another engine created (Java names their
+  directories by object identity, so no writer can spell a partition's
+  directory again); reading one works;
+* Paimon options whose value snaplake does not honour, for the operations
+  they affect (the list and each option's status:
+  :mod:`snaplake.store.format.option_support`);
+* data files snaplake cannot write in the table's ``file.format`` (a
+  compression that format lacks, Avro columns Java refuses): creating,
+  writing and compacting; reading files of every format works.
+
+Source: Paimon ``SchemaValidation`` (the create-time checks) and the option
+semantics of ``CoreOptions``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from snaplake.errors import UnsupportedTableError
+from snaplake.store.format.file_format import DataFileSpec
+from snaplake.store.format.option_support import option_refusal
+from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.types import TypeRoot
+
+__all__ = ["Operation", "check_latest_supported", "check_supported"]
+
+
+class Operation(StrEnum):
+    """What a caller is about to do with a table."""
+
+    CREATE = "create"
+    """``create_table``: refused when any later operation would be refused."""
+    READ = "read"
+    """Planning and reading rows (``to_arrow``, Spark reads, the CLI's ``read``)."""
+    WRITE = "write"
+    """Writing data files (``TableWrite``, the Spark sink's executors)."""
+    COMMIT = "commit"
+    """Publishing a snapshot (``FileStoreCommit.commit``)."""
+    MAINTENANCE = "maintenance"
+    """Compaction, manifest merge, snapshot expiry, orphan clean, tags, rollback."""
+
+
+_BINARY_ROOTS = frozenset({TypeRoot.BINARY, TypeRoot.VARBINARY})
+
+
+def check_supported(schema: TableSchema, operation: Operation) -> None:
+    """Refuse ``operation`` on a table whose schema uses something snaplake cannot handle.
+
+    Args:
+        schema: The table's latest schema (its options hold for every
+            operation, reads of older snapshots included, as in Paimon).
+        operation: What the caller is about to do.
+
+    Raises:
+        UnsupportedTableError: the table is a primary-key table; or it has a
+            BINARY/VARBINARY partition key and ``operation`` is not a read; or
+            an option is set to a value snaplake does not honour for
+            ``operation``. Nothing has been read or written.
+
+    Source:
+        Paimon ``SchemaValidation.validateTableSchema`` for what a valid table
+        is; the refusals are snaplake's own.
+    """
+    if schema.primary_keys:
+        raise UnsupportedTableError(
+            f"table has primary keys {list(schema.primary_keys)}: primary-key tables "
+            f"(merge on read, sorted runs) are not supported yet; snaplake refuses to "
+            f"{operation.value} them rather than read unmerged rows or write files "
+            "other engines cannot merge",
+            feature="primary-key table",
+            operation=operation.value,
+        )
+    if operation is not Operation.READ:
+        binary = [
+            k
+            for k, t in zip(schema.partition_keys, schema.partition_types, strict=True)
+            if t.root in _BINARY_ROOTS
+        ]
+        if binary:
+            raise UnsupportedTableError(
+                f"partition key(s) {binary} are BINARY/VARBINARY: Paimon's Java writers name "
+                "such partition directories by object identity, so no writer can find a "
+                f"partition's directory again; snaplake reads such tables but refuses to "
+                f"{operation.value} them (partition by a STRING column instead)",
+                feature="BINARY partition key",
+                operation=operation.value,
+            )
+    for key, value in schema.options.items():
+        reason = option_refusal(key, value, operation.value)
+        if reason is not None:
+            raise UnsupportedTableError(
+                f"option {key!r} = {value!r}: {reason}; snaplake refuses to "
+                f"{operation.value} this table",
+                feature=f"option {key!r} = {value!r}",
+                operation=operation.value,
+                key=key,
+            )
+    if operation in (Operation.CREATE, Operation.WRITE, Operation.MAINTENANCE):
+        spec = DataFileSpec.from_options(schema.core_options)
+        reason = spec.refusal(schema.value_types)
+        if reason is not None:
+            raise UnsupportedTableError(
+                f"new {spec.format.name} data files with file.compression = "
+                f"{spec.compression!r}: {reason}; snaplake refuses to {operation.value} this "
+                "table (change file.format or file.compression)",
+                feature=f"{spec.format.name} data files",
+                operation=operation.value,
+                key="file.format",
+            )
+
+
+def check_latest_supported(schema_manager: SchemaManager, operation: Operation) -> None:
+    """:func:`check_supported` on the table's latest schema (nothing to check without one).
+
+    Raises:
+        UnsupportedTableError: see :func:`check_supported`.
+        CorruptMetadataError: the latest schema file cannot be decoded.
+    """
+    schema = schema_manager.latest()
+    if schema is not None:
+        check_supported(schema, operation)

@@ -1,0 +1,132 @@
+"""ORC and Avro data files both ways with pypaimon 2.1.0, and tables whose file.format changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from tests.helpers import SCHEMA, rows
+from tests.oracle import PaimonOracle, pred, requires_paimon
+
+import snaplake
+from snaplake.errors import UnsupportedTableError
+
+pytestmark = [pytest.mark.integration, requires_paimon]
+
+
+def _commit(table, data, *, user="s"):
+    w = table.new_write(commit_user=user)
+    w.write_arrow(data)
+    return table.new_commit(commit_user=user).commit(w.prepare_commit())
+
+
+def _data_files(root: Path) -> list[str]:
+    return sorted(p.name for p in root.rglob("bucket-*/*"))
+
+
+def _same(a: pa.Table, b: pa.Table) -> bool:
+    return bool(a.select(SCHEMA.names).cast(SCHEMA).sort_by("id").equals(b.sort_by("id")))
+
+
+@pytest.mark.parametrize("fmt", ["orc", "avro"])
+def test_pypaimon_table_read_appended_compacted(tmp_path, fmt):
+    oracle = PaimonOracle(tmp_path)
+    root = oracle.create_table(
+        "db.t", SCHEMA, partition_keys=["month"],
+        options={"file.format": fmt, "metadata.stats-mode": "full"},
+    )  # fmt: skip
+    oracle.write("db.t", rows(0, 300), commits=3)
+    assert {n.rsplit(".", 1)[1] for n in _data_files(root)} == {fmt}
+    table = snaplake.FileSystemCatalog(str(tmp_path)).get_table("db.t")
+    assert _same(table.to_arrow(), rows(0, 300))  # snaplake used to open .orc as Parquet
+    assert table.to_arrow(filter=("id", ">=", 290)).num_rows == 10
+    for i in range(3):
+        _commit(table, rows(300 + 50 * i, 50))
+    assert all(n.endswith(f".{fmt}") for n in _data_files(root))  # not .parquet
+    assert _same(oracle.read("db.t"), rows(0, 450))
+    # pypaimon prunes with the stats snaplake wrote for its files
+    pruned = oracle.read_detailed("db.t", filter=pred.greater_or_equal("id", 400))
+    assert sorted(pruned.table.column("id").to_pylist()) == list(range(400, 450))
+    assert pruned.num_files < len(oracle.plan_files("db.t"))
+    result = table.compact()
+    assert result.files_before == 18 and result.files_after == 3
+    assert all(p.endswith(f".{fmt}") for p in result.output_files)
+    assert _same(oracle.read("db.t"), rows(0, 450))
+    assert _same(table.to_arrow(), rows(0, 450))
+
+
+@pytest.mark.parametrize("fmt", ["orc", "avro"])
+def test_pypaimon_reads_a_table_snaplake_created(tmp_path, fmt):
+    catalog = snaplake.FileSystemCatalog(str(tmp_path))
+    table = catalog.create_table(
+        "db.t", schema=SCHEMA, partition_keys=["month"],
+        options={"file.format": fmt, "file.compression": "snappy"},
+    )  # fmt: skip
+    _commit(table, rows(0, 200))
+    assert _same(PaimonOracle(tmp_path).read("db.t"), rows(0, 200))
+
+
+def _set_option(root: Path, key: str, value: str) -> None:
+    """What ALTER TABLE ... SET (key = value) leaves behind: the next schema file."""
+    latest = max(int(p.name.split("-")[1]) for p in (root / "schema").glob("schema-*"))
+    schema = json.loads((root / "schema" / f"schema-{latest}").read_text())
+    schema["id"] = latest + 1
+    schema["options"][key] = value
+    (root / "schema" / f"schema-{latest + 1}").write_text(json.dumps(schema))
+
+
+def test_a_table_whose_format_changed_reads_whole(tmp_path):
+    oracle = PaimonOracle(tmp_path)
+    root = oracle.create_table(
+        "db.t", SCHEMA, partition_keys=["month"], options={"file.format": "orc"}
+    )
+    oracle.write("db.t", rows(0, 90))
+    _set_option(root, "file.format", "avro")
+    table = snaplake.FileSystemCatalog(str(tmp_path)).get_table("db.t")
+    _commit(table, rows(90, 90))
+    _set_option(root, "file.format", "parquet")
+    oracle.write("db.t", rows(180, 90))
+    _commit(table, rows(270, 90))
+    assert {n.rsplit(".", 1)[1] for n in _data_files(root)} == {"orc", "avro", "parquet"}
+    assert _same(table.to_arrow(), rows(0, 360))
+    assert _same(oracle.read("db.t"), rows(0, 360))
+    for i in range(4):  # compaction writes the table's current format
+        _commit(table, rows(360 + 10 * i, 10))
+    result = table.compact()
+    assert result.files_after == 3 and all(p.endswith(".parquet") for p in result.output_files)
+    assert _same(table.to_arrow(), rows(0, 400))
+    assert _same(oracle.read("db.t"), rows(0, 400))
+
+
+def test_refused_format_settings_write_nothing(tmp_path):
+    catalog = snaplake.FileSystemCatalog(str(tmp_path))
+    for options in (
+        {"file.format": "lance"},
+        {"file.format": "orc", "file.compression": "brotli"},
+        {"file.format": "avro", "file.compression": "lz4"},
+    ):
+        with pytest.raises(UnsupportedTableError):
+            catalog.create_table("db.t", schema=SCHEMA, options=options)
+    assert not any(tmp_path.iterdir())
+
+
+def test_pypaimon_reads_files_named_and_measured_by_table_options(tmp_path):
+    catalog = snaplake.FileSystemCatalog(str(tmp_path))
+    options = {
+        "data-file.prefix": "part-",
+        "file.suffix.include.compression": "true",
+        "metadata.stats-mode": "counts",
+    }
+    table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"], options=options)
+    _commit(table, rows(0, 90))
+    names = _data_files(Path(table.root))
+    assert names and all(n.startswith("part-") and n.endswith(".zst.parquet") for n in names)
+    oracle = PaimonOracle(tmp_path)
+    assert _same(oracle.read("db.t"), rows(0, 90))
+    got = oracle.read("db.t", filter=pred.greater_or_equal("id", 80))  # no bounds: no pruning
+    assert sorted(got.column("id").to_pylist()) == list(range(80, 90))
+    # pypaimon appends with the same options: snaplake reads its files too
+    oracle.write("db.t", rows(90, 30))
+    assert _same(table.to_arrow(), rows(0, 120))

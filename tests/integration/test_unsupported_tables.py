@@ -1,0 +1,109 @@
+"""Tables snaplake cannot handle yet are refused before anything is read or written.
+
+A primary-key table written by pypaimon 2.1.0 (two commits updating the same
+keys): reading it unmerged would return superseded rows, and an append commit
+made it unreadable for pypaimon. Every entry point refuses it instead.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+from tests.oracle import PaimonOracle, requires_paimon
+
+import snaplake
+from snaplake.cli import cli
+from snaplake.commit.table_write import TableWrite
+from snaplake.compaction.expire import ExpireSnapshots
+from snaplake.compaction.orphan_clean import OrphanFilesClean
+from snaplake.errors import UnsupportedTableError
+
+pytestmark = [pytest.mark.integration, requires_paimon]
+
+_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(os.path.join(d, f) for d, _, names in os.walk(root) for f in names)
+
+
+@pytest.fixture(scope="module")
+def pk_table(tmp_path_factory):
+    wh = tmp_path_factory.mktemp("wh")
+    oracle = PaimonOracle(wh)
+    root = oracle.create_table("db.pk", _SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    oracle.write("db.pk", pa.table({"id": [1, 2], "v": ["old", "old"]}, schema=_SCHEMA))
+    oracle.write("db.pk", pa.table({"id": [1, 2], "v": ["new", "new"]}, schema=_SCHEMA))
+    assert oracle.read("db.pk").num_rows == 2  # pypaimon merges by key
+    return wh, root
+
+
+def _refused(call, operation: str) -> None:
+    with pytest.raises(UnsupportedTableError, match="primary-key") as info:
+        call()
+    assert info.value.feature == "primary-key table"
+    assert info.value.operation == operation
+
+
+def test_every_entry_point_refuses_a_primary_key_table(pk_table):
+    wh, root = pk_table
+    before = _files(root)
+    table = snaplake.FileSystemCatalog(str(wh)).get_table("db.pk")  # opening is fine
+    assert table.schema().primary_keys == ("id",)
+    assert len(table.snapshots()) == 2  # so is metadata
+    _refused(table.to_arrow, "read")
+    _refused(table.new_scan, "read")
+    _refused(lambda: table.new_write(commit_user="u"), "write")
+    _refused(
+        lambda: TableWrite(
+            file_io=table.file_io, paths=table.paths, schema=table.schema(), commit_user="u"
+        ),
+        "write",
+    )
+    _refused(lambda: table.new_commit(commit_user="u").commit([]), "commit")
+    _refused(table.compact, "maintenance")
+    _refused(table.merge_manifests, "maintenance")
+    _refused(lambda: table.expire_snapshots(dry_run=True), "maintenance")
+    _refused(
+        lambda: ExpireSnapshots(
+            file_io=table.file_io,
+            paths=table.paths,
+            schema_manager=table.schema_manager,
+            snapshot_manager=table.snapshot_manager,
+        ).execute(),
+        "maintenance",
+    )
+    _refused(table.remove_orphan_files, "maintenance")
+    _refused(
+        lambda: OrphanFilesClean(
+            file_io=table.file_io, paths=table.paths, snapshot_manager=table.snapshot_manager
+        ).execute(),
+        "maintenance",
+    )
+    _refused(lambda: table.rollback_to(1), "maintenance")
+    assert _files(root) == before, "a refused operation wrote or deleted files"
+    assert PaimonOracle(wh).read("db.pk").num_rows == 2
+
+
+def test_cli_refuses_a_primary_key_table(pk_table):
+    wh, _ = pk_table
+    runner = CliRunner()
+    for args in (["read", "db.pk"], ["compact", "db.pk"]):
+        result = runner.invoke(cli, ["--warehouse", str(wh), *args])
+        assert result.exit_code == 1, result.output
+        assert "primary-key tables" in result.stderr
+    listed = runner.invoke(cli, ["--warehouse", str(wh), "snapshots", "db.pk"])
+    assert listed.exit_code == 0, listed.output
+
+
+def test_create_table_with_primary_key_option_is_refused(tmp_path):
+    catalog = snaplake.FileSystemCatalog(str(tmp_path))
+    with pytest.raises(UnsupportedTableError, match="primary-key") as info:
+        catalog.create_table("db.t", schema=_SCHEMA, options={"primary-key": "id"})
+    assert info.value.operation == "create"
+    assert not catalog.table_exists("db.t")
+    assert _files(tmp_path) == []
