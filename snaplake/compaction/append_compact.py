@@ -3,7 +3,7 @@
 Streaming writers leave many small Parquet files. For every (partition,
 bucket) of the latest snapshot, files are taken in sequence-number order and
 split into maximal runs of consecutive *small* files (below
-``target-file-size * compaction.small-file-ratio``, same schema). A run of at
+``target-file-size * compaction.small-file-ratio``). A run of at
 least ``compaction.min.file-num`` files is rewritten, in order, into files of
 about ``target-file-size``; each output gets a sequence range inside the
 run's range, so the row order of the bucket is kept. The rewrite is
@@ -12,10 +12,12 @@ outputs as ``compact_after`` → ADD with ``_FILE_SOURCE = COMPACT``).
 
 Runs of tiny inputs are decoded with polars' Parquet reader (per tiny file
 several times cheaper than pyarrow's; pyarrow remains the fallback), converted
-to the table's Arrow schema, and written with pyarrow with the writer's
-settings. Every output is streamed in pieces of bounded size (the next piece
-is decoded while the current one is encoded, the value stats accumulate piece
-by piece), so a compaction's memory does not grow with its inputs.
+to the table's current schema (inputs written under older schemas are mapped
+by field id: renamed, widened, added and dropped columns), and written with
+pyarrow with the writer's settings. Every output is streamed in pieces of
+bounded size (the next piece is decoded while the current one is encoded, the
+value stats accumulate piece by piece), so a compaction's memory does not grow
+with its inputs.
 
 Appends never conflict with it. If a concurrent commit deleted one of the
 inputs (another compaction, an overwrite), the commit raises
@@ -56,6 +58,7 @@ from snaplake.store.format.snapshot import CommitKind
 from snaplake.store.format.stats import SimpleStatsParts, ValueStatsCollector
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan, Split
+from snaplake.store.read.schema_evolution import SchemaEvolution
 
 __all__ = ["AppendCompactor", "CompactResult", "CompactTask"]
 
@@ -195,11 +198,7 @@ class AppendCompactor:
         for split in scan.plan():
             run: list[int] = []
             for i, f in enumerate([*split.files, None]):
-                fits = (
-                    f is not None
-                    and f.file_size_bytes < small
-                    and (not run or split.files[run[0]].schema_id == f.schema_id)
-                )
+                fits = f is not None and f.file_size_bytes < small
                 if fits:
                     run.append(i)
                     continue
@@ -246,7 +245,7 @@ class AppendCompactor:
         outputs: list[list[tuple[DataFileMeta, str]]] = []
         try:
             with ThreadPoolExecutor(max_workers=max(1, min(self._workers, len(tasks)))) as pool:
-                futures = [pool.submit(self._rewrite, t, target) for t in tasks]
+                futures = [pool.submit(self._rewrite, t, target, schema) for t in tasks]
                 errors: list[BaseException] = []
                 for fut in futures:
                     try:
@@ -364,9 +363,14 @@ class AppendCompactor:
         with ThreadPoolExecutor(max_workers=_READ_WORKERS) as pool:
             return pa.concat_tables(list(pool.map(read, paths)))
 
-    def _rewrite(self, task: CompactTask, target: int) -> list[tuple[DataFileMeta, str]]:
-        """Rewrite one run into files of about ``target`` bytes; returns (meta, path) pairs."""
-        schema = self.commit.schema_manager.schema(task.files[0].schema_id)
+    def _rewrite(
+        self, task: CompactTask, target: int, schema: TableSchema
+    ) -> list[tuple[DataFileMeta, str]]:
+        """Rewrite one run into files of about ``target`` bytes in ``schema`` (the current one).
+
+        Inputs written under older schemas are mapped by field id (renamed,
+        widened, added and dropped columns). Returns (meta, path) pairs.
+        """
         groups: list[list[int]] = [[]]
         size = 0
         for i, f in enumerate(task.files):
@@ -430,7 +434,7 @@ class AppendCompactor:
         arrow_schema = schema.arrow_schema
         opts = schema.core_options
         stats = ValueStatsCollector(schema.value_types)
-        pieces = self._pieces(paths, files, arrow_schema)
+        pieces = self._pieces(paths, files, schema)
         rows = 0
         try:
             with (
@@ -468,24 +472,29 @@ class AppendCompactor:
         return _Written(size_bytes=out.size_bytes, row_count=rows, stats=stats.result())
 
     def _pieces(
-        self, paths: Sequence[str], files: Sequence[DataFileMeta], schema: pa.Schema
+        self, paths: Sequence[str], files: Sequence[DataFileMeta], table_schema: TableSchema
     ) -> Iterator[pa.Table]:
-        """Yield the rows of ``paths`` in order, in pieces of bounded size.
+        """Yield the rows of ``paths`` in order, in pieces of bounded size, in ``table_schema``.
 
         Consecutive small inputs are read together (:meth:`_read_many`: per
         tiny file the reader's fixed cost dominates); a large one is read
-        :data:`_BATCH_ROWS` rows at a time (see :func:`_slices`).
+        :data:`_BATCH_ROWS` rows at a time (see :func:`_slices`). Inputs of
+        an older schema are read in their own columns and mapped by field id.
         """
-        for chunk, large in _slices(paths, files):
-            if not large:
-                yield self._read_many(chunk, schema)
-                continue
-            with self._open_input(chunk[0]) as source:
-                reader = pq.ParquetFile(source)
-                for batch in reader.iter_batches(
-                    batch_size=_BATCH_ROWS, columns=schema.names, use_threads=False
-                ):
-                    yield pa.Table.from_batches([batch]).cast(schema)
+        evolution = SchemaEvolution(table_schema, self.commit.schema_manager.schema)
+        for group, group_files in _by_schema(paths, files):
+            m = evolution.mapping(group_files[0].schema_id, table_schema.field_names)
+            schema = table_schema.arrow_schema if m.identity else m.file_arrow_schema
+            for chunk, large in _slices(group, group_files):
+                if not large:
+                    yield m.apply(self._read_many(chunk, schema))
+                    continue
+                with self._open_input(chunk[0]) as source:
+                    reader = pq.ParquetFile(source)
+                    for batch in reader.iter_batches(
+                        batch_size=_BATCH_ROWS, columns=schema.names, use_threads=False
+                    ):
+                        yield m.apply(pa.Table.from_batches([batch]).cast(schema))
 
     def _open_input(self, path: str) -> Any:
         """Open a data file for random access reads (pyarrow filesystem, or the FileIO)."""
@@ -506,6 +515,19 @@ class _Written:
 def _write_row_group(writer: pq.ParquetWriter, pieces: list[pa.Table]) -> None:
     data = pa.concat_tables(pieces)
     writer.write_table(data, row_group_size=max(1, data.num_rows))
+
+
+def _by_schema(
+    paths: Sequence[str], files: Sequence[DataFileMeta]
+) -> list[tuple[list[str], list[DataFileMeta]]]:
+    """Split ``paths`` (with their ``files``) into consecutive runs of one schema id."""
+    out: list[tuple[list[str], list[DataFileMeta]]] = []
+    for p, f in zip(paths, files, strict=True):
+        if not out or out[-1][1][0].schema_id != f.schema_id:
+            out.append(([], []))
+        out[-1][0].append(p)
+        out[-1][1].append(f)
+    return out
 
 
 def _slices(paths: Sequence[str], files: Sequence[DataFileMeta]) -> list[tuple[list[str], bool]]:

@@ -93,32 +93,13 @@ class TableSchema:
             UnsupportedTypeError: a column type has no Paimon equivalent.
             InvalidOptionError: an option value does not parse.
         """
+        opts = {"bucket": "-1", **dict(options or {})}
+        opts.setdefault("file.format", "parquet")
         names = schema.names
         if len(set(names)) != len(names):
             raise SchemaMismatchError(f"column names repeat in {names}; rename the duplicates")
-        for key in partition_keys:
-            if key not in names:
-                raise SchemaMismatchError(
-                    f"partition key {key!r} is not a column of the schema {names}"
-                )
-        opts = {"bucket": "-1", **dict(options or {})}
-        opts.setdefault("file.format", "parquet")
-        core = CoreOptions(opts)
-        if core.bucket == 0 or core.bucket < -1:
-            raise SchemaMismatchError(
-                f"bucket = {core.bucket} is invalid; use -1 (bucket-unaware) or a positive count"
-            )
-        if core.bucket > 0:
-            keys = core.bucket_key
-            if not keys:
-                raise SchemaMismatchError(
-                    "a fixed-bucket append table needs 'bucket-key' (comma-separated columns)"
-                )
-            for key in keys:
-                if key not in names:
-                    raise SchemaMismatchError(f"bucket key {key!r} is not a column of {names}")
         fields_json, highest = fields_from_arrow(schema)
-        return cls(
+        table_schema = cls(
             id=schema_id,
             fields=tuple(fields_json),
             highest_field_id=highest,
@@ -127,6 +108,47 @@ class TableSchema:
             comment=comment,
             time_millis=int(time.time() * 1000),
         )
+        table_schema.validate()
+        return table_schema
+
+    def validate(self) -> None:
+        """Check what every schema of a table must satisfy (at creation and after an alter).
+
+        Raises:
+            SchemaMismatchError: no column, a repeated name, a partition or
+                bucket key that is not a column, a nested bucket key, or an
+                invalid ``bucket``.
+            InvalidOptionError: an option value does not parse.
+
+        Source: Paimon ``SchemaValidation.validateTableSchema`` (``validateBucket``)
+        and ``TableSchema`` (bucket keys must be columns).
+        """
+        names = self.field_names
+        if not names:
+            raise SchemaMismatchError("a table needs at least one column")
+        if len(set(names)) != len(names):
+            raise SchemaMismatchError(f"column names repeat in {names}; rename the duplicates")
+        for key in self.partition_keys:
+            if key not in names:
+                raise SchemaMismatchError(
+                    f"partition key {key!r} is not a column of the schema {names}"
+                )
+        core = CoreOptions(self.options)
+        if core.bucket == 0 or core.bucket < -1:
+            raise SchemaMismatchError(
+                f"bucket = {core.bucket} is invalid; use -1 (bucket-unaware) or a positive count"
+            )
+        if core.bucket > 0:
+            keys = core.bucket_key
+            if not keys and not self.primary_keys:
+                raise SchemaMismatchError(
+                    "a fixed-bucket append table needs 'bucket-key' (comma-separated columns)"
+                )
+            for key in keys:
+                if key not in names:
+                    raise SchemaMismatchError(f"bucket key {key!r} is not a column of {names}")
+                if self.field_type(key).is_nested:
+                    raise SchemaMismatchError(f"bucket key {key!r} has a nested type")
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:
@@ -262,6 +284,10 @@ class SchemaManager:
             if sid is not None:
                 ids.append(sid)
         return sorted(ids)
+
+    def cached_ids(self) -> list[int]:
+        """Return the ids of the schemas this manager has read or written (no request)."""
+        return list(self._cache)
 
     def latest(self) -> TableSchema | None:
         """Return the newest schema, or ``None`` when the table has none (no table)."""
