@@ -274,6 +274,20 @@ class PaimonOracle:
         )
         return Path(result["table_path"])
 
+    def alter_table(self, table: str, changes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Alter ``db.t`` with pypaimon's ``catalog.alter_table``; return its new schema JSON.
+
+        Each change is ``{"kind": ..., ...}``: ``add_column`` (``name``, ``type`` in Paimon's
+        SQL spelling, optional ``comment``, ``first``, ``after``), ``rename_column``
+        (``name``, ``new_name``), ``drop_column`` (``name``), ``update_column_type``
+        (``name``, ``type``; nullability kept), ``update_column_nullability`` (``name``,
+        ``nullable``), ``update_column_comment`` (``name``, ``comment``), ``set_option`` /
+        ``remove_option`` (``key``[, ``value``]), ``update_comment`` (``comment``).
+        """
+        result = self.run({"op": "alter_table", "table": table, "changes": list(changes)})
+        schema: dict[str, Any] = result["schema"]
+        return schema
+
     def write(
         self,
         table: str,

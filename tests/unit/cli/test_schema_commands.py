@@ -45,8 +45,9 @@ def test_refused_changes_exit_1_and_write_nothing(snaplake: Snaplake, sales_tabl
 
 def test_drop_and_options(snaplake: Snaplake, sales_table: str):
     snaplake("alter-table", sales_table, "--drop-column", "amount", "--set-option", "k=v")
-    snaplake("alter-table", sales_table, "--remove-option", "k", "--not-null", "city",
-             expect=1)  # fmt: skip  (NULL -> NOT NULL refused by default)
+    snaplake(
+        "alter-table", sales_table, "--remove-option", "k", "--not-null", "city", expect=1
+    )  # fmt: skip  (NULL -> NOT NULL refused by default)
     snaplake("alter-table", sales_table, "--remove-option", "k")
     rows = snaplake.json("read", sales_table)
     assert all("amount" not in r for r in rows)
