@@ -81,7 +81,7 @@ class TableScan:
             predicate=self.predicates,
             read_schema=self.schema,
         )
-        self.evolution = SchemaEvolution(self.schema, table.schema_manager.schema)
+        self.evolution = table.schema_evolution(self.schema)
 
     def plan(self) -> list[Split]:
         """Return the live files grouped by (partition, bucket), after pruning.
@@ -134,6 +134,7 @@ class Table:
         self.paths = PathFactory(root)
         self.schema_manager = SchemaManager(file_io, self.paths)
         self.snapshot_manager = SnapshotManager(file_io, self.paths)
+        self._evolutions: dict[int, SchemaEvolution] = {}
         if self.schema_manager.latest() is None:
             raise TableNotFoundError(
                 f"table {identifier} does not exist at {root} (no schema file); "
@@ -145,6 +146,14 @@ class Table:
         return f"Table({self.identifier!r}, root={self.root!r})"
 
     # schema -------------------------------------------------------------
+    def schema_evolution(self, read_schema: TableSchema) -> SchemaEvolution:
+        """The (cached) mapping of this table's data files into ``read_schema``, by field id."""
+        found = self._evolutions.get(read_schema.id)
+        if found is None:
+            found = SchemaEvolution(read_schema, self.schema_manager.schema)
+            self._evolutions[read_schema.id] = found
+        return found
+
     def schema(self) -> TableSchema:
         """Return the latest table schema."""
         schema = self.schema_manager.latest()

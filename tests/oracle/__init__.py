@@ -451,6 +451,15 @@ class PaimonOracle:
             timeout_s=timeout_s,
         )
 
+    def bench_read(
+        self, table: str, *, repeat: int = 5, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """Time ``repeat`` full reads (fresh handle, plan, ``to_arrow``) of the latest snapshot.
+
+        Returns ``read_s`` (seconds per read), ``rows`` and ``read_summary``.
+        """
+        return self.run({"op": "bench_read", "table": table, "repeat": repeat}, timeout_s=timeout_s)
+
     def bench_write_read(
         self, table: str, data: pa.Table, *, timeout_s: float | None = None
     ) -> dict[str, Any]:

@@ -439,6 +439,20 @@ def op_bench_write_read(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def op_bench_read(request: dict[str, Any]) -> dict[str, Any]:
+    """Time ``repeat`` full reads (plan + read) of the latest snapshot, fresh handle each."""
+    repeat = int(request.get("repeat") or 5)
+    read_s: list[float] = []
+    rows = 0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        builder, plan = _plan(_table(request), {})
+        result = builder.new_read().to_arrow(plan.splits())
+        read_s.append(time.perf_counter() - t0)
+        rows = 0 if result is None else result.num_rows
+    return {"read_s": read_s, "rows": rows, "read_summary": _summary(read_s)}
+
+
 def _schema_change(change: dict[str, Any]) -> Any:
     """Build one pypaimon ``SchemaChange`` from its JSON form (see README ``alter_table``)."""
     from pypaimon.schema.data_types import DataTypeParser
@@ -493,6 +507,7 @@ OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "bench_commits": op_bench_commits,
     "bench_plan": op_bench_plan,
     "bench_write_read": op_bench_write_read,
+    "bench_read": op_bench_read,
 }
 
 

@@ -240,3 +240,19 @@ def test_bucketed_table_reads_across_schemas(catalog):
     table = evolve_flights(catalog, options={"bucket": "3", "bucket-key": "id"})
     assert _sorted(table.to_arrow()) == expected_latest()
     assert len({s.bucket for s in table.new_scan().plan()}) > 1
+
+
+def test_rows_come_in_file_order_across_schemas(catalog):
+    table = catalog.create_table("db.o", schema=V0)
+    for i in range(3):  # files of schema 0, 1, 2 interleave with a compaction-free history
+        _commit(table, _rows_v0(i * 10, 10).select(V0.names), i + 1)
+    catalog.alter_table("db.o", [SchemaChange.rename_column("dest", "d1")])
+    for i in range(3, 5):
+        data = _rows_v0(i * 10, 10).rename_columns([("d1" if n == "dest" else n) for n in V0.names])
+        _commit(table, data, i + 1)
+    catalog.alter_table("db.o", [SchemaChange.update_column_type("flight", pa.int64())])
+    assert table.to_arrow().column("id").to_pylist() == list(range(50))
+    assert table.to_arrow(limit=25).column("id").to_pylist() == list(range(25))
+    assert table.to_arrow(filter=("d1", "=", "D1")).column("id").to_pylist() == list(
+        range(1, 50, 5)
+    )

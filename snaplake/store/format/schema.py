@@ -29,9 +29,11 @@ from snaplake.store.format.json_codec import decode_json, encode_json
 from snaplake.store.format.partition import partition_path
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.types import (
+    DataField,
     DataType,
     arrow_schema_from_fields,
     fields_from_arrow,
+    parse_fields,
     parse_type,
 )
 from snaplake.store.io.file_io import FileIO
@@ -154,6 +156,11 @@ class TableSchema:
     def arrow_schema(self) -> pa.Schema:
         """The Arrow schema data files are written and read with."""
         return arrow_schema_from_fields(list(self.fields))
+
+    @cached_property
+    def data_fields(self) -> tuple[DataField, ...]:
+        """The fields parsed (ids, names, Paimon types), in schema order."""
+        return parse_fields(list(self.fields))
 
     @cached_property
     def core_options(self) -> CoreOptions:

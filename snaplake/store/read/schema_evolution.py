@@ -32,7 +32,10 @@ by field id, ``NULL_FIELD_INDEX``, cast per field), ``IndexCastMapping``,
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import reduce
 from typing import TYPE_CHECKING, Protocol
@@ -43,11 +46,14 @@ from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
 from snaplake.store.format.data_file import DataFileMeta
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.type_casts import can_widen
-from snaplake.store.format.types import DataField, parse_field, to_arrow_field
+from snaplake.store.format.types import DataField, to_arrow_field
 from snaplake.store.read.predicate import Predicate
 
 if TYPE_CHECKING:
     from snaplake.store.read.scan import Split
+
+_MAX_READ_THREADS = 8
+_MAX_CACHED_MAPPINGS = 512
 
 __all__ = [
     "FileSchemaMapping",
@@ -111,8 +117,8 @@ class FileSchemaMapping:
         return pa.Table.from_arrays(arrays, schema=self.target)
 
 
-def _fields(schema: TableSchema) -> list[DataField]:
-    return [parse_field(f) for f in schema.fields]
+def _fields(schema: TableSchema) -> tuple[DataField, ...]:
+    return schema.data_fields
 
 
 def file_schema_mapping(
@@ -286,6 +292,8 @@ class SchemaEvolution:
         found = self._mappings.get(key)
         if found is None:
             found = file_schema_mapping(self.schema_of(schema_id), self.read_schema, columns)
+            if len(self._mappings) >= _MAX_CACHED_MAPPINGS:  # many ad hoc projections
+                self._mappings.clear()
             self._mappings[key] = found
         return found
 
@@ -298,42 +306,27 @@ class SchemaEvolution:
             for f in s.files
         )
 
+    def _layout(self, file: DataFileMeta, columns: Sequence[str]) -> FileSchemaMapping | None:
+        m = self.mapping(file.schema_id, columns)
+        return None if m.identity else m
+
     def runs(
         self, splits: Sequence[Split], columns: Sequence[str]
     ) -> list[tuple[list[Split], FileSchemaMapping | None]]:
-        """Group the files of ``splits``, in order, into runs read with one mapping.
+        """Group the files of ``splits``, in order, into runs of consecutive files of one mapping.
 
         Returns:
             ``(splits of the run, mapping)`` pairs in file order; the mapping
             is ``None`` for files already in the read layout.
         """
-        groups: list[tuple[list[tuple[Split, list[int]]], FileSchemaMapping | None]] = []
+        runs: list[tuple[list[tuple[Split, int]], FileSchemaMapping | None]] = []
         for split in splits:
             for i, file in enumerate(split.files):
-                m: FileSchemaMapping | None = self.mapping(file.schema_id, columns)
-                if m is not None and m.identity:
-                    m = None
-                if not groups or groups[-1][1] is not m:
-                    groups.append(([], m))
-                pieces = groups[-1][0]
-                if pieces and pieces[-1][0] is split:
-                    pieces[-1][1].append(i)
-                else:
-                    pieces.append((split, [i]))
-        return [
-            (
-                [
-                    replace(
-                        split,
-                        files=tuple(split.files[i] for i in idx),
-                        paths=tuple(split.paths[i] for i in idx),
-                    )
-                    for split, idx in pieces
-                ],
-                m,
-            )
-            for pieces, m in groups
-        ]
+                m = self._layout(file, columns)
+                if not runs or runs[-1][1] is not m:
+                    runs.append(([], m))
+                runs[-1][0].append((split, i))
+        return [(_subsplits(entries), m) for entries, m in runs]
 
     def read(
         self,
@@ -347,9 +340,14 @@ class SchemaEvolution:
     ) -> pa.Table:
         """Read ``splits`` whose files span schemas into the read schema.
 
+        Without ``limit`` the files of each schema are read together (one
+        read per schema, side by side in threads) and put back in file
+        order; with ``limit`` runs of consecutive files are read in order
+        until enough rows came.
+
         Args:
             splits: Planned splits.
-            read: ``read_splits`` bound to the table's FileIO (reads one run).
+            read: ``read_splits`` bound to the table's FileIO (reads files of one layout).
             names: Columns of the result, in order.
             needed: ``names`` plus the predicates' columns.
             predicates: AND of predicates applied exactly to the rows.
@@ -365,22 +363,97 @@ class SchemaEvolution:
             if predicates
             else None
         )
-        parts: list[pa.Table] = []
-        rows = 0
-        for run, m in self.runs(splits, needed):
+
+        def read_files(files: list[Split], m: FileSchemaMapping | None) -> pa.Table:
             if m is None:
-                part = read(run, schema=read_arrow, columns=needed, predicates=predicates)
+                part = read(files, schema=read_arrow, columns=needed)
             else:
-                raw = read(run, schema=m.file_arrow_schema, columns=m.file_columns)
-                part = m.apply(raw)
-                if expr is not None:
-                    part = part.filter(expr)
+                part = m.apply(read(files, schema=m.file_arrow_schema, columns=m.file_columns))
             part = part.select(list(needed))
-            parts.append(part if part.schema == target else part.cast(target))
-            rows += parts[-1].num_rows
-            if limit is not None and rows >= limit:
-                break
+            return part if part.schema == target else part.cast(target)
+
+        parts: list[pa.Table] = []
+        if limit is not None:
+            rows = 0
+            for run, m in self.runs(splits, needed):
+                part = read_files(run, m)
+                parts.append(part.filter(expr) if expr is not None else part)
+                rows += parts[-1].num_rows
+                if rows >= limit:
+                    break
+        else:
+            parts = self._read_grouped(splits, needed, read_files)
         table = pa.concat_tables(parts) if parts else target.empty_table()
+        if limit is None and expr is not None:
+            table = table.filter(expr)
         if limit is not None:
             table = table.slice(0, limit)
         return table.select(list(names))
+
+    def _read_grouped(
+        self,
+        splits: Sequence[Split],
+        needed: Sequence[str],
+        read_files: Callable[[list[Split], FileSchemaMapping | None], pa.Table],
+    ) -> list[pa.Table]:
+        """Read the files of each layout together; return one table per file, in file order."""
+        entries = [(split, i) for split in splits for i in range(len(split.files))]
+        groups: dict[int, tuple[FileSchemaMapping | None, list[int]]] = {}
+        for pos, (split, i) in enumerate(entries):
+            m = self._layout(split.files[i], needed)
+            groups.setdefault(-1 if m is None else m.file_schema_id, (m, []))[1].append(pos)
+
+        def read_group(group: tuple[FileSchemaMapping | None, list[int]]) -> list[pa.Table]:
+            m, positions = group
+            table = read_files(_subsplits([entries[p] for p in positions]), m)
+            counts = [entries[p][0].files[entries[p][1]].row_count for p in positions]
+            if sum(counts) != table.num_rows:  # row counts unknown: keep the group's order
+                return [table] + [table.slice(0, 0)] * (len(positions) - 1)
+            out, offset = [], 0
+            for n in counts:
+                out.append(table.slice(offset, n))
+                offset += n
+            return out
+
+        ordered = list(groups.values())
+        if len(ordered) > 1:
+            pieces = list(_pool().map(read_group, ordered))
+        else:
+            pieces = [read_group(g) for g in ordered]
+        by_position: list[pa.Table | None] = [None] * len(entries)
+        for (_, positions), tables in zip(ordered, pieces, strict=True):
+            for pos, t in zip(positions, tables, strict=True):
+                by_position[pos] = t
+        return [t for t in by_position if t is not None]
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The threads that read the files of different schemas side by side (one per process)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            workers = min(max(2, os.cpu_count() or 2), _MAX_READ_THREADS)
+            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="snaplake-read")
+        return _POOL
+
+
+def _subsplits(entries: Sequence[tuple[Split, int]]) -> list[Split]:
+    """Splits holding just the given (split, file index) entries, in order."""
+    out: list[tuple[Split, list[int]]] = []
+    for split, i in entries:
+        if out and out[-1][0] is split:
+            out[-1][1].append(i)
+        else:
+            out.append((split, [i]))
+    return [
+        replace(
+            split,
+            files=tuple(split.files[i] for i in idx),
+            paths=tuple(split.paths[i] for i in idx),
+        )
+        for split, idx in out
+    ]
