@@ -27,3 +27,34 @@ def test_schema_evolution_on_s3(warehouse: S3Warehouse) -> None:
     assert {f.schema_id for f in files} == {2}
     again = sorted(table.to_arrow().to_pylist(), key=lambda r: r["id"])
     assert [r["dest2"] for r in again] == [r["destination"] for r in expected_latest()]
+
+
+def test_concurrent_alters_on_s3_take_one_schema_id_each(warehouse: S3Warehouse) -> None:
+    """schema-<N+1> is a conditional PutObject: racing alters never overwrite one another."""
+    import threading
+
+    import pyarrow as pa
+
+    catalog = warehouse.catalog()
+    table = catalog.create_table("db.r", schema=V0)
+    barrier = threading.Barrier(3)
+    errors: list[BaseException] = []
+
+    def alter(i: int) -> None:
+        cat = warehouse.catalog()
+        barrier.wait()
+        try:
+            for j in range(3):
+                cat.alter_table("db.r", [SchemaChange.add_column(f"c{i}_{j}", pa.int32())])
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=alter, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert sorted(table.schemas()) == list(range(10))
+    added = [f for f in table.schema().fields if "_" in f["name"] and f["name"][0] == "c"]
+    assert sorted(f["id"] for f in added) == list(range(5, 14))
