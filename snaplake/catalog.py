@@ -22,7 +22,8 @@ from snaplake.errors import (
 )
 from snaplake.store.format.paths import DATABASE_SUFFIX, PathFactory, database_path, table_path
 from snaplake.store.format.schema import SchemaManager, TableSchema
-from snaplake.store.format.schema_change import SchemaChange, commit_schema_changes
+from snaplake.store.format.schema_alter import commit_schema_changes
+from snaplake.store.format.schema_change import SchemaChange
 from snaplake.store.io.file_io import resolve_file_io
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.table import Table
@@ -237,7 +238,7 @@ class FileSystemCatalog:
             ValueError: no changes.
             SchemaChangeError: a change breaks a rule (partition/primary keys,
                 type widening, NOT NULL, last value column, immutable options;
-                see :mod:`snaplake.store.format.schema_change`). Nothing written.
+                see :mod:`snaplake.store.format.schema_alter`). Nothing written.
             SchemaConflictError: a concurrent alter won and these changes clash
                 with it (e.g. both renamed one column). Nothing written.
             InvalidOptionError: an option value does not parse. Nothing written.

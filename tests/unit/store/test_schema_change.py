@@ -19,7 +19,7 @@ from snaplake.errors import (
     TableNotFoundError,
     UnsupportedTypeError,
 )
-from snaplake.store.format.schema_change import commit_schema_changes
+from snaplake.store.format.schema_alter import commit_schema_changes
 
 SCHEMA = pa.schema(
     [
