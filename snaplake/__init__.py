@@ -26,6 +26,8 @@ from snaplake.errors import (
     CommitRetriesExhaustedError,
     CommitStateUnknownError,
     CorruptMetadataError,
+    SchemaChangeError,
+    SchemaConflictError,
     SchemaMismatchError,
     SnaplakeError,
     SnapshotNotFoundError,
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from snaplake.catalog import FileSystemCatalog
     from snaplake.commit.message import CommitMessage, CompactIncrement, DataIncrement
     from snaplake.commit.result import CommitResult
+    from snaplake.store.format.schema_change import SchemaChange
     from snaplake.store.format.snapshot import CommitKind, Snapshot
     from snaplake.store.read.predicate import Predicate
     from snaplake.table import Table
@@ -49,6 +52,7 @@ _LAZY = {
     "DataIncrement": "snaplake.commit.message",
     "CommitResult": "snaplake.commit.result",
     "Predicate": "snaplake.store.read.predicate",
+    "SchemaChange": "snaplake.store.format.schema_change",
     "CommitKind": "snaplake.store.format.snapshot",
     "Snapshot": "snaplake.store.format.snapshot",
     "Table": "snaplake.table",
@@ -77,6 +81,9 @@ __all__ = [
     "DataIncrement",
     "FileSystemCatalog",
     "Predicate",
+    "SchemaChange",
+    "SchemaChangeError",
+    "SchemaConflictError",
     "SchemaMismatchError",
     "SnaplakeError",
     "Snapshot",

@@ -22,8 +22,11 @@ from snaplake.errors import (
 )
 from snaplake.store.format.paths import DATABASE_SUFFIX, PathFactory, database_path, table_path
 from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.schema_alter import commit_schema_changes
+from snaplake.store.format.schema_change import SchemaChange
 from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import resolve_file_io
+from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.table import Table
 
 __all__ = ["FileSystemCatalog", "parse_identifier"]
@@ -211,6 +214,60 @@ class FileSystemCatalog:
             TableNotFoundError: no such table.
         """
         return Table(file_io=self.file_io, root=self._table_root(identifier), identifier=identifier)
+
+    def alter_table(
+        self,
+        identifier: str,
+        changes: Sequence[SchemaChange],
+        *,
+        ignore_if_not_exists: bool = False,
+    ) -> TableSchema | None:
+        """Apply schema changes to a table: one new ``schema-<N+1>``, by Paimon's rules.
+
+        Writers and maintenance opened afterwards use the new schema (columns
+        and options); readers read every older data file in it by field id.
+        A writer opened before keeps writing its schema, and its commit is
+        still accepted.
+
+        Args:
+            identifier: ``database.table``.
+            changes: :class:`snaplake.SchemaChange` values, applied in order
+                as one new schema.
+            ignore_if_not_exists: Return ``None`` instead of failing when the
+                table does not exist.
+
+        Returns:
+            The new schema (``None`` for a missing table with ``ignore_if_not_exists``).
+
+        Raises:
+            TableNotFoundError: no such table.
+            ValueError: no changes.
+            SchemaChangeError: a change breaks a rule (partition/primary keys,
+                type widening, NOT NULL, last value column, immutable options;
+                see :mod:`snaplake.store.format.schema_alter`). Nothing written.
+            SchemaConflictError: a concurrent alter won and these changes clash
+                with it (e.g. both renamed one column). Nothing written.
+            InvalidOptionError: an option value does not parse. Nothing written.
+
+        Storage: creates ``schema/schema-<N+1>`` create-if-absent; two
+        concurrent alters cannot both take one id (the loser re-applies).
+
+        Source: Paimon ``Catalog.alterTable`` / ``SchemaManager.commitChanges``.
+        """
+        root = self._table_root(identifier)
+        paths = PathFactory(root)
+        manager = SchemaManager(self.file_io, paths)
+        if not manager.list_schema_ids():
+            if ignore_if_not_exists:
+                return None
+            raise TableNotFoundError(f"table {identifier} does not exist", identifier=identifier)
+        snapshots = SnapshotManager(self.file_io, paths)
+        return commit_schema_changes(
+            manager,
+            changes,
+            has_snapshots=lambda: snapshots.latest_snapshot_id() is not None,
+            identifier=identifier,
+        )
 
     def drop_table(self, identifier: str, *, ignore_if_not_exists: bool = False) -> None:
         """Delete the table directory and everything in it.

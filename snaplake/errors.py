@@ -13,6 +13,10 @@ Python code (``except LookupError``, ``except FileExistsError``) keeps working::
     ├── TagNotFoundError (LookupError)             no tag of that name
     ├── InvalidOptionError (ValueError)            unknown/unparsable option; .key, .value
     ├── SchemaMismatchError (ValueError)           Arrow data vs table schema
+    ├── SchemaChangeError (ValueError)             alter_table refused by a rule; .rule
+    │   ├── ColumnNotFoundError (LookupError)      the change names a missing column; .column
+    │   ├── ColumnAlreadyExistsError               add/rename onto an existing name; .column
+    │   └── SchemaConflictError                    a concurrent alter clashes; .schema_id
     ├── UnsupportedTypeError (TypeError)           an Arrow type Paimon cannot store
     ├── UnsupportedTableError (ValueError)         a table feature/option snaplake cannot
     │                                              handle yet; .feature, .operation, .key
@@ -39,12 +43,16 @@ __all__ = [
     "CommitConflictError",
     "CommitError",
     "CommitRetriesExhaustedError",
+    "ColumnAlreadyExistsError",
+    "ColumnNotFoundError",
     "CommitStateUnknownError",
     "CorruptMetadataError",
     "DatabaseNotEmptyError",
     "DatabaseNotFoundError",
     "FileAlreadyExistsError",
     "InvalidOptionError",
+    "SchemaChangeError",
+    "SchemaConflictError",
     "SchemaMismatchError",
     "SnaplakeError",
     "SnapshotNotFoundError",
@@ -117,6 +125,50 @@ class InvalidOptionError(SnaplakeError, ValueError):
 
 class SchemaMismatchError(SnaplakeError, ValueError):
     """Raised before any file is written when Arrow data does not fit the table schema."""
+
+
+class SchemaChangeError(SnaplakeError, ValueError):
+    """Raised by ``alter_table`` when a schema change breaks one of Paimon's rules.
+
+    Nothing is written. ``rule`` names the rule (``"partition-key"``,
+    ``"primary-key"``, ``"bucket-key"``, ``"type-widening"``, ``"not-null"``,
+    ``"last-value-column"``, ``"immutable-option"``, ``"option"``, ...).
+    """
+
+    def __init__(self, message: str, *, rule: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+class ColumnNotFoundError(SchemaChangeError, LookupError):
+    """Raised when a schema change names a column the table does not have."""
+
+    def __init__(self, message: str, *, column: str) -> None:
+        super().__init__(message, rule="column-exists")
+        self.column = column
+
+
+class ColumnAlreadyExistsError(SchemaChangeError):
+    """Raised when a column is added or renamed onto a name the table already has."""
+
+    def __init__(self, message: str, *, column: str) -> None:
+        super().__init__(message, rule="column-not-exists")
+        self.column = column
+
+
+class SchemaConflictError(SchemaChangeError):
+    """Raised when a concurrent ``alter_table`` won and this one no longer applies.
+
+    Two alters race for ``schema-<N+1>``; the loser re-applies its changes
+    to the winner's schema and raises this when they clash (both renamed
+    one column, both added the same name, ...). Nothing of the loser is
+    written. ``schema_id`` is the winner's schema; ``__cause__`` is the
+    rule the re-applied change broke.
+    """
+
+    def __init__(self, message: str, *, schema_id: int) -> None:
+        super().__init__(message, rule="concurrent-alter")
+        self.schema_id = schema_id
 
 
 class UnsupportedTypeError(SnaplakeError, TypeError):

@@ -194,6 +194,8 @@ _METRICS: tuple[_Spec, ...] = (
           "in the latest snapshot."),
     _Spec("table_records", Gauge, "snaplake_table_records", ("table",),
           "Rows in the latest snapshot (totalRecordCount)."),
+    _Spec("table_schema_id", Gauge, "snaplake_table_schema_id", ("table",),
+          "Id of the table's latest schema (schema/schema-<id>); it steps up on alter_table."),
     # -- maintenance -----------------------------------------------------------
     _Spec("maintenance_runs", Counter, "snaplake_maintenance_runs", ("table", "task", "outcome"),
           "Maintenance task runs by table, task and outcome "
@@ -314,6 +316,7 @@ class SnaplakeMetrics:
     data_files: Gauge
     small_files: Gauge
     table_records: Gauge
+    table_schema_id: Gauge
     maintenance_runs: Counter
     maintenance_failures: Counter
     maintenance_duration: Histogram

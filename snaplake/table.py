@@ -27,6 +27,7 @@ from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.predicate import parse_filter
 from snaplake.store.read.scan import FileStoreScan, Split
+from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.split_read import read_splits, read_splits_batches
 from snaplake.store.snapshot_manager import SnapshotManager
 
@@ -48,6 +49,8 @@ class TableScan:
     """A planned read of one snapshot: ``plan()`` gives the splits, ``to_arrow()`` the rows.
 
     Built by :meth:`Table.new_scan`; see there for the arguments.
+    ``schema`` is the TableSchema the rows are read in (the latest, or with
+    ``time_travel`` the snapshot's).
     """
 
     def __init__(
@@ -58,12 +61,19 @@ class TableScan:
         partition_filter: Mapping[str, Any] | None,
         filter: Any,
         columns: Sequence[str] | None,
+        time_travel: bool = False,
     ) -> None:
         self.table = table
         self.snapshot = snapshot
         check_supported(table.schema(), Operation.READ)  # options: the table's latest
         self.predicates = parse_filter(filter)
         self.columns = list(columns) if columns is not None else None
+        # The latest state reads in the latest schema; time travel in the snapshot's.
+        self.schema: TableSchema = (
+            table.schema_manager.schema(snapshot.schema_id)
+            if time_travel and snapshot is not None
+            else table.schema()
+        )
         self._scan = FileStoreScan(
             file_io=table.file_io,
             paths=table.paths,
@@ -71,7 +81,9 @@ class TableScan:
             snapshot=snapshot,
             partition_filter=parse_filter(partition_filter) if partition_filter else None,
             predicate=self.predicates,
+            read_schema=self.schema,
         )
+        self.evolution = table.schema_evolution(self.schema)
 
     def plan(self) -> list[Split]:
         """Return the live files grouped by (partition, bucket), after pruning.
@@ -81,23 +93,16 @@ class TableScan:
         """
         return self._scan.plan()
 
-    def _table_schema(self) -> TableSchema:
-        if self.snapshot is None:
-            return self.table.schema()
-        return self.table.schema_manager.schema(self.snapshot.schema_id)
-
-    def _schema(self) -> pa.Schema:
-        return self._table_schema().arrow_schema
-
     def to_arrow(self, *, limit: int | None = None) -> pa.Table:
         """Read the planned rows into one Arrow table (exactly filtered)."""
         return read_splits(
             self.table.file_io,
             self.plan(),
-            schema=self._schema(),
+            schema=self.schema.arrow_schema,
             columns=self.columns,
             predicates=self.predicates,
             limit=limit,
+            evolution=self.evolution,
         )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
@@ -105,9 +110,10 @@ class TableScan:
         return read_splits_batches(
             self.table.file_io,
             self.plan(),
-            schema=self._schema(),
+            schema=self.schema.arrow_schema,
             columns=self.columns,
             predicates=self.predicates,
+            evolution=self.evolution,
         )
 
 
@@ -136,6 +142,7 @@ class Table:
         self.paths = PathFactory(root)
         self.schema_manager = SchemaManager(file_io, self.paths)
         self.snapshot_manager = SnapshotManager(file_io, self.paths)
+        self._evolutions: dict[int, SchemaEvolution] = {}
         if self.schema_manager.latest() is None:
             raise TableNotFoundError(
                 f"table {identifier} does not exist at {root} (no schema file); "
@@ -147,6 +154,14 @@ class Table:
         return f"Table({self.identifier!r}, root={self.root!r})"
 
     # schema -------------------------------------------------------------
+    def schema_evolution(self, read_schema: TableSchema) -> SchemaEvolution:
+        """The (cached) mapping of this table's data files into ``read_schema``, by field id."""
+        found = self._evolutions.get(read_schema.id)
+        if found is None:
+            found = SchemaEvolution(read_schema, self.schema_manager.schema)
+            self._evolutions[read_schema.id] = found
+        return found
+
     def schema(self) -> TableSchema:
         """Return the latest table schema."""
         schema = self.schema_manager.latest()
@@ -155,6 +170,18 @@ class Table:
                 f"table {self.identifier} was dropped", identifier=self.identifier
             )
         return schema
+
+    @property
+    def schema_id(self) -> int:
+        """Id of the latest schema (``schema/schema-<id>``)."""
+        return self.schema().id
+
+    def schemas(self) -> dict[int, TableSchema]:
+        """Return every schema of the table by id, oldest first.
+
+        Storage: lists ``schema/`` and reads the schema files not read before.
+        """
+        return {i: self.schema_manager.schema(i) for i in self.schema_manager.list_schema_ids()}
 
     @property
     def arrow_schema(self) -> pa.Schema:
@@ -263,6 +290,11 @@ class Table:
     ) -> TableScan:
         """Plan a read of one snapshot.
 
+        The latest snapshot reads in the latest schema (columns added since
+        its commit read as NULL); time travel (``snapshot_id``, ``as_of``,
+        ``tag``) reads in the schema the snapshot was committed with. Data
+        files written under other schemas are mapped by field id.
+
         Args:
             snapshot_id: Read this snapshot (``None`` = latest).
             as_of: Read the newest snapshot committed at or before this
@@ -287,8 +319,9 @@ class Table:
         else:
             snap = self._resolve_snapshot(snapshot_id, as_of)
         return TableScan(
-            self, snap, partition_filter=partition_filter, filter=filter, columns=columns
-        )
+            self, snap, partition_filter=partition_filter, filter=filter, columns=columns,
+            time_travel=tag is not None or snapshot_id is not None or as_of is not None,
+        )  # fmt: skip
 
     def to_arrow(
         self,

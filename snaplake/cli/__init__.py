@@ -35,6 +35,7 @@ from snaplake.errors import (
     CommitConflictError,
     CommitRetriesExhaustedError,
     DatabaseNotFoundError,
+    SchemaConflictError,
     SnaplakeError,
     SnapshotNotFoundError,
     TableNotFoundError,
@@ -64,7 +65,7 @@ _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 def exit_code_for(exc: BaseException) -> int:
     """Map an exception raised by a command to the process exit code."""
-    if isinstance(exc, CommitConflictError | CommitRetriesExhaustedError):
+    if isinstance(exc, CommitConflictError | CommitRetriesExhaustedError | SchemaConflictError):
         return EXIT_CONFLICT
     if isinstance(
         exc, TableNotFoundError | SnapshotNotFoundError | DatabaseNotFoundError | TagNotFoundError
@@ -155,8 +156,9 @@ def cli(
     """Inspect, write, read and maintain Apache Paimon tables.
 
     Tables are named DB.TABLE inside the warehouse. Exit codes: 0 ok,
-    1 unexpected error, 2 usage error, 3 commit conflict or retries
-    exhausted, 4 table/database/snapshot/tag not found.
+    1 unexpected error or a refused change, 2 usage error, 3 commit or
+    schema conflict or retries exhausted, 4 table/database/snapshot/tag not
+    found.
     """
     level = (log_level or "warning").lower()
     _configure_logging(level)
@@ -172,7 +174,7 @@ def cli(
 
 
 def _register() -> None:
-    from snaplake.cli import maintenance, tables
+    from snaplake.cli import maintenance, schema, tables
 
     for command in (
         tables.databases,
@@ -182,6 +184,7 @@ def _register() -> None:
         tables.read,
         tables.snapshots,
         tables.files,
+        *schema.COMMANDS,
         *maintenance.COMMANDS,
     ):
         cli.add_command(command)

@@ -259,7 +259,11 @@ def read(
     such warehouse, table or snapshot.
     """
     source = cli.table(table)
-    schema = source.arrow_schema
+    schema = (  # time travel reads in the schema the snapshot was committed with
+        source.schema_manager.schema(source.snapshot(snapshot_id).schema_id).arrow_schema
+        if snapshot_id is not None
+        else source.arrow_schema
+    )
     cap = limit
     if cap is None and to_parquet is None and cli.output_is_text:
         cap = TEXT_ROW_CAP + 1

@@ -62,6 +62,7 @@ from snaplake.store.format.snapshot import (
 from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
+from snaplake.store.read.schema_evolution import check_files_readable
 from snaplake.store.snapshot_manager import SnapshotManager
 
 __all__ = ["SNAPLAKE_MARKER_PROPERTY", "FileStoreCommit"]
@@ -389,11 +390,7 @@ class FileStoreCommit:
         start: float,
     ) -> tuple[CommitResult, int]:
         latest = self._latest_snapshot()
-        schema = (
-            self.schema_manager.schema(latest.schema_id)
-            if latest is not None
-            else self.schema_manager.latest()
-        )
+        schema = self._commit_schema(latest, messages)
         if schema is None:
             raise SchemaMismatchError(f"table {self.table_name} has no schema; create it first")
         check_supported(schema, Operation.COMMIT)  # the schema at hand: no extra listing
@@ -407,6 +404,7 @@ class FileStoreCommit:
         adds = [e for e in entries if e.kind == FileKind.ADD]
         deletes = [e for e in entries if e.kind == FileKind.DELETE]
         self._check_buckets(adds, schema)
+        check_files_readable([e.file for e in adds], schema, self.schema_manager.schema)
         if overwrite is None and not entries:
             result = CommitResult(
                 snapshot_id=latest.id if latest else None, kind=kind, attempts=0,
@@ -488,6 +486,25 @@ class FileStoreCommit:
         except BaseException:
             self._delete_quietly(fixed_names)
             raise
+
+    def _commit_schema(
+        self, latest: Snapshot | None, messages: Sequence[CommitMessage]
+    ) -> TableSchema | None:
+        """The schema a new snapshot records: the newest this commit knows of.
+
+        Paimon lists ``schema/`` on every commit; this takes the newest of the
+        latest snapshot's schema, the schemas the added files were written
+        with and any newer schema this process has read, without a request.
+        Every file of a snapshot is thus written under its schema or an older
+        one. Readers of the latest state use the latest schema regardless.
+        """
+        known = [f.schema_id for m in messages for f in m.added_files()]
+        if latest is not None:
+            known.append(latest.schema_id)
+        known.extend(self.schema_manager.cached_ids())
+        if not known:
+            return self.schema_manager.latest()
+        return self.schema_manager.schema(max(known))
 
     def _latest_snapshot(self) -> Snapshot | None:
         """The latest snapshot; one existence probe when this committer made the last one.

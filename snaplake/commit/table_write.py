@@ -51,6 +51,7 @@ from snaplake.store.io.file_io import FileIO
 __all__ = [
     "TableWrite",
     "abort_messages",
+    "arrow_type_fits",
     "DataFileOutput",
     "conform_to_schema",
     "new_data_file_meta",
@@ -75,7 +76,13 @@ def _family(t: pa.DataType) -> str:
     return str(t)
 
 
-def _compatible(actual: pa.DataType, expected: pa.DataType) -> bool:
+def arrow_type_fits(actual: pa.DataType, expected: pa.DataType) -> bool:
+    """Tell whether Arrow data of type ``actual`` is written into a column of type ``expected``.
+
+    True for the same type, narrower signed integers, any string or binary
+    flavour (``large_``/``_view``), lists of fitting elements, and timestamps
+    of the same unit and time-zone-ness.
+    """
     if actual == expected:
         return True
     fa, fe = _family(actual), _family(expected)
@@ -87,7 +94,7 @@ def _compatible(actual: pa.DataType, expected: pa.DataType) -> bool:
     if fa == "int":
         return bool(actual.bit_width <= expected.bit_width)
     if fa == "list":
-        return _compatible(actual.value_type, expected.value_type)
+        return arrow_type_fits(actual.value_type, expected.value_type)
     return fa in ("string", "binary")
 
 
@@ -127,7 +134,7 @@ def conform_to_schema(data: pa.Table | pa.RecordBatch, schema: TableSchema) -> p
     columns = []
     for f in expected:
         col = table.column(f.name)
-        if not _compatible(col.type, f.type):
+        if not arrow_type_fits(col.type, f.type):
             raise SchemaMismatchError(
                 f"column {f.name!r} has type {col.type} but the table stores {f.type}; "
                 f"cast it (e.g. pc.cast(col, {f.type!r})) before writing"

@@ -3,7 +3,8 @@
 Streaming writers leave many small Parquet files. For every (partition,
 bucket) of the latest snapshot, files are taken in sequence-number order and
 split into maximal runs of consecutive *small* files (below
-``target-file-size * compaction.small-file-ratio``, same schema). A run of at
+``target-file-size * compaction.small-file-ratio``; inputs of older schemas
+are mapped by field id into the current one). A run of at
 least ``compaction.min.file-num`` files is rewritten, in order, into files of
 about ``target-file-size``; each output gets a sequence range inside the
 run's range, so the row order of the bucket is kept. The rewrite is
@@ -31,9 +32,9 @@ skipped, the rest rewritten when at least 3 remain and small ones outnumber
 large ones) and ``AppendCompactCoordinator`` (bucket-unaware tables,
 ``target-file-size * compaction.small-file-ratio``).
 Difference: Paimon's window may include a large file between small ones; here
-runs never cross a large file, so outputs never overlap a kept file's range;
-a full compaction splits the rewritten files where the schema changes (each
-run is rewritten with the schema it was written with).
+runs never cross a large file, so outputs never overlap a kept file's range.
+Outputs are written in the table's schema at planning time, whatever schemas
+the inputs were written with.
 """
 
 from __future__ import annotations
@@ -181,20 +182,16 @@ class AppendCompactor:
         tasks: list[CompactTask] = []
         for split, owns in _splits_by_value(scan.plan(), schema):
             if self.full:
-                tasks += _full_runs(split, small, owns)
+                tasks += _full_runs(split, small, owns, schema.id)
                 continue
             run: list[int] = []
             for i, f in enumerate([*split.files, None]):
-                fits = (
-                    f is not None
-                    and f.file_size_bytes < small
-                    and (not run or split.files[run[0]].schema_id == f.schema_id)
-                )
+                fits = f is not None and f.file_size_bytes < small
                 if fits:
                     run.append(i)
                     continue
                 if len(run) >= min_files:
-                    tasks.append(_task(split, run, owns))
+                    tasks.append(_task(split, run, owns, schema.id))
                 run = [i] if f is not None and f.file_size_bytes < small else []
         return tasks
 
@@ -335,12 +332,15 @@ class AppendCompactor:
             abort_messages(self.file_io, self.paths, schema, messages)
 
 
-def _task(split: Split, indexes: Sequence[int], owns: Sequence[bytes]) -> CompactTask:
+def _task(
+    split: Split, indexes: Sequence[int], owns: Sequence[bytes], schema_id: int
+) -> CompactTask:
     return CompactTask(
         split=split,
         files=tuple(split.files[j] for j in indexes),
         paths=tuple(split.paths[j] for j in indexes),
         file_partitions=tuple(owns[j] for j in indexes) if owns else (),
+        schema_id=schema_id,
     )
 
 
@@ -378,7 +378,9 @@ def _splits_by_value(
     return out
 
 
-def _full_runs(split: Split, small: float, owns: Sequence[bytes]) -> list[CompactTask]:
+def _full_runs(
+    split: Split, small: float, owns: Sequence[bytes], schema_id: int
+) -> list[CompactTask]:
     """The runs of a full compaction of ``split`` (see the module docstring)."""
     files = split.files
     head = 0
@@ -388,10 +390,4 @@ def _full_runs(split: Split, small: float, owns: Sequence[bytes]) -> list[Compac
     n_small = sum(1 for i in rest if files[i].file_size_bytes < small)
     if len(rest) < _FULL_COMPACT_MIN_FILES or n_small <= len(rest) - n_small:
         return []
-    runs: list[list[int]] = []
-    for i in rest:
-        if runs and files[runs[-1][0]].schema_id == files[i].schema_id:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    return [_task(split, run, owns) for run in runs if len(run) >= 2]
+    return [_task(split, list(rest), owns, schema_id)]

@@ -47,6 +47,7 @@ from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.stats import SimpleStatsParts, ValueStatsCollector
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import Split
+from snaplake.store.read.schema_evolution import SchemaEvolution
 
 __all__ = ["AppendRewriter", "CompactTask", "output_groups"]
 
@@ -88,12 +89,17 @@ class CompactTask:
             empty when every file is under ``split.partition``. Outputs go
             under ``split.partition`` (Java's bytes); each input is deleted
             under its own bytes, which must match its ADD entry byte for byte.
+        schema_id: The schema the outputs are written in: the table's latest
+            when the run was planned (inputs of older schemas are mapped by
+            field id), fixed at planning so that an executor never races a
+            concurrent alter. ``None``: the newest schema among the inputs.
     """
 
     split: Split
     files: tuple[DataFileMeta, ...]
     paths: tuple[str, ...]
     file_partitions: tuple[bytes, ...] = ()
+    schema_id: int | None = None
 
 
 class AppendRewriter:
@@ -226,7 +232,10 @@ class AppendRewriter:
 
     def _rewrite(self, task: CompactTask, target: int) -> list[tuple[DataFileMeta, str]]:
         """Rewrite one run into files of about ``target`` bytes; returns (meta, path) pairs."""
-        schema = self.schema_manager.schema(task.files[0].schema_id)
+        schema_id = task.schema_id
+        if schema_id is None:
+            schema_id = max(f.schema_id for f in task.files)
+        schema = self.schema_manager.schema(schema_id)
         groups = output_groups(task.files, target)
         run_min = min(f.min_sequence_number for f in task.files)
         run_max = max(f.max_sequence_number for f in task.files)
@@ -286,7 +295,7 @@ class AppendRewriter:
         stats = ValueStatsCollector(
             schema.value_types, stats_mode=schema.core_options.metadata_stats_mode
         )
-        pieces = self._pieces(paths, files, arrow_schema)
+        pieces = self._pieces(paths, files, schema)
         rows = 0
         try:
             with (
@@ -318,22 +327,28 @@ class AppendRewriter:
         return _Written(size_bytes=out.size_bytes, row_count=rows, stats=stats.result())
 
     def _pieces(
-        self, paths: Sequence[str], files: Sequence[DataFileMeta], schema: pa.Schema
+        self, paths: Sequence[str], files: Sequence[DataFileMeta], table_schema: TableSchema
     ) -> Iterator[pa.Table]:
-        """Yield the rows of ``paths`` in order, in pieces of bounded size.
+        """Yield the rows of ``paths`` in order, in pieces of bounded size, in ``table_schema``.
 
         Consecutive small inputs are read together (:meth:`_read_many`: per
         tiny file the reader's fixed cost dominates); a large one is read
-        :data:`_BATCH_ROWS` rows at a time (see :func:`_slices`).
+        :data:`_BATCH_ROWS` rows at a time (see :func:`_slices`). Inputs of
+        an older schema are read in their own columns and mapped by field id.
         """
-        for chunk, large in _slices(paths, files):
-            if not large:
-                yield self._read_many(chunk, schema)
-                continue
-            with self._open_input(chunk[0]) as source:
-                yield from format_of_file(chunk[0]).iter_batches(
-                    source, schema, batch_rows=_BATCH_ROWS
-                )
+        evolution = SchemaEvolution(table_schema, self.schema_manager.schema)
+        for group, group_files in _by_schema(paths, files):
+            m = evolution.mapping(group_files[0].schema_id, table_schema.field_names)
+            schema = table_schema.arrow_schema if m.identity else m.file_arrow_schema
+            for chunk, large in _slices(group, group_files):
+                if not large:
+                    yield m.apply(self._read_many(chunk, schema))
+                    continue
+                with self._open_input(chunk[0]) as source:
+                    for piece in format_of_file(chunk[0]).iter_batches(
+                        source, schema, batch_rows=_BATCH_ROWS
+                    ):
+                        yield m.apply(piece)
 
     def _open_input(self, path: str) -> Any:
         """Open a data file for random access reads (pyarrow filesystem, or the FileIO)."""
@@ -366,6 +381,19 @@ class _Written:
     size_bytes: int
     row_count: int
     stats: SimpleStatsParts
+
+
+def _by_schema(
+    paths: Sequence[str], files: Sequence[DataFileMeta]
+) -> list[tuple[list[str], list[DataFileMeta]]]:
+    """Split ``paths`` (with their ``files``) into consecutive runs of one schema id."""
+    out: list[tuple[list[str], list[DataFileMeta]]] = []
+    for p, f in zip(paths, files, strict=True):
+        if not out or out[-1][1][0].schema_id != f.schema_id:
+            out.append(([], []))
+        out[-1][0].append(p)
+        out[-1][1].append(f)
+    return out
 
 
 def _slices(paths: Sequence[str], files: Sequence[DataFileMeta]) -> list[tuple[list[str], bool]]:

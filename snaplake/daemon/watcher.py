@@ -130,14 +130,16 @@ class TableWatcher:
             CorruptMetadataError: the latest snapshot or its manifest lists
                 are undecodable.
 
-        Storage: reads the new snapshot files, their delta manifest lists,
-        the latest snapshot's manifest lists; every ``files_interval``, all
-        manifests of the latest snapshot.
+        Storage: lists ``schema/`` (the latest schema id), reads the new
+        snapshot files, their delta manifest lists, the latest snapshot's
+        manifest lists; every ``files_interval``, all manifests of the
+        latest snapshot.
         """
         sm = self.table.snapshot_manager
         name = self.name
         options = self._options()
         self._set_limits(options)
+        self.metrics.table_schema_id.labels(name).set(self.table.schema_id)
         latest_id = sm.latest_snapshot_id()
         if latest_id is None:
             self._last_seen = 0  # every snapshot from the first one on is new

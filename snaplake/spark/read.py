@@ -5,7 +5,10 @@ partition values and column statistics); Spark reads only the surviving
 Parquet files. On a local warehouse that is Spark's own Parquet reader over
 the file list; on other stores (S3 without a Hadoop connector) executors read
 the files through the table's picklable FileIO with pyarrow (``mapInArrow``).
-The filter is then applied exactly by Spark.
+When some files were written under an older schema (after ``alter_table``),
+the executors read every file with pyarrow and map those files to the read
+schema by field id (renamed, widened, added, dropped columns), on a local
+warehouse too. The filter is then applied exactly by Spark.
 
 Works on classic and Spark Connect sessions alike (under Connect, "Spark"
 is the Connect server: its executors must reach the warehouse, local paths
@@ -29,6 +32,7 @@ from snaplake.store.format.file_format import format_of_file
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.io.local_file_io import LocalFileIO
 from snaplake.store.read.predicate import Predicate
+from snaplake.store.read.schema_evolution import FileSchemaMapping
 from snaplake.table import Table
 
 if TYPE_CHECKING:
@@ -42,27 +46,45 @@ logger = logging.getLogger(__name__)
 class _ReadTask:
     """``mapInArrow`` function: read the data files named in the ``path`` column.
 
-    Used where Spark cannot reach the store itself (S3 without ``s3a``) or
+    Used where Spark cannot reach the store itself (S3 without ``s3a``),
     cannot read the files (ORC and Avro data files: each is read with the
-    reader of its format).
-    Holds only picklable configuration.
+    reader of its format), or files need mapping from their schema: a
+    ``schema_id`` column selects the file's :class:`FileSchemaMapping` from
+    ``mappings``. Holds only picklable configuration.
     """
 
-    def __init__(self, *, file_io: FileIO, schema: pa.Schema) -> None:
+    def __init__(
+        self,
+        *,
+        file_io: FileIO,
+        schema: pa.Schema,
+        mappings: Mapping[int, FileSchemaMapping] | None = None,
+    ) -> None:
         self.file_io = file_io
         self.schema = schema
+        self.mappings = dict(mappings or {})
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for path in batch.column("path").to_pylist():
+            ids = (
+                batch.column("schema_id").to_pylist() if "schema_id" in batch.schema.names else None
+            )
+            for i, path in enumerate(batch.column("path").to_pylist()):
+                mapping = self.mappings.get(ids[i]) if ids is not None else None
                 fmt = format_of_file(path)
                 if fmt.name != "parquet":  # ORC, Avro: the reader of the file's format
+                    file_schema = mapping.file_arrow_schema if mapping else self.schema
                     with self.file_io.open_input(path) as f:
-                        for part in fmt.iter_batches(f, self.schema):
-                            yield from part.to_batches()
+                        for part in fmt.iter_batches(f, file_schema):
+                            yield from (mapping.apply(part) if mapping else part).to_batches()
                     continue
                 with self.file_io.open_input(path) as f:
                     parquet = pq.ParquetFile(f)
+                    if mapping is not None:  # written under another schema: map by field id
+                        for part in parquet.iter_batches(columns=list(mapping.file_columns)):
+                            part = part.cast(mapping.file_arrow_schema)
+                            yield from mapping.apply(part).to_batches()
+                        continue
                     present = [n for n in self.schema.names if n in parquet.schema_arrow.names]
                     for part in parquet.iter_batches(columns=present):
                         yield _conform(part, self.schema)
@@ -157,11 +179,13 @@ def read(
         options: Catalog options (``s3.*``) for ``warehouse``.
 
     Returns:
-        A DataFrame with the table's columns (or ``columns``); Arrow types
-        map as Spark's Arrow conversion does (``timestamp`` with a zone =
-        ``TimestampType``, without = ``TimestampNTZType``); every column is
-        nullable. ``df.inputFiles()`` lists the files read on a local
-        warehouse.
+        A DataFrame with the table's columns (or ``columns``) in the latest
+        schema, or for ``snapshot_id``/``as_of`` in the schema that snapshot
+        was committed with; Arrow types map as Spark's Arrow conversion does
+        (``timestamp`` with a zone = ``TimestampType``, without =
+        ``TimestampNTZType``); every column is nullable. ``df.inputFiles()``
+        lists the files read on a local warehouse when all are in the read
+        schema.
 
     Raises:
         SnapshotNotFoundError: the snapshot was never written or expired.
@@ -187,11 +211,7 @@ def read(
         columns=columns,
     )
     snapshot = scan.snapshot
-    arrow_schema = (
-        target.schema_manager.schema(snapshot.schema_id).arrow_schema
-        if snapshot is not None
-        else target.arrow_schema
-    )
+    arrow_schema = scan.schema.arrow_schema
     wanted = [p.column for p in scan.predicates] + list(columns or ())
     unknown = sorted({c for c in wanted if c not in arrow_schema.names})
     if unknown:
@@ -208,16 +228,31 @@ def read(
         len(paths),
         len(splits),
     )
+    # Files written under other schemas are mapped by field id on the executors.
+    names = arrow_schema.names
+    mappings = {
+        f.schema_id: scan.evolution.mapping(f.schema_id, names)
+        for s in splits
+        for f in s.files
+        if f.schema_id != scan.schema.id
+    }
+    mappings = {k: m for k, m in mappings.items() if not m.identity}
     if not paths:
         df = spark.createDataFrame([], spark_schema)
-    elif isinstance(target.file_io, LocalFileIO) and all(p.endswith(".parquet") for p in paths):
+    elif (
+        isinstance(target.file_io, LocalFileIO)
+        and not mappings
+        and all(p.endswith(".parquet") for p in paths)
+    ):
         df = spark.read.schema(spark_schema).parquet(*(f"file://{p}" for p in paths))
     else:
         parallelism = _parallelism(spark, len(paths))
+        files = [(p, f.schema_id) for s in splits for p, f in zip(s.paths, s.files, strict=True)]
+        task = _ReadTask(file_io=target.file_io, schema=arrow_schema, mappings=mappings)
         df = (
-            spark.createDataFrame([(p,) for p in paths], "path string")
+            spark.createDataFrame(files, "path string, schema_id long")
             .repartition(parallelism)
-            .mapInArrow(_ReadTask(file_io=target.file_io, schema=arrow_schema), spark_schema)
+            .mapInArrow(task, spark_schema)
         )
     if scan.predicates:
         df = df.where(reduce(lambda a, b: a & b, (_to_column(p) for p in scan.predicates)))

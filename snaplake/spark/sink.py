@@ -136,6 +136,13 @@ class SnaplakeSink:
         on_batch: Called with a :class:`SinkBatchResult` after every batch
             (for progress reporting and metrics); its errors are logged only.
             Under Spark Connect it runs in the server's Python process.
+        merge_schema: Evolve the table with the stream: a batch with columns
+            the table lacks adds them (nullable), a wider type widens the
+            column where Paimon's rules allow, in one ``alter_table`` before
+            the batch's files are written. A batch replayed after a crash
+            between that alter and the commit finds the columns there and
+            alters nothing again. Without it such a batch raises
+            ``SchemaMismatchError`` naming the columns.
 
     Raises:
         ValueError: an identifier without a warehouse, an empty
@@ -158,6 +165,7 @@ class SnaplakeSink:
         options: Mapping[str, str] | None = None,
         check_nullability: bool = True,
         on_batch: Callable[[SinkBatchResult], None] | None = None,
+        merge_schema: bool = False,
     ) -> None:
         if commit_user is not None and not commit_user:
             raise ValueError("commit_user must be a non-empty string or None")
@@ -167,6 +175,7 @@ class SnaplakeSink:
         self.commit_user = commit_user
         self.check_nullability = check_nullability
         self.on_batch = on_batch
+        self.merge_schema = merge_schema
         self._states: dict[str, _UserState] = {}
         self._states_lock = threading.Lock()
 
@@ -187,6 +196,7 @@ class SnaplakeSink:
             "commit_user": self.commit_user,
             "check_nullability": self.check_nullability,
             "on_batch": self.on_batch,
+            "merge_schema": self.merge_schema,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -204,6 +214,7 @@ class SnaplakeSink:
         self.commit_user = state["commit_user"]
         self.check_nullability = state["check_nullability"]
         self.on_batch = state["on_batch"]
+        self.merge_schema = state.get("merge_schema", False)
         self._states = {}
         self._states_lock = threading.Lock()
 
@@ -261,10 +272,11 @@ class SnaplakeSink:
             ValueError: no ``commit_user`` and no query id to derive one from
                 (outside a streaming query, or under Spark Connect); raised
                 before ``df`` is read. The query fails.
-            SchemaMismatchError: the batch does not fit the table; raised on
-                the driver before any Spark job runs (or, for values with
-                ``check_nullability=False``, after the executors deleted
-                their files). The query fails.
+            SchemaMismatchError: the batch does not fit the table (the
+                message names the columns; with ``merge_schema`` only columns
+                that cannot widen); raised on the driver before any Spark job
+                runs (or, for values with ``check_nullability=False``, after
+                the executors deleted their files). The query fails.
             CommitConflictError: cannot happen for appends (kept for safety).
             CommitRetriesExhaustedError: the commit kept losing races; the
                 batch's files were deleted. Restarting the query retries it.
@@ -276,8 +288,10 @@ class SnaplakeSink:
             Writes Parquet data files (executors) and one snapshot with its
             manifest and manifest lists; a failed batch deletes its data
             files (under Spark Connect a straggler task's late file is left,
-            uncommitted, for orphan clean; see ``write_messages``). Nothing
-            when the batch is replayed or empty.
+            uncommitted, for orphan clean; see ``write_messages``). With
+            ``merge_schema``, a new ``schema/schema-<N>`` first when the
+            batch brings new or wider columns. Nothing when the batch is
+            replayed or empty.
         """
         started = time.perf_counter()
         user = self.resolve_commit_user(df)
@@ -323,6 +337,7 @@ class SnaplakeSink:
             self.table,
             commit_user=user,
             check_nullability=self.check_nullability,
+            merge_schema=self.merge_schema,
         )
         written = time.perf_counter()
         if not messages:

@@ -38,8 +38,10 @@ import pyarrow as pa
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
+from snaplake.commit.schema_merge import merge_data_schema
 from snaplake.commit.table_write import TableWrite, abort_messages
 from snaplake.errors import CommitStateUnknownError, SchemaMismatchError
+from snaplake.spark._common import arrow_schema_of as spark_arrow_schema
 from snaplake.spark._common import check_spark_schema, is_connect, resolve_table
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
@@ -242,6 +244,7 @@ def write_messages(
     commit_user: str,
     check_nullability: bool = True,
     straggler_timeout_s: float = 120.0,
+    merge_schema: bool = False,
 ) -> tuple[list[CommitMessage], TableSchema]:
     """Write ``df`` into data files on the executors and return their CommitMessages.
 
@@ -264,6 +267,11 @@ def write_messages(
         straggler_timeout_s: After a failure on a classic session, how long to
             wait (seconds) for the job's still-running tasks before deleting
             its files. Unused under Spark Connect.
+        merge_schema: First alter the table so the DataFrame fits: new
+            columns are added (nullable), wider types widen the column where
+            the rules allow (see :mod:`snaplake.commit.schema_merge`). The
+            alter is committed before any file is written and is not
+            repeated when the same data comes again.
 
     Returns:
         The messages (one per partition and bucket and task) and the schema
@@ -271,7 +279,8 @@ def write_messages(
 
     Raises:
         SchemaMismatchError: the DataFrame does not fit the table (checked on
-            the driver before any job runs), or, with
+            the driver before any job runs; the message names the columns;
+            with ``merge_schema`` only columns that cannot widen), or, with
             ``check_nullability=False``, a NOT NULL column held a null. No
             file is left behind.
         UnsupportedTableError: the table is one snaplake cannot write
@@ -284,6 +293,13 @@ def write_messages(
         Writes data files (``file.format``) under the table (invisible until
         committed); after a failure, lists the table and deletes them again.
     """
+    if merge_schema:
+        merge_data_schema(
+            table.schema_manager,
+            spark_arrow_schema(df.schema),
+            has_snapshots=table.latest_snapshot() is not None,
+            identifier=table.identifier,
+        )
     schema = table.schema()
     check_supported(schema, Operation.WRITE)  # on the driver, before any job runs
     check_spark_schema(df.schema, schema, check_nullability=check_nullability)
@@ -400,6 +416,7 @@ def write(
     options: Mapping[str, str] | None = None,
     commit_user: str | None = None,
     check_nullability: bool = True,
+    merge_schema: bool = False,
 ) -> CommitResult:
     """Write a DataFrame into a table as one snapshot (a batch job, not a stream).
 
@@ -426,6 +443,10 @@ def write(
             ``spark-write-<uuid>``). Batch commits are never deduplicated.
         check_nullability: Refuse nullable columns for NOT NULL fields by
             schema (default) or check the values on the executors.
+        merge_schema: Add the DataFrame's new columns to the table (nullable)
+            and widen columns whose type it widens, in one ``alter_table``
+            before writing; without it such a DataFrame raises
+            ``SchemaMismatchError`` naming the columns.
 
     Returns:
         The commit result (``snapshot_id`` ``None`` when an append had no rows
@@ -470,8 +491,9 @@ def write(
         else:
             overwrite = dict(overwrite_partitions)
     messages, schema = write_messages(
-        df, target, commit_user=user, check_nullability=check_nullability
-    )
+        df, target, commit_user=user, check_nullability=check_nullability,
+        merge_schema=merge_schema,
+    )  # fmt: skip
     commit = target.new_commit(commit_user=user)
     result = commit_or_abort(
         target, schema, messages, commit=commit, commit_identifier=None, overwrite=overwrite

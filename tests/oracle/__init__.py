@@ -274,6 +274,20 @@ class PaimonOracle:
         )
         return Path(result["table_path"])
 
+    def alter_table(self, table: str, changes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Alter ``db.t`` with pypaimon's ``catalog.alter_table``; return its new schema JSON.
+
+        Each change is ``{"kind": ..., ...}``: ``add_column`` (``name``, ``type`` in Paimon's
+        SQL spelling, optional ``comment``, ``first``, ``after``), ``rename_column``
+        (``name``, ``new_name``), ``drop_column`` (``name``), ``update_column_type``
+        (``name``, ``type``; nullability kept), ``update_column_nullability`` (``name``,
+        ``nullable``), ``update_column_comment`` (``name``, ``comment``), ``set_option`` /
+        ``remove_option`` (``key``[, ``value``]), ``update_comment`` (``comment``).
+        """
+        result = self.run({"op": "alter_table", "table": table, "changes": list(changes)})
+        schema: dict[str, Any] = result["schema"]
+        return schema
+
     def write(
         self,
         table: str,
@@ -436,6 +450,15 @@ class PaimonOracle:
             {"op": "bench_plan", "table": table, "repeat": repeat, "filter": filter},
             timeout_s=timeout_s,
         )
+
+    def bench_read(
+        self, table: str, *, repeat: int = 5, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """Time ``repeat`` full reads (fresh handle, plan, ``to_arrow``) of the latest snapshot.
+
+        Returns ``read_s`` (seconds per read), ``rows`` and ``read_summary``.
+        """
+        return self.run({"op": "bench_read", "table": table, "repeat": repeat}, timeout_s=timeout_s)
 
     def bench_write_read(
         self, table: str, data: pa.Table, *, timeout_s: float | None = None

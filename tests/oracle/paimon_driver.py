@@ -439,8 +439,66 @@ def op_bench_write_read(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def op_bench_read(request: dict[str, Any]) -> dict[str, Any]:
+    """Time ``repeat`` full reads (plan + read) of the latest snapshot, fresh handle each."""
+    repeat = int(request.get("repeat") or 5)
+    read_s: list[float] = []
+    rows = 0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        builder, plan = _plan(_table(request), {})
+        result = builder.new_read().to_arrow(plan.splits())
+        read_s.append(time.perf_counter() - t0)
+        rows = 0 if result is None else result.num_rows
+    return {"read_s": read_s, "rows": rows, "read_summary": _summary(read_s)}
+
+
+def _schema_change(change: dict[str, Any]) -> Any:
+    """Build one pypaimon ``SchemaChange`` from its JSON form (see README ``alter_table``)."""
+    from pypaimon.schema.data_types import DataTypeParser
+    from pypaimon.schema.schema_change import Move, SchemaChange
+
+    kind = change["kind"]
+    if kind == "add_column":
+        move = None
+        if change.get("first"):
+            move = Move.first(change["name"])
+        elif change.get("after"):
+            move = Move.after(change["name"], change["after"])
+        data_type = DataTypeParser.parse_data_type(change["type"])
+        return SchemaChange.add_column(change["name"], data_type, change.get("comment"), move)
+    if kind == "rename_column":
+        return SchemaChange.rename_column(change["name"], change["new_name"])
+    if kind == "drop_column":
+        return SchemaChange.drop_column(change["name"])
+    if kind == "update_column_type":
+        data_type = DataTypeParser.parse_data_type(change["type"])
+        return SchemaChange.update_column_type(change["name"], data_type, True)
+    if kind == "update_column_nullability":
+        return SchemaChange.update_column_nullability(change["name"], change["nullable"])
+    if kind == "update_column_comment":
+        return SchemaChange.update_column_comment(change["name"], change["comment"])
+    if kind == "set_option":
+        return SchemaChange.set_option(change["key"], change["value"])
+    if kind == "remove_option":
+        return SchemaChange.remove_option(change["key"])
+    if kind == "update_comment":
+        return SchemaChange.update_comment(change["comment"])
+    raise ValueError(f"unknown schema change kind {kind!r}")
+
+
+def op_alter_table(request: dict[str, Any]) -> dict[str, Any]:
+    """Apply ``changes`` with pypaimon's ``catalog.alter_table``; return the new schema JSON."""
+    changes = [_schema_change(c) for c in request["changes"]]
+    catalog = _catalog(request)
+    catalog.alter_table(request["table"], changes, False)
+    table = catalog.get_table(request["table"])
+    return {"schema": json.loads(JSON.to_json(table.table_schema))}
+
+
 OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "create_table": op_create_table,
+    "alter_table": op_alter_table,
     "write": op_write,
     "read": op_read,
     "snapshots": op_snapshots,
@@ -449,6 +507,7 @@ OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "bench_commits": op_bench_commits,
     "bench_plan": op_bench_plan,
     "bench_write_read": op_bench_write_read,
+    "bench_read": op_bench_read,
 }
 
 

@@ -6,6 +6,11 @@ and writes them through :class:`snaplake.spark.SnaplakeSink`. Every batch's
 ``--kill-after-batch N`` SIGKILLs this driver right after batch N was
 committed and before Spark records the batch in the checkpoint's commit log:
 the worst moment for exactly-once.
+
+``--merge-schema`` makes the sink evolve the table; ``--new-column-from-batch N``
+adds a ``reason`` column to every batch from N on (a pipeline upgraded mid-stream);
+``--kill-after-alter N`` SIGKILLs the driver right after batch N's ``alter_table``
+landed, before any of its files is written or committed.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -32,6 +38,9 @@ def main() -> int:
     parser.add_argument("--trigger", default="availableNow")
     parser.add_argument("--max-files-per-trigger", type=int, default=1)
     parser.add_argument("--kill-after-batch", type=int, default=None)
+    parser.add_argument("--merge-schema", action="store_true")
+    parser.add_argument("--new-column-from-batch", type=int, default=None)
+    parser.add_argument("--kill-after-alter", type=int, default=None)
     args = parser.parse_args()
 
     from snaplake.spark import SinkBatchResult, SnaplakeSink
@@ -53,12 +62,37 @@ def main() -> int:
         if args.kill_after_batch is not None and result.batch_id == args.kill_after_batch:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    sink = SnaplakeSink(args.table, warehouse=args.warehouse, on_batch=record)
+    sink = SnaplakeSink(
+        args.table, warehouse=args.warehouse, on_batch=record, merge_schema=args.merge_schema
+    )
+    current = {"batch": -1}
+    if args.kill_after_alter is not None:
+        from snaplake.commit import schema_merge
+
+        namespace = vars(schema_merge)  # the sink's alter goes through this name
+        real = namespace["commit_schema_changes"]
+
+        def commit_then_die(*a: Any, **kw: Any) -> Any:
+            schema = real(*a, **kw)
+            if current["batch"] == args.kill_after_alter:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return schema
+
+        namespace["commit_schema_changes"] = commit_then_die
+
+    def process(df: Any, batch_id: int) -> None:
+        current["batch"] = batch_id
+        if args.new_column_from_batch is not None and batch_id >= args.new_column_from_batch:
+            from pyspark.sql import functions as F  # noqa: N812 - Spark's idiom
+
+            df = df.withColumn("reason", F.concat(F.lit("r"), F.col("id").cast("string")))
+        sink(df, batch_id)
+
     stream = (
         spark.readStream.schema(ROWS_SPARK_DDL)
         .option("maxFilesPerTrigger", args.max_files_per_trigger)
         .parquet(args.source)
-        .writeStream.foreachBatch(sink)
+        .writeStream.foreachBatch(process)
         .option("checkpointLocation", args.checkpoint)
     )
     if args.trigger == "availableNow":

@@ -29,9 +29,11 @@ from snaplake.store.format.json_codec import decode_json, encode_json
 from snaplake.store.format.partition import partition_path
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.types import (
+    DataField,
     DataType,
     arrow_schema_from_fields,
     fields_from_arrow,
+    parse_fields,
     parse_type,
 )
 from snaplake.store.io.file_io import FileIO
@@ -109,22 +111,8 @@ class TableSchema:
                 )
         opts = {"bucket": "-1", **dict(options or {})}
         opts.setdefault("file.format", "parquet")
-        core = CoreOptions(opts)
-        if core.bucket == 0 or core.bucket < -1:
-            raise SchemaMismatchError(
-                f"bucket = {core.bucket} is invalid; use -1 (bucket-unaware) or a positive count"
-            )
-        if core.bucket > 0 and not primary_keys:
-            keys = core.bucket_key
-            if not keys:
-                raise SchemaMismatchError(
-                    "a fixed-bucket append table needs 'bucket-key' (comma-separated columns)"
-                )
-            for key in keys:
-                if key not in names:
-                    raise SchemaMismatchError(f"bucket key {key!r} is not a column of {names}")
         fields_json, highest = fields_from_arrow(schema)
-        return cls(
+        table_schema = cls(
             id=schema_id,
             fields=tuple(fields_json),
             highest_field_id=highest,
@@ -134,11 +122,57 @@ class TableSchema:
             comment=comment,
             time_millis=int(time.time() * 1000),
         )
+        table_schema.validate()
+        return table_schema
+
+    def validate(self) -> None:
+        """Check what every schema of a table must satisfy (at creation and after an alter).
+
+        Raises:
+            SchemaMismatchError: no column, a repeated name, a partition or
+                bucket key that is not a column, a nested bucket key, or an
+                invalid ``bucket``.
+            InvalidOptionError: an option value does not parse.
+
+        Source: Paimon ``SchemaValidation.validateTableSchema`` (``validateBucket``)
+        and ``TableSchema`` (bucket keys must be columns).
+        """
+        names = self.field_names
+        if not names:
+            raise SchemaMismatchError("a table needs at least one column")
+        if len(set(names)) != len(names):
+            raise SchemaMismatchError(f"column names repeat in {names}; rename the duplicates")
+        for key in self.partition_keys:
+            if key not in names:
+                raise SchemaMismatchError(
+                    f"partition key {key!r} is not a column of the schema {names}"
+                )
+        core = CoreOptions(self.options)
+        if core.bucket == 0 or core.bucket < -1:
+            raise SchemaMismatchError(
+                f"bucket = {core.bucket} is invalid; use -1 (bucket-unaware) or a positive count"
+            )
+        if core.bucket > 0:
+            keys = core.bucket_key
+            if not keys and not self.primary_keys:
+                raise SchemaMismatchError(
+                    "a fixed-bucket append table needs 'bucket-key' (comma-separated columns)"
+                )
+            for key in keys:
+                if key not in names:
+                    raise SchemaMismatchError(f"bucket key {key!r} is not a column of {names}")
+                if self.field_type(key).is_nested:
+                    raise SchemaMismatchError(f"bucket key {key!r} has a nested type")
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:
         """The Arrow schema data files are written and read with."""
         return arrow_schema_from_fields(list(self.fields))
+
+    @cached_property
+    def data_fields(self) -> tuple[DataField, ...]:
+        """The fields parsed (ids, names, Paimon types), in schema order."""
+        return parse_fields(list(self.fields))
 
     @cached_property
     def core_options(self) -> CoreOptions:
@@ -322,6 +356,10 @@ class SchemaManager:
             if sid is not None:
                 ids.append(sid)
         return sorted(ids)
+
+    def cached_ids(self) -> list[int]:
+        """Return the ids of the schemas this manager has read or written (no request)."""
+        return list(self._cache)
 
     def latest(self) -> TableSchema | None:
         """Return the newest schema, or ``None`` when the table has none (no table)."""

@@ -66,6 +66,7 @@ __all__ = [
     "parse_field",
     "parse_fields",
     "parse_type",
+    "reassign_field_ids",
     "to_arrow_field",
     "to_arrow_type",
 ]
@@ -656,6 +657,22 @@ def _assign_ids(t: DataType, counter: list[int]) -> DataType:
     if t.children:
         return replace(t, children=tuple(_assign_ids(c, counter) for c in t.children))
     return t
+
+
+def reassign_field_ids(t: DataType, highest_field_id: int) -> tuple[DataType, int]:
+    """Give the nested ROW fields of ``t`` new ids after ``highest_field_id``.
+
+    Ids run on from ``highest_field_id + 1``, depth-first, a field's
+    children before the field (as at table creation).
+
+    Returns:
+        ``(t with new nested ids, the new highest field id)``.
+
+    Source:
+        ``org.apache.paimon.types.ReassignFieldId.reassign``.
+    """
+    counter = [highest_field_id]
+    return _assign_ids(t, counter), counter[0]
 
 
 def fields_from_arrow(schema: pa.Schema) -> tuple[list[dict[str, Any]], int]:

@@ -33,6 +33,7 @@ from snaplake.store.read.partition_dirs import (
     has_uncomputable_partition_dirs,
 )
 from snaplake.store.read.predicate import Predicate
+from snaplake.store.read.schema_evolution import file_stats_predicates
 
 __all__ = ["FileStoreScan", "Split", "merge_live_entries"]
 
@@ -95,6 +96,8 @@ class FileStoreScan:
         partition_filter: ``{partition_key: value}`` equalities (a subset of
             the keys is fine), or predicates on partition keys.
         predicate: AND of predicates on any columns, used for stats pruning.
+        read_schema: The schema the predicates' columns belong to (default:
+            the snapshot's); files of other schemas are pruned by field id.
     """
 
     def __init__(
@@ -106,6 +109,7 @@ class FileStoreScan:
         snapshot: Snapshot | None,
         partition_filter: Mapping[str, Any] | Sequence[Predicate] | None = None,
         predicate: Sequence[Predicate] = (),
+        read_schema: TableSchema | None = None,
     ) -> None:
         self.file_io = file_io
         self.paths = paths
@@ -132,6 +136,8 @@ class FileStoreScan:
         self.partition_predicates = part_preds + tuple(p for p in predicate if p.column in keys)
         self.value_predicates = tuple(p for p in predicate if p.column not in keys)
         self._partition_cache: dict[bytes, tuple[Any, ...]] = {}
+        self.read_schema = read_schema if read_schema is not None else self.schema
+        self._evolved: dict[int, tuple[tuple[Predicate, ...], tuple[Predicate, ...]]] = {}
 
     # manifests ------------------------------------------------------------
     def manifest_metas(self) -> list[ManifestFileMeta]:
@@ -198,8 +204,30 @@ class FileStoreScan:
         index = {k: i for i, k in enumerate(self.schema.partition_keys)}
         return all(p.test_value(values[index[p.column]]) for p in self.partition_predicates)
 
+    def _file_predicates(self, file: DataFileMeta) -> tuple[Predicate, ...] | None:
+        """The value predicates on ``file``'s own columns; ``None`` if it cannot match."""
+        read = self.read_schema
+        if read is None or file.schema_id == read.id:
+            return self.value_predicates
+        evolved = self._evolved.get(file.schema_id)
+        if evolved is None:
+            old = self.schema_manager.schema(file.schema_id)
+            evolved = file_stats_predicates(old, read, self.value_predicates)
+            self._evolved[file.schema_id] = evolved
+        on_file, absent = evolved
+        n = file.row_count  # a column the file lacks is NULL in each of its rows
+        if any(not p.may_match_stats(min_value=None, max_value=None, null_count=n, row_count=n)
+               for p in absent):  # fmt: skip
+            return None
+        return on_file
+
     def _stats_match(self, file: DataFileMeta) -> bool:
         if not self.value_predicates:
+            return True
+        predicates = self._file_predicates(file)
+        if predicates is None:
+            return False
+        if not predicates:
             return True
         schema = self.schema_manager.schema(file.schema_id)
         names = list(file.value_stats_cols) if file.value_stats_cols is not None else None
@@ -214,7 +242,7 @@ class FileStoreScan:
         mins = decode_binary_row(stats.min_values, types)
         maxs = decode_binary_row(stats.max_values, types)
         position = {n: i for i, n in enumerate(names)}
-        for p in self.value_predicates:
+        for p in predicates:
             i = position.get(p.column)
             if i is None:
                 continue

@@ -15,7 +15,7 @@ Source: pypaimon ``TableRead.to_arrow`` (reads Parquet via pyarrow); Paimon
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from functools import reduce
+from functools import partial, reduce
 from typing import Any
 
 import pyarrow as pa
@@ -25,6 +25,7 @@ from snaplake.store.format.file_format import format_of_file
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.predicate import Predicate, check_filter_types
 from snaplake.store.read.scan import Split
+from snaplake.store.read.schema_evolution import SchemaEvolution
 
 __all__ = ["read_splits", "read_splits_batches"]
 
@@ -49,6 +50,7 @@ def read_splits(
     columns: Sequence[str] | None = None,
     predicates: Sequence[Predicate] = (),
     limit: int | None = None,
+    evolution: SchemaEvolution | None = None,
 ) -> pa.Table:
     """Read the rows of ``splits`` as one Arrow table.
 
@@ -59,6 +61,8 @@ def read_splits(
         columns: Columns to return, in this order (``None`` = all).
         predicates: AND of predicates applied exactly to the rows.
         limit: Stop after this many rows (``None`` = all).
+        evolution: Maps files written under other schemas to ``schema`` by
+            field id (``None``: every file is in ``schema``).
 
     Returns:
         A table with ``columns`` (or all columns), rows in split order.
@@ -73,6 +77,11 @@ def read_splits(
             ``FileIO.translate_error``.
     """
     names, needed = _projection(schema, columns, predicates)
+    if evolution is not None and evolution.needs_mapping(splits, needed):
+        return evolution.read(
+            splits, read=partial(read_splits, file_io), names=names, needed=needed,
+            predicates=predicates, limit=limit,
+        )  # fmt: skip
     out_schema = pa.schema([schema.field(n) for n in needed])
     paths = [p for s in splits for p in s.paths]
     expr = (
@@ -137,6 +146,7 @@ def read_splits_batches(
     schema: pa.Schema,
     columns: Sequence[str] | None = None,
     predicates: Sequence[Predicate] = (),
+    evolution: SchemaEvolution | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Yield the rows of ``splits`` as record batches, one split at a time (bounded memory).
 
@@ -146,5 +156,8 @@ def read_splits_batches(
     """
     _projection(schema, columns, predicates)
     for split in splits:
-        table = read_splits(file_io, [split], schema=schema, columns=columns, predicates=predicates)
+        table = read_splits(
+            file_io, [split], schema=schema, columns=columns, predicates=predicates,
+            evolution=evolution,
+        )  # fmt: skip
         yield from table.to_batches()

@@ -1,0 +1,459 @@
+"""Read data files written under older schemas in the read schema, by field id.
+
+A data file records the schema it was written with (``DataFileMeta._SCHEMA_ID``).
+After ``alter_table`` the table's files span several schemas; a read maps
+each file's columns to the read schema through the field ids:
+
+* a read column whose id the file lacks (added later) is all NULL;
+* a renamed column is read under its name in the file;
+* a widened column is read in its old type and cast (the casts of
+  :mod:`snaplake.store.format.type_casts` are exact);
+* a column dropped since is not read at all.
+
+:func:`file_schema_mapping` gives that mapping for one file schema (which
+physical columns to read, how to turn them into the result); it is a pure
+function, so the append reader, the compactor and a merge reader of
+primary-key tables can call it per file. :class:`SchemaEvolution` caches the
+mappings of one read and reads a list of splits whose files span schemas:
+consecutive files of one schema are read together, files already in the read
+schema take the unchanged fast path.
+
+Value statistics of an older file are used for pruning only where the types
+allow it (:func:`file_stats_predicates`): the column's type in the file must
+widen exactly to the read type; otherwise the predicate is not used on that
+file (the file is kept and filtered after reading). A column the file lacks is
+NULL in every row, which prunes exactly.
+
+Source: Paimon ``SchemaEvolutionUtil.createIndexCastMapping`` (index mapping
+by field id, ``NULL_FIELD_INDEX``, cast per field), ``IndexCastMapping``,
+``SchemaEvolutionUtil.devolveFilters`` / ``CastExecutors.castLiteralsWithEvolution``
+(filters on evolved columns), pypaimon ``SplitRead._create_base_index_mapping``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from functools import reduce
+from typing import TYPE_CHECKING, Protocol
+
+import pyarrow as pa
+
+from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
+from snaplake.store.format.data_file import DataFileMeta
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.type_casts import can_widen
+from snaplake.store.format.types import DataField, to_arrow_field
+from snaplake.store.read.predicate import Predicate
+
+if TYPE_CHECKING:
+    from snaplake.store.read.scan import Split
+
+_MAX_READ_THREADS = 8
+_MAX_CACHED_MAPPINGS = 512
+
+__all__ = [
+    "FileSchemaMapping",
+    "SchemaEvolution",
+    "check_files_readable",
+    "file_schema_mapping",
+    "file_stats_predicates",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileSchemaMapping:
+    """How to read a data file written under one schema as columns of another.
+
+    Attributes:
+        file_schema_id: Schema the file was written with.
+        file_columns: Names, as spelled in the file, of the columns to read.
+        file_arrow_schema: Those columns with the file's Arrow types.
+        target: The result columns: read-schema names and Arrow types.
+        sources: For each target column, its index in ``file_columns``, or
+            -1 when the file does not have it (the column is all NULL).
+        identity: The file's columns already are the target (same names and
+            types in order): nothing to rename, cast or fill.
+
+    Source: Paimon ``IndexCastMapping`` (index mapping plus cast mapping).
+    """
+
+    file_schema_id: int
+    file_columns: tuple[str, ...]
+    file_arrow_schema: pa.Schema
+    target: pa.Schema
+    sources: tuple[int, ...]
+    identity: bool
+
+    def apply(self, data: pa.Table | pa.RecordBatch) -> pa.Table:
+        """Turn ``data`` (the ``file_columns`` read from a file) into ``target`` columns.
+
+        Raises:
+            UnsupportedTypeError: a value of the file does not fit the read
+                type (only after a lossy type change made by another engine).
+        """
+        table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+        if self.identity:
+            return table
+        arrays = []
+        for field, src in zip(self.target, self.sources, strict=True):
+            if src < 0:
+                arrays.append(pa.nulls(table.num_rows, field.type))
+                continue
+            column = table.column(src)
+            if column.type != field.type:
+                try:
+                    column = column.cast(field.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise UnsupportedTypeError(
+                        f"column {field.name!r} of a file written under schema "
+                        f"{self.file_schema_id} holds {column.type} values that cannot be "
+                        f"read as {field.type}: {exc}"
+                    ) from exc
+            arrays.append(column)
+        return pa.Table.from_arrays(arrays, schema=self.target)
+
+
+def _fields(schema: TableSchema) -> tuple[DataField, ...]:
+    return schema.data_fields
+
+
+def file_schema_mapping(
+    file_schema: TableSchema, read_schema: TableSchema, columns: Sequence[str]
+) -> FileSchemaMapping:
+    """Map the columns of a file written under ``file_schema`` to ``read_schema``'s ``columns``.
+
+    Args:
+        file_schema: The schema of the data file (``DataFileMeta.schema_id``).
+        read_schema: The schema of the read (current, or the snapshot's for
+            time travel).
+        columns: Read-schema column names to produce, in this order.
+
+    Returns:
+        The mapping; columns are matched by field id, never by name.
+
+    Raises:
+        SchemaMismatchError: a name in ``columns`` is not a read-schema column.
+
+    Source: Paimon ``SchemaEvolutionUtil.createIndexCastMapping``.
+    """
+    read_by_name = {f.name: f for f in _fields(read_schema)}
+    file_by_id = {f.id: f for f in _fields(file_schema)}
+    file_columns: list[str] = []
+    file_arrow: list[pa.Field] = []
+    target: list[pa.Field] = []
+    sources: list[int] = []
+    for name in columns:
+        field = read_by_name.get(name)
+        if field is None:
+            raise SchemaMismatchError(
+                f"unknown column {name!r}; the table has {list(read_by_name)}"
+            )
+        target.append(to_arrow_field(field))
+        old = file_by_id.get(field.id)
+        if old is None:
+            sources.append(-1)
+            continue
+        sources.append(len(file_columns))
+        file_columns.append(old.name)
+        file_arrow.append(to_arrow_field(old))
+    target_schema = pa.schema(target)
+    file_schema_arrow = pa.schema(file_arrow)
+    identity = list(file_columns) == list(columns) and all(
+        a.type == b.type for a, b in zip(file_schema_arrow, target_schema, strict=True)
+    )
+    return FileSchemaMapping(
+        file_schema_id=file_schema.id,
+        file_columns=tuple(file_columns),
+        file_arrow_schema=file_schema_arrow,
+        target=target_schema,
+        sources=tuple(sources),
+        identity=identity,
+    )
+
+
+def file_stats_predicates(
+    file_schema: TableSchema, read_schema: TableSchema, predicates: Sequence[Predicate]
+) -> tuple[tuple[Predicate, ...], tuple[Predicate, ...]]:
+    """Translate read-schema predicates into ones on an older file's value stats.
+
+    Args:
+        file_schema: The file's schema.
+        read_schema: The read's schema (the predicates name its columns).
+        predicates: AND of predicates on read-schema columns.
+
+    Returns:
+        ``(on_file, absent)``: predicates renamed to the file's columns, kept
+        only where the file's type widens exactly to the read type (its stats
+        order values as the read does); and predicates on columns the file
+        lacks (NULL in every row of it). Predicates on columns whose type
+        changed otherwise are left out: they cannot prune this file.
+
+    Source: Paimon ``SchemaEvolutionUtil.devolveFilters`` (drop what cannot be
+    translated exactly).
+    """
+    read_by_name = {f.name: f for f in _fields(read_schema)}
+    file_by_id = {f.id: f for f in _fields(file_schema)}
+    on_file: list[Predicate] = []
+    absent: list[Predicate] = []
+    for p in predicates:
+        field = read_by_name.get(p.column)
+        if field is None:
+            continue
+        old = file_by_id.get(field.id)
+        if old is None:
+            absent.append(p)
+        elif can_widen(
+            old.type.with_nullable(nullable=True), field.type.with_nullable(nullable=True)
+        ):
+            on_file.append(p if old.name == p.column else replace(p, column=old.name))
+    return tuple(on_file), tuple(absent)
+
+
+def check_files_readable(
+    files: Sequence[DataFileMeta], schema: TableSchema, schema_of: Callable[[int], TableSchema]
+) -> None:
+    """Check that data files written under older schemas read in ``schema``.
+
+    A commit may carry files written before an ``alter_table`` (a writer
+    opened earlier); Paimon accepts them when their schema is still readable.
+    Every column the file shares with ``schema`` (by field id) must widen to
+    its type in ``schema``.
+
+    Raises:
+        SchemaMismatchError: a file's schema file is missing, or a shared
+            column's type changed in a way its values cannot be read (only
+            after a type change by another engine); raised before anything
+            is published.
+    """
+    checked: set[int] = {schema.id}
+    by_id = {f.id: f for f in _fields(schema)}
+    for file in files:
+        if file.schema_id in checked:
+            continue
+        checked.add(file.schema_id)
+        try:
+            old = schema_of(file.schema_id)
+        except FileNotFoundError as exc:
+            raise SchemaMismatchError(
+                f"data file {file.file_name} was written under schema {file.schema_id}, "
+                "which does not exist; it cannot be committed"
+            ) from exc
+        for f in _fields(old):
+            now = by_id.get(f.id)
+            if now is not None and not can_widen(
+                f.type.with_nullable(nullable=True), now.type.with_nullable(nullable=True)
+            ):
+                raise SchemaMismatchError(
+                    f"data file {file.file_name} was written under schema {old.id}, where "
+                    f"column {f.name!r} is {f.type}; schema {schema.id} made it {now.type}, "
+                    "which its values cannot be read as; write the data again with a new writer"
+                )
+
+
+class ReadFn(Protocol):
+    """``read_splits`` bound to a FileIO: reads splits whose files share one layout."""
+
+    def __call__(
+        self,
+        splits: Sequence[Split],
+        *,
+        schema: pa.Schema,
+        columns: Sequence[str] | None = None,
+        predicates: Sequence[Predicate] = (),
+        limit: int | None = None,
+    ) -> pa.Table: ...
+
+
+class SchemaEvolution:
+    """The file-to-read-schema mappings of one read, cached per file schema id.
+
+    Args:
+        read_schema: The schema of the result.
+        schema_of: Returns the schema of an id (``SchemaManager.schema``;
+            schema files are immutable, so it may cache).
+    """
+
+    def __init__(self, read_schema: TableSchema, schema_of: Callable[[int], TableSchema]) -> None:
+        self.read_schema = read_schema
+        self.schema_of = schema_of
+        self._mappings: dict[tuple[int, tuple[str, ...]], FileSchemaMapping] = {}
+
+    def mapping(self, schema_id: int, columns: Sequence[str]) -> FileSchemaMapping:
+        """Return the mapping of files written under ``schema_id`` (cached).
+
+        Raises:
+            FileNotFoundError: no such schema file.
+        """
+        key = (schema_id, tuple(columns))
+        found = self._mappings.get(key)
+        if found is None:
+            found = file_schema_mapping(self.schema_of(schema_id), self.read_schema, columns)
+            if len(self._mappings) >= _MAX_CACHED_MAPPINGS:  # many ad hoc projections
+                self._mappings.clear()
+            self._mappings[key] = found
+        return found
+
+    def needs_mapping(self, splits: Sequence[Split], columns: Sequence[str]) -> bool:
+        """Tell whether some file of ``splits`` is not already in the read layout."""
+        rid = self.read_schema.id
+        return any(
+            f.schema_id != rid and not self.mapping(f.schema_id, columns).identity
+            for s in splits
+            for f in s.files
+        )
+
+    def _layout(self, file: DataFileMeta, columns: Sequence[str]) -> FileSchemaMapping | None:
+        m = self.mapping(file.schema_id, columns)
+        return None if m.identity else m
+
+    def runs(
+        self, splits: Sequence[Split], columns: Sequence[str]
+    ) -> list[tuple[list[Split], FileSchemaMapping | None]]:
+        """Group the files of ``splits``, in order, into runs of consecutive files of one mapping.
+
+        Returns:
+            ``(splits of the run, mapping)`` pairs in file order; the mapping
+            is ``None`` for files already in the read layout.
+        """
+        runs: list[tuple[list[tuple[Split, int]], FileSchemaMapping | None]] = []
+        for split in splits:
+            for i, file in enumerate(split.files):
+                m = self._layout(file, columns)
+                if not runs or runs[-1][1] is not m:
+                    runs.append(([], m))
+                runs[-1][0].append((split, i))
+        return [(_subsplits(entries), m) for entries, m in runs]
+
+    def read(
+        self,
+        splits: Sequence[Split],
+        *,
+        read: ReadFn,
+        names: Sequence[str],
+        needed: Sequence[str],
+        predicates: Sequence[Predicate],
+        limit: int | None,
+    ) -> pa.Table:
+        """Read ``splits`` whose files span schemas into the read schema.
+
+        Without ``limit`` the files of each schema are read together (one
+        read per schema, side by side in threads) and put back in file
+        order; with ``limit`` runs of consecutive files are read in order
+        until enough rows came.
+
+        Args:
+            splits: Planned splits.
+            read: ``read_splits`` bound to the table's FileIO (reads files of one layout).
+            names: Columns of the result, in order.
+            needed: ``names`` plus the predicates' columns.
+            predicates: AND of predicates applied exactly to the rows.
+            limit: Stop after this many rows.
+
+        Returns:
+            The rows in file order, columns ``names``.
+        """
+        read_arrow = self.read_schema.arrow_schema
+        target = pa.schema([read_arrow.field(n) for n in needed])
+        expr = (
+            reduce(lambda a, b: a & b, (p.to_expression() for p in predicates))
+            if predicates
+            else None
+        )
+
+        def read_files(files: list[Split], m: FileSchemaMapping | None) -> pa.Table:
+            if m is None:
+                part = read(files, schema=read_arrow, columns=needed)
+            else:
+                part = m.apply(read(files, schema=m.file_arrow_schema, columns=m.file_columns))
+            part = part.select(list(needed))
+            return part if part.schema == target else part.cast(target)
+
+        parts: list[pa.Table] = []
+        if limit is not None:
+            rows = 0
+            for run, m in self.runs(splits, needed):
+                part = read_files(run, m)
+                parts.append(part.filter(expr) if expr is not None else part)
+                rows += parts[-1].num_rows
+                if rows >= limit:
+                    break
+        else:
+            parts = self._read_grouped(splits, needed, read_files)
+        table = pa.concat_tables(parts) if parts else target.empty_table()
+        if limit is None and expr is not None:
+            table = table.filter(expr)
+        if limit is not None:
+            table = table.slice(0, limit)
+        return table.select(list(names))
+
+    def _read_grouped(
+        self,
+        splits: Sequence[Split],
+        needed: Sequence[str],
+        read_files: Callable[[list[Split], FileSchemaMapping | None], pa.Table],
+    ) -> list[pa.Table]:
+        """Read the files of each layout together; return one table per file, in file order."""
+        entries = [(split, i) for split in splits for i in range(len(split.files))]
+        groups: dict[int, tuple[FileSchemaMapping | None, list[int]]] = {}
+        for pos, (split, i) in enumerate(entries):
+            m = self._layout(split.files[i], needed)
+            groups.setdefault(-1 if m is None else m.file_schema_id, (m, []))[1].append(pos)
+
+        def read_group(group: tuple[FileSchemaMapping | None, list[int]]) -> list[pa.Table]:
+            m, positions = group
+            table = read_files(_subsplits([entries[p] for p in positions]), m)
+            counts = [entries[p][0].files[entries[p][1]].row_count for p in positions]
+            if sum(counts) != table.num_rows:  # row counts unknown: keep the group's order
+                return [table] + [table.slice(0, 0)] * (len(positions) - 1)
+            out, offset = [], 0
+            for n in counts:
+                out.append(table.slice(offset, n))
+                offset += n
+            return out
+
+        ordered = list(groups.values())
+        if len(ordered) > 1:
+            pieces = list(_pool().map(read_group, ordered))
+        else:
+            pieces = [read_group(g) for g in ordered]
+        by_position: list[pa.Table | None] = [None] * len(entries)
+        for (_, positions), tables in zip(ordered, pieces, strict=True):
+            for pos, t in zip(positions, tables, strict=True):
+                by_position[pos] = t
+        return [t for t in by_position if t is not None]
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The threads that read the files of different schemas side by side (one per process)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            workers = min(max(2, os.cpu_count() or 2), _MAX_READ_THREADS)
+            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="snaplake-read")
+        return _POOL
+
+
+def _subsplits(entries: Sequence[tuple[Split, int]]) -> list[Split]:
+    """Splits holding just the given (split, file index) entries, in order."""
+    out: list[tuple[Split, list[int]]] = []
+    for split, i in entries:
+        if out and out[-1][0] is split:
+            out[-1][1].append(i)
+        else:
+            out.append((split, [i]))
+    return [
+        replace(
+            split,
+            files=tuple(split.files[i] for i in idx),
+            paths=tuple(split.paths[i] for i in idx),
+        )
+        for split, idx in out
+    ]
