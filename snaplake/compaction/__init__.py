@@ -8,13 +8,17 @@ pure deletion) and returns a frozen result dataclass. This package imports
 """
 
 from snaplake.compaction.append_compact import AppendCompactor, CompactResult, CompactTask
+from snaplake.compaction.capped_compact import CappedCompactor
 from snaplake.compaction.consumers import ConsumerManager
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
-from snaplake.compaction.inline import (
+from snaplake.compaction.inline import InlineMaintenanceResult, run_inline_maintenance
+from snaplake.compaction.maintenance import (
     MAINTENANCE_COMMIT_USER,
-    InlineMaintenanceResult,
-    maintenance_commit,
-    run_inline_maintenance,
+    MAINTENANCE_RETRY_POLICY,
+    FileCounts,
+    count_files,
+    count_manifests,
+    maintenance_committer,
 )
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
 from snaplake.compaction.orphan_clean import (
@@ -28,12 +32,15 @@ from snaplake.compaction.tags import TagInfo, TagManager
 __all__ = [
     "DEFAULT_OLDER_THAN",
     "MAINTENANCE_COMMIT_USER",
+    "MAINTENANCE_RETRY_POLICY",
     "AppendCompactor",
+    "CappedCompactor",
     "CompactResult",
     "CompactTask",
     "ConsumerManager",
     "ExpireResult",
     "ExpireSnapshots",
+    "FileCounts",
     "InlineMaintenanceResult",
     "ManifestFileMerger",
     "MergeResult",
@@ -42,7 +49,9 @@ __all__ = [
     "RollbackResult",
     "TagInfo",
     "TagManager",
-    "maintenance_commit",
+    "count_files",
+    "count_manifests",
+    "maintenance_committer",
     "rollback_to",
     "run_inline_maintenance",
 ]

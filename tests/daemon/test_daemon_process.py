@@ -41,7 +41,7 @@ from tests.daemon.promql import expressions, load_dashboard, substitute
 from tests.oracle import PaimonOracle, requires_paimon
 
 import snaplake
-from snaplake.daemon.jobs import count_manifests
+from snaplake.compaction.maintenance import count_manifests
 from snaplake.daemon.lease import TableLease
 from snaplake.store.format.decoded_cache import metadata_cache
 from snaplake.table import Table

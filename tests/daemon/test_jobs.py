@@ -10,14 +10,12 @@ from prometheus_client import CollectorRegistry
 from tests.daemon.helpers import LOW_THRESHOLDS, append, memory_table
 
 from snaplake.compaction.append_compact import AppendCompactor
+from snaplake.compaction.capped_compact import CappedCompactor
+from snaplake.compaction.maintenance import count_files, count_manifests, maintenance_committer
 from snaplake.daemon.config import Task, parse_config
 from snaplake.daemon.jobs import (
-    CappedCompactor,
     compact_job,
-    count_files,
-    count_manifests,
     expire_snapshots_job,
-    maintenance_committer,
     merge_manifests_job,
     orphan_clean_job,
     run_job,

@@ -9,7 +9,7 @@ from tests.helpers import rows, sorted_ids
 from tests.unit.compaction.conftest import append
 
 from snaplake.compaction.append_compact import AppendCompactor
-from snaplake.compaction.inline import maintenance_commit
+from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.errors import CommitConflictError
 from snaplake.store.format.data_file import FileSource
 from snaplake.store.format.snapshot import CommitKind
@@ -75,7 +75,7 @@ def test_large_files_split_runs(make_table):
     append(table, 1000, 2000)  # large
     append(table, 9, 3)
     append(table, 12, 3)
-    compactor = AppendCompactor(commit=maintenance_commit(table))
+    compactor = AppendCompactor(commit=maintenance_committer(table))
     tasks = compactor.plan()
     assert [f.row_count for f in tasks[0].files] == [3, 3, 3]
     assert all(f.file_size_bytes < 4096 for t in tasks for f in t.files)
@@ -114,7 +114,7 @@ def test_racing_compactions_one_conflicts_and_cleans_up(make_table):
     table = make_table(partitioned=False)
     for i in range(5):
         append(table, i * 10, 10)
-    loser = AppendCompactor(commit=maintenance_commit(table))
+    loser = AppendCompactor(commit=maintenance_committer(table))
     tasks = loser.plan()
     assert tasks
     winner = table.compact()
@@ -134,7 +134,7 @@ def test_compaction_and_append_both_land(make_table, monkeypatch):
     table = make_table(partitioned=False)
     for i in range(5):
         append(table, i * 10, 10)
-    compactor = AppendCompactor(commit=maintenance_commit(table))
+    compactor = AppendCompactor(commit=maintenance_committer(table))
     original = compactor.commit.commit
 
     def commit_after_append(messages, **kw):
