@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from snaplake.commit.conflict import ConflictDetection, check_self_consistent
+from snaplake.commit.conflict import ConflictDetection, ConflictRule, check_self_consistent
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitOutcome, CommitResult
 from snaplake.commit.retry import RetryPolicy
@@ -77,6 +77,9 @@ class FileStoreCommit:
         after_commit: Called with the result after each successful,
             non-duplicate commit (the facade hooks inline maintenance here);
             its failures are the hook's own business and must not raise.
+        conflict_rules: Checks beyond "deleted files are live", run by
+            :class:`~snaplake.commit.conflict.ConflictDetection` on every
+            attempt (e.g. the LSM key-range rule of primary-key tables).
 
     Attributes:
         snapshot_commit: The publishing loop every commit of this user goes
@@ -98,6 +101,7 @@ class FileStoreCommit:
         sleep: Callable[[float], None] = time.sleep,
         rng: Callable[[], float] = random.random,
         after_commit: Callable[[CommitResult], None] | None = None,
+        conflict_rules: Sequence[ConflictRule] = (),
     ) -> None:
         self.snapshot_commit = SnapshotCommit(
             file_io=file_io,
@@ -118,6 +122,7 @@ class FileStoreCommit:
         self.commit_user = commit_user
         self._retry_policy = retry_policy
         self._after_commit = after_commit
+        self.conflict_rules = tuple(conflict_rules)
 
     @classmethod
     def of(
@@ -127,12 +132,14 @@ class FileStoreCommit:
         commit_user: str,
         retry_policy: RetryPolicy | None = None,
         after_commit: Callable[[CommitResult], None] | None = None,
+        conflict_rules: Sequence[ConflictRule] = (),
     ) -> FileStoreCommit:
         """Return a committer of ``commit_user`` for ``table`` (other arguments as the class)."""
         return cls(
             file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
             snapshot_manager=table.snapshot_manager, table_name=table.identifier,
             commit_user=commit_user, retry_policy=retry_policy, after_commit=after_commit,
+            conflict_rules=conflict_rules,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ public
@@ -348,8 +355,9 @@ class _MessagesCommit:
                 paths=owner.paths,
                 schema_manager=owner.schema_manager,
                 snapshot_manager=owner.snapshot_manager,
+                rules=owner.conflict_rules,
             )
-        self._conflicts.check(deletes, latest)
+        self._conflicts.check(entries, latest)
         delta = [self._delta] if self._delta is not None else []
         attempt_manifests: list[str] = []
         extra_deletes: list[ManifestEntry] = []
