@@ -27,6 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from snaplake.commit.conflict import ConflictDetection, ConflictRule, check_self_consistent
+from snaplake.commit.duplicate import (
+    data_file_paths,
+    delete_unreferenced_files,
+    find_holding_snapshot,
+)
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitOutcome, CommitResult
 from snaplake.commit.retry import RetryPolicy
@@ -159,10 +164,15 @@ class FileStoreCommit:
                 compaction), one per (partition, bucket). Empty messages are
                 ignored; an append with no files writes nothing.
             commit_identifier: Increasing per ``commit_user`` (the Spark sink
-                passes ``batch_id``). If a snapshot by this user already has an
-                identifier at or past this one, nothing is written and
-                ``was_duplicate`` is true. ``None`` = a one-off batch commit
-                (stored as ``9223372036854775807``), never a duplicate.
+                passes ``batch_id``). If this user already committed this
+                identifier or a higher one, the commit is a duplicate:
+                nothing is published, ``was_duplicate`` is true and
+                ``snapshot_id`` names the snapshot holding the identifier
+                (``None`` when it is no longer retained). As in Paimon, an
+                identifier *below* the user's highest counts as committed
+                even if it never landed (a WARNING is logged when no retained
+                snapshot holds it). ``None`` = a one-off batch commit (stored
+                as ``9223372036854775807``), never a duplicate.
             overwrite: ``None`` = append. A mapping = static overwrite of the
                 partitions matching that (possibly partial) spec (``{}`` = the
                 whole table); every new file must lie in it. ``True`` = dynamic
@@ -190,8 +200,10 @@ class FileStoreCommit:
             Writes one delta manifest per call, two manifest lists and one
             snapshot file per attempt (plus one DELETE manifest per attempt for
             overwrites), and the ``LATEST`` hint; a lost attempt deletes its
-            manifest lists; a failed call deletes its manifests. Data files
-            are never deleted here.
+            manifest lists; a failed call deletes its manifests. A duplicate
+            deletes the data files its messages ADD that no retained snapshot
+            or tag references (see :mod:`snaplake.commit.duplicate`); no
+            other data file is ever deleted here.
 
         Source:
             Paimon ``FileStoreCommitImpl.commit`` / ``overwrite``.
@@ -234,16 +246,30 @@ class FileStoreCommit:
         return self.snapshot_commit.txn_map(latest)
 
     # ----------------------------------------------------------------- helpers
-    def _duplicate_of(self, latest: Snapshot | None, identifier: int) -> Snapshot | None:
-        """Return the snapshot that already holds ``identifier`` for our user, if any."""
+    def _duplicate_of(self, latest: Snapshot | None, identifier: int) -> CommitStop | None:
+        """A stop for a duplicate of ``identifier`` (naming its snapshot), ``None`` if new.
+
+        Paimon's rule: an identifier at or below the user's highest committed
+        one is committed (:func:`~snaplake.commit.duplicate.find_holding_snapshot`
+        warns when a lower one is not found among the retained snapshots).
+        """
         if identifier == BATCH_COMMIT_IDENTIFIER or latest is None:
             return None
         last = self.txn_map(latest).get(self.commit_user)
         if last is None or last < identifier:
             return None
-        # Locate the snapshot for the result (rare path); fall back to latest.
-        found = self.snapshot_manager.find_commit(self.commit_user)
-        return found if found is not None else latest
+        holder = find_holding_snapshot(
+            self.snapshot_manager, commit_user=self.commit_user, identifier=identifier,
+            highest=last,
+        )  # fmt: skip
+        logger.info(
+            "commit of %s by %s with identifier %d is a duplicate of snapshot %s; nothing "
+            "published",
+            self.table_name, self.commit_user, identifier, holder.id if holder else "(expired)",
+        )  # fmt: skip
+        return CommitStop(
+            snapshot_id=holder.id if holder else None, outcome=CommitOutcome.DUPLICATE
+        )
 
     def _check_buckets(self, adds: Sequence[ManifestEntry], schema: TableSchema) -> None:
         expected = schema.core_options.bucket
@@ -335,13 +361,14 @@ class _MessagesCommit:
 
     def attempt(self, latest: Snapshot | None) -> CommitChanges | CommitStop:
         owner = self.owner
-        dup = owner._duplicate_of(latest, self.identifier)
-        if dup is not None:
-            logger.info(
-                "commit of %s by %s is a duplicate of snapshot %d; nothing written",
-                owner.table_name, owner.commit_user, dup.id,
+        duplicate = owner._duplicate_of(latest, self.identifier)
+        if duplicate is not None and latest is not None:
+            delete_unreferenced_files(
+                file_io=owner.file_io, paths=owner.paths, schema_manager=owner.schema_manager,
+                snapshot_manager=owner.snapshot_manager, schema=self.schema,
+                messages=self.messages, latest=latest,
             )  # fmt: skip
-            return CommitStop(snapshot_id=dup.id, outcome=CommitOutcome.DUPLICATE)
+            return duplicate
         entries = self._prepare(latest)
         if entries is None:
             return CommitStop(
@@ -378,7 +405,7 @@ class _MessagesCommit:
             delta_record_count=sum(e.file.added_row_count for e in adds)
             - sum(e.file.added_row_count for e in all_deletes),
             new_files=(
-                *self._data_file_paths(adds),
+                *data_file_paths(owner.paths, self.schema, adds),
                 *(owner.paths.manifest_path(m.file_name) for m in delta),
             ),
             attempt_manifests=tuple(attempt_manifests),
@@ -399,20 +426,6 @@ class _MessagesCommit:
             )
         self._entries = entries
         return entries
-
-    def _data_file_paths(self, adds: Sequence[ManifestEntry]) -> list[str]:
-        paths = self.owner.paths
-        part_paths: dict[bytes, str] = {}
-        out = []
-        for e in adds:
-            part = part_paths.get(e.partition)
-            if part is None:
-                part = part_paths[e.partition] = self.schema.partition_path_of(e.partition)
-            out.append(
-                paths.data_file_path(part, e.bucket, e.file.file_name,
-                                     external_path=e.file.external_path)
-            )  # fmt: skip
-        return out
 
     def abandon(self) -> None:
         if self._delta is not None:
