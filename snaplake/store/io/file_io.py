@@ -135,6 +135,12 @@ class FileIO(abc.ABC):
             FileNotFoundError: one of ``files`` does not exist.
             StorageError: as :meth:`write_if_absent`.
         """
+        self._publish(path, data, files, directories)
+
+    def _publish(
+        self, path: str, data: bytes, files: Collection[str], directories: Collection[str]
+    ) -> None:
+        """Backend part of :meth:`publish`; the default only calls :meth:`write_if_absent`."""
         del files, directories
         self.write_if_absent(path, data)
 
