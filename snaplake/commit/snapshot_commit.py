@@ -594,9 +594,7 @@ class SnapshotCommit:
 
     def _write_latest_hint(self, snapshot_id: int) -> None:
         try:
-            self.file_io.write_bytes(
-                self.paths.latest_hint_path, str(snapshot_id).encode(), overwrite=True
-            )
+            self.file_io.write_hint(self.paths.latest_hint_path, str(snapshot_id).encode())
         except OSError:
             logger.warning("could not update the LATEST hint (advisory only)", exc_info=True)
 

@@ -114,6 +114,19 @@ class FileIO(abc.ABC):
                 back and comparing its content.
         """
 
+    def write_hint(self, path: str, data: bytes) -> None:
+        """Overwrite an advisory hint file (``LATEST``) as cheaply as the store allows.
+
+        Readers treat a hint as a guess they verify (a missing, unreadable or
+        wrong one only costs them a probe or a listing), so a backend may
+        give up the all-or-nothing guarantee of :meth:`write_bytes` here. The
+        default is ``write_bytes(path, data, overwrite=True)``.
+
+        Raises:
+            StorageError: the backend failed.
+        """
+        self.write_bytes(path, data, overwrite=True)
+
     def publish(
         self,
         path: str,

@@ -12,8 +12,8 @@ final name (``link`` fails with ``EEXIST`` when the name is taken, so exactly
 one concurrent writer wins and readers never see a partial file) and fsyncs
 the directory so the new name survives a crash. Nobody else's dirty pages
 are flushed. Other commit points (``schema-N``, tags, leases) publish only
-their own temp file. Overwritten hint files (``LATEST``) are advisory and are
-not fsynced.
+their own temp file. The ``LATEST`` hint is advisory: it is overwritten in
+place and never fsynced (:meth:`LocalFileIO.write_hint`).
 
 The barrier was chosen by measurement (``benchmarks/publish_barrier.py``: one
 commit's ~45 KB data file in a new partition directory, a manifest, two
@@ -173,6 +173,25 @@ class LocalFileIO(FileIO):
         except BaseException:
             os.unlink(tmp)
             raise
+
+    def write_hint(self, path: str, data: bytes) -> None:
+        """Overwrite the hint at ``path`` in place; see :meth:`FileIO.write_hint`.
+
+        No temp file and no rename: on ext4 a rename over an existing file
+        forces the new file's data out first (``auto_da_alloc``), which cost
+        1-3.5 ms p50 per commit on a loaded disk, against 0.02 ms in place.
+        A reader racing the write may see a mix of the old and new digits;
+        it then verifies the hint like any stale one.
+
+        Storage: writes ``path`` in place (created if absent); no fsync.
+        """
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.pwrite(fd, data, 0)
+            if os.fstat(fd).st_size > len(data):
+                os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
 
     def write_if_absent(self, path: str, data: bytes) -> None:
         """Create ``path`` by hard link of a durable temp file; see :meth:`FileIO.write_if_absent`.
