@@ -42,7 +42,7 @@ grafana/.schema-check/node_modules/.bin/tsc:
 	npm i --silent --no-audit --no-fund --prefix grafana/.schema-check @grafana/schema typescript
 
 unit: venv paimon-venv prometheus grafana-schema
-	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15 $(PYTEST_ARGS)
 
 test: lint unit
 
