@@ -18,7 +18,8 @@ libraries alternate rounds of ``--round`` commits so machine noise hits both.
     p50 <= 2x its own quiet p50.
 
 Then ``--breakdown`` snaplake commits run with timers on the steps (exclusive
-time per step, main thread), to show where the time goes.
+time per step, main thread), quiet and next to the neighbour, to show where
+the time goes and what grows under load.
 
 Figures on a shared machine are noisy; compare within one run.
 """
@@ -37,10 +38,10 @@ from typing import Any
 
 import pyarrow as pa
 from _common import median, neighbour_writer, pct, summary_ms
+from demo.flights_data import load_flights
 from tests.oracle import PaimonOracle
 
 import snaplake
-from demo.flights_data import load_flights
 from snaplake.commit import file_store_commit, snapshot_commit, table_write
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.snapshot_commit import SnapshotCommit
@@ -164,7 +165,7 @@ class Breakdown:
 
 def breakdown(work: Path, slices: Slices, commits: int) -> tuple[dict[str, float], float]:
     """Seconds per commit by step, and the mean wall time per commit."""
-    ours = Snaplake(work / "breakdown", slices.data.schema)
+    ours = Snaplake(work, slices.data.schema)
     ours.run(slices, 0, 20)  # warm up
     timers = Breakdown()
     with timers.installed():
@@ -188,9 +189,10 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-commit-", dir=args.dir))
     slices = Slices(load_flights())
     quiet_ours, quiet_theirs = race(work / "quiet", slices, args.commits, args.round)
+    steps, wall = breakdown(work / "breakdown-quiet", slices, args.breakdown)
     with neighbour_writer(work / "neighbour"):
         busy_ours, busy_theirs = race(work / "busy", slices, args.busy_commits, args.round)
-    steps, wall = breakdown(work, slices, args.breakdown)
+        busy_steps, busy_wall = breakdown(work / "breakdown-busy", slices, args.breakdown)
 
     print(
         f"append of one {SLICE_ROWS}-row flights slice (write_arrow + prepare_commit + commit), "
@@ -216,11 +218,16 @@ def main() -> None:
     busy = pct(busy_ours, 50) / pct(quiet_ours, 50)
     print(f"    snaplake p50 busy / quiet = {busy:.2f} (target <= 2: {_verdict(busy, 2.0)}); "
           f"pypaimon {pct(busy_theirs, 50) / pct(quiet_theirs, 50):.2f}")  # fmt: skip
-    print(f"breakdown of snaplake's append ({args.breakdown} commits, quiet; exclusive time):")
-    for step, seconds in sorted(steps.items(), key=lambda kv: -kv[1]):
-        print(f"    {step:44s} {seconds * 1000:6.3f} ms  {seconds / wall:5.1%}")
-    print(f"    {'(untimed: loop, GC)':44s} {(wall - sum(steps.values())) * 1000:6.3f} ms")
-    print(f"    {'mean per commit':44s} {wall * 1000:6.3f} ms")
+    print(f"breakdown of snaplake's append ({args.breakdown} commits; exclusive ms per commit):")
+    print(f"    {'step':44s} {'quiet':>13s} {'neighbour':>15s}")
+    for step in sorted(steps, key=lambda k: -busy_steps.get(k, 0.0)):
+        q, b = steps[step], busy_steps.get(step, 0.0)
+        print(
+            f"    {step:44s} {q * 1000:6.3f} {q / wall:5.1%}  {b * 1000:7.3f} {b / busy_wall:5.1%}"
+        )
+    rest, busy_rest = wall - sum(steps.values()), busy_wall - sum(busy_steps.values())
+    print(f"    {'(untimed: loop, GC)':44s} {rest * 1000:6.3f} {'':6s}  {busy_rest * 1000:7.3f}")
+    print(f"    {'mean per commit':44s} {wall * 1000:6.3f} {'':6s}  {busy_wall * 1000:7.3f}")
 
 
 if __name__ == "__main__":
