@@ -145,7 +145,8 @@ class FileIO(abc.ABC):
 
         Raises:
             FileAlreadyExistsError: ``path`` already exists (the race was lost).
-            FileNotFoundError: one of ``files`` does not exist.
+            FileNotFoundError: one of ``files`` does not exist; nothing was published.
+            OSError: making the files durable failed; nothing was published.
             StorageError: as :meth:`write_if_absent`.
         """
         self._publish(path, data, files, directories)

@@ -42,7 +42,7 @@ import shutil
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import IO
 
 import pyarrow.fs as pafs
@@ -101,6 +101,7 @@ def _sync_all(fd: int, files: Collection[str], directories: Collection[str]) -> 
     futures = [pool.submit(_fdatasync, fd)]
     futures += [pool.submit(_sync_path, f, directory=False) for f in files]
     futures += [pool.submit(_sync_path, d, directory=True) for d in directories]
+    wait(futures)  # all of them, even after a failure: ``fd`` is closed once this returns
     for future in futures:
         future.result()
 
@@ -213,10 +214,21 @@ class LocalFileIO(FileIO):
         """
         tmp, fd, created = self._write_tmp(path, data)
         try:
-            if self._fsync:
-                _sync_all(fd, files, directories)
-            os.close(fd)
-            fd = -1
+            try:
+                if self._fsync:  # an error here is certain: nothing was published
+                    _sync_all(fd, files, directories)
+            finally:
+                os.close(fd)
+            self._link(tmp, path, data)
+        finally:
+            os.unlink(tmp)
+        if self._fsync:
+            for directory in {os.path.dirname(path), *created}:
+                _sync_path(directory, directory=True)
+
+    def _link(self, tmp: str, path: str, data: bytes) -> None:
+        """Hard-link the durable ``tmp`` to ``path``; typed errors (``EEXIST`` = lost race)."""
+        try:
             os.link(tmp, path)
         except FileExistsError as exc:
             raise FileAlreadyExistsError(
@@ -228,23 +240,13 @@ class LocalFileIO(FileIO):
                 path=path,
                 operation="write_if_absent",
             ) from exc
-        except FileNotFoundError:
-            raise  # one of ``files`` is missing: nothing was published
         except OSError as exc:
-            if exc.errno in (errno.EPERM, errno.EXDEV, errno.ENOTSUP):
-                # Filesystems without hard links: O_EXCL create is still create-only.
-                self._write_exclusive(path, data, sync=True)
-            else:
+            if exc.errno not in (errno.EPERM, errno.EXDEV, errno.ENOTSUP):
                 raise StorageError(
                     f"creating {path} failed: {exc}", path=path, operation="write_if_absent"
                 ) from exc
-        finally:
-            if fd >= 0:
-                os.close(fd)
-            os.unlink(tmp)
-        if self._fsync:
-            for directory in {os.path.dirname(path), *created}:
-                _sync_path(directory, directory=True)
+            # Filesystems without hard links: O_EXCL create is still create-only.
+            self._write_exclusive(path, data, sync=True)
 
     def _write_exclusive(self, path: str, data: bytes, *, sync: bool = True) -> None:
         try:
