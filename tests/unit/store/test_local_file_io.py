@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 import snaplake
+from snaplake.errors import StorageError
 from snaplake.store.format.manifest_list import read_manifest_list
 from snaplake.store.io import local_file_io
 
@@ -90,3 +91,19 @@ def test_a_missing_referenced_file_publishes_nothing(tmp_path):
         io.publish(str(target), b"{}", files=[str(tmp_path / "gone.parquet")])
     assert not target.exists()
     assert os.listdir(tmp_path) == []  # no temp file left behind
+
+
+def test_a_failed_sync_publishes_nothing(tmp_path, monkeypatch):
+    import errno
+
+    def broken(fd):
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr(local_file_io, "_fdatasync", broken)
+    data_file = tmp_path / "data.parquet"
+    data_file.write_bytes(b"rows")
+    target = tmp_path / "snapshot-1"
+    with pytest.raises(OSError, match="I/O error") as err:
+        local_file_io.LocalFileIO().publish(str(target), b"{}", files=[str(data_file)])
+    assert not isinstance(err.value, StorageError)  # certain: not an unknown outcome
+    assert sorted(os.listdir(tmp_path)) == ["data.parquet"]
