@@ -33,9 +33,10 @@ from snaplake.commit.duplicate import (
     find_holding_snapshot,
 )
 from snaplake.commit.message import CommitMessage
+from snaplake.commit.operation import CommitChanges, CommitStop
 from snaplake.commit.result import CommitOutcome, CommitResult
 from snaplake.commit.retry import RetryPolicy
-from snaplake.commit.snapshot_commit import CommitChanges, CommitStop, SnapshotCommit
+from snaplake.commit.snapshot_commit import SnapshotCommit
 from snaplake.errors import CommitConflictError, SchemaMismatchError
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.manifest import FileKind, ManifestEntry
@@ -345,7 +346,7 @@ def _entries(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
 class _MessagesCommit:
     """An append, overwrite or compaction of CommitMessages, planned per attempt.
 
-    Implements :class:`~snaplake.commit.snapshot_commit.CommitOperation`.
+    Implements :class:`~snaplake.commit.operation.CommitOperation`.
     """
 
     owner: FileStoreCommit

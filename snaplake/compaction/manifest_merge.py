@@ -44,8 +44,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from snaplake.commit.file_store_commit import FileStoreCommit
+from snaplake.commit.operation import CommitChanges, CommitStop
 from snaplake.commit.retry import RetryPolicy
-from snaplake.commit.snapshot_commit import CommitChanges, CommitStop
 from snaplake.compaction._io import parallel_map, read_entries_strict, read_list_strict
 from snaplake.errors import CommitRetriesExhaustedError, CorruptMetadataError
 from snaplake.store.format.manifest import (
@@ -406,7 +406,7 @@ def _names(metas: Sequence[ManifestFileMeta]) -> list[str]:
 class _MergeOperation:
     """A manifest merge as a commit operation: plan once, carry the plan forward on lost races.
 
-    Implements :class:`~snaplake.commit.snapshot_commit.CommitOperation`.
+    Implements :class:`~snaplake.commit.operation.CommitOperation`.
     """
 
     merger: ManifestFileMerger
