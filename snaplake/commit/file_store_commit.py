@@ -370,7 +370,7 @@ class _MessagesCommit:
                 messages=self.messages, latest=latest,
             )  # fmt: skip
             return duplicate
-        entries = self._prepare(latest)
+        entries = self._prepare()
         if entries is None:
             return CommitStop(
                 snapshot_id=latest.id if latest else None, outcome=CommitOutcome.SUCCESS
@@ -412,7 +412,7 @@ class _MessagesCommit:
             attempt_manifests=tuple(attempt_manifests),
         )
 
-    def _prepare(self, latest: Snapshot | None) -> list[ManifestEntry] | None:
+    def _prepare(self) -> list[ManifestEntry] | None:
         """Validate the messages and write the delta manifest once; ``None`` = nothing to commit."""
         if self._entries is not None:
             return self._entries
