@@ -18,17 +18,20 @@ place and never fsynced (:meth:`LocalFileIO.write_hint`).
 The barrier was chosen by measurement (``benchmarks/publish_barrier.py``: one
 commit's ~45 KB data file in a new partition directory, a manifest, two
 lists and the snapshot, written and made durable; ext4 on a virtio disk, 2
-shared cores, noisy; p50 / p90 in ms, quiet | next to a process writing 2 GiB
-in 8 MiB chunks without fsync)::
+cores shared with other jobs, so noisy; p50 / p90 in ms, quiet | next to a
+process writing 2 GiB in 8 MiB chunks without fsync), two runs::
 
-    syncfs(2) of the filesystem (before)   4.86 / 11.7  |  14.7 / 112
-    fdatasync per file, in turn           22.1 / 49.3   |  28.0 /  93
-    O_DSYNC writes                        21.8 / 50.3   |  23.9 / 109
-    fdatasync all at once (chosen)         4.25 / 11.9  |   9.6 /  39
+                                       lightly loaded          heavily loaded
+    syncfs(2) (before)               0.77 / 0.89 | 1.86 / 3.6    4.9 / 12 | 15 / 112
+    fdatasync per file, in turn      1.70 / 1.89 | 1.66 / 1.9     22 / 49 | 28 /  93
+    O_DSYNC writes                   1.66 / 1.87 | 1.62 / 1.8     22 / 50 | 24 / 109
+    fdatasync all at once (chosen)   1.08 / 1.32 | 1.17 / 1.3    4.3 / 12 | 10 /  39
 
-On a quiet, idle machine an earlier run gave 0.63 (syncfs) against 0.71
-(concurrent) ms: the concurrent barrier costs about what one ``syncfs`` did,
-and unlike it does not grow with a neighbour's dirty pages.
+The concurrent barrier costs a few tenths of a millisecond more than one
+``syncfs`` on an idle filesystem (thread hand-offs, directory fsyncs), and
+unlike it does not grow with a neighbour's dirty pages (its p90 stays flat).
+What remains under load is ext4's ordered mode: a journal commit still waits
+for data blocks other processes had allocated in the same transaction.
 
 Source: Paimon ``LocalFileIO``; PostgreSQL's ``fsync`` of each written file
 before a checkpoint record (per-file durability) for the barrier.
