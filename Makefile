@@ -56,7 +56,7 @@ $(VENV)/.installed: | venv-prereq
 grafana/.schema-check/node_modules/.bin/tsc: | node
 
 unit: java node venv paimon-venv prometheus grafana-schema java-paimon
-	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15 $(PYTEST_ARGS)
 
 test: java node lint unit package-smoke
 

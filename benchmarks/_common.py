@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import statistics
+import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,3 +33,39 @@ def summary_ms(values: Sequence[float]) -> str:
 def median(values: Sequence[float]) -> float:
     """Median."""
     return statistics.median(values)
+
+
+_NEIGHBOUR = """
+import os, sys
+directory, total = sys.argv[1], int(sys.argv[2])
+chunk = b"\\x01" * (8 << 20)
+k = 0
+while True:
+    path = os.path.join(directory, f"neighbour-{k}.bin")
+    with open(path, "wb") as f:
+        for _ in range(total // len(chunk)):
+            f.write(chunk)
+    if k:
+        os.unlink(os.path.join(directory, f"neighbour-{k - 1}.bin"))
+    k += 1
+"""
+
+
+@contextmanager
+def neighbour_writer(directory: Path, *, total_bytes: int = 2 << 30) -> Iterator[None]:
+    """Run a process that writes ``total_bytes`` to ``directory`` in 8 MiB chunks, without fsync.
+
+    It starts the next file when one is written and deletes the one before, so
+    its dirty pages stay in the page cache for the whole ``with`` block; it is
+    stopped (by pid) and its files removed when the block ends.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([sys.executable, "-c", _NEIGHBOUR, str(directory), str(total_bytes)])
+    try:
+        time.sleep(1.0)  # let it fill the page cache first
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+        for leftover in directory.glob("neighbour-*.bin"):
+            leftover.unlink()

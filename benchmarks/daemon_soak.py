@@ -42,7 +42,7 @@ from tests.daemon.procs import (
 )
 
 import snaplake
-from snaplake.daemon.jobs import count_manifests
+from snaplake.compaction.maintenance import count_manifests
 
 SCHEMA = pa.schema(
     [

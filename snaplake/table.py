@@ -34,7 +34,6 @@ from snaplake.store.snapshot_manager import SnapshotManager
 if TYPE_CHECKING:
     import pandas as pd
 
-    from snaplake.commit.manifest_commit import ManifestMergeCommit
     from snaplake.compaction.append_compact import CompactResult
     from snaplake.compaction.expire import ExpireResult
     from snaplake.compaction.manifest_merge import MergeResult
@@ -230,15 +229,7 @@ class Table:
             def after_commit(_result: CommitResult) -> None:
                 run_inline_maintenance(self)
 
-        return FileStoreCommit(
-            file_io=self.file_io,
-            paths=self.paths,
-            schema_manager=self.schema_manager,
-            snapshot_manager=self.snapshot_manager,
-            table_name=self.identifier,
-            commit_user=commit_user,
-            after_commit=after_commit,
-        )
+        return FileStoreCommit.of(self, commit_user=commit_user, after_commit=after_commit)
 
     # snapshots -----------------------------------------------------------
     def latest_snapshot(self) -> Snapshot | None:
@@ -538,7 +529,7 @@ class Table:
 
         return ConsumerManager(self.file_io, self.paths).consumers()
 
-    def _maintenance_commit(self) -> ManifestMergeCommit:
-        from snaplake.compaction.inline import maintenance_commit
+    def _maintenance_commit(self) -> FileStoreCommit:
+        from snaplake.compaction.maintenance import maintenance_committer
 
-        return maintenance_commit(self)
+        return maintenance_committer(self)

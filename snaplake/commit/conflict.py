@@ -1,19 +1,23 @@
 """ConflictDetection: checks of a pending delta against live files.
 
-A commit that only ADDs files never conflicts. A commit that DELETEs files
-(compaction, overwrite, row rewrites) requires every deleted file to be live
-in the snapshot it publishes on top of, its bucket count to match the live
-files of the same partition, and the delta itself to be self-consistent.
+A commit that only ADDs files never conflicts by itself. A commit that
+DELETEs files (compaction, overwrite, row rewrites) requires every deleted
+file to be live in the snapshot it publishes on top of, its bucket count to
+match the live files of the same partition, and the delta itself to be
+self-consistent. Further rules plug in as :class:`ConflictRule` objects
+(e.g. primary-key tables' key-range rule over the LSM levels >= 1): each
+names the partitions it needs and checks the live files of those
+partitions with the delta applied.
 
 Source: Paimon ``ConflictDetection`` (``checkNoConflictsOrFail``: deleted files
-must exist, total buckets unchanged) and Iceberg's serializable-isolation
-validation of deleted files.
+must exist, total buckets unchanged, then further checks over the merged
+entries) and Iceberg's serializable-isolation validation of deleted files.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from snaplake.errors import CommitConflictError
 from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
@@ -25,11 +29,47 @@ from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan, merge_live_entries
 from snaplake.store.snapshot_manager import SnapshotManager
 
-__all__ = ["ConflictDetection", "apply_entries", "check_deletes_live", "check_self_consistent"]
+__all__ = [
+    "ConflictDetection",
+    "ConflictRule",
+    "apply_entries",
+    "check_deletes_live",
+    "check_self_consistent",
+]
 
 _REMOVER_SEARCH_DEPTH = 50
 
 EntryKey = tuple[Any, ...]
+
+
+class ConflictRule(Protocol):
+    """A check of a commit's delta against the live files it would land on.
+
+    Source: the checks Paimon's ``ConflictDetection.checkNoConflictsOrFail``
+    runs over the merged base and delta entries.
+    """
+
+    def partitions(self, delta: Sequence[ManifestEntry]) -> frozenset[bytes]:
+        """Partitions (BinaryRow bytes) whose live files the rule needs (empty: no check)."""
+
+    def check(
+        self,
+        merged: Mapping[EntryKey, ManifestEntry],
+        *,
+        delta: Sequence[ManifestEntry],
+        snapshot_id: int,
+    ) -> None:
+        """Refuse ``delta`` if it conflicts.
+
+        Args:
+            merged: The live ADD entries of (at least) :meth:`partitions`
+                after applying ``delta`` to the snapshot, keyed by identity.
+            delta: The commit's entries.
+            snapshot_id: The snapshot the commit would land on.
+
+        Raises:
+            CommitConflictError: the commit cannot succeed on this snapshot.
+        """
 
 
 def check_self_consistent(entries: Sequence[ManifestEntry]) -> None:
@@ -125,6 +165,7 @@ class ConflictDetection:
         paths: The table's PathFactory.
         schema_manager: Reads schemas for the scan.
         snapshot_manager: Reads snapshots.
+        rules: Further checks, run in order after the deleted-files check.
 
     Source: Paimon ``ConflictDetection`` and ``FileStoreCommitImpl``'s
     incremental ``readIncrementalChanges`` on retry.
@@ -137,30 +178,69 @@ class ConflictDetection:
         paths: PathFactory,
         schema_manager: SchemaManager,
         snapshot_manager: SnapshotManager,
+        rules: Sequence[ConflictRule] = (),
     ) -> None:
         self.file_io = file_io
         self.paths = paths
         self.schema_manager = schema_manager
         self.snapshot_manager = snapshot_manager
+        self.rules = tuple(rules)
         self._checked: Snapshot | None = None
         self._live: dict[EntryKey, ManifestEntry] = {}
 
-    def check(self, deletes: Sequence[ManifestEntry], latest: Snapshot | None) -> None:
-        """Require every entry of ``deletes`` to be live in ``latest``.
+    def check(self, delta: Sequence[ManifestEntry], latest: Snapshot | None) -> None:
+        """Require ``delta`` to fit ``latest``: deleted files live, then every rule.
+
+        Args:
+            delta: The commit's entries (ADD and DELETE).
+            latest: The snapshot the commit would land on.
 
         Raises:
             CommitConflictError: a deleted file is not live (naming it and,
                 when found within the last 50 snapshots, the snapshot that
-                removed it), the bucket count changed, or the table is empty.
+                removed it), the bucket count changed, the table is empty, or
+                a rule refused the delta.
+
+        Storage:
+            The first call reads the manifests of the partitions the deletes
+            and rules touch; later calls read the delta lists of the
+            snapshots committed since.
         """
-        if not deletes:
+        deletes = [e for e in delta if e.kind == FileKind.DELETE]
+        partitions = frozenset(d.partition for d in deletes).union(
+            *(rule.partitions(delta) for rule in self.rules)
+        )
+        if not partitions:
             return
         if latest is None:
-            raise CommitConflictError(
-                "the commit deletes files but the table has no snapshot",
-                paths=[d.file.file_name for d in deletes],
-            )
-        partitions = frozenset(d.partition for d in deletes)
+            if deletes:
+                raise CommitConflictError(
+                    "the commit deletes files but the table has no snapshot",
+                    paths=[d.file.file_name for d in deletes],
+                )
+            self._run_rules({}, delta, snapshot_id=0)
+            return
+        self._update_live(latest, partitions)
+        missing = [d for d in deletes if d.identifier() not in self._live]
+        removed_by = self._find_removers(missing, latest) if missing else None
+        check_deletes_live(deletes, self._live, snapshot_id=latest.id, removed_by=removed_by)
+        self._run_rules(dict(self._live), delta, snapshot_id=latest.id)
+
+    def _run_rules(
+        self,
+        live: dict[EntryKey, ManifestEntry],
+        delta: Sequence[ManifestEntry],
+        *,
+        snapshot_id: int,
+    ) -> None:
+        if not self.rules:
+            return
+        apply_entries(live, delta)
+        for rule in self.rules:
+            rule.check(live, delta=delta, snapshot_id=snapshot_id)
+
+    def _update_live(self, latest: Snapshot, partitions: frozenset[bytes]) -> None:
+        """Bring the live files of ``partitions`` up to ``latest`` (incrementally when possible)."""
         if self._checked is not None and self._still_current(self._checked):
             for sid in range(self._checked.id + 1, latest.id + 1):
                 snap = self.snapshot_manager.snapshot(sid)
@@ -175,9 +255,6 @@ class ConflictDetection:
             live = merge_live_entries(scan.read_entries(scan.manifest_metas()))
             self._live = {k: e for k, e in live.items() if e.partition in partitions}
         self._checked = latest
-        missing = [d for d in deletes if d.identifier() not in self._live]
-        removed_by = self._find_removers(missing, latest) if missing else None
-        check_deletes_live(deletes, self._live, snapshot_id=latest.id, removed_by=removed_by)
 
     def _still_current(self, snap: Snapshot) -> bool:
         current = self.snapshot_manager.try_snapshot(snap.id)

@@ -41,17 +41,19 @@ class CommitResult:
     """What ``FileStoreCommit.commit`` did.
 
     Attributes:
-        snapshot_id: The new snapshot (or the one that already held this
-            commit when ``was_duplicate``; ``None`` when nothing was committed
-            because the messages were empty and the table has no snapshot).
+        snapshot_id: The new snapshot, or, when ``was_duplicate``, the
+            snapshot that holds the commit's identifier (``None`` when it is
+            no longer retained); ``None`` also when nothing was committed
+            because the messages were empty and the table has no snapshot.
         kind: The commit kind.
         attempts: Publish attempts made (1 = no lost race).
         duration_s: Wall time of the whole call, seconds.
         files_added: Data files ADDed.
         files_deleted: Data files DELETEd.
         records_added: Rows added minus rows deleted.
-        was_duplicate: The (commit_user, commit_identifier) had already landed;
-            nothing was written.
+        was_duplicate: The (commit_user, commit_identifier) counts as committed
+            already (the user committed it or a higher identifier); nothing
+            was published and the messages' unreferenced data files were deleted.
     """
 
     snapshot_id: int | None

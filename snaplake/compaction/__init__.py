@@ -9,6 +9,7 @@ pure deletion) and returns a frozen result dataclass. This package imports
 
 from snaplake.compaction.append_compact import AppendCompactor, CompactResult, CompactTask
 from snaplake.compaction.append_rewrite import AppendRewriter
+from snaplake.compaction.capped_compact import CappedCompactor
 from snaplake.compaction.consumers import ConsumerManager
 from snaplake.compaction.distributed import (
     DistributedCompaction,
@@ -16,11 +17,14 @@ from snaplake.compaction.distributed import (
     distributed_compaction,
 )
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
-from snaplake.compaction.inline import (
+from snaplake.compaction.inline import InlineMaintenanceResult, run_inline_maintenance
+from snaplake.compaction.maintenance import (
     MAINTENANCE_COMMIT_USER,
-    InlineMaintenanceResult,
-    maintenance_commit,
-    run_inline_maintenance,
+    MAINTENANCE_RETRY_POLICY,
+    FileCounts,
+    count_files,
+    count_manifests,
+    maintenance_committer,
 )
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
 from snaplake.compaction.orphan_clean import (
@@ -34,14 +38,17 @@ from snaplake.compaction.tags import TagInfo, TagManager
 __all__ = [
     "DEFAULT_OLDER_THAN",
     "MAINTENANCE_COMMIT_USER",
+    "MAINTENANCE_RETRY_POLICY",
     "AppendCompactor",
     "AppendRewriter",
+    "CappedCompactor",
     "CompactResult",
     "CompactTask",
     "ConsumerManager",
     "DistributedCompaction",
     "ExpireResult",
     "ExpireSnapshots",
+    "FileCounts",
     "InlineMaintenanceResult",
     "ManifestFileMerger",
     "MergeResult",
@@ -52,7 +59,9 @@ __all__ = [
     "TagInfo",
     "TagManager",
     "distributed_compaction",
-    "maintenance_commit",
+    "count_files",
+    "count_manifests",
+    "maintenance_committer",
     "rollback_to",
     "run_inline_maintenance",
 ]

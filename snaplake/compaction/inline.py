@@ -7,8 +7,7 @@ expiry right after each successful commit. The commit itself is unchanged
 and already landed; a maintenance failure is logged and reported in the
 result, never raised into the writer (DESIGN.md §7).
 
-This module takes the table duck-typed (:class:`MaintainedTable`) because the
-compaction layer must not import ``snaplake.table``.
+The table is taken duck-typed (:class:`~snaplake.commit.file_store_commit.FileStoreTable`).
 """
 
 from __future__ import annotations
@@ -16,35 +15,16 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Protocol
 
-from snaplake.commit.manifest_commit import ManifestMergeCommit
-from snaplake.commit.retry import RetryPolicy
+from snaplake.commit.file_store_commit import FileStoreTable
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
+from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
 from snaplake.errors import SnaplakeError
-from snaplake.store.format.paths import PathFactory
-from snaplake.store.format.schema import SchemaManager
-from snaplake.store.io.file_io import FileIO
-from snaplake.store.snapshot_manager import SnapshotManager
 
-__all__ = ["MAINTENANCE_COMMIT_USER", "InlineMaintenanceResult", "MaintainedTable",
-           "run_inline_maintenance"]  # fmt: skip
+__all__ = ["InlineMaintenanceResult", "run_inline_maintenance"]
 
 logger = logging.getLogger(__name__)
-
-MAINTENANCE_COMMIT_USER = "snaplake-maintenance"
-"""The ``commit_user`` of every maintenance snapshot."""
-
-
-class MaintainedTable(Protocol):
-    """What maintenance needs from a table (``snaplake.table.Table`` satisfies it)."""
-
-    file_io: FileIO
-    paths: PathFactory
-    schema_manager: SchemaManager
-    snapshot_manager: SnapshotManager
-    identifier: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,28 +46,7 @@ class InlineMaintenanceResult:
     duration_s: float = 0.0
 
 
-def maintenance_commit(
-    table: MaintainedTable, *, retry_policy: RetryPolicy | None = None
-) -> ManifestMergeCommit:
-    """Return a committer for maintenance snapshots of ``table`` (user ``snaplake-maintenance``).
-
-    Args:
-        table: The table.
-        retry_policy: Backoff of lost publish races; ``None`` = the table's
-            ``commit.*`` options.
-    """
-    return ManifestMergeCommit(
-        file_io=table.file_io,
-        paths=table.paths,
-        schema_manager=table.schema_manager,
-        snapshot_manager=table.snapshot_manager,
-        table_name=table.identifier,
-        commit_user=MAINTENANCE_COMMIT_USER,
-        retry_policy=retry_policy,
-    )
-
-
-def run_inline_maintenance(table: MaintainedTable) -> InlineMaintenanceResult:
+def run_inline_maintenance(table: FileStoreTable) -> InlineMaintenanceResult:
     """Run the due manifest merge, then snapshot expiry, if the table opted in.
 
     Call it right after a writer's commit landed. With
@@ -113,7 +72,7 @@ def run_inline_maintenance(table: MaintainedTable) -> InlineMaintenanceResult:
     merge: MergeResult | None = None
     expire: ExpireResult | None = None
     try:
-        merge = ManifestFileMerger(commit=maintenance_commit(table)).execute()
+        merge = ManifestFileMerger(commit=maintenance_committer(table)).execute()
         expire = ExpireSnapshots(
             file_io=table.file_io,
             paths=table.paths,

@@ -40,19 +40,14 @@ reads are cached).
 from __future__ import annotations
 
 import logging
-import random
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from snaplake.commit.manifest_commit import ManifestMergeCommit
+from snaplake.commit.file_store_commit import FileStoreCommit
+from snaplake.commit.operation import CommitChanges, CommitStop
 from snaplake.commit.retry import RetryPolicy
 from snaplake.compaction._io import parallel_map, read_entries_strict, read_list_strict
-from snaplake.errors import (
-    CommitRetriesExhaustedError,
-    CommitStateUnknownError,
-    CorruptMetadataError,
-)
+from snaplake.errors import CommitRetriesExhaustedError, CorruptMetadataError
 from snaplake.store.format.manifest import (
     FileKind,
     ManifestEntry,
@@ -122,13 +117,13 @@ class ManifestFileMerger:
         target_size_bytes: Override ``manifest.target-file-size``.
         merge_min_count: Override ``manifest.merge-min-count``.
         full_threshold_bytes: Override ``manifest.full-compaction-threshold-size``.
-        retry_policy: Backoff between re-plans; defaults to the ``commit.*`` options.
+        retry_policy: Backoff between attempts; defaults to the committer's policy.
     """
 
     def __init__(
         self,
         *,
-        commit: ManifestMergeCommit,
+        commit: FileStoreCommit,
         target_size_bytes: int | None = None,
         merge_min_count: int | None = None,
         full_threshold_bytes: int | None = None,
@@ -156,7 +151,7 @@ class ManifestFileMerger:
         Raises:
             CorruptMetadataError: a manifest or list is missing or undecodable.
             CommitRetriesExhaustedError: other commits kept winning the race
-                within ``commit.max-retries``; safe to run again.
+                within the retry policy; safe to run again.
             CommitStateUnknownError: the publish outcome is unknown.
 
         Storage:
@@ -169,64 +164,31 @@ class ManifestFileMerger:
         Source:
             Paimon ``ManifestFileMerger.merge`` + ``FileStoreCommitImpl``.
         """
-        start = time.monotonic()
-        sm = self.commit.snapshot_manager
+        sc = self.commit.snapshot_commit
+        start = sc.clock()
         schema = self.commit.schema_manager.latest()
-        latest = sm.latest_snapshot()
+        latest = self.commit.snapshot_manager.latest_snapshot()
         if schema is None or latest is None:
-            return MergeResult(snapshot_id=None, duration_s=time.monotonic() - start)
+            return MergeResult(snapshot_id=None, duration_s=sc.clock() - start)
         check_supported(schema, Operation.MAINTENANCE)
-        policy = self._retry_policy or RetryPolicy.from_options(schema.core_options)
-        metas = self._metas(latest)
-        plan = self.plan_merge(metas, schema=schema, full=full)
-        if plan is None:
-            return self._result(None, metas, metas, None, 0, start)
-        attempts = 0
-        try:
-            while True:
-                attempts += 1
-                result = self.commit.try_commit_base_manifests(
-                    plan.output, latest=latest, kind=CommitKind.COMPACT
-                )
-                if result is not None:
-                    return self._result(result.snapshot_id, plan.inputs, plan.output, plan,
-                                        attempts, start)  # fmt: skip
-                elapsed = time.monotonic() - start
-                if not policy.may_retry(retries_done=attempts - 1, elapsed_s=elapsed):
-                    raise CommitRetriesExhaustedError(
-                        f"manifest merge of {self.paths.root} lost the race {attempts} times "
-                        f"in {elapsed:.1f} s; run it again later",
-                        attempts=attempts,
-                        elapsed_s=elapsed,
-                    )
-                time.sleep(policy.wait_s(attempts, random_fraction=random.random()))
-                caught_up = self._catch_up(latest)
-                if caught_up is not None:
-                    latest, tail = caught_up
-                    plan.inputs = plan.inputs + tail
-                    plan.output = plan.output + tail
-                    continue
-                latest = self._require_latest()
-                new_metas = self._metas(latest)
-                if _names(new_metas[: len(plan.inputs)]) == _names(plan.inputs):
-                    # Only appended since: keep our merged prefix, add the new tail.
-                    tail = new_metas[len(plan.inputs) :]
-                    plan.inputs = new_metas
-                    plan.output = plan.output + tail
-                    continue
-                logger.info("manifest merge of %s re-plans on snapshot %d", self.paths.root,
-                            latest.id)  # fmt: skip
-                self._discard(plan.new)
-                schema = self.commit.schema_manager.latest() or schema
-                replanned = self.plan_merge(new_metas, schema=schema, full=full)
-                if replanned is None:
-                    return self._result(None, new_metas, new_metas, None, attempts, start)
-                plan = replanned
-        except CommitStateUnknownError:
-            raise
-        except BaseException:
-            self._discard(plan.new)
-            raise
+        policy = self._retry_policy or self.commit.retry_policy(schema)
+        operation = _MergeOperation(merger=self, schema=schema, full=full)
+        result = sc.commit(operation, policy=policy, latest=latest, start=start)
+        plan = operation.plan if result.snapshot_id is not None else None
+        before = plan.inputs if plan is not None else operation.metas
+        after = plan.output if plan is not None else operation.metas
+        return MergeResult(
+            snapshot_id=result.snapshot_id if plan is not None else None,
+            full_compaction=bool(plan and plan.full),
+            manifests_before=len(before),
+            manifests_after=len(after),
+            bytes_before=sum(m.file_size_bytes for m in before),
+            bytes_after=sum(m.file_size_bytes for m in after),
+            manifests_written=tuple(m.file_name for m in plan.new) if plan else (),
+            entries_removed=plan.entries_removed if plan else 0,
+            attempts=result.attempts,
+            duration_s=sc.clock() - start,
+        )
 
     def plan_merge(
         self, metas: Sequence[ManifestFileMeta], *, schema: TableSchema, full: bool = False
@@ -350,36 +312,39 @@ class ManifestFileMerger:
             read_list_strict(self.file_io, self.paths, snap.delta_manifest_list)
         )
 
-    def _catch_up(self, planned_on: Snapshot) -> tuple[Snapshot, list[ManifestFileMeta]] | None:
-        """Read the snapshots committed after ``planned_on`` and their delta manifests.
+    def _catch_up(self, planned_on: Snapshot, latest: Snapshot) -> list[ManifestFileMeta] | None:
+        """Read the delta manifests of the snapshots after ``planned_on`` up to ``latest``.
 
         Args:
             planned_on: The snapshot the current plan's output is live-equal to.
+            latest: The snapshot the next attempt publishes on.
 
         Returns:
-            ``(newest snapshot, delta manifests of planned_on + 1 .. newest, in
-            commit order)``; ``None`` when that history cannot be used (no
-            snapshot after ``planned_on``, ``planned_on`` itself expired or
-            replaced by a rollback, a delta list vanished while being read)
-            or should not be (another manifest merge, a COMPACT snapshot with
-            an empty delta, landed: planning again on its output usually
-            finds nothing left to do): the caller then reads the latest list
-            in full.
+            The delta manifests of ``planned_on + 1 .. latest``, in commit
+            order; ``None`` when that history cannot be used (``latest`` is
+            not newer, ``planned_on`` itself expired or was replaced by a
+            rollback, a snapshot or delta list vanished while being read)
+            or should not be (another manifest merge, a COMPACT snapshot
+            with an empty delta, landed: planning again on its output
+            usually finds nothing left to do): the caller then reads the
+            latest list in full.
 
         Raises:
             CorruptMetadataError: a snapshot file exists but is undecodable.
 
         Storage:
-            Reads ``snapshot-<planned_on>`` and each newer snapshot (one
-            probe past the newest) plus each newer snapshot's delta manifest
-            list (usually one small file, often cached).
+            Reads ``snapshot-<planned_on>`` and each newer snapshot up to
+            ``latest``, plus each one's delta manifest list (usually one
+            small file, often cached).
         """
         sm = self.commit.snapshot_manager
-        if sm.try_snapshot(planned_on.id) != planned_on:
+        if latest.id <= planned_on.id or sm.try_snapshot(planned_on.id) != planned_on:
             return None
-        newest = planned_on
         tail: list[ManifestFileMeta] = []
-        while (snap := sm.try_snapshot(newest.id + 1)) is not None:
+        for sid in range(planned_on.id + 1, latest.id + 1):
+            snap = latest if sid == latest.id else sm.try_snapshot(sid)
+            if snap is None:
+                return None
             try:
                 delta = read_list_strict(self.file_io, self.paths, snap.delta_manifest_list)
             except CorruptMetadataError:
@@ -389,20 +354,9 @@ class ManifestFileMerger:
             if snap.commit_kind is CommitKind.COMPACT and not delta:
                 return None  # another manifest merge: re-plan on its result instead
             tail += delta
-            newest = snap
-        if newest is planned_on:
-            return None
         logger.debug("manifest merge of %s carried forward to snapshot %d (+%d manifest(s))",
-                     self.paths.root, newest.id, len(tail))  # fmt: skip
-        return newest, tail
-
-    def _require_latest(self) -> Snapshot:
-        latest = self.commit.snapshot_manager.latest_snapshot()
-        if latest is None:  # rolled back to nothing: nothing to merge against
-            raise CommitRetriesExhaustedError(
-                "the table lost all snapshots during a manifest merge", attempts=1, elapsed_s=0.0
-            )
-        return latest
+                     self.paths.root, latest.id, len(tail))  # fmt: skip
+        return tail
 
     def _write_rolling(
         self,
@@ -445,28 +399,63 @@ class ManifestFileMerger:
             except OSError:
                 logger.warning("could not delete unpublished manifest %s", path, exc_info=True)
 
-    def _result(
-        self,
-        snapshot_id: int | None,
-        before: Sequence[ManifestFileMeta],
-        after: Sequence[ManifestFileMeta],
-        plan: _MergePlan | None,
-        attempts: int,
-        start: float,
-    ) -> MergeResult:
-        return MergeResult(
-            snapshot_id=snapshot_id,
-            full_compaction=bool(plan and plan.full),
-            manifests_before=len(before),
-            manifests_after=len(after),
-            bytes_before=sum(m.file_size_bytes for m in before),
-            bytes_after=sum(m.file_size_bytes for m in after),
-            manifests_written=tuple(m.file_name for m in plan.new) if plan else (),
-            entries_removed=plan.entries_removed if plan else 0,
-            attempts=attempts,
-            duration_s=time.monotonic() - start,
-        )
-
 
 def _names(metas: Sequence[ManifestFileMeta]) -> list[str]:
     return [m.file_name for m in metas]
+
+
+@dataclass(slots=True, kw_only=True)
+class _MergeOperation:
+    """A manifest merge as a commit operation: plan once, carry the plan forward on lost races.
+
+    Implements :class:`~snaplake.commit.operation.CommitOperation`.
+    """
+
+    merger: ManifestFileMerger
+    schema: TableSchema
+    full: bool
+    kind: CommitKind = CommitKind.COMPACT
+    plan: _MergePlan | None = None
+    metas: list[ManifestFileMeta] = field(default_factory=list)
+    _planned_on: Snapshot | None = None
+
+    def attempt(self, latest: Snapshot | None) -> CommitChanges | CommitStop:
+        merger = self.merger
+        if latest is None:  # rolled back to nothing: nothing to merge against
+            raise CommitRetriesExhaustedError(
+                "the table lost all snapshots during a manifest merge", attempts=1, elapsed_s=0.0
+            )
+        schema = merger.commit.schema_manager.latest() or self.schema
+        if self.plan is None or self._planned_on is None:
+            self.metas = merger._metas(latest)
+            self.plan = merger.plan_merge(self.metas, schema=schema, full=self.full)
+        elif latest != self._planned_on:
+            tail = merger._catch_up(self._planned_on, latest)
+            if tail is not None:
+                self.plan.inputs += tail
+                self.plan.output += tail
+            else:
+                self.metas = merger._metas(latest)
+                kept = self.plan.inputs
+                if _names(self.metas[: len(kept)]) == _names(kept):
+                    # Only appended since: keep our merged prefix, add the new tail.
+                    self.plan.output += self.metas[len(kept) :]
+                    self.plan.inputs = self.metas
+                else:
+                    logger.info("manifest merge of %s re-plans on snapshot %d",
+                                merger.paths.root, latest.id)  # fmt: skip
+                    merger._discard(self.plan.new)
+                    self.plan = merger.plan_merge(self.metas, schema=schema, full=self.full)
+        self._planned_on = latest
+        if self.plan is None:
+            return CommitStop(snapshot_id=None)
+        return CommitChanges(
+            schema=schema,
+            base=tuple(self.plan.output),
+            new_files=tuple(merger.paths.manifest_path(m.file_name) for m in self.plan.new),
+        )
+
+    def abandon(self) -> None:
+        if self.plan is not None:
+            self.merger._discard(self.plan.new)
+            self.plan.new = []

@@ -23,20 +23,24 @@ Imports no apscheduler and no prometheus_client (metrics are recorded through
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
-from snaplake.commit.manifest_commit import ManifestMergeCommit
-from snaplake.commit.retry import RetryPolicy
-from snaplake.compaction.append_compact import AppendCompactor, CompactResult, CompactTask
+from snaplake.compaction.append_compact import CompactResult
+from snaplake.compaction.capped_compact import CappedCompactor
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
-from snaplake.compaction.inline import maintenance_commit
+from snaplake.compaction.maintenance import (
+    MAINTENANCE_RETRY_POLICY,
+    FileCounts,
+    count_files,
+    count_manifests,
+    maintenance_committer,
+)
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
 from snaplake.compaction.orphan_clean import OrphanCleanResult, OrphanFilesClean
 from snaplake.daemon.config import Task
@@ -44,22 +48,16 @@ from snaplake.daemon.memory import release_memory
 from snaplake.daemon.remote import RemoteCompaction
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
-from snaplake.store.format.partition import canonical_partition
-from snaplake.store.format.snapshot import Snapshot
-from snaplake.store.read.scan import FileStoreScan
+from snaplake.store.format.paths import count_file_types
 from snaplake.table import Table
 
 __all__ = [
-    "CappedCompactor",
     "CompactJobResult",
     "ExpireJobResult",
-    "FileCounts",
     "JobResult",
     "ManifestMergeJobResult",
     "OrphanCleanJobResult",
     "compact_job",
-    "count_files",
-    "count_manifests",
     "expire_snapshots_job",
     "merge_manifests_job",
     "orphan_clean_job",
@@ -91,25 +89,6 @@ class JobResult(Protocol):
 
     def summary(self) -> str:
         """One log line (counts only)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FileCounts:
-    """Live data files of a table's latest snapshot.
-
-    Attributes:
-        data_files: Live data files.
-        small_files: Of these, files below ``target-file-size *
-            compaction.small-file-ratio``.
-        buckets_due: (partition, bucket) groups holding at least
-            ``compaction.min.file-num`` small files.
-        small_threshold_bytes: The size under which a file is small.
-    """
-
-    data_files: int
-    small_files: int
-    buckets_due: int
-    small_threshold_bytes: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -250,100 +229,6 @@ class OrphanCleanJobResult:
         return f"{total} orphan file(s) {'found' if self.dry_run else 'deleted'}"
 
 
-# ---------------------------------------------------------------------- helpers
-def _file_type(path: str) -> str:
-    name = path.rsplit("/", 1)[-1]
-    if name.startswith("manifest-list-"):
-        return "manifest_list"
-    if name.startswith("manifest-"):
-        return "manifest"
-    if name.startswith("snapshot-"):
-        return "snapshot"
-    if name.startswith("data-") or "/bucket-" in path:
-        return "data"
-    return "other"
-
-
-def _count_types(paths: Iterable[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for path in paths:
-        kind = _file_type(str(path))
-        counts[kind] = counts.get(kind, 0) + 1
-    return counts
-
-
-#: Retries of maintenance commits. A streaming writer may commit every few
-#: milliseconds; with the table's writer-oriented backoff (doubling up to
-#: ``commit.max-retry-wait``) a compaction would fall further behind with every
-#: retry. The daemon retries often, briefly, and for up to two minutes.
-MAINTENANCE_RETRY_POLICY = RetryPolicy(
-    max_retries=500, timeout_s=120.0, min_wait_s=0.002, max_wait_s=0.1, jitter=0.5
-)
-
-
-def maintenance_committer(table: Table) -> ManifestMergeCommit:
-    """Return the committer of maintenance snapshots (user ``snaplake-maintenance``).
-
-    Uses :data:`MAINTENANCE_RETRY_POLICY` instead of the table's ``commit.*``
-    backoff, so a merge or compaction keeps up with a hot writer.
-    """
-    return maintenance_commit(table, retry_policy=MAINTENANCE_RETRY_POLICY)
-
-
-def count_manifests(table: Table, snapshot: Snapshot | None) -> int:
-    """Return how many manifest files ``snapshot`` references (base + delta lists).
-
-    Storage: reads two manifest lists (served from the metadata cache when warm).
-    """
-    if snapshot is None:
-        return 0
-    scan = FileStoreScan(
-        file_io=table.file_io,
-        paths=table.paths,
-        schema_manager=table.schema_manager,
-        snapshot=snapshot,
-    )
-    return len(scan.manifest_metas())
-
-
-def count_files(table: Table, snapshot: Snapshot | None, *, options: CoreOptions) -> FileCounts:
-    """Count the live and the small data files of ``snapshot``, per (partition, bucket).
-
-    Args:
-        table: The table.
-        snapshot: Usually the latest snapshot; ``None`` = empty table.
-        options: Effective options (``target-file-size``,
-            ``compaction.small-file-ratio``, ``compaction.min.file-num``).
-
-    Storage: reads every manifest of the snapshot.
-    """
-    threshold = int(options.target_file_size_bytes * options.compaction_small_file_ratio)
-    if snapshot is None:
-        return FileCounts(data_files=0, small_files=0, buckets_due=0,
-                          small_threshold_bytes=threshold)  # fmt: skip
-    scan = FileStoreScan(
-        file_io=table.file_io,
-        paths=table.paths,
-        schema_manager=table.schema_manager,
-        snapshot=snapshot,
-    )
-    small: dict[tuple[bytes, int], int] = {}
-    types = scan.schema.partition_types if scan.schema is not None else ()
-    total = 0
-    for entry in scan.plan_entries():
-        total += 1
-        if entry.file.file_size_bytes < threshold:
-            key = (canonical_partition(entry.partition, types), entry.bucket)  # by value
-            small[key] = small.get(key, 0) + 1
-    due = sum(1 for n in small.values() if n >= options.compaction_min_file_num)
-    return FileCounts(
-        data_files=total,
-        small_files=sum(small.values()),
-        buckets_due=due,
-        small_threshold_bytes=threshold,
-    )
-
-
 # ------------------------------------------------------------------------- jobs
 def merge_manifests_job(table: Table, *, options: CoreOptions) -> ManifestMergeJobResult:
     """Merge the latest snapshot's manifests once there are ``manifest.merge-min-count`` of them.
@@ -370,7 +255,7 @@ def merge_manifests_job(table: Table, *, options: CoreOptions) -> ManifestMergeJ
             table=table.identifier, manifest_files=count, merge_min_count=min_count
         )
     merge = ManifestFileMerger(
-        commit=maintenance_committer(table),
+        commit=maintenance_committer(table, retry_policy=MAINTENANCE_RETRY_POLICY),
         target_size_bytes=options.manifest_target_file_size_bytes,
         merge_min_count=min_count,
         full_threshold_bytes=options.manifest_full_compaction_threshold_bytes,
@@ -379,56 +264,6 @@ def merge_manifests_job(table: Table, *, options: CoreOptions) -> ManifestMergeJ
     return ManifestMergeJobResult(
         table=table.identifier, manifest_files=count, merge_min_count=min_count, merge=merge
     )
-
-
-class CappedCompactor(AppendCompactor):
-    """An :class:`AppendCompactor` that rewrites at most ``max_files`` files per bucket.
-
-    Each (partition, bucket) keeps its oldest ``max_files`` planned files (a
-    prefix of a run of consecutive small files is itself such a run, so
-    sequence ranges and row order stay as the compactor guarantees); what is
-    cut off is left for the next round.
-    Input files, decoded rows and new metadata of one commit are then bounded
-    by ``max_files`` times the buckets rewritten at a time.
-
-    Args:
-        max_files: Files per (partition, bucket) and commit, >= 2.
-        **kwargs: As :class:`AppendCompactor`.
-
-    Raises:
-        ValueError: ``max_files < 2``.
-    """
-
-    def __init__(self, *, max_files: int, **kwargs: Any) -> None:
-        if max_files < 2:
-            raise ValueError(f"max_files must be >= 2, got {max_files}")
-        super().__init__(**kwargs)
-        self.max_files = max_files
-        self.capped = False
-        """Whether the last :meth:`plan` left due files for a later round."""
-
-    def plan(self) -> list[CompactTask]:
-        """Return the due runs, at most ``max_files`` files per (partition, bucket).
-
-        Raises:
-            CorruptMetadataError: a manifest is undecodable.
-
-        Storage: as :meth:`AppendCompactor.plan`.
-        """
-        left: dict[tuple[bytes, int], int] = {}
-        out: list[CompactTask] = []
-        self.capped = False
-        for task in super().plan():
-            key = (task.split.partition, task.split.bucket)
-            room = left.get(key, self.max_files)
-            keep = min(room, len(task.files))
-            if keep < len(task.files):
-                self.capped = True
-            if keep < 2:  # nothing to merge; the next round takes it
-                continue
-            left[key] = room - keep
-            out.append(dataclasses.replace(task, files=task.files[:keep], paths=task.paths[:keep]))
-        return out
 
 
 def _merge_compact_results(rounds: list[CompactResult]) -> CompactResult:
@@ -505,7 +340,7 @@ def compact_job(
     while True:
         compactor = CappedCompactor(
             max_files=max_files_per_bucket,
-            commit=maintenance_committer(table),
+            commit=maintenance_committer(table, retry_policy=MAINTENANCE_RETRY_POLICY),
             target_file_size_bytes=options.target_file_size_bytes,
             min_file_num=options.compaction_min_file_num,
             small_file_ratio=options.compaction_small_file_ratio,
@@ -589,7 +424,7 @@ def expire_snapshots_job(
         "data": len(expire.data_files),
         "snapshot": len(expire.snapshot_files),
     }
-    for kind, n in _count_types(expire.manifest_files).items():
+    for kind, n in count_file_types(expire.manifest_files).items():
         deleted[kind] = deleted.get(kind, 0) + n
     return ExpireJobResult(
         table=table.identifier, snapshots_retained=retained, expire=expire, files_deleted=deleted
@@ -626,7 +461,7 @@ def orphan_clean_job(
         table=table.identifier,
         dry_run=dry_run,
         clean=clean,
-        files_deleted={} if dry_run else _count_types(clean.orphan_files),
+        files_deleted={} if dry_run else count_file_types(clean.orphan_files),
     )
 
 

@@ -23,21 +23,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+from snaplake.commit.snapshot_commit import ATTEMPTS_PROPERTY, DURATION_PROPERTY
+from snaplake.compaction.maintenance import count_files, count_manifests
 from snaplake.daemon.config import Task
-from snaplake.daemon.jobs import count_files, count_manifests
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
 from snaplake.store.format.manifest_list import read_manifest_list
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.table import Table
 
-__all__ = ["ATTEMPTS_PROPERTY", "DURATION_PROPERTY", "TableWatcher", "WatchResult"]
+__all__ = ["TableWatcher", "WatchResult"]
 
 logger = logging.getLogger(__name__)
 
-#: Snapshot properties written by snaplake commits (see ``FileStoreCommit``).
-DURATION_PROPERTY = "snaplake.commit.duration-ms"
-ATTEMPTS_PROPERTY = "snaplake.commit.attempts"
 _MAX_SNAPSHOTS_PER_POLL = 1000
 
 

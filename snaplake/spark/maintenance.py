@@ -38,7 +38,7 @@ from snaplake.commit.message import CommitMessage
 from snaplake.commit.table_write import abort_messages
 from snaplake.compaction.append_compact import CompactResult
 from snaplake.compaction.distributed import DEFAULT_MAX_UNIT_BYTES, distributed_compaction
-from snaplake.compaction.inline import maintenance_commit
+from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.compaction.orphan_clean import (
     DEFAULT_OLDER_THAN,
     OrphanCleanResult,
@@ -260,7 +260,7 @@ def compact_table(
     """
     start = time.monotonic()
     job = distributed_compaction(
-        commit=commit if commit is not None else maintenance_commit(table),
+        commit=commit if commit is not None else maintenance_committer(table),
         partitions=partitions,
         full=full,
         target_file_size_bytes=target_file_size_bytes,

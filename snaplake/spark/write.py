@@ -352,7 +352,8 @@ def commit_or_abort(
     A ``CommitStateUnknownError`` deletes nothing (the snapshot may exist).
     Any other error re-reads the table first: if the identifier landed after
     all, nothing is deleted. A duplicate result (someone committed the same
-    identifier meanwhile) deletes this attempt's now-redundant files.
+    identifier meanwhile) has already deleted this attempt's redundant files
+    (``FileStoreCommit.commit`` keeps those a snapshot references).
 
     Args:
         table: The table the files were written into.
@@ -371,8 +372,8 @@ def commit_or_abort(
         SchemaMismatchError: an overwrite's files lie outside its spec.
 
     Storage:
-        One commit (see ``FileStoreCommit.commit``); on failure or duplicate,
-        deletes the messages' data files.
+        One commit (see ``FileStoreCommit.commit``, which also cleans up a
+        duplicate's files); on failure, deletes the messages' data files.
     """
     try:
         result = commit.commit(messages, commit_identifier=commit_identifier, overwrite=overwrite)
@@ -387,8 +388,6 @@ def commit_or_abort(
         if not _landed(table, commit, commit_identifier):
             _abort_on_driver(table, schema, messages)
         raise
-    if result.was_duplicate:
-        _abort_on_driver(table, schema, messages)
     return result
 
 

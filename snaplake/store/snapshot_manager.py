@@ -219,12 +219,18 @@ class SnapshotManager:
                 hi = mid - 1
         return found
 
-    def find_commit(self, commit_user: str, *, stop_before: int | None = None) -> Snapshot | None:
-        """Return the newest snapshot by ``commit_user``, scanning backwards from the latest.
+    def find_commit(self, commit_user: str, commit_identifier: int) -> Snapshot | None:
+        """Return the snapshot of ``commit_user`` with ``commit_identifier``, scanning back.
 
-        Args:
-            commit_user: The user to look for.
-            stop_before: Do not look at ids ``<= stop_before``.
+        The scan starts at the latest snapshot and ends at the earliest
+        retained one, at the first expired gap, or at a snapshot of
+        ``commit_user`` with a lower identifier (identifiers increase per
+        user, so older snapshots cannot hold it).
+
+        Returns:
+            The snapshot, or ``None`` when no retained snapshot holds it.
+
+        Storage: reads snapshot files from the latest backwards.
 
         Source: Paimon ``FileStoreCommitImpl`` duplicate check (backward scan).
         """
@@ -232,9 +238,13 @@ class SnapshotManager:
         earliest = self.earliest_snapshot_id()
         if latest is None or earliest is None:
             return None
-        low = max(earliest, (stop_before or 0) + 1)
-        for sid in range(latest, low - 1, -1):
+        for sid in range(latest, earliest - 1, -1):
             snap = self.try_snapshot(sid)
-            if snap is not None and snap.commit_user == commit_user:
-                return snap
+            if snap is None:
+                return None
+            if snap.commit_user == commit_user:
+                if snap.commit_identifier == commit_identifier:
+                    return snap
+                if snap.commit_identifier < commit_identifier:
+                    return None
         return None

@@ -41,7 +41,7 @@ from tests.daemon.promql import expressions, load_dashboard, substitute
 from tests.oracle import PaimonOracle, requires_paimon
 
 import snaplake
-from snaplake.daemon.jobs import count_manifests
+from snaplake.compaction.maintenance import count_manifests
 from snaplake.daemon.lease import TableLease
 from snaplake.store.format.decoded_cache import metadata_cache
 from snaplake.table import Table
@@ -153,7 +153,15 @@ def soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                      or 1e9) <= 2 * 5,
             timeout=30, what="the last small files to be compacted",
         )  # fmt: skip
-        time.sleep(3)
+        # ... and merges and expires what the writer's last commits left (the tests below
+        # check the last sample against the thresholds).
+        threshold = int(E2E_OPTIONS["manifest.merge-min-count"])
+        limit = int(E2E_OPTIONS["snapshot.num-retained.max"])
+        wait_for(
+            lambda: bool(sampler.samples) and sampler.samples[-1][1] < threshold
+            and sampler.samples[-1][2] <= limit,
+            timeout=30, what="the last manifests to be merged and snapshots expired",
+        )  # fmt: skip
         sampler.stop_event.set()
         sampler.join()
         out["samples"] = sampler.samples
@@ -380,12 +388,21 @@ def test_two_daemons_never_maintain_one_table_at_once(tmp_path):
     a = start_daemon(cfgs[0], tmp_path, "a", ports[0])
     b = start_daemon(cfgs[1], tmp_path, "b", ports[1])
     try:
-        time.sleep(5)
-        held = {}
-        for port in ports:
-            body = scrape(port)
-            held[port] = {n for n in names if sample_value(body, "snaplake_table_lease_held",
-                                                           table=n) == 1}  # fmt: skip
+
+        def leases() -> dict[int, set[str]]:
+            out = {}
+            for port in ports:
+                body = scrape(port)
+                out[port] = {n for n in names if sample_value(body, "snaplake_table_lease_held",
+                                                              table=n) == 1}  # fmt: skip
+            return out
+
+        def settled() -> bool:
+            maintained = set(_maintained_by(a.text())) | set(_maintained_by(b.text()))
+            return set().union(*leases().values()) == set(names) and maintained == set(names)
+
+        wait_for(settled, timeout=30, what="every table leased and maintained by a daemon")
+        held = leases()
         assert held[ports[0]].isdisjoint(held[ports[1]])
         assert held[ports[0]] | held[ports[1]] == set(names)
         by_a, by_b = _maintained_by(a.text()), _maintained_by(b.text())
@@ -401,7 +418,11 @@ def test_two_daemons_never_maintain_one_table_at_once(tmp_path):
             timeout=20, what="daemon b to take over every table",
         )  # fmt: skip
         taken_after = time.time() - crashed_at
-        time.sleep(2)
+        wait_for(
+            lambda: all(max(_maintained_by(b.text()).get(n, [0.0])) > crashed_at
+                        for n in held[ports[0]]),
+            timeout=20, what="daemon b to maintain a's tables",
+        )  # fmt: skip
         by_b = _maintained_by(b.text())
         assert set(by_b) == set(names)
         for n in held[ports[0]]:

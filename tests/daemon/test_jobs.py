@@ -8,16 +8,15 @@ from datetime import timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 from tests.daemon.helpers import LOW_THRESHOLDS, append, memory_table
+from tests.daemon.procs import wait_for
 
 from snaplake.compaction.append_compact import AppendCompactor
+from snaplake.compaction.capped_compact import CappedCompactor
+from snaplake.compaction.maintenance import count_files, count_manifests, maintenance_committer
 from snaplake.daemon.config import Task, parse_config
 from snaplake.daemon.jobs import (
-    CappedCompactor,
     compact_job,
-    count_files,
-    count_manifests,
     expire_snapshots_job,
-    maintenance_committer,
     merge_manifests_job,
     orphan_clean_job,
     run_job,
@@ -132,7 +131,10 @@ def test_orphan_clean_deletes_unreferenced_old_files():
 
     write.write_arrow(rows(1000, 5))
     write.prepare_commit()  # files written, never committed
-    time.sleep(0.01)  # older_than=0 still needs an mtime strictly before now
+    newest = max(f.modification_time_ms for f in table.file_io.list_files(table.root))
+    # older_than=0 still needs an mtime strictly before now
+    wait_for(lambda: time.time_ns() // 1_000_000 > newest, timeout=5, step=0.001,
+             what="the clock to pass the files' mtime")  # fmt: skip
     dry = orphan_clean_job(table, older_than=timedelta(0), dry_run=True)
     assert dry.dry_run
     assert not dry.acted

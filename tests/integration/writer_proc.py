@@ -17,9 +17,11 @@ With ``--kill-at K`` the process SIGKILLs itself at the K-th storage operation, 
 it or, with ``--kill-after``, right after it returned: a crash at a chosen point of the
 commit. The operations counted are ``write_if_absent``, ``write_bytes(overwrite=True)``,
 ``write_output`` and ``arrow_filesystem`` (a streamed data file is about to be written).
-Locally ``LocalFileIO.write_new`` (manifests and manifest lists) is counted too; on S3
-``write_new`` is a ``write_if_absent`` (the first one of a process, which checks the bucket's
-conditional writes, a ``write_output``), counted there. Either way a commit has six: data
+Locally ``LocalFileIO.write_new`` (manifests and manifest lists), ``LocalFileIO.publish``
+(the snapshot) and ``LocalFileIO.write_hint`` (LATEST) are counted too; on S3 ``write_new``
+and ``publish`` are a ``write_if_absent`` (the first one of a process, which checks the
+bucket's conditional writes, a ``write_output``) and ``write_hint`` a
+``write_bytes(overwrite=True)``, counted there. Either way a commit has six: data
 file, manifest, two manifest lists, snapshot and LATEST. Operations are counted across all
 identifiers unless ``--kill-last-only`` counts only those of the LAST identifier's write
 and commit (earlier identifiers, reruns that may be duplicates writing fewer files, are
@@ -76,7 +78,9 @@ class KillSwitch:
         # streamed (S3 also asks for it to open a file for reading).
         names = ["write_if_absent", "write_output", "arrow_filesystem"]
         if isinstance(file_io, LocalFileIO):
-            names.append("write_new")  # manifests and lists (on S3: counted inside it)
+            # manifests and lists; the snapshot's publish (on S3 both go through
+            # write_if_absent, counted there)
+            names += ["write_new", "publish", "write_hint"]
         counted = {name: self._counted(getattr(file_io, name)) for name in names}
         write_bytes, overwrite_counted = file_io.write_bytes, self._counted(file_io.write_bytes)
 

@@ -433,6 +433,22 @@ class PaimonOracle:
             timeout_s=timeout_s,
         )
 
+    def bench_appends(
+        self, table: str, data: pa.Table, *, slice_rows: int, start: int, n: int,
+        timeout_s: float | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """``n`` appends of successive ``slice_rows``-row slices of ``data`` (from slice ``start``).
+
+        One long-lived stream write and commit (identifiers ``start..start+n-1``). Returns
+        ``total_s`` (list: write_arrow + prepare_commit + commit) and ``total_summary``.
+        """
+        return self.run(
+            {"op": "bench_appends", "table": table, "n": n, "slice_rows": slice_rows,
+             "start": start},
+            ipc_inputs={"data_ipc": data},
+            timeout_s=timeout_s,
+        )  # fmt: skip
+
     def bench_plan(
         self,
         table: str,

@@ -394,6 +394,33 @@ def op_bench_commits(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def op_bench_appends(request: dict[str, Any]) -> dict[str, Any]:
+    """``n`` appends of successive ``slice_rows``-row slices through one long-lived stream write.
+
+    Slice ``i`` (counted from ``start``, wrapping around the data) is written, prepared and
+    committed with ``commit_identifier = start + i``; ``total_s`` times the three together.
+    """
+    data = _read_ipc(request["data_ipc"])
+    n, rows, start = int(request["n"]), int(request["slice_rows"]), int(request["start"])
+    table = _table(request)
+    builder = table.new_stream_write_builder()
+    write = builder.new_write()
+    commit = builder.new_commit()
+    slices = data.num_rows // rows
+    total_s: list[float] = []
+    try:
+        for i in range(start, start + n):
+            piece = data.slice((i % slices) * rows, rows)
+            t0 = time.perf_counter()
+            write.write_arrow(piece)
+            commit.commit(write.prepare_commit(i), i)
+            total_s.append(time.perf_counter() - t0)
+    finally:
+        write.close()
+        commit.close()
+    return {"n": n, "total_s": total_s, "total_summary": _summary(total_s)}
+
+
 def op_bench_plan(request: dict[str, Any]) -> dict[str, Any]:
     """Time planning the latest snapshot with a fresh catalog + table handle each round."""
     repeat = int(request.get("repeat") or 5)
@@ -505,6 +532,7 @@ OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "plan": op_plan,
     "entries": op_entries,
     "bench_commits": op_bench_commits,
+    "bench_appends": op_bench_appends,
     "bench_plan": op_bench_plan,
     "bench_write_read": op_bench_write_read,
     "bench_read": op_bench_read,

@@ -22,17 +22,48 @@ import itertools
 import re
 import threading
 import uuid
+from collections.abc import Iterable
 
 __all__ = [
     "DATABASE_SUFFIX",
     "PathFactory",
+    "count_file_types",
     "database_path",
+    "file_type",
     "table_path",
 ]
 
 DATABASE_SUFFIX = ".db"
 _SNAPSHOT_RE = re.compile(r"^snapshot-(\d+)$")
 _SCHEMA_RE = re.compile(r"^schema-(\d+)$")
+
+
+def file_type(path: str) -> str:
+    """Classify a table file by its name (a bounded metrics label value).
+
+    Returns:
+        ``manifest_list``, ``manifest``, ``snapshot``, ``data`` (a
+        ``data-*`` name or a file under a ``bucket-<b>`` directory) or ``other``.
+    """
+    name = path.rsplit("/", 1)[-1]
+    if name.startswith("manifest-list-"):
+        return "manifest_list"
+    if name.startswith("manifest-"):
+        return "manifest"
+    if name.startswith("snapshot-"):
+        return "snapshot"
+    if name.startswith("data-") or "/bucket-" in path:
+        return "data"
+    return "other"
+
+
+def count_file_types(paths: Iterable[str]) -> dict[str, int]:
+    """Count ``paths`` by :func:`file_type` (types with no file are absent)."""
+    counts: dict[str, int] = {}
+    for path in paths:
+        kind = file_type(str(path))
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
 
 
 def database_path(warehouse: str, database: str) -> str:

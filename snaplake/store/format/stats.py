@@ -377,18 +377,21 @@ class ValueStatsCollector:
                     lo, hi = _column_bounds(values, dtype, truncate)
                 except (pa.ArrowException, OverflowError, ValueError):
                     lo, hi = None, None
-                if (
-                    lo is None
-                    or hi is None
-                    or not (_encodable(lo, dtype) and _encodable(hi, dtype))
-                ):
+                if lo is None or hi is None:
                     lo, hi = None, None
             mins.append(lo)
             maxs.append(hi)
+        try:
+            min_row = encode_binary_row(mins, self._types)
+            max_row = encode_binary_row(maxs, self._types)
+        except SnaplakeError:  # rare: drop the bounds that do not encode, then encode again
+            for i, dtype in enumerate(self._types):
+                if not (_encodable(mins[i], dtype) and _encodable(maxs[i], dtype)):
+                    mins[i] = maxs[i] = None
+            min_row = encode_binary_row(mins, self._types)
+            max_row = encode_binary_row(maxs, self._types)
         return SimpleStatsParts(
-            min_values=encode_binary_row(mins, self._types),
-            max_values=encode_binary_row(maxs, self._types),
-            null_counts=tuple(self._null_counts),
+            min_values=min_row, max_values=max_row, null_counts=tuple(self._null_counts)
         )
 
 

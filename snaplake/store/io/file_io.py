@@ -15,7 +15,7 @@ write (never exists-then-rename, pypaimon #9714).
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
@@ -113,6 +113,50 @@ class FileIO(abc.ABC):
                 landed, so the caller resolves the outcome by reading ``path``
                 back and comparing its content.
         """
+
+    def write_hint(self, path: str, data: bytes) -> None:
+        """Overwrite an advisory hint file (``LATEST``) as cheaply as the store allows.
+
+        Readers treat a hint as a guess they verify (a missing, unreadable or
+        wrong one only costs them a probe or a listing), so a backend may
+        give up the all-or-nothing guarantee of :meth:`write_bytes` here. The
+        default is ``write_bytes(path, data, overwrite=True)``.
+
+        Raises:
+            StorageError: the backend failed.
+        """
+        self.write_bytes(path, data, overwrite=True)
+
+    def publish(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        files: Collection[str] = (),
+        directories: Collection[str] = (),
+    ) -> None:
+        """Make ``files`` and ``directories`` durable, then :meth:`write_if_absent` ``path``.
+
+        The publish of a commit point: ``files`` are the files it references
+        that were written for it (data files, manifests, manifest lists),
+        ``directories`` those whose entries make them reachable. When this
+        returns, they and ``path`` survive a crash. The default only calls
+        :meth:`write_if_absent`: on object stores a completed write is durable.
+
+        Raises:
+            FileAlreadyExistsError: ``path`` already exists (the race was lost).
+            FileNotFoundError: one of ``files`` does not exist; nothing was published.
+            OSError: making the files durable failed; nothing was published.
+            StorageError: as :meth:`write_if_absent`.
+        """
+        self._publish(path, data, files, directories)
+
+    def _publish(
+        self, path: str, data: bytes, files: Collection[str], directories: Collection[str]
+    ) -> None:
+        """Backend part of :meth:`publish`; the default only calls :meth:`write_if_absent`."""
+        del files, directories
+        self.write_if_absent(path, data)
 
     def write_new(self, path: str, data: bytes) -> None:
         """Create a file under a fresh, unique name (manifests, manifest lists).

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 from decimal import Decimal
 
 import pytest
+from rich.console import Console
 
 from snaplake.cli.output import Column, JsonOutput, TextOutput, format_size, format_time_ms
 
@@ -53,12 +55,27 @@ def test_text_rows_are_not_wrapped_when_piped(capsys: pytest.CaptureFixture[str]
     assert lines == [" a  b", f" 1  {long}", "22  -"]
 
 
-def test_progress_and_status_run_on_a_terminal() -> None:
+def test_progress_and_status_draw_on_stderr_on_a_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     out = TextOutput(interactive=True)
+    drawn = io.StringIO()
+    out.err_console = Console(file=drawn, force_terminal=True, width=80)
     with out.progress(total=2, description="writing") as progress:
         progress.advance()
         progress.advance(description="done")
     with out.status("working"):
         pass
-    with TextOutput(interactive=False).progress(total=1, description="x") as quiet:
-        quiet.advance()
+    frames = drawn.getvalue()
+    assert "writing" in frames and "done" in frames and "2/2" in frames
+    assert "working" in frames
+    assert capsys.readouterr().out == ""  # stdout stays the command's result only
+
+
+def test_progress_and_status_draw_nothing_when_piped(capsys: pytest.CaptureFixture[str]) -> None:
+    quiet = TextOutput(interactive=False)
+    with quiet.progress(total=1, description="x") as progress:
+        progress.advance()
+    with quiet.status("working"):
+        pass
+    assert capsys.readouterr() == ("", "")

@@ -256,3 +256,68 @@ def test_latest_expired_during_the_attempt_is_a_lost_race(table):
     result = _committer(table, "b").commit(_messages(table, rows(10, 3)), commit_identifier=1)
     assert result.attempts == 2
     assert table.to_arrow().num_rows == 6
+
+
+# ---------------------------------------------------------------- duplicates (issue 10, item 10)
+def _data_paths(table, messages):
+    out = []
+    for m in messages:
+        part = table.schema().partition_path_of(m.partition)
+        out += [table.paths.data_file_path(part, m.bucket, f.file_name) for f in m.added_files()]
+    return out
+
+
+def test_duplicate_names_the_snapshot_holding_the_identifier(table):
+    c = _committer(table)
+    first = c.commit(_messages(table, rows(0, 10)), commit_identifier=1)
+    second = c.commit(_messages(table, rows(10, 10)), commit_identifier=2)
+    assert (
+        c.commit(_messages(table, rows(0, 10)), commit_identifier=1).snapshot_id
+        == first.snapshot_id
+    )
+    assert c.commit(_messages(table, rows(10, 10)), commit_identifier=2).snapshot_id == (
+        second.snapshot_id
+    )
+
+
+def test_duplicate_deletes_its_unreferenced_data_files(table):
+    c = _committer(table)
+    c.commit(_messages(table, rows(0, 10)), commit_identifier=1)
+    replay = _messages(table, rows(0, 10))
+    paths = _data_paths(table, replay)
+    assert all(table.file_io.exists(p) for p in paths)
+    assert c.commit(replay, commit_identifier=1).was_duplicate
+    assert not any(table.file_io.exists(p) for p in paths)
+    assert sorted_ids(table.to_arrow()) == list(range(10))
+
+
+def test_duplicate_keeps_the_files_a_snapshot_references(table):
+    """A replay of the very messages that landed (e.g. after an unknown outcome) deletes nothing,
+    also when a compaction has since removed them from the latest snapshot."""
+    c = _committer(table)
+    landed = _messages(table, rows(0, 30))
+    first = c.commit(landed, commit_identifier=1)
+    split = table.new_scan(partition_filter={"month": 1}).plan()[0]
+    _committer(table, "compactor").commit(
+        [_compact_message(split)], kind=snaplake.CommitKind.COMPACT
+    )
+    assert c.commit(landed, commit_identifier=1).was_duplicate
+    assert all(table.file_io.exists(p) for p in _data_paths(table, landed))
+    assert sorted_ids(table.to_arrow(snapshot_id=first.snapshot_id)) == list(range(30))
+
+
+def test_lower_identifier_counts_as_committed(table, caplog):
+    """Paimon's rule: identifiers below the user's highest are committed; found ones are named,
+    missing ones are dropped with a warning."""
+    c = _committer(table)
+    three = c.commit(_messages(table, rows(0, 3)), commit_identifier=3)
+    c.commit(_messages(table, rows(3, 3)), commit_identifier=5)
+    with caplog.at_level("WARNING", logger="snaplake.commit.duplicate"):
+        found = c.commit(_messages(table, rows(0, 3)), commit_identifier=3)
+        assert not caplog.records
+        missing = c.commit(_messages(table, rows(100, 3)), commit_identifier=4)
+    assert found.was_duplicate and found.snapshot_id == three.snapshot_id
+    assert missing.was_duplicate and missing.snapshot_id is None
+    [record] = caplog.records
+    assert "identifier 4" in record.getMessage() and "treated as committed" in record.getMessage()
+    assert sorted_ids(table.to_arrow()) == list(range(6))

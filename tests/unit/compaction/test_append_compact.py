@@ -10,7 +10,7 @@ from tests.helpers import rows, sorted_ids
 from tests.unit.compaction.conftest import append
 
 from snaplake.compaction.append_compact import AppendCompactor
-from snaplake.compaction.inline import maintenance_commit
+from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.errors import CommitConflictError
 from snaplake.store.format.data_file import FileSource
 from snaplake.store.format.snapshot import CommitKind
@@ -76,7 +76,7 @@ def test_large_files_split_runs(make_table):
     append(table, 1000, 2000)  # large
     append(table, 9, 3)
     append(table, 12, 3)
-    compactor = AppendCompactor(commit=maintenance_commit(table))
+    compactor = AppendCompactor(commit=maintenance_committer(table))
     tasks = compactor.plan()
     assert [f.row_count for f in tasks[0].files] == [3, 3, 3]
     assert all(f.file_size_bytes < 4096 for t in tasks for f in t.files)
@@ -115,7 +115,7 @@ def test_racing_compactions_one_conflicts_and_cleans_up(make_table):
     table = make_table(partitioned=False)
     for i in range(5):
         append(table, i * 10, 10)
-    loser = AppendCompactor(commit=maintenance_commit(table))
+    loser = AppendCompactor(commit=maintenance_committer(table))
     tasks = loser.plan()
     assert tasks
     winner = table.compact()
@@ -135,7 +135,7 @@ def test_compaction_and_append_both_land(make_table, monkeypatch):
     table = make_table(partitioned=False)
     for i in range(5):
         append(table, i * 10, 10)
-    compactor = AppendCompactor(commit=maintenance_commit(table))
+    compactor = AppendCompactor(commit=maintenance_committer(table))
     original = compactor.commit.commit
 
     def commit_after_append(messages, **kw):
@@ -172,8 +172,8 @@ def test_full_compaction_rewrites_large_files_after_the_head(make_table):
     append(table, 6, 3)
     append(table, 9, 3)
     head = _live_files(table)[0]
-    assert AppendCompactor(commit=maintenance_commit(table)).plan() == []  # runs are too short
-    full = AppendCompactor(commit=maintenance_commit(table), full=True)
+    assert AppendCompactor(commit=maintenance_committer(table)).plan() == []  # runs are too short
+    full = AppendCompactor(commit=maintenance_committer(table), full=True)
     (task,) = full.plan()
     assert [f.row_count for f in task.files] == [3, 1000, 3, 3]
     before = table.to_arrow().column("id").to_pylist()
@@ -189,13 +189,13 @@ def test_full_compaction_needs_three_files_and_more_small_than_large(make_table)
                        partitioned=False)  # fmt: skip
     append(table, 0, 3)
     append(table, 3, 3)
-    assert AppendCompactor(commit=maintenance_commit(table), full=True).plan() == []  # 2 files
+    assert AppendCompactor(commit=maintenance_committer(table), full=True).plan() == []  # 2 files
     append(table, 1000, 1000)
     append(table, 3000, 1000)
     # 2 small, 2 large: small ones do not outnumber large ones
-    assert AppendCompactor(commit=maintenance_commit(table), full=True).plan() == []
+    assert AppendCompactor(commit=maintenance_committer(table), full=True).plan() == []
     append(table, 6, 3)
-    (task,) = AppendCompactor(commit=maintenance_commit(table), full=True).plan()
+    (task,) = AppendCompactor(commit=maintenance_committer(table), full=True).plan()
     assert len(task.files) == 5
 
 
@@ -206,7 +206,7 @@ def test_rewrite_and_commit_apart_equal_execute(make_table):
         for i in range(5):
             append(t, i * 10, 10)
     res_a = a.compact()
-    compactor = AppendCompactor(commit=maintenance_commit(b))
+    compactor = AppendCompactor(commit=maintenance_committer(b))
     target = compactor.target_file_size_bytes()
     messages = [m for t in compactor.plan()
                 for m in compactor.rewriter.rewrite(t, target_file_size_bytes=target)]  # fmt: skip
@@ -225,7 +225,7 @@ def test_commit_rewritten_conflict_deletes_outputs(make_table):
     table = make_table(partitioned=False)
     for i in range(4):
         append(table, i * 10, 10)
-    compactor = AppendCompactor(commit=maintenance_commit(table))
+    compactor = AppendCompactor(commit=maintenance_committer(table))
     (task,) = compactor.plan()
     (message,) = compactor.rewriter.rewrite(task, target_file_size_bytes=1 << 20)
     table.compact()  # someone else compacts the same inputs first

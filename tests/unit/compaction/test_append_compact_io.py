@@ -19,7 +19,7 @@ import snaplake
 from snaplake.commit.table_write import new_data_file_meta
 from snaplake.compaction import append_rewrite
 from snaplake.compaction.append_compact import AppendCompactor
-from snaplake.compaction.inline import maintenance_commit
+from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.stats import compute_value_stats
 
@@ -126,7 +126,7 @@ def test_polars_and_pyarrow_reads_agree(tmp_path, monkeypatch, schema, make_rows
     for i in range(4):
         _append(table, make_rows(i * 25, 25))
     before = table.to_arrow()
-    compactor = AppendCompactor(commit=maintenance_commit(table))
+    compactor = AppendCompactor(commit=maintenance_committer(table))
     (task,) = compactor.plan()
     arrow_schema = table.arrow_schema
     slow = compactor.rewriter._read_many_pyarrow(task.paths, arrow_schema)
@@ -196,7 +196,7 @@ def test_vanished_input_raises_and_leaves_no_output(make_table, monkeypatch):
     table = make_table(partitioned=False)
     for i in range(5):
         append(table, i * 10, 10)
-    compactor = AppendCompactor(commit=maintenance_commit(table))
+    compactor = AppendCompactor(commit=maintenance_committer(table))
     (task,) = compactor.plan()
     os.remove(task.paths[3])
     before = {s.path for s in table.file_io.list_files(table.root)}

@@ -20,7 +20,7 @@ from snaplake.compaction.distributed import (
     distributed_compaction,
     split_run,
 )
-from snaplake.compaction.inline import maintenance_commit
+from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.errors import CommitConflictError, UnsupportedTableError
 from snaplake.store.format.data_file import EMPTY_BINARY_ROW, DataFileMeta, FileSource
 from snaplake.store.format.stats import SimpleStatsParts
@@ -48,7 +48,7 @@ def test_units_rewritten_apart_give_the_in_process_result(make_table):
         for i in range(6):
             append(t, i * 10, 10)
     a.compact()
-    job = distributed_compaction(commit=maintenance_commit(b))
+    job = distributed_compaction(commit=maintenance_committer(b))
     units = job.plan_units(max_unit_bytes=1 << 30)
     assert len(units) == 3  # one per (partition, bucket)
     result = job.commit_rewritten(_run_units(b, units))
@@ -62,7 +62,7 @@ def test_partition_specs_are_planned_once_per_bucket(make_table):
     for i in range(4):
         append(table, i * 10, 10)
     job = distributed_compaction(
-        commit=maintenance_commit(table), partitions=[{"month": 2}, {"month": 2}, {"month": 3}]
+        commit=maintenance_committer(table), partitions=[{"month": 2}, {"month": 2}, {"month": 3}]
     )
     units = job.plan_units(max_unit_bytes=1 << 30)
     assert sorted(u.partition for u in units) == sorted(
@@ -82,7 +82,7 @@ def test_large_buckets_are_sliced_and_keep_their_rows(make_table):
         for i in range(12):
             append(t, i * 100, 100)
     a.compact()
-    job = distributed_compaction(commit=maintenance_commit(b))
+    job = distributed_compaction(commit=maintenance_committer(b))
     total = sum(f.file_size_bytes for s in b.new_scan().plan() for f in s.files)
     units = job.plan_units(max_unit_bytes=total // 3)
     assert len(units) >= 2  # one bucket, several slices
@@ -100,7 +100,7 @@ def test_a_failing_unit_leaves_no_output(make_table):
     for i in range(3):
         append(table, i * 10, 10)
     append(table, 1000, 10)
-    (unit,) = distributed_compaction(commit=maintenance_commit(table)).plan_units(
+    (unit,) = distributed_compaction(commit=maintenance_committer(table)).plan_units(
         max_unit_bytes=1 << 30
     )
     assert isinstance(unit, AppendRewriteUnit)
@@ -120,7 +120,7 @@ def test_conflict_on_commit_deletes_the_outputs(make_table):
     table = make_table(partitioned=False)
     for i in range(4):
         append(table, i * 10, 10)
-    job = distributed_compaction(commit=maintenance_commit(table))
+    job = distributed_compaction(commit=maintenance_committer(table))
     messages = _run_units(table, job.plan_units(max_unit_bytes=1 << 30))
     table.compact()
     with pytest.raises(CommitConflictError):
@@ -133,11 +133,11 @@ def test_conflict_on_commit_deletes_the_outputs(make_table):
 def test_primary_key_tables_and_empty_specs_are_refused(make_table):
     table = make_table()
     with pytest.raises(ValueError, match="partitions is empty"):
-        distributed_compaction(commit=maintenance_commit(table), partitions=[])
+        distributed_compaction(commit=maintenance_committer(table), partitions=[])
     pk = dataclasses.replace(table.schema(), id=1, primary_keys=("id", "month"))
     table.schema_manager.create(pk)
     with pytest.raises(UnsupportedTableError, match="primary key"):
-        distributed_compaction(commit=maintenance_commit(table))
+        distributed_compaction(commit=maintenance_committer(table))
 
 
 # -- split_run: slices cut only where an output rolls ---------------------------------------

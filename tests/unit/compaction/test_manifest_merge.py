@@ -4,13 +4,31 @@ import pytest
 from tests.helpers import sorted_ids
 from tests.unit.compaction.conftest import append
 
-from snaplake.commit.manifest_commit import ManifestMergeCommit
-from snaplake.compaction.inline import MAINTENANCE_COMMIT_USER
+from snaplake.commit.snapshot_commit import SnapshotCommit
+from snaplake.compaction.maintenance import MAINTENANCE_COMMIT_USER
 from snaplake.compaction.manifest_merge import ManifestFileMerger
 from snaplake.errors import CommitRetriesExhaustedError
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.manifest_list import read_manifest_list
 from snaplake.store.format.snapshot import CommitKind
+
+
+def _race(monkeypatch, before_attempt):
+    """Call ``before_attempt(n)`` before the merge's n-th publish attempt (0-based).
+
+    Returns the base-list lengths the merge tried to publish, in order.
+    """
+    original = SnapshotCommit.try_commit_once
+    calls: list[int] = []
+
+    def racing(self, changes, **kw):
+        if self.commit_user == MAINTENANCE_COMMIT_USER and changes.base is not None:
+            before_attempt(len(calls))
+            calls.append(len(changes.base))
+        return original(self, changes, **kw)
+
+    monkeypatch.setattr(SnapshotCommit, "try_commit_once", racing)
+    return calls
 
 
 def _metas(table, snap=None):
@@ -124,16 +142,12 @@ def test_full_compaction_triggers_on_threshold(make_table):
 def test_lost_race_to_an_append_keeps_merged_prefix(make_table, monkeypatch):
     table = make_table()
     _append_many(table, 5)
-    original = ManifestMergeCommit.try_commit_base_manifests
-    calls: list[int] = []
 
-    def racing(self, base_metas, **kw):
-        if not calls:
+    def racing(n):
+        if n == 0:
             append(table, 500, 7, user="racer")  # wins the next snapshot id
-        calls.append(len(base_metas))
-        return original(self, base_metas, **kw)
 
-    monkeypatch.setattr(ManifestMergeCommit, "try_commit_base_manifests", racing)
+    calls = _race(monkeypatch, racing)
     result = table.merge_manifests()
     assert result.attempts == 2
     assert calls == [1, 2]
@@ -154,15 +168,11 @@ def test_lost_races_carry_the_plan_forward_from_delta_lists(make_table, monkeypa
     """After lost races the merge reads only the new snapshots' delta lists."""
     table = make_table()
     _append_many(table, 5)
-    original = ManifestMergeCommit.try_commit_base_manifests
-    calls: list[int] = []
 
-    def racing(self, base_metas, **kw):
-        if len(calls) < 2:  # lose twice: to two appends, then to one more
-            for k in range(2 - len(calls)):
-                append(table, 500 + 10 * len(calls) + k, 3, user="racer")
-        calls.append(len(base_metas))
-        return original(self, base_metas, **kw)
+    def racing(n):
+        if n < 2:  # lose twice: to two appends, then to one more
+            for k in range(2 - n):
+                append(table, 500 + 10 * n + k, 3, user="racer")
 
     full_reads: list[int] = []
     metas = ManifestFileMerger._metas
@@ -171,7 +181,7 @@ def test_lost_races_carry_the_plan_forward_from_delta_lists(make_table, monkeypa
         full_reads.append(snap.id)
         return metas(self, snap)
 
-    monkeypatch.setattr(ManifestMergeCommit, "try_commit_base_manifests", racing)
+    calls = _race(monkeypatch, racing)
     monkeypatch.setattr(ManifestFileMerger, "_metas", counting)
     result = table.merge_manifests()
     assert result.merged
@@ -188,19 +198,15 @@ def test_lost_race_after_a_rollback_reads_the_latest_list(make_table, monkeypatc
     """A planned-on snapshot replaced by a rollback and a new commit: plan again."""
     table = make_table()
     _append_many(table, 5)
-    original = ManifestMergeCommit.try_commit_base_manifests
-    calls: list[int] = []
 
-    def racing(self, base_metas, **kw):
-        if not calls:
+    def racing(n):
+        if n == 0:
             latest = table.latest_snapshot().id
             table.rollback_to(latest - 1)
             append(table, 500, 3, user="racer")  # a new snapshot-<latest>
             append(table, 600, 3, user="racer")  # takes latest + 1
-        calls.append(len(base_metas))
-        return original(self, base_metas, **kw)
 
-    monkeypatch.setattr(ManifestMergeCommit, "try_commit_base_manifests", racing)
+    _race(monkeypatch, racing)
     result = table.merge_manifests()
     assert result.merged
     assert result.attempts == 2
@@ -212,16 +218,14 @@ def test_lost_race_after_a_rollback_reads_the_latest_list(make_table, monkeypatc
 def test_lost_race_to_another_merge_replans(make_table, monkeypatch):
     table = make_table()
     _append_many(table, 5)
-    original = ManifestMergeCommit.try_commit_base_manifests
     state = {"raced": False}
 
-    def racing(self, base_metas, **kw):
+    def racing(n):
         if not state["raced"]:
             state["raced"] = True
             table.merge_manifests()  # another maintainer merges first
-        return original(self, base_metas, **kw)
 
-    monkeypatch.setattr(ManifestMergeCommit, "try_commit_base_manifests", racing)
+    _race(monkeypatch, racing)
     result = table.merge_manifests()
     # the other merge already merged everything: nothing left to do, our files discarded
     assert not result.merged
@@ -236,7 +240,7 @@ def test_lost_race_to_another_merge_replans(make_table, monkeypatch):
 def test_exhausted_retries_clean_up(make_table, monkeypatch):
     table = make_table({"commit.max-retries": "1", "commit.min-retry-wait": "1 ms"})
     _append_many(table, 5)
-    monkeypatch.setattr(ManifestMergeCommit, "try_commit_base_manifests", lambda *a, **k: None)
+    monkeypatch.setattr(SnapshotCommit, "try_commit_once", lambda *a, **k: None)
     before = {s.path for s in table.file_io.list_files(table.paths.manifest_dir)}
     with pytest.raises(CommitRetriesExhaustedError):
         table.merge_manifests()

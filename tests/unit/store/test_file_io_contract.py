@@ -43,6 +43,16 @@ def test_overwrite_replaces_content(file_io: FileIOAndRoot) -> None:
     assert fio.file_status(f"{root}/LATEST").size_bytes == 2
 
 
+def test_write_hint_creates_and_overwrites_longer_and_shorter(file_io: FileIOAndRoot) -> None:
+    fio, root = file_io
+    path = f"{root}/snapshot/LATEST"
+    fio.write_if_absent(f"{root}/snapshot/snapshot-1", b"{}")  # the directory exists
+    for value in (b"9", b"10", b"7", b"123"):
+        fio.write_hint(path, value)
+        assert fio.read_bytes(path) == value
+        assert fio.file_status(path).size_bytes == len(value)
+
+
 def test_write_if_absent_creates_once(file_io: FileIOAndRoot) -> None:
     fio, root = file_io
     path = f"{root}/snapshot/snapshot-1"

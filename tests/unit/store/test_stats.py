@@ -269,3 +269,14 @@ def test_partition_stats_edge_cases() -> None:
     rows = [encode_binary_row([s], utf8) for s in ["\uffff", "\U00010000", "z"]]
     # UTF-8 byte order (Java BinaryString.compareTo) equals code point order.
     assert _bounds(compare_partition_stats(rows, utf8), utf8) == [("z", "\U00010000")]
+
+
+def test_a_bound_that_does_not_encode_is_dropped_and_the_others_kept() -> None:
+    """The whole rows encode at once; only when that fails is each bound checked alone."""
+    decimals = pa.array([Decimal("12345"), Decimal("7")], pa.decimal128(10, 0))
+    data = pa.table({"n": pa.array([3, 1], pa.int64()), "d": decimals})
+    types = [parse_type("BIGINT"), parse_type("DECIMAL(3, 0)")]
+    parts = compute_value_stats(data, types)
+    assert decode_binary_row(parts.min_values, types) == (1, None)
+    assert decode_binary_row(parts.max_values, types) == (3, None)
+    assert parts.null_counts == (0, 0)

@@ -1,0 +1,531 @@
+"""SnapshotCommit: the one way a snapshot is published, and the one retry loop around it.
+
+Every kind of commit (append, overwrite, compact, manifest merge) is a
+:class:`~snaplake.commit.operation.CommitOperation`. Told the latest snapshot, it returns the
+:class:`CommitChanges` to publish on top of it (its delta manifests and,
+for a manifest merge, a replacement base list), or a :class:`CommitStop`
+when nothing is left to publish (a duplicate, an empty commit, a merge a
+concurrent one made unnecessary). Its conflict checks run there, so a new
+commit kind or conflict rule plugs in without touching the loop.
+:meth:`SnapshotCommit.commit` runs the loop for all of them:
+
+1. ``changes = operation.attempt(latest)``;
+2. write the base manifest list (the latest's base and delta lists copied
+   block-wise, or the operation's replacement) and the delta list;
+3. publish ``snapshot-<latest+1>`` create-if-absent (:meth:`FileIO.publish`),
+   making durable first exactly the files this snapshot references that
+   were written for it (data files, manifests, the two lists) and their
+   directories;
+4. a lost race deletes the attempt's lists, waits ``RetryPolicy.wait_s``,
+   reads the latest snapshot and goes to 1; past ``commit.max-retries`` or
+   ``commit.timeout`` it raises :class:`CommitRetriesExhaustedError`;
+5. an uncertain publish is resolved by reading the snapshot back; if that
+   keeps failing, :class:`CommitStateUnknownError` leaves everything in place.
+
+Every published snapshot carries the transaction map (``snaplake.txn.<user>``
+= the user's last identifier), the snaplake marker, the attempts and the
+duration; the ``LATEST`` hint is updated and the commit listeners are told
+how each call ended.
+
+Source: Paimon ``SnapshotCommit`` / ``RenamingSnapshotCommit`` (the publish),
+``FileStoreCommitImpl.tryCommit`` / ``tryCommitOnce`` (the loop, one
+attempt, cleanup of a failed attempt); Delta Lake's ``txn`` action for the
+transaction map.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+from snaplake.commit.operation import CommitChanges, CommitOperation, CommitStop
+from snaplake.commit.result import (
+    CommitEvent,
+    CommitOutcome,
+    CommitResult,
+    notify_commit_listeners,
+)
+from snaplake.commit.retry import RetryPolicy
+from snaplake.errors import (
+    CommitConflictError,
+    CommitRetriesExhaustedError,
+    CommitStateUnknownError,
+    FileAlreadyExistsError,
+    StorageError,
+)
+from snaplake.store.format.manifest_list import (
+    concat_manifest_lists,
+    encode_manifest_list,
+)
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.snapshot import (
+    BATCH_COMMIT_IDENTIFIER,
+    TXN_PROPERTY_PREFIX,
+    CommitKind,
+    Snapshot,
+)
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.snapshot_manager import SnapshotManager
+
+__all__ = ["ATTEMPTS_PROPERTY", "DURATION_PROPERTY", "SNAPLAKE_MARKER_PROPERTY", "SnapshotCommit"]
+
+logger = logging.getLogger(__name__)
+
+SNAPLAKE_MARKER_PROPERTY = "snaplake.version"
+"""Snapshot property present on every snapshot snaplake wrote (carries the txn map)."""
+ATTEMPTS_PROPERTY = "snaplake.commit.attempts"
+"""Snapshot property: publish attempts of the commit that wrote it."""
+DURATION_PROPERTY = "snaplake.commit.duration-ms"
+"""Snapshot property: milliseconds from the commit call to the attempt that published."""
+_SNAPLAKE_VERSION = "1"
+_UNCERTAIN_READBACKS = 5
+
+
+@dataclass(slots=True)
+class _Published:
+    """What this committer published last, to build the next base list without reads."""
+
+    snapshot: Snapshot
+    base_bytes: bytes
+    delta_bytes: bytes
+
+
+class SnapshotCommit:
+    """Publishes the snapshots of one ``commit_user`` on one table.
+
+    Args:
+        file_io: Storage of the table.
+        paths: The table's PathFactory.
+        snapshot_manager: Reads snapshots.
+        table_name: ``db.table`` (for logs and metrics labels).
+        commit_user: Who commits.
+        clock: Monotonic seconds (injected by tests).
+        wall_clock_ms: Epoch milliseconds for ``timeMillis`` (injected by tests).
+        sleep: Sleeps seconds (injected by tests so retries never sleep).
+        rng: Uniform [0, 1) numbers for the backoff jitter.
+
+    Source: Paimon ``SnapshotCommit`` and ``FileStoreCommitImpl.tryCommit``.
+    """
+
+    def __init__(
+        self,
+        *,
+        file_io: FileIO,
+        paths: PathFactory,
+        snapshot_manager: SnapshotManager,
+        table_name: str,
+        commit_user: str,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        if not commit_user:
+            raise ValueError("commit_user must be a non-empty string")
+        self.file_io = file_io
+        self.paths = paths
+        self.snapshot_manager = snapshot_manager
+        self.table_name = table_name
+        self.commit_user = commit_user
+        self.clock = clock
+        self._wall_clock_ms = wall_clock_ms
+        self._sleep = sleep
+        self._rng = rng
+        self._published: _Published | None = None
+
+    # ------------------------------------------------------------------ reads
+    def latest_snapshot(self) -> Snapshot | None:
+        """The latest snapshot; one existence probe when this committer made the last one.
+
+        A writer that published ``snapshot-N`` itself only checks that
+        ``snapshot-(N+1)`` is absent (one HEAD on S3) instead of reading the
+        ``LATEST`` hint and the snapshot file again.
+
+        Raises:
+            CorruptMetadataError: the newest snapshot file is undecodable.
+        """
+        pub = self._published
+        if pub is not None and not self.snapshot_manager.snapshot_exists(pub.snapshot.id + 1):
+            return pub.snapshot
+        return self.snapshot_manager.latest_snapshot()
+
+    def txn_map(self, latest: Snapshot | None) -> dict[str, int]:
+        """Return ``{commit_user: last identifier}`` as of ``latest``.
+
+        O(1) when ``latest`` was written by snaplake (it carries the map);
+        otherwise walks back to the newest snaplake snapshot, folding in the
+        non-snaplake commits met on the way (Paimon's backward scan), up to
+        the first expired snapshot.
+
+        Storage: reads the snapshots newer than the newest snaplake one.
+        """
+        if latest is None:
+            return {}
+        folded: dict[str, int] = {}
+        snap: Snapshot | None = latest
+        while snap is not None:
+            props = snap.properties or {}
+            if SNAPLAKE_MARKER_PROPERTY in props:
+                base = snap.txn_map()
+                for user, ident in folded.items():
+                    base[user] = max(base.get(user, ident), ident)
+                return base
+            if snap.commit_identifier != BATCH_COMMIT_IDENTIFIER:
+                prev = folded.get(snap.commit_user, snap.commit_identifier)
+                folded[snap.commit_user] = max(prev, snap.commit_identifier)
+            snap = self.snapshot_manager.try_snapshot(snap.id - 1) if snap.id > 1 else None
+        return folded
+
+    # ------------------------------------------------------------------- loop
+    def commit(
+        self,
+        operation: CommitOperation,
+        *,
+        policy: RetryPolicy,
+        latest: Snapshot | None,
+        start: float | None = None,
+    ) -> CommitResult:
+        """Publish ``operation`` as one new snapshot, retrying lost races.
+
+        Args:
+            operation: The commit kind's planner (see :class:`CommitOperation`).
+            policy: Backoff and limits of the retries.
+            latest: The latest snapshot, as read by the caller (the first
+                attempt builds on it).
+            start: :attr:`clock` reading when the caller's commit began
+                (default: now), for the duration and the timeout.
+
+        Returns:
+            The published snapshot's id, kind, attempts, duration and counts;
+            for a :class:`CommitStop`, its snapshot id (``was_duplicate`` for
+            a duplicate).
+
+        Raises:
+            CommitConflictError: from ``operation.attempt``; fatal.
+            CommitRetriesExhaustedError: every attempt lost the race within
+                the policy's retries and timeout. Safe to retry later.
+            CommitStateUnknownError: the publish failed without telling
+                whether it landed; nothing was cleaned up.
+
+        Storage:
+            Per attempt: two manifest lists and one snapshot file (plus what
+            the operation writes); a lost or failed attempt deletes its
+            lists; any failure but an unknown outcome calls
+            ``operation.abandon()``, as does a stop. Updates ``LATEST``.
+        """
+        start = self.clock() if start is None else start
+        kind = operation.kind
+        attempts = 0
+        try:
+            while True:
+                step = operation.attempt(latest)
+                if isinstance(step, CommitStop):
+                    operation.abandon()
+                    return self._stopped(step, kind, attempts, start)
+                attempts += 1
+                snapshot = self.try_commit_once(
+                    step, latest=latest, kind=kind, policy=policy, attempt=attempts, start=start
+                )
+                if snapshot is not None:
+                    return self._succeeded(snapshot, step, kind, attempts, start)
+                elapsed = self.clock() - start
+                if not policy.may_retry(retries_done=attempts - 1, elapsed_s=elapsed):
+                    raise CommitRetriesExhaustedError(
+                        f"{kind.value} commit to {self.table_name} lost the race for a new "
+                        f"snapshot {attempts} times in {elapsed:.1f} s; other writers are "
+                        "committing faster — retry later or raise commit.max-retries / "
+                        "commit.timeout",
+                        attempts=attempts,
+                        elapsed_s=elapsed,
+                    )
+                self._sleep(policy.wait_s(attempts, random_fraction=self._rng()))
+                latest = self.snapshot_manager.latest_snapshot()
+        except CommitStateUnknownError:
+            self._notify(kind, CommitOutcome.UNKNOWN, attempts, start, None)
+            raise  # everything stays in place: the snapshot may reference it
+        except CommitConflictError:
+            operation.abandon()
+            self._notify(kind, CommitOutcome.CONFLICT, attempts, start, None)
+            raise
+        except CommitRetriesExhaustedError as exc:
+            operation.abandon()
+            self._notify(kind, CommitOutcome.EXHAUSTED, exc.attempts, start, None)
+            raise
+        except BaseException:
+            operation.abandon()
+            raise
+
+    def _stopped(
+        self, stop: CommitStop, kind: CommitKind, attempts: int, start: float
+    ) -> CommitResult:
+        duplicate = stop.outcome is CommitOutcome.DUPLICATE
+        result = self._result(stop.snapshot_id, kind, attempts, start, duplicate=duplicate)
+        if stop.outcome is not None:
+            self._notify(kind, stop.outcome, attempts, start, result)
+        return result
+
+    def _succeeded(
+        self,
+        snapshot: Snapshot,
+        changes: CommitChanges,
+        kind: CommitKind,
+        attempts: int,
+        start: float,
+    ) -> CommitResult:
+        result = self._result(snapshot.id, kind, attempts, start, changes=changes)
+        logger.info(
+            "committed %s snapshot %d of %s (user %s, identifier %d) in %d attempt(s), %.1f ms",
+            kind.value, snapshot.id, self.table_name, self.commit_user, changes.identifier,
+            attempts, result.duration_s * 1000,
+        )  # fmt: skip
+        self._notify(kind, CommitOutcome.SUCCESS, attempts, start, result)
+        return result
+
+    def _result(
+        self,
+        snapshot_id: int | None,
+        kind: CommitKind,
+        attempts: int,
+        start: float,
+        *,
+        changes: CommitChanges | None = None,
+        duplicate: bool = False,
+    ) -> CommitResult:
+        return CommitResult(
+            snapshot_id=snapshot_id,
+            kind=kind,
+            attempts=attempts,
+            duration_s=self.clock() - start,
+            files_added=changes.files_added if changes else 0,
+            files_deleted=changes.files_deleted if changes else 0,
+            records_added=changes.delta_record_count if changes else 0,
+            was_duplicate=duplicate,
+        )
+
+    def _notify(
+        self,
+        kind: CommitKind,
+        outcome: CommitOutcome,
+        attempts: int,
+        start: float,
+        result: CommitResult | None,
+    ) -> None:
+        notify_commit_listeners(
+            CommitEvent(
+                table=self.table_name,
+                kind=kind,
+                outcome=outcome,
+                attempts=attempts,
+                duration_s=self.clock() - start,
+                result=result,
+            )
+        )
+
+    # ---------------------------------------------------------------- attempt
+    def try_commit_once(
+        self,
+        changes: CommitChanges,
+        *,
+        latest: Snapshot | None,
+        kind: CommitKind,
+        policy: RetryPolicy,
+        attempt: int = 1,
+        start: float | None = None,
+    ) -> Snapshot | None:
+        """Write the lists and publish ``snapshot-<latest+1>``; ``None`` if the race was lost.
+
+        Args:
+            changes: What to publish.
+            latest: The snapshot to build on (``None`` = the table's first).
+            kind: The snapshot's commit kind.
+            policy: Gives the wait between uncertain-publish read-backs.
+            attempt: 1-based attempt number (recorded in the snapshot).
+            start: :attr:`clock` reading when the commit began.
+
+        Raises:
+            CommitStateUnknownError: the publish outcome stayed unknown.
+            StorageError: writing a list failed (the attempt's files are deleted).
+
+        Storage:
+            Writes the base and delta manifest lists and the snapshot file,
+            making ``changes.new_files``, the lists and their directories
+            durable first; a lost race (or ``latest`` expired meanwhile)
+            deletes the lists and ``changes.attempt_manifests``.
+        """
+        start = self.clock() if start is None else start
+        compression = changes.schema.core_options.manifest_compression
+        written = list(changes.attempt_manifests)
+        try:
+            try:
+                base_bytes = (
+                    encode_manifest_list(list(changes.base), compression=compression)
+                    if changes.base is not None
+                    else self._base_list_bytes(latest, compression)
+                )
+            except FileNotFoundError:
+                # ``latest`` was expired (its lists deleted) while we built on it:
+                # the table moved on, which is a lost race, not a failure.
+                self.delete_manifests(written)
+                return None
+            base_name = self.paths.new_manifest_list_name()
+            self.file_io.write_new(self.paths.manifest_path(base_name), base_bytes)
+            written.append(base_name)
+            delta_bytes = encode_manifest_list(list(changes.delta), compression=compression)
+            delta_name = self.paths.new_manifest_list_name()
+            self.file_io.write_new(self.paths.manifest_path(delta_name), delta_bytes)
+            written.append(delta_name)
+            snapshot = self._snapshot(
+                changes, latest=latest, kind=kind, attempt=attempt, start=start,
+                base=(base_name, len(base_bytes)), delta=(delta_name, len(delta_bytes)),
+            )  # fmt: skip
+            durable = [
+                *changes.new_files,
+                self.paths.manifest_path(base_name),
+                self.paths.manifest_path(delta_name),
+            ]
+            landed = self._publish(snapshot, durable, policy)
+        except CommitStateUnknownError:
+            raise
+        except BaseException:
+            self.delete_manifests(written)
+            raise
+        if not landed:
+            self.delete_manifests(written)
+            return None
+        self._published = _Published(
+            snapshot=snapshot, base_bytes=base_bytes, delta_bytes=delta_bytes
+        )
+        self._write_latest_hint(snapshot.id)
+        return snapshot
+
+    def _base_list_bytes(self, latest: Snapshot | None, compression: str) -> bytes:
+        """Bytes of the new base list = latest.base + latest.delta, copied block-wise."""
+        if latest is None:
+            return encode_manifest_list([], compression=compression)
+        pub = self._published
+        if pub is not None and (
+            pub.snapshot is latest
+            or (
+                pub.snapshot.id == latest.id
+                and pub.snapshot.base_manifest_list == latest.base_manifest_list
+                and pub.snapshot.delta_manifest_list == latest.delta_manifest_list
+            )
+        ):
+            parts = [pub.base_bytes, pub.delta_bytes]
+        else:
+            parts = [
+                self.file_io.read_bytes(self.paths.manifest_path(latest.base_manifest_list)),
+                self.file_io.read_bytes(self.paths.manifest_path(latest.delta_manifest_list)),
+            ]
+        return concat_manifest_lists(parts, [])
+
+    def _snapshot(
+        self,
+        changes: CommitChanges,
+        *,
+        latest: Snapshot | None,
+        kind: CommitKind,
+        attempt: int,
+        start: float,
+        base: tuple[str, int],
+        delta: tuple[str, int],
+    ) -> Snapshot:
+        txn = self.txn_map(latest)
+        if changes.identifier != BATCH_COMMIT_IDENTIFIER:
+            txn[self.commit_user] = changes.identifier
+        props = {k: v for k, v in changes.properties.items() if not k.startswith("snaplake.")}
+        props.update({f"{TXN_PROPERTY_PREFIX}{u}": str(i) for u, i in sorted(txn.items())})
+        props[SNAPLAKE_MARKER_PROPERTY] = _SNAPLAKE_VERSION
+        props[ATTEMPTS_PROPERTY] = str(attempt)
+        props[DURATION_PROPERTY] = str(round((self.clock() - start) * 1000, 3))
+        previous_total = (latest.total_record_count or 0) if latest else 0
+        return Snapshot(
+            id=(latest.id + 1) if latest else 1,
+            schema_id=changes.schema.id,
+            base_manifest_list=base[0],
+            base_manifest_list_size=base[1],
+            delta_manifest_list=delta[0],
+            delta_manifest_list_size=delta[1],
+            commit_user=self.commit_user,
+            commit_identifier=changes.identifier,
+            commit_kind=kind,
+            time_millis=self._wall_clock_ms(),
+            total_record_count=previous_total + changes.delta_record_count,
+            delta_record_count=changes.delta_record_count,
+            changelog_record_count=0,
+            watermark=latest.watermark if latest else None,
+            properties=props,
+        )
+
+    def _directories(self, files: Collection[str]) -> list[str]:
+        """Directories whose entries make ``files`` reachable, up to the table root."""
+        root = self.paths.root.rstrip("/")
+        dirs: set[str] = set()
+        for path in files:
+            d = os.path.dirname(path)
+            while d not in dirs:
+                dirs.add(d)
+                if d == root or not d.startswith(root + "/"):
+                    break
+                d = os.path.dirname(d)
+        return sorted(dirs)
+
+    def _publish(self, snapshot: Snapshot, durable: Collection[str], policy: RetryPolicy) -> bool:
+        """Create ``snapshot-<id>``; True if ours landed, False if the race was lost.
+
+        Raises:
+            CommitStateUnknownError: repeated storage failures left the outcome open.
+        """
+        path = self.paths.snapshot_path(snapshot.id)
+        data = snapshot.to_bytes()
+        directories = self._directories(durable)
+        last_error: StorageError | None = None
+        for _ in range(_UNCERTAIN_READBACKS):
+            try:
+                self.file_io.publish(path, data, files=durable, directories=directories)
+                return True
+            except FileAlreadyExistsError:
+                if last_error is None:
+                    return False
+                # An earlier uncertain attempt may have landed: compare content.
+                return self.file_io.read_bytes(path) == data
+            except StorageError as exc:
+                last_error = exc
+                logger.warning("publishing %s had an uncertain outcome; reading back", path,
+                               exc_info=True)  # fmt: skip
+                try:
+                    if self.file_io.exists(path):
+                        return self.file_io.read_bytes(path) == data
+                except OSError:
+                    logger.warning("read-back of %s failed", path, exc_info=True)
+                self._sleep(policy.min_wait_s)
+        raise CommitStateUnknownError(
+            f"publishing {path} failed {_UNCERTAIN_READBACKS} times without telling whether it "
+            f"landed ({last_error}); check the table history for commit user "
+            f"{snapshot.commit_user!r} identifier {snapshot.commit_identifier} before retrying "
+            "(a retry with the same identifier is deduplicated)",
+            commit_identifier=snapshot.commit_identifier,
+            snapshot_id=snapshot.id,
+        ) from last_error
+
+    def _write_latest_hint(self, snapshot_id: int) -> None:
+        try:
+            self.file_io.write_hint(self.paths.latest_hint_path, str(snapshot_id).encode())
+        except OSError:
+            logger.warning("could not update the LATEST hint (advisory only)", exc_info=True)
+
+    def delete_manifests(self, names: Collection[str]) -> None:
+        """Delete manifests or lists by name; failures are logged (best-effort cleanup).
+
+        Storage: deletes ``manifest/<name>`` for each name.
+        """
+        for name in names:
+            path = self.paths.manifest_path(name)
+            try:
+                self.file_io.delete(path)
+            except OSError:
+                logger.warning("could not delete unreferenced %s", path, exc_info=True)
