@@ -14,6 +14,9 @@ Python code (``except LookupError``, ``except FileExistsError``) keeps working::
     ├── InvalidOptionError (ValueError)            unknown/unparsable option; .key, .value
     ├── SchemaMismatchError (ValueError)           Arrow data vs table schema
     ├── UnsupportedTypeError (TypeError)           an Arrow type Paimon cannot store
+    ├── UnsupportedTableError                      a table feature/option snaplake cannot
+    │                                              handle yet; .feature, .operation, .key
+    ├── MergeFunctionError (ArithmeticError)       a merge engine cannot fold a key's versions
     ├── CorruptMetadataError (ValueError)          undecodable snapshot/manifest; .path
     │   └── UnsupportedFormatVersionError          a newer writer's file; .version
     ├── StorageError (OSError)                     backend failure; .path, .operation
@@ -43,6 +46,7 @@ __all__ = [
     "DatabaseNotFoundError",
     "FileAlreadyExistsError",
     "InvalidOptionError",
+    "MergeFunctionError",
     "SchemaMismatchError",
     "SnaplakeError",
     "SnapshotNotFoundError",
@@ -53,6 +57,7 @@ __all__ = [
     "TagNotFoundError",
     "UnsafeStorageError",
     "UnsupportedFormatVersionError",
+    "UnsupportedTableError",
     "UnsupportedTypeError",
 ]
 
@@ -118,6 +123,41 @@ class SchemaMismatchError(SnaplakeError, ValueError):
 
 class UnsupportedTypeError(SnaplakeError, TypeError):
     """Raised for an Arrow or Paimon type snaplake cannot store or read."""
+
+
+class UnsupportedTableError(SnaplakeError):
+    """Raised before anything is read or written when a table uses a feature snaplake lacks.
+
+    Reading or writing such a table as if the feature were absent would
+    return wrong rows or leave a table other engines cannot read, so the
+    operation is refused instead (for example a primary-key table, or an
+    option such as ``deletion-vectors.enabled = true``).
+
+    Attributes:
+        feature: What the table uses, in Paimon's words (``"primary-key table"``,
+            ``"option 'deletion-vectors.enabled' = 'true'"``).
+        operation: The refused operation (``"read"``, ``"write"``, ``"commit"``,
+            ``"maintenance"``, ``"create"``).
+        key: The option key when an option is the cause, else ``None``.
+    """
+
+    def __init__(
+        self, message: str, *, feature: str, operation: str, key: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.feature = feature
+        self.operation = operation
+        self.key = key
+
+
+class MergeFunctionError(SnaplakeError, ArithmeticError):
+    """Raised when a merge engine cannot fold the versions of a key.
+
+    For example an aggregate that overflows its column type, or, in files
+    another writer produced, a retraction (``-U``/``-D``) that the table's merge
+    engine rejects. snaplake's own writers refuse such rows before writing
+    (``SchemaMismatchError``).
+    """
 
 
 class CorruptMetadataError(SnaplakeError, ValueError):

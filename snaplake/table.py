@@ -19,7 +19,7 @@ from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitResult
 from snaplake.commit.table_write import TableWrite
 from snaplake.compaction.tags import TagManager
-from snaplake.errors import SnapshotNotFoundError, TableNotFoundError
+from snaplake.errors import SnapshotNotFoundError, TableNotFoundError, UnsupportedTableError
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
@@ -135,6 +135,15 @@ class Table:
     def __repr__(self) -> str:
         return f"Table({self.identifier!r}, root={self.root!r})"
 
+    def _refuse_primary_key(self, operation: str) -> None:
+        schema = self.schema()
+        if schema.primary_keys:
+            raise UnsupportedTableError(
+                f"{operation} of primary-key table {self.identifier} is not implemented yet",
+                feature="primary-key table",
+                operation=operation,
+            )
+
     # schema -------------------------------------------------------------
     def schema(self) -> TableSchema:
         """Return the latest table schema."""
@@ -167,6 +176,7 @@ class Table:
         Args:
             commit_user: The user that will commit the messages.
         """
+        self._refuse_primary_key("write")
         return TableWrite(
             file_io=self.file_io, paths=self.paths, schema=self.schema(), commit_user=commit_user
         )
@@ -265,6 +275,7 @@ class Table:
             TagNotFoundError: no tag of that name.
             ValueError: both ``snapshot_id`` and ``as_of``, or a naive ``as_of``.
         """
+        self._refuse_primary_key("read")
         if tag is not None:
             if snapshot_id is not None or as_of is not None:
                 raise ValueError("pass tag, snapshot_id or as_of, not several")
@@ -397,6 +408,7 @@ class Table:
         """
         from snaplake.compaction.append_compact import AppendCompactor
 
+        self._refuse_primary_key("compact")
         return AppendCompactor(
             commit=self._maintenance_commit(), partition_filter=partition_filter
         ).execute()

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +31,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from snaplake.commit.message import CommitMessage, DataIncrement
-from snaplake.errors import SchemaMismatchError
+from snaplake.errors import SchemaMismatchError, UnsupportedTableError
 from snaplake.store.format.binary_row import encode_binary_row
 from snaplake.store.format.bucket import bucket_ids
 from snaplake.store.format.data_file import (
@@ -317,11 +317,24 @@ class TableWrite:
         paths: The table's PathFactory.
         schema: The table schema to write with (its id goes into every file).
         commit_user: Recorded for logs only (the commit carries the user).
+
+    Raises:
+        UnsupportedTableError: ``schema`` has primary keys (their writer is
+            :class:`snaplake.commit.kv_write.KeyValueTableWrite`).
     """
+
+    _writes_key_value: ClassVar[bool] = False
 
     def __init__(
         self, *, file_io: FileIO, paths: PathFactory, schema: TableSchema, commit_user: str
     ) -> None:
+        if schema.primary_keys and not self._writes_key_value:
+            raise UnsupportedTableError(
+                f"TableWrite writes append tables; this table has primary keys "
+                f"{list(schema.primary_keys)}: get its writer from table.new_write()",
+                feature="primary-key table",
+                operation="write",
+            )
         self.file_io = file_io
         self.paths = paths
         self.schema = schema

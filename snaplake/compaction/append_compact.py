@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.commit.table_write import new_data_file_meta, open_data_file, zstd_level
-from snaplake.errors import CommitStateUnknownError
+from snaplake.errors import CommitStateUnknownError, UnsupportedTableError
 from snaplake.store.format.data_file import (
     DataFileMeta,
     FileSource,
@@ -173,6 +173,7 @@ class AppendCompactor:
         Raises:
             CorruptMetadataError: a manifest is undecodable.
             SchemaMismatchError: ``partition_filter`` names a non-partition column.
+            UnsupportedTableError: the table has primary keys.
 
         Storage:
             Reads the latest snapshot's manifests; writes nothing.
@@ -182,6 +183,13 @@ class AppendCompactor:
         schema = cm.schema_manager.latest()
         if latest is None or schema is None:
             return []
+        if schema.primary_keys:
+            raise UnsupportedTableError(
+                "small-file compaction would mix versions of primary keys; primary-key tables "
+                "are compacted by the LSM compaction (table.compact())",
+                feature="primary-key table",
+                operation="maintenance",
+            )
         target, min_files, ratio = self._opts(schema)
         small = target * ratio
         scan = FileStoreScan(

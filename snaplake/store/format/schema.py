@@ -28,6 +28,10 @@ from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.json_codec import decode_json, encode_json
 from snaplake.store.format.partition import partition_path
 from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.primary_key import (
+    check_primary_key_table,
+    normalize_primary_key_fields,
+)
 from snaplake.store.format.types import (
     DataType,
     arrow_schema_from_fields,
@@ -50,7 +54,7 @@ class TableSchema:
         fields: Paimon field JSON objects (``{"id", "name", "type"}``).
         highest_field_id: Largest field id handed out (nested fields included).
         partition_keys: Partition columns, in path order.
-        primary_keys: Always empty for the append tables snaplake writes.
+        primary_keys: Primary-key columns (a primary-key table when non-empty).
         options: Table options (string map), always including ``bucket`` and
             ``file.format``.
         comment: Optional table comment.
@@ -74,28 +78,46 @@ class TableSchema:
         *,
         schema_id: int = 0,
         partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
         options: Mapping[str, str] | None = None,
         comment: str | None = None,
     ) -> TableSchema:
-        """Build schema 0 of a new append table from an Arrow schema.
+        """Build schema 0 of a new table from an Arrow schema.
 
         Args:
             schema: Column names, Arrow types and nullability.
             schema_id: Id of the new schema.
             partition_keys: Columns that partition the table (must exist).
+            primary_keys: Primary-key columns (empty = append table). The
+                option ``primary-key`` (comma-separated) is moved here, as
+                Paimon does; the key columns become NOT NULL unless
+                ``primary-key.nullable = true``.
             options: Table options; ``bucket`` defaults to ``-1`` and
                 ``file.format`` to ``parquet`` and both are always written.
             comment: Optional table comment.
 
         Raises:
-            SchemaMismatchError: a partition key or bucket key is not a column,
-                or a name repeats.
+            SchemaMismatchError: a partition, primary or bucket key is not a
+                column, a name repeats, or the primary key breaks Paimon's
+                rules (see :func:`check_primary_key_table`).
             UnsupportedTypeError: a column type has no Paimon equivalent.
             InvalidOptionError: an option value does not parse.
+            UnsupportedTableError: a primary-key table snaplake cannot write
+                (e.g. ``bucket = -1``).
         """
         names = schema.names
         if len(set(names)) != len(names):
             raise SchemaMismatchError(f"column names repeat in {names}; rename the duplicates")
+        opts_in = dict(options or {})
+        if "primary-key" in opts_in:
+            if primary_keys:
+                raise SchemaMismatchError(
+                    "primary key given both as primary_keys and as the 'primary-key' option; "
+                    "use one of them"
+                )
+            text = opts_in.pop("primary-key")
+            primary_keys = [k.strip() for k in text.split(",") if k.strip()]
+        options = opts_in
         for key in partition_keys:
             if key not in names:
                 raise SchemaMismatchError(
@@ -104,11 +126,11 @@ class TableSchema:
         opts = {"bucket": "-1", **dict(options or {})}
         opts.setdefault("file.format", "parquet")
         core = CoreOptions(opts)
-        if core.bucket == 0 or core.bucket < -1:
+        if not primary_keys and (core.bucket == 0 or core.bucket < -1):
             raise SchemaMismatchError(
                 f"bucket = {core.bucket} is invalid; use -1 (bucket-unaware) or a positive count"
             )
-        if core.bucket > 0:
+        if core.bucket > 0 and not primary_keys:
             keys = core.bucket_key
             if not keys:
                 raise SchemaMismatchError(
@@ -118,11 +140,24 @@ class TableSchema:
                 if key not in names:
                     raise SchemaMismatchError(f"bucket key {key!r} is not a column of {names}")
         fields_json, highest = fields_from_arrow(schema)
+        fields = tuple(fields_json)
+        if primary_keys:
+            fields = normalize_primary_key_fields(
+                fields, primary_keys, nullable=core.primary_key_nullable
+            )
+            check_primary_key_table(
+                field_types={str(f["name"]): parse_type(f["type"]) for f in fields},
+                partition_keys=partition_keys,
+                primary_keys=primary_keys,
+                options=opts,
+                operation="create",
+            )
         return cls(
             id=schema_id,
-            fields=tuple(fields_json),
+            fields=fields,
             highest_field_id=highest,
             partition_keys=tuple(partition_keys),
+            primary_keys=tuple(primary_keys),
             options=opts,
             comment=comment,
             time_millis=int(time.time() * 1000),
@@ -149,6 +184,49 @@ class TableSchema:
             if f["name"] == name:
                 return parse_type(f["type"])
         raise SchemaMismatchError(f"{name!r} is not a column of {self.field_names}")
+
+    @cached_property
+    def field_types(self) -> dict[str, DataType]:
+        """Column name -> Paimon type, in schema order."""
+        return {str(f["name"]): parse_type(f["type"]) for f in self.fields}
+
+    @property
+    def trimmed_primary_keys(self) -> tuple[str, ...]:
+        """Primary-key columns that are not partition keys (the key of data files).
+
+        Source: Paimon ``TableSchema.trimmedPrimaryKeys``.
+        """
+        return tuple(k for k in self.primary_keys if k not in self.partition_keys)
+
+    @property
+    def bucket_keys(self) -> list[str]:
+        """``bucket-key``, or on a primary-key table the trimmed primary key by default.
+
+        Source: Paimon ``TableSchema.bucketKeys``.
+        """
+        keys = self.core_options.bucket_key
+        return keys if keys or not self.primary_keys else list(self.trimmed_primary_keys)
+
+    @cached_property
+    def key_types(self) -> tuple[DataType, ...]:
+        """Paimon types of the trimmed primary key (the BinaryRow of min/max keys)."""
+        types = self.field_types
+        return tuple(types[k] for k in self.trimmed_primary_keys)
+
+    def check_primary_key_table(self, operation: str) -> None:
+        """Refuse ``operation`` on a primary-key table snaplake cannot handle.
+
+        No-op on append tables. See
+        :func:`snaplake.store.format.primary_key.check_primary_key_table`.
+        """
+        if self.primary_keys:
+            check_primary_key_table(
+                field_types=self.field_types,
+                partition_keys=self.partition_keys,
+                primary_keys=self.primary_keys,
+                options=self.options,
+                operation=operation,
+            )
 
     @cached_property
     def partition_types(self) -> tuple[DataType, ...]:

@@ -1,0 +1,236 @@
+"""Merge-on-read of primary-key buckets.
+
+A bucket's files are cut into sections of overlapping key ranges
+(:func:`~snaplake.mergetree.sorted_run.interval_partition`). A section of one
+sorted run is read as it is (one version per key); a section of several runs
+goes through the streaming k-way merge. Retractions are dropped after the
+merge; predicates are applied to the merged rows by the caller.
+
+Every data file is read through :func:`read_kv_file`, the one place that
+opens a key/value file (schema evolution wraps it).
+
+Source: Paimon ``MergeFileSplitRead.createMergeReader``, ``MergeTreeReaders``,
+``KeyValueFileReaderFactory``, ``DropDeleteReader``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from snaplake.mergetree.kv import (
+    KEY_FIELD_PREFIX,
+    VALUE_KIND,
+    RowKind,
+    kv_schema,
+    system_columns,
+)
+from snaplake.mergetree.merge_function import MergeSpec, drop_retracts
+from snaplake.mergetree.sort_merge import SortMergeReader
+from snaplake.mergetree.sorted_run import KeyComparator, SortedRun, interval_partition
+from snaplake.store.format.data_file import DataFileMeta
+from snaplake.store.io.file_io import FileIO
+
+__all__ = ["BucketFiles", "KeyValueReadContext", "merge_bucket", "read_bucket", "read_kv_file"]
+
+DEFAULT_BATCH_ROWS = 65_536
+"""Rows per batch a run yields into the k-way merge (divided among many runs)."""
+
+_MERGE_ROWS_BUDGET = 1 << 20
+"""Rows buffered by a k-way merge across all its runs."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValueReadContext:
+    """What reading key/value files of one table needs.
+
+    Attributes:
+        file_io: Storage of the table.
+        value_schema: The table's Arrow schema (all columns).
+        spec: Keys, sequence ordering and merge function.
+        cmp: Comparator of the trimmed primary key.
+    """
+
+    file_io: FileIO
+    value_schema: pa.Schema
+    spec: MergeSpec
+    cmp: KeyComparator
+
+    def kv_schema(self, value_columns: Sequence[str]) -> pa.Schema:
+        """Key/value schema holding ``value_columns`` as the value part."""
+        value = pa.schema([self.value_schema.field(n) for n in value_columns])
+        full = kv_schema(self.value_schema, self.spec.key_names)
+        system = [full.field(n) for n in system_columns(self.spec.key_names)]
+        return pa.schema(system + list(value))
+
+
+class BucketFiles:
+    """The live files of one bucket and their full paths.
+
+    Args:
+        files: Data files.
+        paths: Full path of each file, aligned with ``files``.
+    """
+
+    def __init__(self, files: Sequence[DataFileMeta], paths: Sequence[str]) -> None:
+        self.files = tuple(files)
+        self.paths = tuple(paths)
+        self._by_name = {f.file_name: p for f, p in zip(self.files, self.paths, strict=True)}
+
+    def path_of(self, file: DataFileMeta) -> str:
+        """Full path of ``file``."""
+        return self._by_name[file.file_name]
+
+
+def _open(file_io: FileIO, path: str) -> Any:
+    arrow = file_io.arrow_filesystem()
+    if arrow is None:
+        return file_io.open_input(path)
+    fs, prefix = arrow
+    return fs.open_input_file(path.removeprefix(prefix))
+
+
+def read_kv_file(
+    file_io: FileIO,
+    path: str,
+    schema: pa.Schema,
+    *,
+    batch_rows: int | None = None,
+) -> Iterator[pa.Table]:
+    """Read the columns of ``schema`` from one key/value data file.
+
+    Args:
+        file_io: Storage of the table.
+        path: Full path of the data file.
+        schema: Columns to return and their Arrow types (a projection of the
+            key/value layout). A ``_KEY_<k>`` column the file lacks (Paimon's
+            ``data-file.thin-mode``) is taken from the value column ``k``.
+        batch_rows: Rows per yielded table (``None`` = the whole file at once).
+
+    Yields:
+        Tables with ``schema``, in file order.
+
+    Raises:
+        FileNotFoundError: the file is missing.
+        StorageError: the storage failed.
+    """
+    with _open(file_io, path) as source:
+        pf = pq.ParquetFile(source)
+        present = set(pf.schema_arrow.names)
+        read: list[str] = []
+        for name in schema.names:
+            if name not in present and name.startswith(KEY_FIELD_PREFIX):
+                name = name[len(KEY_FIELD_PREFIX) :]
+            if name not in read:
+                read.append(name)
+        if batch_rows is None:
+            tables: Iterator[pa.Table] = iter([pf.read(columns=read, use_threads=True)])
+        else:
+            tables = (
+                pa.Table.from_batches([b])
+                for b in pf.iter_batches(batch_size=batch_rows, columns=read, use_threads=False)
+            )
+        for table in tables:
+            columns = []
+            for field in schema:
+                name = field.name
+                if name not in present and name.startswith(KEY_FIELD_PREFIX):
+                    name = name[len(KEY_FIELD_PREFIX) :]
+                columns.append(table.column(name).cast(field.type))
+            yield pa.Table.from_arrays(columns, schema=schema)
+
+
+def _run_tables(
+    ctx: KeyValueReadContext, run: SortedRun, bucket: BucketFiles, schema: pa.Schema, rows: int
+) -> Iterator[pa.Table]:
+    for f in run.files:
+        yield from read_kv_file(ctx.file_io, bucket.path_of(f), schema, batch_rows=rows)
+
+
+def merge_bucket(
+    ctx: KeyValueReadContext,
+    sections: Sequence[Sequence[SortedRun]],
+    bucket: BucketFiles,
+    value_columns: Sequence[str],
+    *,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+) -> Iterator[pa.Table]:
+    """Yield the merged key/value rows of ``sections`` (retractions kept), in key order.
+
+    Memory: a section of ``n`` runs buffers at most
+    ``max(1024, min(batch_rows, 1 Mi / n))`` rows per run.
+    """
+    schema = ctx.kv_schema(value_columns)
+    for section in sections:
+        if len(section) == 1:
+            yield from _run_tables(ctx, section[0], bucket, schema, batch_rows)
+            continue
+        rows = max(1024, min(batch_rows, _MERGE_ROWS_BUDGET // len(section)))
+        runs = [_run_tables(ctx, run, bucket, schema, rows) for run in section]
+        yield from SortMergeReader(runs, ctx.spec)
+
+
+def _needs_merge_columns(ctx: KeyValueReadContext, columns: Sequence[str]) -> list[str]:
+    names = list(dict.fromkeys([*columns, *ctx.spec.sequence_fields]))
+    return [n for n in ctx.value_schema.names if n in names]
+
+
+def read_bucket(
+    ctx: KeyValueReadContext,
+    bucket: BucketFiles,
+    columns: Sequence[str],
+    *,
+    batch_rows: int | None = None,
+) -> Iterator[pa.Table]:
+    """Yield the merged rows of one bucket (value columns only, retractions dropped).
+
+    Args:
+        ctx: The table's read context.
+        bucket: The bucket's live files (already pruned by key range).
+        columns: Value columns to return (in table order), e.g. the projection
+            plus the predicate columns.
+        batch_rows: Rows per table for one-run sections (``None`` = one table
+            per file); merged sections stream in bounded chunks.
+
+    Raises:
+        MergeFunctionError: the merge engine rejects a key's versions.
+        FileNotFoundError: a data file is missing.
+    """
+    if not bucket.files:
+        return
+    value_names = _needs_merge_columns(ctx, columns)
+    sections = interval_partition(bucket.files, ctx.cmp)
+    full = ctx.kv_schema(value_names)
+    for section in sections:
+        if len(section) == 1:
+            for f in section[0].files:
+                yield from _read_single(ctx, bucket.path_of(f), f, full, columns, batch_rows)
+            continue
+        for chunk in merge_bucket(ctx, [section], bucket, value_names):
+            yield drop_retracts(chunk).select(list(columns))
+
+
+def _read_single(
+    ctx: KeyValueReadContext,
+    path: str,
+    file: DataFileMeta,
+    full: pa.Schema,
+    columns: Sequence[str],
+    batch_rows: int | None,
+) -> Iterator[pa.Table]:
+    """One file of a one-run section: no merge; drop retractions if it may hold any."""
+    clean = file.delete_row_count == 0
+    names = list(columns) if clean else [VALUE_KIND, *columns]
+    schema = pa.schema([full.field(n) for n in names])
+    for table in read_kv_file(ctx.file_io, path, schema, batch_rows=batch_rows):
+        if clean:
+            yield table
+            continue
+        kinds = table.column(VALUE_KIND)
+        keep = pc.or_(pc.equal(kinds, RowKind.INSERT), pc.equal(kinds, RowKind.UPDATE_AFTER))
+        yield table.filter(keep).select(list(columns))
