@@ -20,6 +20,7 @@ from snaplake.commit.result import CommitResult
 from snaplake.commit.table_write import TableWrite
 from snaplake.compaction.tags import TagManager
 from snaplake.errors import SnapshotNotFoundError, TableNotFoundError, UnsupportedTableError
+from snaplake.mergetree.read import read_primary_key_batches, read_primary_key_splits
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
@@ -79,13 +80,26 @@ class TableScan:
         """
         return self._scan.plan()
 
-    def _schema(self) -> pa.Schema:
+    def _table_schema(self) -> TableSchema:
         if self.snapshot is None:
-            return self.table.schema().arrow_schema
-        return self.table.schema_manager.schema(self.snapshot.schema_id).arrow_schema
+            return self.table.schema()
+        return self.table.schema_manager.schema(self.snapshot.schema_id)
+
+    def _schema(self) -> pa.Schema:
+        return self._table_schema().arrow_schema
 
     def to_arrow(self, *, limit: int | None = None) -> pa.Table:
-        """Read the planned rows into one Arrow table (exactly filtered)."""
+        """Read the planned rows into one Arrow table (exactly filtered).
+
+        A primary-key table returns the merged view: one row per key, merged
+        by the table's merge engine, deleted keys absent.
+        """
+        schema = self._table_schema()
+        if schema.primary_keys:
+            return read_primary_key_splits(
+                self.table.file_io, self.plan(), schema=schema, columns=self.columns,
+                predicates=self.predicates, limit=limit,
+            )  # fmt: skip
         return read_splits(
             self.table.file_io,
             self.plan(),
@@ -97,6 +111,13 @@ class TableScan:
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """Yield the planned rows as record batches, one split at a time."""
+        schema = self._table_schema()
+        if schema.primary_keys:
+            tables = read_primary_key_batches(
+                self.table.file_io, self.plan(), schema=schema, columns=self.columns,
+                predicates=self.predicates,
+            )  # fmt: skip
+            return (b for t in tables for b in t.to_batches())
         return read_splits_batches(
             self.table.file_io,
             self.plan(),
@@ -165,6 +186,11 @@ class Table:
         return list(self.schema().partition_keys)
 
     @property
+    def primary_keys(self) -> list[str]:
+        """Primary-key columns (empty for an append table)."""
+        return list(self.schema().primary_keys)
+
+    @property
     def options(self) -> dict[str, str]:
         """Table options as stored in the schema."""
         return dict(self.schema().options)
@@ -173,12 +199,38 @@ class Table:
     def new_write(self, *, commit_user: str) -> TableWrite:
         """Return a TableWrite writing data files with the latest schema.
 
+        On a primary-key table it is a
+        :class:`~snaplake.commit.kv_write.KeyValueTableWrite`:
+        ``write_arrow(rows, row_kinds=...)`` upserts (and retracts),
+        ``delete_arrow(keys)`` deletes.
+
         Args:
             commit_user: The user that will commit the messages.
+
+        Raises:
+            UnsupportedTableError: a primary-key table snaplake cannot write.
         """
-        self._refuse_primary_key("write")
+        schema = self.schema()
+        if schema.primary_keys:
+            from snaplake.commit.kv_write import KeyValueTableWrite, restore_max_sequences
+
+            def restore() -> dict[tuple[bytes, int], int]:
+                latest = self.latest_snapshot()
+                if latest is None:
+                    return {}
+                return restore_max_sequences(
+                    FileStoreScan(
+                        file_io=self.file_io, paths=self.paths,
+                        schema_manager=self.schema_manager, snapshot=latest,
+                    )
+                )  # fmt: skip
+
+            return KeyValueTableWrite(
+                file_io=self.file_io, paths=self.paths, schema=schema,
+                commit_user=commit_user, restore_sequences=restore,
+            )  # fmt: skip
         return TableWrite(
-            file_io=self.file_io, paths=self.paths, schema=self.schema(), commit_user=commit_user
+            file_io=self.file_io, paths=self.paths, schema=schema, commit_user=commit_user
         )
 
     def new_commit(self, *, commit_user: str) -> FileStoreCommit:
@@ -275,7 +327,6 @@ class Table:
             TagNotFoundError: no tag of that name.
             ValueError: both ``snapshot_id`` and ``as_of``, or a naive ``as_of``.
         """
-        self._refuse_primary_key("read")
         if tag is not None:
             if snapshot_id is not None or as_of is not None:
                 raise ValueError("pass tag, snapshot_id or as_of, not several")

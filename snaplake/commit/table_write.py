@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from snaplake.commit.message import CommitMessage, DataIncrement
 from snaplake.errors import SchemaMismatchError, UnsupportedTableError
+from snaplake.mergetree.kv import parse_row_kinds
 from snaplake.store.format.binary_row import encode_binary_row
 from snaplake.store.format.bucket import bucket_ids
 from snaplake.store.format.data_file import (
@@ -341,7 +342,7 @@ class TableWrite:
         self.commit_user = commit_user
         opts = schema.core_options
         self._num_buckets = opts.bucket
-        self._bucket_key = opts.bucket_key
+        self._bucket_key = schema.bucket_keys
         self._target = opts.target_file_size_bytes
         self._compression = opts.file_compression
         self._zstd_level = opts.file_compression_zstd_level
@@ -350,7 +351,12 @@ class TableWrite:
         self._sequence_lock = threading.Lock()
         self._closed = False
 
-    def write_arrow(self, data: pa.Table | pa.RecordBatch) -> None:
+    def write_arrow(
+        self,
+        data: pa.Table | pa.RecordBatch,
+        *,
+        row_kinds: pa.Array | pa.ChunkedArray | Sequence[object] | None = None,
+    ) -> None:
         """Buffer ``data`` for the next ``prepare_commit``.
 
         Args:
@@ -358,10 +364,12 @@ class TableWrite:
                 table schema by name (see :func:`conform_to_schema`); any
                 number of rows. Buffered per (partition, bucket) until about
                 ``target-file-size`` bytes of Arrow data, then written.
+            row_kinds: Append tables take only ``+I`` rows (Paimon's append
+                writer refuses others); see the primary-key writer for more.
 
         Raises:
             SchemaMismatchError: before any file is written, when the data does
-                not fit the schema.
+                not fit the schema or a row kind is not ``+I``.
             UnsupportedTypeError: a partition value cannot be encoded.
 
         Storage: may write Parquet data files under
@@ -369,7 +377,31 @@ class TableWrite:
         """
         if self._closed:
             raise ValueError("this TableWrite is closed; create a new one with table.new_write()")
+        if row_kinds is not None and parse_row_kinds(row_kinds, data.num_rows).any():
+            raise SchemaMismatchError(
+                "an append table takes only +I rows; -U/+U/-D need a primary-key table"
+            )
         table = conform_to_schema(data, self.schema)
+        for partition, part_path, bucket, part in self._route(table):
+            self._add(partition, part_path, bucket, part)
+
+    def delete_arrow(self, keys: pa.Table | pa.RecordBatch) -> None:
+        """Delete rows by primary key (primary-key tables only).
+
+        Raises:
+            UnsupportedTableError: always: an append table has no keys to delete by.
+        """
+        raise UnsupportedTableError(
+            "an append table has no primary key to delete by; deletes need a primary-key table",
+            feature="delete on an append table",
+            operation="write",
+        )
+
+    def _route(self, table: pa.Table) -> Iterator[tuple[bytes, str, int, pa.Table]]:
+        """Split conformed rows into (partition bytes, partition path, bucket, rows) slices.
+
+        Extra columns (beyond the schema's) travel along untouched.
+        """
         if table.num_rows == 0:
             return
         keys = list(self.schema.partition_keys)
@@ -382,7 +414,7 @@ class TableWrite:
                 self._num_buckets,
             ).astype(np.int64)
         if not keys and buckets is None:
-            self._add(EMPTY_BINARY_ROW, "", 0, table)
+            yield EMPTY_BINARY_ROW, "", 0, table
             return
         group = _group_ids(table, keys, buckets)
         steps = np.diff(group)
@@ -401,7 +433,7 @@ class TableWrite:
             values = tuple(part.column(k)[0].as_py() for k in keys)
             bucket = int(buckets[s]) if buckets is not None else 0
             partition = encode_binary_row(values, types) if keys else EMPTY_BINARY_ROW
-            self._add(partition, self.schema.partition_path(values), bucket, part)
+            yield partition, self.schema.partition_path(values), bucket, part
 
     def _add(self, partition: bytes, part_path: str, bucket: int, data: pa.Table) -> None:
         buf = self._buffers.get((partition, bucket))

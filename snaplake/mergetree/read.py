@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from snaplake.errors import SchemaMismatchError
 from snaplake.mergetree.kv import (
     KEY_FIELD_PREFIX,
     VALUE_KIND,
@@ -30,13 +32,25 @@ from snaplake.mergetree.kv import (
     kv_schema,
     system_columns,
 )
-from snaplake.mergetree.merge_function import MergeSpec, drop_retracts
+from snaplake.mergetree.merge_function import MergeSpec, drop_retracts, merge_function_for
 from snaplake.mergetree.sort_merge import SortMergeReader
 from snaplake.mergetree.sorted_run import KeyComparator, SortedRun, interval_partition
 from snaplake.store.format.data_file import DataFileMeta
+from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.predicate import Predicate
+from snaplake.store.read.scan import Split
 
-__all__ = ["BucketFiles", "KeyValueReadContext", "merge_bucket", "read_bucket", "read_kv_file"]
+__all__ = [
+    "BucketFiles",
+    "KeyValueReadContext",
+    "merge_bucket",
+    "read_bucket",
+    "read_context",
+    "read_kv_file",
+    "read_primary_key_batches",
+    "read_primary_key_splits",
+]
 
 DEFAULT_BATCH_ROWS = 65_536
 """Rows per batch a run yields into the k-way merge (divided among many runs)."""
@@ -234,3 +248,102 @@ def _read_single(
         kinds = table.column(VALUE_KIND)
         keep = pc.or_(pc.equal(kinds, RowKind.INSERT), pc.equal(kinds, RowKind.UPDATE_AFTER))
         yield table.filter(keep).select(list(columns))
+
+
+def read_context(file_io: FileIO, schema: TableSchema) -> KeyValueReadContext:
+    """The read context of a primary-key table's schema.
+
+    Raises:
+        UnsupportedTableError: the table uses something snaplake cannot read.
+    """
+    schema.check_primary_key_table("read")
+    return KeyValueReadContext(
+        file_io=file_io,
+        value_schema=schema.arrow_schema,
+        spec=merge_function_for(schema),
+        cmp=KeyComparator(schema.key_types),
+    )
+
+
+def read_primary_key_batches(
+    file_io: FileIO,
+    splits: Sequence[Split],
+    *,
+    schema: TableSchema,
+    columns: Sequence[str] | None = None,
+    predicates: Sequence[Predicate] = (),
+) -> Iterator[pa.Table]:
+    """Yield the merged rows of ``splits``, bucket by bucket, exactly filtered.
+
+    Args:
+        file_io: Storage of the table.
+        splits: Output of ``FileStoreScan.plan()`` (files pruned by key range).
+        schema: The schema of the snapshot being read.
+        columns: Columns to return, in this order (``None`` = all).
+        predicates: AND of predicates, applied to the merged rows.
+
+    Raises:
+        SchemaMismatchError: an unknown column is named.
+        MergeFunctionError: the merge engine rejects a key's versions.
+        FileNotFoundError: a data file of the snapshot is missing.
+    """
+    ctx = read_context(file_io, schema)
+    arrow = schema.arrow_schema
+    names = list(columns) if columns is not None else arrow.names
+    unknown = [c for c in [*names, *(p.column for p in predicates)] if c not in arrow.names]
+    if unknown:
+        raise SchemaMismatchError(
+            f"unknown column(s) {sorted(set(unknown))}; the table has {arrow.names}"
+        )
+    wanted = {*names, *(p.column for p in predicates)}
+    needed = [n for n in arrow.names if n in wanted]
+    expr = (
+        reduce(lambda a, b: a & b, (p.to_expression() for p in predicates)) if predicates else None
+    )
+    # Paimon's batch scan of a first-row table skips level 0: its writers compact
+    # every write up with lookup before committing (AbstractBatchTableScan,
+    # CoreOptions.batchScanSkipLevel0).
+    skip_level0 = schema.core_options.merge_engine == "first-row"
+    for split in splits:
+        pairs = [(f, p) for f, p in zip(split.files, split.paths, strict=True)
+                 if not (skip_level0 and f.level == 0)]  # fmt: skip
+        bucket = BucketFiles([f for f, _ in pairs], [p for _, p in pairs])
+        for table in read_bucket(ctx, bucket, needed):
+            if expr is not None:
+                table = table.filter(expr)
+            if table.num_rows:
+                yield table.select(names)
+
+
+def read_primary_key_splits(
+    file_io: FileIO,
+    splits: Sequence[Split],
+    *,
+    schema: TableSchema,
+    columns: Sequence[str] | None = None,
+    predicates: Sequence[Predicate] = (),
+    limit: int | None = None,
+) -> pa.Table:
+    """Read the merged rows of ``splits`` into one table; see :func:`read_primary_key_batches`.
+
+    Args:
+        file_io: Storage of the table.
+        splits: Output of ``FileStoreScan.plan()``.
+        schema: The schema of the snapshot being read.
+        columns: Columns to return (``None`` = all).
+        predicates: AND of predicates applied exactly.
+        limit: Stop after this many rows (``None`` = all).
+    """
+    names = list(columns) if columns is not None else schema.arrow_schema.names
+    out_schema = pa.schema([schema.arrow_schema.field(n) for n in names])
+    parts: list[pa.Table] = []
+    rows = 0
+    for table in read_primary_key_batches(
+        file_io, splits, schema=schema, columns=columns, predicates=predicates
+    ):
+        parts.append(table)
+        rows += table.num_rows
+        if limit is not None and rows >= limit:
+            break
+    result = pa.concat_tables(parts) if parts else out_schema.empty_table()
+    return result if limit is None else result.slice(0, limit)

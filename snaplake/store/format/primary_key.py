@@ -98,6 +98,8 @@ _KEY_REFUSED_ROOTS: Final = frozenset(
      TypeRoot.BLOB}
 )  # fmt: skip
 
+_SYSTEM_NAMES: Final = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "_ROW_ID"})
+
 # Options whose non-default value changes what is stored or how rows merge, and that
 # snaplake does not implement: key -> (refused value predicate, operations refused).
 _ALL_OPS: Final = frozenset({"create", "write", "read", "compact"})
@@ -212,6 +214,12 @@ def check_primary_key_table(
             ``docs/primary-key-tables.md`` §1).
     """
     names = list(field_types)
+    reserved = [n for n in names if n.startswith("_KEY_") or n in _SYSTEM_NAMES]
+    if reserved:
+        raise SchemaMismatchError(
+            f"column(s) {reserved} use names Paimon reserves in primary-key data files "
+            "(_KEY_<k>, _SEQUENCE_NUMBER, _VALUE_KIND); rename them"
+        )
     if len(set(primary_keys)) != len(primary_keys):
         raise SchemaMismatchError(f"primary key {list(primary_keys)} repeats a column")
     for key in primary_keys:
