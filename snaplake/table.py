@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from snaplake.commit.file_store_commit import FileStoreCommit
+from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
 from snaplake.commit.table_write import TableWrite
 from snaplake.compaction.tags import TagManager
-from snaplake.errors import SnapshotNotFoundError, TableNotFoundError, UnsupportedTableError
+from snaplake.errors import SnapshotNotFoundError, TableNotFoundError
 from snaplake.mergetree.read import read_primary_key_batches, read_primary_key_splits
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
@@ -156,15 +157,6 @@ class Table:
     def __repr__(self) -> str:
         return f"Table({self.identifier!r}, root={self.root!r})"
 
-    def _refuse_primary_key(self, operation: str) -> None:
-        schema = self.schema()
-        if schema.primary_keys:
-            raise UnsupportedTableError(
-                f"{operation} of primary-key table {self.identifier} is not implemented yet",
-                feature="primary-key table",
-                operation=operation,
-            )
-
     # schema -------------------------------------------------------------
     def schema(self) -> TableSchema:
         """Return the latest table schema."""
@@ -225,9 +217,21 @@ class Table:
                     )
                 )  # fmt: skip
 
+            compact_up = None
+            opts = schema.core_options
+            if opts.merge_engine == "first-row" and not opts.write_only:
+                from snaplake.compaction.merge_tree_compact import compact_new_files
+
+                def compact_up(messages: list[CommitMessage]) -> list[CommitMessage]:
+                    return compact_new_files(
+                        file_io=self.file_io, paths=self.paths,
+                        schema_manager=self.schema_manager,
+                        snapshot_manager=self.snapshot_manager, schema=schema, messages=messages,
+                    )  # fmt: skip
+
             return KeyValueTableWrite(
                 file_io=self.file_io, paths=self.paths, schema=schema,
-                commit_user=commit_user, restore_sequences=restore,
+                commit_user=commit_user, restore_sequences=restore, compact_up=compact_up,
             )  # fmt: skip
         return TableWrite(
             file_io=self.file_io, paths=self.paths, schema=schema, commit_user=commit_user
@@ -443,23 +447,43 @@ class Table:
         )
         return clean.plan() if dry_run else clean.execute()
 
-    def compact(self, *, partition_filter: Mapping[str, Any] | None = None) -> CompactResult:
-        """Rewrite runs of small data files into target-size files (a COMPACT snapshot).
+    def compact(
+        self, *, full: bool = False, partition_filter: Mapping[str, Any] | None = None
+    ) -> CompactResult:
+        """Compact data files and commit the result as a COMPACT snapshot.
+
+        Append tables: rewrite runs of small files into target-size files.
+        Primary-key tables: one round of LSM compaction, per bucket where
+        Paimon's universal compaction picks something (sorted runs over
+        ``num-sorted-run.compaction-trigger``, size amplification or ratio,
+        ``full-compaction.delta-commits``), merged by the merge engine.
 
         Args:
+            full: Primary-key tables: compact every bucket into one top-level
+                sorted run (deletes dropped). Append tables: not applicable.
             partition_filter: ``{partition_key: value}`` to compact only those
                 partitions (``None`` = all).
 
         Raises:
-            CommitConflictError: a concurrent commit deleted an input; the
-                outputs were deleted, nothing is lost; run again.
+            CommitConflictError: a concurrent commit deleted an input (primary-key
+                tables: after re-planning up to three times); the outputs were
+                deleted, nothing is lost; run again.
+            ValueError: ``full`` on an append table.
 
         Storage:
-            See :meth:`snaplake.compaction.AppendCompactor.execute`.
+            See :meth:`snaplake.compaction.AppendCompactor.execute` and
+            :meth:`snaplake.compaction.MergeTreeCompactor.execute`.
         """
+        if self.schema().primary_keys:
+            from snaplake.compaction.merge_tree_compact import MergeTreeCompactor
+
+            return MergeTreeCompactor(
+                commit=self._maintenance_commit(), full=full, partition_filter=partition_filter
+            ).execute()
+        if full:
+            raise ValueError("full=True applies to primary-key tables (LSM compaction)")
         from snaplake.compaction.append_compact import AppendCompactor
 
-        self._refuse_primary_key("compact")
         return AppendCompactor(
             commit=self._maintenance_commit(), partition_filter=partition_filter
         ).execute()

@@ -6,7 +6,8 @@ in the snapshot it publishes on top of, its bucket count to match the live
 files of the same partition, and the delta itself to be self-consistent.
 
 Source: Paimon ``ConflictDetection`` (``checkNoConflictsOrFail``: deleted files
-must exist, total buckets unchanged) and Iceberg's serializable-isolation
+must exist, total buckets unchanged), ``PrimaryKeyConflictDetection`` (the LSM
+rule, :mod:`snaplake.mergetree.conflict`) and Iceberg's serializable-isolation
 validation of deleted files.
 """
 
@@ -16,6 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from snaplake.errors import CommitConflictError
+from snaplake.mergetree.conflict import check_lsm_after_commit
+from snaplake.mergetree.sorted_run import KeyComparator
 from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import read_manifest_list
 from snaplake.store.format.paths import PathFactory
@@ -145,21 +148,40 @@ class ConflictDetection:
         self._checked: Snapshot | None = None
         self._live: dict[EntryKey, ManifestEntry] = {}
 
-    def check(self, deletes: Sequence[ManifestEntry], latest: Snapshot | None) -> None:
+    def check(
+        self,
+        deletes: Sequence[ManifestEntry],
+        latest: Snapshot | None,
+        *,
+        adds: Sequence[ManifestEntry] = (),
+    ) -> None:
         """Require every entry of ``deletes`` to be live in ``latest``.
+
+        On a primary-key table, also require that the files ``adds`` puts at
+        levels >= 1 do not overlap other files of their level (the LSM rule).
 
         Raises:
             CommitConflictError: a deleted file is not live (naming it and,
                 when found within the last 50 snapshots, the snapshot that
-                removed it), the bucket count changed, or the table is empty.
+                removed it), the bucket count changed, the table is empty, or
+                the LSM rule is broken.
         """
         if not deletes:
             return
+        # A file this commit adds and deletes again (a first-row writer's level-0
+        # file compacted up in the same commit) is live for the commit.
+        own = {a.identifier() for a in adds}
+        outside = [d for d in deletes if d.identifier() not in own]
         if latest is None:
-            raise CommitConflictError(
-                "the commit deletes files but the table has no snapshot",
-                paths=[d.file.file_name for d in deletes],
-            )
+            if outside:
+                raise CommitConflictError(
+                    "the commit deletes files but the table has no snapshot",
+                    paths=[d.file.file_name for d in outside],
+                )
+            schema = self.schema_manager.latest()
+            if schema is not None and schema.primary_keys:
+                check_lsm_after_commit({}, deletes, adds, KeyComparator(schema.key_types))
+            return
         partitions = frozenset(d.partition for d in deletes)
         if self._checked is not None and self._still_current(self._checked):
             for sid in range(self._checked.id + 1, latest.id + 1):
@@ -175,9 +197,12 @@ class ConflictDetection:
             live = merge_live_entries(scan.read_entries(scan.manifest_metas()))
             self._live = {k: e for k, e in live.items() if e.partition in partitions}
         self._checked = latest
-        missing = [d for d in deletes if d.identifier() not in self._live]
+        missing = [d for d in outside if d.identifier() not in self._live]
         removed_by = self._find_removers(missing, latest) if missing else None
-        check_deletes_live(deletes, self._live, snapshot_id=latest.id, removed_by=removed_by)
+        check_deletes_live(outside, self._live, snapshot_id=latest.id, removed_by=removed_by)
+        schema = self.schema_manager.schema(latest.schema_id)
+        if schema.primary_keys:
+            check_lsm_after_commit(self._live, deletes, adds, KeyComparator(schema.key_types))
 
     def _still_current(self, snap: Snapshot) -> bool:
         current = self.snapshot_manager.try_snapshot(snap.id)

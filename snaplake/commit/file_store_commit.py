@@ -418,7 +418,7 @@ class FileStoreCommit:
             while True:
                 attempts += 1
                 attempt_names: list[str] = []
-                conflicts.check(deletes, latest)
+                conflicts.check(deletes, latest, adds=adds)
                 delta_metas = [fixed_meta] if fixed_meta else []
                 extra_deletes: list[ManifestEntry] = []
                 if overwrite is not None:

@@ -40,7 +40,11 @@ KEY_STATS_MODE = "truncate(128)"
 """Stats mode of the ``_KEY_`` columns (Paimon: system fields get ``truncate(128)``)."""
 
 ROW_GROUP_ROWS = 131_072
-"""Rows per Parquet row group: bounds what a reader decodes at once."""
+"""Most rows per Parquet row group: bounds what a reader decodes at once."""
+
+ROW_GROUP_BYTES = 8 << 20
+"""Most Arrow bytes per row group (and never more than ``target-file-size``): the file
+size is checked after each row group, so this is also the rolling granularity."""
 
 _DICTIONARY_PAGE_BYTES = 256 << 10
 
@@ -75,6 +79,7 @@ class _Open:
     max_seq: int = -(2**63)
     pending: list[pa.Table] = field(default_factory=list)
     pending_rows: int = 0
+    pending_bytes: int = 0
 
 
 class KeyValueFileWriter:
@@ -120,6 +125,7 @@ class KeyValueFileWriter:
         self._compression = opts.file_compression
         self._zstd = zstd_level(opts.file_compression, opts.file_compression_zstd_level)
         self._open: _Open | None = None
+        self._group_bytes = min(ROW_GROUP_BYTES, self.target)
         self.written: list[WrittenFile] = []
 
     def write(self, chunk: pa.Table) -> None:
@@ -134,6 +140,14 @@ class KeyValueFileWriter:
         if chunk.num_rows == 0:
             return
         chunk = chunk.select(self.arrow_schema.names).cast(self.arrow_schema)
+        if chunk.nbytes > self._group_bytes and chunk.num_rows > 1:
+            step = max(1, chunk.num_rows * self._group_bytes // chunk.nbytes)
+            for offset in range(0, chunk.num_rows, step):
+                self._write_piece(chunk.slice(offset, step))
+        else:
+            self._write_piece(chunk)
+
+    def _write_piece(self, chunk: pa.Table) -> None:
         f = self._open or self._start()
         kinds = np.asarray(chunk.column(VALUE_KIND).to_numpy(), dtype=np.int8)
         seqs = chunk.column(SEQUENCE_NUMBER)
@@ -150,7 +164,8 @@ class KeyValueFileWriter:
         f.value_stats.update(chunk.select(self.schema.field_names))
         f.pending.append(chunk)
         f.pending_rows += chunk.num_rows
-        if f.pending_rows >= ROW_GROUP_ROWS:
+        f.pending_bytes += chunk.nbytes
+        if f.pending_rows >= ROW_GROUP_ROWS or f.pending_bytes >= self._group_bytes:
             self._flush_row_group(f)
             if f.out.stream.tell() >= self.target:
                 self._finish()
@@ -218,7 +233,7 @@ class KeyValueFileWriter:
         if not f.pending:
             return
         data = pa.concat_tables(f.pending)
-        f.pending, f.pending_rows = [], 0
+        f.pending, f.pending_rows, f.pending_bytes = [], 0, 0
         f.writer.write_table(data, row_group_size=max(1, data.num_rows))
 
     def _finish(self) -> None:

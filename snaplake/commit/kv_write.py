@@ -31,8 +31,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from snaplake.commit.kv_file_writer import KeyValueFileWriter
+from snaplake.commit.message import CommitMessage
 from snaplake.commit.table_write import TableWrite, _BucketBuffer, conform_to_schema
-from snaplake.errors import SchemaMismatchError, UnsupportedTableError
+from snaplake.errors import SchemaMismatchError
 from snaplake.mergetree.kv import RowKind, parse_row_kinds, to_key_value
 from snaplake.mergetree.merge_function import (
     AggregateMergeFunction,
@@ -68,6 +69,9 @@ class KeyValueTableWrite(TableWrite):
         commit_user: Recorded for logs only.
         restore_sequences: Reads each bucket's largest sequence number in the
             latest snapshot; called once, at the first write.
+        compact_up: first-row tables (unless ``write-only``): compacts the
+            prepared level-0 files up with lookup before ``prepare_commit``
+            returns (Paimon's readers skip level 0 of first-row tables).
 
     Raises:
         UnsupportedTableError: the table uses something snaplake cannot write
@@ -85,24 +89,16 @@ class KeyValueTableWrite(TableWrite):
         schema: TableSchema,
         commit_user: str,
         restore_sequences: SequenceRestore,
+        compact_up: Callable[[list[CommitMessage]], list[CommitMessage]] | None = None,
     ) -> None:
         schema.check_primary_key_table("write")
-        if schema.core_options.merge_engine == MergeEngine.FIRST_ROW:
-            # Paimon's readers skip level 0 of first-row tables: writes must be
-            # compacted up with lookup before they commit (not implemented yet).
-            raise UnsupportedTableError(
-                "writing first-row tables is not implemented yet (Paimon's readers skip "
-                "their level-0 files, so writes need lookup compaction)",
-                feature="merge-engine = first-row",
-                operation="write",
-                key="merge-engine",
-            )
         super().__init__(file_io=file_io, paths=paths, schema=schema, commit_user=commit_user)
         opts = schema.core_options
         self.spec: MergeSpec = merge_function_for(schema)
         self._target = opts.target_file_size(has_primary_key=True)
         self._write_buffer = opts.write_buffer_size
         self._restore = restore_sequences
+        self._compact_up = compact_up
         self._sequences: dict[tuple[bytes, int], int] | None = None
         self._restore_lock = threading.Lock()
 
@@ -190,6 +186,24 @@ class KeyValueTableWrite(TableWrite):
             self.write_arrow(full)
             return
         self.write_arrow(full, row_kinds=np.full(full.num_rows, RowKind.DELETE, dtype=np.int8))
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Flush every bucket into level-0 files; return one CommitMessage per bucket.
+
+        On a first-row table (unless ``write-only``) the new files are also
+        compacted up with lookup, in the same messages.
+
+        Storage: writes the buffered rows as data files (and the compaction
+        outputs); on a failure of the compaction the new files are deleted.
+        """
+        messages = super().prepare_commit()
+        if self._compact_up is None or not messages:
+            return messages
+        try:
+            return self._compact_up(messages)
+        except BaseException:
+            self.abort(messages)
+            raise
 
     # ------------------------------------------------------------- validation
     def _kinds(

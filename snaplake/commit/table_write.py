@@ -549,12 +549,21 @@ def abort_messages(
 ) -> None:
     """Delete the ADDed data files of uncommitted ``messages`` (missing files are fine).
 
+    Files a message also deletes (a compaction's upgraded inputs, re-added at a
+    new level) are left alone.
+
     Storage: deletes data files only; never metadata.
     """
     targets = []
     for m in messages:
         part_path = schema.partition_path_of(m.partition)
+        # An upgraded file (same name, new level) is an input: never delete it.
+        kept = {f.file_name for f in m.deleted_files()} - {
+            f.file_name for f in m.data_increment.new_files
+        }
         for f in m.added_files():
+            if f.file_name in kept:
+                continue
             targets.append(
                 paths.data_file_path(
                     part_path, m.bucket, f.file_name, external_path=f.external_path

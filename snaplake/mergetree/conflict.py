@@ -12,13 +12,14 @@ Source: Paimon ``PrimaryKeyConflictDetection.checkTableSpecificConflicts``
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from snaplake.errors import CommitConflictError
 from snaplake.mergetree.sorted_run import KeyComparator
 from snaplake.store.format.manifest import ManifestEntry
 
-__all__ = ["check_lsm_levels"]
+__all__ = ["check_lsm_after_commit", "check_lsm_levels"]
 
 
 def check_lsm_levels(entries: Iterable[ManifestEntry], cmp: KeyComparator) -> None:
@@ -49,3 +50,33 @@ def check_lsm_levels(entries: Iterable[ManifestEntry], cmp: KeyComparator) -> No
                     "concurrently. Give up this commit and plan the compaction again",
                     paths=names,
                 )
+
+
+def check_lsm_after_commit(
+    live: Mapping[tuple[Any, ...], ManifestEntry],
+    deletes: Sequence[ManifestEntry],
+    adds: Sequence[ManifestEntry],
+    cmp: KeyComparator,
+) -> None:
+    """Apply a commit's entries to the live entries of its buckets and check the LSM rule.
+
+    Args:
+        live: Live ADD entries (by identity) of at least the touched partitions.
+        deletes: The commit's DELETE entries.
+        adds: The commit's ADD entries.
+        cmp: Key comparator of the trimmed primary key.
+
+    Raises:
+        CommitConflictError: see :func:`check_lsm_levels`. Only buckets the
+            commit adds level >= 1 files to are checked (level 0 is exempt).
+    """
+    touched = {(a.partition, a.bucket) for a in adds if a.file.level >= 1}
+    if not touched:
+        return
+    merged = {k: e for k, e in live.items() if (e.partition, e.bucket) in touched}
+    for d in deletes:
+        merged.pop(d.identifier(), None)
+    for a in adds:
+        if (a.partition, a.bucket) in touched:
+            merged[a.identifier()] = a
+    check_lsm_levels(merged.values(), cmp)

@@ -42,6 +42,7 @@ from snaplake.store.read.predicate import Predicate
 from snaplake.store.read.scan import Split
 
 __all__ = [
+    "LEVEL_COLUMN",
     "BucketFiles",
     "KeyValueReadContext",
     "merge_bucket",
@@ -159,11 +160,27 @@ def read_kv_file(
             yield pa.Table.from_arrays(columns, schema=schema)
 
 
+LEVEL_COLUMN = "_LEVEL"
+"""Column holding each row's file level, added by :func:`merge_bucket` on request."""
+
+
 def _run_tables(
-    ctx: KeyValueReadContext, run: SortedRun, bucket: BucketFiles, schema: pa.Schema, rows: int
+    ctx: KeyValueReadContext,
+    run: SortedRun,
+    bucket: BucketFiles,
+    schema: pa.Schema,
+    rows: int,
+    *,
+    with_level: bool = False,
 ) -> Iterator[pa.Table]:
     for f in run.files:
-        yield from read_kv_file(ctx.file_io, bucket.path_of(f), schema, batch_rows=rows)
+        for table in read_kv_file(ctx.file_io, bucket.path_of(f), schema, batch_rows=rows):
+            if with_level:
+                level = pa.array([f.level] * table.num_rows, type=pa.int32())
+                table = table.append_column(
+                    pa.field(LEVEL_COLUMN, pa.int32(), nullable=False), level
+                )
+            yield table
 
 
 def merge_bucket(
@@ -173,8 +190,12 @@ def merge_bucket(
     value_columns: Sequence[str],
     *,
     batch_rows: int = DEFAULT_BATCH_ROWS,
+    with_level: bool = False,
 ) -> Iterator[pa.Table]:
     """Yield the merged key/value rows of ``sections`` (retractions kept), in key order.
+
+    With ``with_level`` every row carries :data:`LEVEL_COLUMN`, the level of
+    the file its (winning) version came from.
 
     Memory: a section of ``n`` runs buffers at most
     ``max(1024, min(batch_rows, 1 Mi / n))`` rows per run.
@@ -182,10 +203,14 @@ def merge_bucket(
     schema = ctx.kv_schema(value_columns)
     for section in sections:
         if len(section) == 1:
-            yield from _run_tables(ctx, section[0], bucket, schema, batch_rows)
+            yield from _run_tables(
+                ctx, section[0], bucket, schema, batch_rows, with_level=with_level
+            )
             continue
         rows = max(1024, min(batch_rows, _MERGE_ROWS_BUDGET // len(section)))
-        runs = [_run_tables(ctx, run, bucket, schema, rows) for run in section]
+        runs = [
+            _run_tables(ctx, run, bucket, schema, rows, with_level=with_level) for run in section
+        ]
         yield from SortMergeReader(runs, ctx.spec)
 
 

@@ -142,11 +142,32 @@ class UniversalCompaction:
             return None
         return self._size_ratio(max_level, runs, 1)
 
+    def force_pick_level0(
+        self, num_levels: int, runs: Sequence[LevelSortedRun]
+    ) -> CompactUnit | None:
+        """Pick every level-0 run (and what size ratio adds) into a level >= 1.
+
+        Source: Paimon ``UniversalCompaction.forcePickL0`` (lookup compaction).
+        """
+        count = 0
+        for r in runs:
+            if r.level > 0:
+                break
+            count += 1
+        if count == 0:
+            return None
+        return self._size_ratio(num_levels - 1, runs, count, force=True)
+
     def _size_ratio(
-        self, max_level: int, runs: Sequence[LevelSortedRun], candidate_count: int
+        self,
+        max_level: int,
+        runs: Sequence[LevelSortedRun],
+        candidate_count: int,
+        *,
+        force: bool = False,
     ) -> CompactUnit | None:
         candidate = sum(r.run.total_size for r in runs[:candidate_count])
-        triggered = candidate_count > 1
+        triggered = force or candidate_count > 1
         i = candidate_count
         while i < len(runs):
             nxt = runs[i]

@@ -22,7 +22,7 @@ from tests.pk_helpers import (
 )
 
 import snaplake
-from snaplake.errors import SchemaMismatchError, UnsupportedTableError
+from snaplake.errors import SchemaMismatchError
 
 
 def _table(tmp_path: Path, options: dict[str, str], schema: pa.Schema = PK_SCHEMA) -> Any:
@@ -178,5 +178,5 @@ def test_engine_refusals(tmp_path: Path) -> None:
         "db.f", schema=PK_SCHEMA, primary_keys=PK_KEYS,
         options={"bucket": "1", "merge-engine": "first-row"},
     )  # fmt: skip
-    with pytest.raises(UnsupportedTableError):
-        first.new_write(commit_user="u")
+    with pytest.raises(SchemaMismatchError, match="first-row"):
+        first.new_write(commit_user="u").delete_arrow(to_table(make_rows(0, 1)))
