@@ -1,6 +1,7 @@
 """Table maintenance: manifest merge, expiry, orphan clean, compaction, tags, rollback.
 
-Also consumers and inline maintenance.
+Also consumers and inline maintenance. Compaction rewrites small files of
+append tables and runs the LSM compaction of primary-key tables.
 
 Each operation is a separate commit by the ``snaplake-maintenance`` user (or a
 pure deletion) and returns a frozen result dataclass. This package imports
@@ -17,6 +18,14 @@ from snaplake.compaction.inline import (
     run_inline_maintenance,
 )
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
+from snaplake.compaction.merge_tree_compact import (
+    BucketCompaction,
+    MergeTreeCompactor,
+    MergeTreeCompactPlanner,
+    SortedRunStats,
+    commit_compaction,
+    rewrite_bucket,
+)
 from snaplake.compaction.orphan_clean import (
     DEFAULT_OLDER_THAN,
     OrphanCleanResult,
@@ -29,6 +38,7 @@ __all__ = [
     "DEFAULT_OLDER_THAN",
     "MAINTENANCE_COMMIT_USER",
     "AppendCompactor",
+    "BucketCompaction",
     "CompactResult",
     "CompactTask",
     "ConsumerManager",
@@ -36,13 +46,18 @@ __all__ = [
     "ExpireSnapshots",
     "InlineMaintenanceResult",
     "ManifestFileMerger",
+    "MergeTreeCompactPlanner",
+    "MergeTreeCompactor",
     "MergeResult",
     "OrphanCleanResult",
     "OrphanFilesClean",
     "RollbackResult",
+    "SortedRunStats",
     "TagInfo",
     "TagManager",
+    "commit_compaction",
     "maintenance_commit",
+    "rewrite_bucket",
     "rollback_to",
     "run_inline_maintenance",
 ]

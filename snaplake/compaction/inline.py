@@ -3,7 +3,9 @@
 For tables that no daemon maintains, the table option
 ``snaplake.maintenance.inline = true`` makes the writer's process run the
 *due* manifest merge (minor or, above the threshold, full) and snapshot
-expiry right after each successful commit. The commit itself is unchanged
+expiry right after each successful commit; on a primary-key table (unless
+``write-only = true``) first one round of LSM compaction, for the buckets
+whose sorted runs reached ``num-sorted-run.compaction-trigger``. The commit itself is unchanged
 and already landed; a maintenance failure is logged and reported in the
 result, never raised into the writer (DESIGN.md §7).
 
@@ -20,8 +22,10 @@ from typing import Protocol
 
 from snaplake.commit.manifest_commit import ManifestMergeCommit
 from snaplake.commit.retry import RetryPolicy
+from snaplake.compaction.append_compact import CompactResult
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
+from snaplake.compaction.merge_tree_compact import MergeTreeCompactor
 from snaplake.errors import SnaplakeError
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager
@@ -53,6 +57,7 @@ class InlineMaintenanceResult:
 
     Attributes:
         enabled: ``snaplake.maintenance.inline`` was true (else nothing ran).
+        compact: The LSM compaction result (primary-key tables), if it ran.
         merge: The merge result, if the merge ran.
         expire: The expiry result, if the expiry ran.
         error: ``"<ErrorClass>: message"`` of a failure (logged), else ``None``.
@@ -60,6 +65,7 @@ class InlineMaintenanceResult:
     """
 
     enabled: bool
+    compact: CompactResult | None = None
     merge: MergeResult | None = None
     expire: ExpireResult | None = None
     error: str | None = None
@@ -112,7 +118,10 @@ def run_inline_maintenance(table: MaintainedTable) -> InlineMaintenanceResult:
         return InlineMaintenanceResult(enabled=False)
     merge: MergeResult | None = None
     expire: ExpireResult | None = None
+    compact: CompactResult | None = None
     try:
+        if schema.primary_keys and not schema.core_options.write_only:
+            compact = MergeTreeCompactor(commit=maintenance_commit(table), workers=1).execute()
         merge = ManifestFileMerger(commit=maintenance_commit(table)).execute()
         expire = ExpireSnapshots(
             file_io=table.file_io,
@@ -124,9 +133,10 @@ def run_inline_maintenance(table: MaintainedTable) -> InlineMaintenanceResult:
         # The writer's commit landed; maintenance is retried after the next one.
         logger.warning("inline maintenance of %s failed", table.identifier, exc_info=True)
         return InlineMaintenanceResult(
-            enabled=True, merge=merge, expire=expire, error=f"{type(exc).__name__}: {exc}",
-            duration_s=time.monotonic() - start,
+            enabled=True, compact=compact, merge=merge, expire=expire,
+            error=f"{type(exc).__name__}: {exc}", duration_s=time.monotonic() - start,
         )  # fmt: skip
     return InlineMaintenanceResult(
-        enabled=True, merge=merge, expire=expire, duration_s=time.monotonic() - start
-    )
+        enabled=True, compact=compact, merge=merge, expire=expire,
+        duration_s=time.monotonic() - start,
+    )  # fmt: skip

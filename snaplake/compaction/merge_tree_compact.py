@@ -58,6 +58,7 @@ from snaplake.mergetree.read import (
 from snaplake.mergetree.sorted_run import KeyComparator, Levels, SortedRun, interval_partition
 from snaplake.mergetree.universal import CompactUnit, UniversalCompaction, pick_full_compaction
 from snaplake.store.format.data_file import DataFileMeta, FileSource
+from snaplake.store.format.manifest import ManifestEntry
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
@@ -77,6 +78,7 @@ __all__ = [
     "compact_new_files",
     "plan_bucket",
     "rewrite_bucket",
+    "sorted_run_stats",
 ]
 
 logger = logging.getLogger(__name__)
@@ -715,3 +717,28 @@ def compact_new_files(
         file_io.delete_many(written)
         raise
     return out
+
+
+def sorted_run_stats(entries: Sequence[ManifestEntry], *, trigger: int) -> SortedRunStats:
+    """Sorted runs per bucket from live entries (level-0 files + non-empty levels >= 1).
+
+    Args:
+        entries: Live ADD entries of a snapshot.
+        trigger: ``num-sorted-run.compaction-trigger``.
+
+    Source: Paimon ``Levels.numberOfSortedRuns``.
+    """
+    level0: dict[tuple[bytes, int], int] = {}
+    higher: dict[tuple[bytes, int], set[int]] = {}
+    for e in entries:
+        key = (e.partition, e.bucket)
+        if e.file.level == 0:
+            level0[key] = level0.get(key, 0) + 1
+        else:
+            higher.setdefault(key, set()).add(e.file.level)
+    runs = [level0.get(k, 0) + len(higher.get(k, ())) for k in {*level0, *higher}]
+    return SortedRunStats(
+        buckets=len(runs),
+        max_sorted_runs=max(runs, default=0),
+        buckets_over_trigger=sum(1 for r in runs if r > trigger),
+    )
