@@ -5,6 +5,8 @@ partition values and column statistics); Spark reads only the surviving
 Parquet files. On a local warehouse that is Spark's own Parquet reader over
 the file list; on other stores (S3 without a Hadoop connector) executors read
 the files through the table's picklable FileIO with pyarrow (``mapInArrow``).
+A primary-key table is merged on read by snaplake's merge-tree reader on the
+executors, whole buckets per task.
 The filter is then applied exactly by Spark.
 
 Works on classic and Spark Connect sessions alike (under Connect, "Spark"
@@ -24,10 +26,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from snaplake.errors import SchemaMismatchError
+from snaplake.mergetree.read import read_primary_key_batches
 from snaplake.spark._common import is_connect, resolve_table, spark_schema_of
+from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.io.local_file_io import LocalFileIO
 from snaplake.store.read.predicate import Predicate
+from snaplake.store.read.scan import Split
 from snaplake.table import Table
 
 if TYPE_CHECKING:
@@ -57,6 +62,36 @@ class _ReadTask:
                     present = [n for n in self.schema.names if n in parquet.schema_arrow.names]
                     for part in parquet.iter_batches(columns=present):
                         yield _conform(part, self.schema)
+
+
+class _MergeReadTask:
+    """``mapInArrow`` function of a primary-key table: merge-read the buckets in ``split``.
+
+    Each task merges whole buckets (every version of a key lives in one
+    bucket), so the union of the tasks' rows is the merged view.
+    """
+
+    def __init__(
+        self,
+        *,
+        file_io: FileIO,
+        schema: TableSchema,
+        splits: Sequence[Split],
+        columns: Sequence[str],
+    ) -> None:
+        self.file_io = file_io
+        self.schema = schema
+        self.splits = list(splits)
+        self.columns = list(columns)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        out = pa.schema([self.schema.arrow_schema.field(n) for n in self.columns])
+        for batch in batches:
+            chosen = [self.splits[i] for i in batch.column("split").to_pylist()]
+            for table in read_primary_key_batches(
+                self.file_io, chosen, schema=self.schema, columns=self.columns
+            ):
+                yield from table.cast(out).to_batches()
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
@@ -199,8 +234,24 @@ def read(
         len(paths),
         len(splits),
     )
+    table_schema = (
+        target.schema_manager.schema(snapshot.schema_id)
+        if snapshot is not None
+        else target.schema()
+    )
     if not paths:
         df = spark.createDataFrame([], spark_schema)
+    elif table_schema.primary_keys:
+        # Merge on read: one task per group of whole buckets.
+        task = _MergeReadTask(
+            file_io=target.file_io, schema=table_schema, splits=splits,
+            columns=arrow_schema.names,
+        )  # fmt: skip
+        df = (
+            spark.createDataFrame([(i,) for i in range(len(splits))], "split int")
+            .repartition(_parallelism(spark, len(splits)))
+            .mapInArrow(task, spark_schema)
+        )
     elif isinstance(target.file_io, LocalFileIO):
         df = spark.read.schema(spark_schema).parquet(*(f"file://{p}" for p in paths))
     else:

@@ -136,6 +136,11 @@ class SnaplakeSink:
         on_batch: Called with a :class:`SinkBatchResult` after every batch
             (for progress reporting and metrics); its errors are logged only.
             Under Spark Connect it runs in the server's Python process.
+        row_kind_column: Primary-key tables: a micro-batch column (not a
+            table column) holding each row's kind (``'+I' '-U' '+U' '-D'``);
+            rows are upserted by key, repartitioned so that one task writes
+            each (partition, bucket). Tables with ``rowkind.field`` take the
+            kinds from that table column instead.
 
     Raises:
         ValueError: an identifier without a warehouse, an empty
@@ -158,6 +163,7 @@ class SnaplakeSink:
         options: Mapping[str, str] | None = None,
         check_nullability: bool = True,
         on_batch: Callable[[SinkBatchResult], None] | None = None,
+        row_kind_column: str | None = None,
     ) -> None:
         if commit_user is not None and not commit_user:
             raise ValueError("commit_user must be a non-empty string or None")
@@ -167,6 +173,7 @@ class SnaplakeSink:
         self.commit_user = commit_user
         self.check_nullability = check_nullability
         self.on_batch = on_batch
+        self.row_kind_column = row_kind_column
         self._states: dict[str, _UserState] = {}
         self._states_lock = threading.Lock()
 
@@ -187,6 +194,7 @@ class SnaplakeSink:
             "commit_user": self.commit_user,
             "check_nullability": self.check_nullability,
             "on_batch": self.on_batch,
+            "row_kind_column": self.row_kind_column,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -204,6 +212,7 @@ class SnaplakeSink:
         self.commit_user = state["commit_user"]
         self.check_nullability = state["check_nullability"]
         self.on_batch = state["on_batch"]
+        self.row_kind_column = state.get("row_kind_column")
         self._states = {}
         self._states_lock = threading.Lock()
 
@@ -323,6 +332,7 @@ class SnaplakeSink:
             self.table,
             commit_user=user,
             check_nullability=self.check_nullability,
+            row_kind_column=self.row_kind_column,
         )
         written = time.perf_counter()
         if not messages:
