@@ -34,7 +34,7 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.stats import ValueStatsCollector
 from snaplake.store.io.file_io import FileIO
 
-__all__ = ["KEY_STATS_MODE", "KeyValueFileWriter", "WrittenFile"]
+__all__ = ["KEY_STATS_MODE", "SMALL_FILE_ROWS", "KeyValueFileWriter", "WrittenFile"]
 
 KEY_STATS_MODE = "truncate(128)"
 """Stats mode of the ``_KEY_`` columns (Paimon: system fields get ``truncate(128)``)."""
@@ -47,6 +47,9 @@ ROW_GROUP_BYTES = 8 << 20
 size is checked after each row group, so this is also the rolling granularity."""
 
 _DICTIONARY_PAGE_BYTES = 256 << 10
+
+SMALL_FILE_ROWS = 16_384
+"""Rows below which a writer flush skips dictionary encoding (see ``small``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,9 @@ class KeyValueFileWriter:
         level: LSM level of the files.
         file_source: APPEND for writer flushes, COMPACT for compaction outputs.
         target_file_size: Roll to a new file at this many bytes.
+        small: The caller knows the rows are few (a writer flush of under
+            :data:`SMALL_FILE_ROWS` rows): write without dictionary encoding,
+            which costs more than it saves on a few hundred rows.
 
     Storage: creates ``data-<uuid>-<n>.parquet`` files under the bucket
     directory; :meth:`abort` deletes them.
@@ -110,6 +116,7 @@ class KeyValueFileWriter:
         level: int,
         file_source: FileSource,
         target_file_size: int,
+        small: bool = False,
     ) -> None:
         self.file_io = file_io
         self.paths = paths
@@ -126,6 +133,7 @@ class KeyValueFileWriter:
         self._zstd = zstd_level(opts.file_compression, opts.file_compression_zstd_level)
         self._open: _Open | None = None
         self._group_bytes = min(ROW_GROUP_BYTES, self.target)
+        self._dictionary = not small
         self.written: list[WrittenFile] = []
 
     def write(self, chunk: pa.Table) -> None:
@@ -211,6 +219,7 @@ class KeyValueFileWriter:
                     self.arrow_schema,
                     compression=self._compression,
                     compression_level=self._zstd,
+                    use_dictionary=self._dictionary,
                     dictionary_pagesize_limit=_DICTIONARY_PAGE_BYTES,
                 )
             )

@@ -30,7 +30,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from snaplake.commit.kv_file_writer import KeyValueFileWriter
+from snaplake.commit.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.table_write import TableWrite, _BucketBuffer, conform_to_schema
 from snaplake.errors import SchemaMismatchError
@@ -312,6 +312,7 @@ class KeyValueTableWrite(TableWrite):
             level=0,
             file_source=FileSource.APPEND,
             target_file_size=self._target,
+            small=folded.num_rows < SMALL_FILE_ROWS,
         )
         try:
             for batch in folded.to_batches(max_chunksize=65_536):

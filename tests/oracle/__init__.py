@@ -450,3 +450,23 @@ class PaimonOracle:
             ipc_inputs={"data_ipc": data},
             timeout_s=timeout_s,
         )
+
+    def bench_upserts(
+        self, table: str, data: pa.Table, *, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """One write+commit per distinct ``__batch`` value of ``data`` (in order).
+
+        Returns ``total_s`` (list: write + prepare + commit per commit) and its summary.
+        """
+        return self.run(
+            {"op": "bench_upserts", "table": table},
+            ipc_inputs={"data_ipc": data},
+            timeout_s=timeout_s,
+        )
+
+    def bench_read(
+        self, table: str, *, repeat: int = 1, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """Plan and read the latest snapshot ``repeat`` times; returns ``read_s`` and ``rows``."""
+        return self.run({"op": "bench_read", "table": table, "repeat": repeat},
+                        timeout_s=timeout_s)  # fmt: skip

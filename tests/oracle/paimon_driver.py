@@ -439,6 +439,40 @@ def op_bench_write_read(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def op_bench_upserts(request: dict[str, Any]) -> dict[str, Any]:
+    """One commit per distinct ``__batch`` value of the IPC data, in order; time each."""
+    data = _read_ipc(request["data_ipc"])
+    batches = data.column("__batch").to_pylist()
+    data = data.drop(["__batch"])
+    table = _table(request)
+    total_s: list[float] = []
+    start = 0
+    while start < len(batches):
+        end = start
+        while end < len(batches) and batches[end] == batches[start]:
+            end += 1
+        t0 = time.perf_counter()
+        _commit_once(table, data.slice(start, end - start), None)
+        total_s.append(time.perf_counter() - t0)
+        start = end
+    return {"total_s": total_s, "total_summary": _summary(total_s)}
+
+
+def op_bench_read(request: dict[str, Any]) -> dict[str, Any]:
+    """Plan and read the latest snapshot ``repeat`` times with a fresh handle; time each."""
+    repeat = int(request.get("repeat") or 1)
+    read_s: list[float] = []
+    rows = 0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fresh = _table(request)
+        builder, plan = _plan(fresh, {})
+        result = builder.new_read().to_arrow(plan.splits())
+        read_s.append(time.perf_counter() - t0)
+        rows = 0 if result is None else result.num_rows
+    return {"read_s": read_s, "rows": rows}
+
+
 OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "create_table": op_create_table,
     "write": op_write,
@@ -449,6 +483,8 @@ OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "bench_commits": op_bench_commits,
     "bench_plan": op_bench_plan,
     "bench_write_read": op_bench_write_read,
+    "bench_upserts": op_bench_upserts,
+    "bench_read": op_bench_read,
 }
 
 
