@@ -16,6 +16,7 @@ Source: Paimon ``MergeFileSplitRead.createMergeReader``, ``MergeTreeReaders``,
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -56,8 +57,14 @@ __all__ = [
 DEFAULT_BATCH_ROWS = 65_536
 """Rows per batch a run yields into the k-way merge (divided among many runs)."""
 
-_MERGE_ROWS_BUDGET = 1 << 20
+_MERGE_ROWS_BUDGET = 1 << 17
 """Rows buffered by a k-way merge across all its runs."""
+
+_STREAM_BUFFER_BYTES = 1 << 20
+"""Read buffer per column of a file read in batches (:func:`read_kv_file`)."""
+
+_READ_WORKERS = 4
+"""Buckets :func:`read_primary_key_splits` reads at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +142,14 @@ def read_kv_file(
         StorageError: the storage failed.
     """
     with _open(file_io, path) as source:
-        pf = pq.ParquetFile(source)
+        # Streaming (batch_rows set): read column chunks page by page through a
+        # small buffer instead of whole row groups, so a k-way merge over many
+        # runs holds about one batch per run, not one row group per run.
+        pf = (
+            pq.ParquetFile(source)
+            if batch_rows is None
+            else pq.ParquetFile(source, buffer_size=_STREAM_BUFFER_BYTES, pre_buffer=False)
+        )
         present = set(pf.schema_arrow.names)
         read: list[str] = []
         for name in schema.names:
@@ -198,7 +212,7 @@ def merge_bucket(
     the file its (winning) version came from.
 
     Memory: a section of ``n`` runs buffers at most
-    ``max(1024, min(batch_rows, 1 Mi / n))`` rows per run.
+    ``max(1024, min(batch_rows, 128 Ki / n))`` rows per run.
     """
     schema = ctx.kv_schema(value_columns)
     for section in sections:
@@ -363,12 +377,25 @@ def read_primary_key_splits(
     out_schema = pa.schema([schema.arrow_schema.field(n) for n in names])
     parts: list[pa.Table] = []
     rows = 0
-    for table in read_primary_key_batches(
-        file_io, splits, schema=schema, columns=columns, predicates=predicates
-    ):
-        parts.append(table)
-        rows += table.num_rows
-        if limit is not None and rows >= limit:
-            break
+    workers = min(_READ_WORKERS, len(splits))
+    if limit is None and workers > 1:
+        # Buckets are independent: decode them in parallel (Arrow releases the GIL).
+        def one(split: Split) -> list[pa.Table]:
+            return list(
+                read_primary_key_batches(
+                    file_io, [split], schema=schema, columns=columns, predicates=predicates
+                )
+            )
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            parts = [t for tables in pool.map(one, splits) for t in tables]
+    else:
+        for table in read_primary_key_batches(
+            file_io, splits, schema=schema, columns=columns, predicates=predicates
+        ):
+            parts.append(table)
+            rows += table.num_rows
+            if limit is not None and rows >= limit:
+                break
     result = pa.concat_tables(parts) if parts else out_schema.empty_table()
     return result if limit is None else result.slice(0, limit)
