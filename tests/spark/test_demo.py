@@ -29,3 +29,7 @@ def test_demo_ci_variant_passes_its_checks(tmp_path: Path) -> None:
     assert "all checks passed" in out
     assert "check killed batch replayed as a no-op: OK" in out
     assert "check rows read by pypaimon: OK (336776)" in out
+    assert "check flight_status rows: OK (328521)" in out
+    assert "check flight_status equals flights minus the cancelled (every column): OK" in out
+    assert "check route_stats equals a pandas group-by: OK" in out
+    assert "check pypaimon reads route_stats exactly: OK" in out
