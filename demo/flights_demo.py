@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(
         f"change feed: {feed.commits} commits, {feed.rows:,} rows in {feed_s:.1f} s; "
-        f"compactions seen {compactions}; files per bucket now {runs}"
+        f"COMPACT snapshots retained {compactions}; most files in a bucket now {runs}"
     )
 
     back = table.to_arrow(columns=["month", "distance"])
