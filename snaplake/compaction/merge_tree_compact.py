@@ -57,6 +57,7 @@ from snaplake.mergetree.read import (
 )
 from snaplake.mergetree.sorted_run import KeyComparator, Levels, SortedRun, interval_partition
 from snaplake.mergetree.universal import CompactUnit, UniversalCompaction, pick_full_compaction
+from snaplake.options import CoreOptions
 from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.manifest import ManifestEntry
 from snaplake.store.format.paths import PathFactory
@@ -184,6 +185,8 @@ class MergeTreeCompactPlanner:
         snapshot_manager: Reads snapshots.
         full: Compact every bucket fully into its top level.
         partition_filter: ``{partition_key: value}`` to plan only matching partitions.
+        options: Effective options for picking (the daemon's overrides); ``None`` =
+            the table's.
     """
 
     def __init__(
@@ -195,6 +198,7 @@ class MergeTreeCompactPlanner:
         snapshot_manager: SnapshotManager,
         full: bool = False,
         partition_filter: Mapping[str, Any] | None = None,
+        options: CoreOptions | None = None,
     ) -> None:
         self.file_io = file_io
         self.paths = paths
@@ -202,6 +206,7 @@ class MergeTreeCompactPlanner:
         self.snapshot_manager = snapshot_manager
         self.full = full
         self.partition_filter = partition_filter
+        self.options = options
 
     def full_compaction_due(self, latest: Snapshot, every: int | None) -> bool:
         """Whether ``full-compaction.delta-commits = every`` APPEND snapshots have passed.
@@ -239,7 +244,7 @@ class MergeTreeCompactPlanner:
         schema = self.schema_manager.schema(latest.schema_id)
         current = self.schema_manager.latest()
         (current or schema).check_primary_key_table("compact")
-        opts = schema.core_options
+        opts = self.options or schema.core_options
         full = self.full or self.full_compaction_due(latest, opts.full_compaction_delta_commits)
         strategy = UniversalCompaction.from_options(opts)
         cmp = KeyComparator(schema.key_types)
@@ -265,6 +270,7 @@ class MergeTreeCompactPlanner:
                 files=split.files,
                 paths=split.paths,
                 full=full,
+                options=opts,
             )
             buckets += 1
             max_runs = max(max_runs, runs)
@@ -287,6 +293,7 @@ def plan_bucket(
     files: Sequence[DataFileMeta],
     paths: Sequence[str],
     full: bool,
+    options: CoreOptions | None = None,
 ) -> tuple[BucketCompaction | None, int]:
     """Pick one bucket's compaction (or none) from its live files.
 
@@ -294,13 +301,15 @@ def plan_bucket(
     readers skip it): when universal picking finds nothing, the level-0 runs
     are picked with the runs that size ratio adds.
 
+    ``options`` (default: the table's) give ``num-levels`` and the merge engine.
+
     Returns:
         The task (``None`` when nothing is due) and the bucket's sorted-run count.
 
     Source: Paimon ``MergeTreeCompactManager.triggerCompaction``,
     ``ForceUpLevel0Compaction.pick``, ``UniversalCompaction.forcePickL0``.
     """
-    opts = schema.core_options
+    opts = options or schema.core_options
     levels = Levels(cmp, files, opts.num_levels)
     runs = levels.level_sorted_runs()
     lookup = opts.merge_engine == "first-row"
@@ -530,6 +539,7 @@ class MergeTreeCompactor:
         workers: Buckets rewritten at once (each holds one k-way merge in memory).
         max_replans: Plans tried when a concurrent compaction wins.
         task_filter: Optional filter of planned tasks (the daemon caps work per run).
+        options: Effective options for picking (the daemon's overrides).
     """
 
     def __init__(
@@ -542,6 +552,7 @@ class MergeTreeCompactor:
         max_replans: int = _MAX_REPLANS,
         task_filter: Callable[[Sequence[BucketCompaction]], Sequence[BucketCompaction]]
         | None = None,
+        options: CoreOptions | None = None,
     ) -> None:
         self.commit = commit
         self.planner = MergeTreeCompactPlanner(
@@ -551,6 +562,7 @@ class MergeTreeCompactor:
             snapshot_manager=commit.snapshot_manager,
             full=full,
             partition_filter=partition_filter,
+            options=options,
         )
         self.workers = max(1, workers)
         self.max_replans = max(1, max_replans)

@@ -482,7 +482,9 @@ def _lsm_compact_job(
 
     The merge streams (bounded memory per bucket); ``workers`` buckets at a time.
     """
-    compactor = MergeTreeCompactor(commit=maintenance_committer(table), workers=workers)
+    compactor = MergeTreeCompactor(
+        commit=maintenance_committer(table), workers=workers, options=options
+    )
     result = compactor.execute()
     plan = compactor.last_plan
     return CompactJobResult(
