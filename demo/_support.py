@@ -131,6 +131,7 @@ class Maintenance:
     listen: str
     options: Mapping[str, str]
     interval_s: float = 2.0
+    extra_tables: tuple[str, ...] = ()
     proc: subprocess.Popen[bytes] | None = None
     log: IO[bytes] | None = None
     actions: Counter[str] = field(default_factory=Counter)
@@ -151,7 +152,8 @@ class Maintenance:
                 f'[daemon]\nid = "flights-demo"\nlease_ttl = "20 s"\n'
                 f"[metrics]\nlisten = {_toml_str(self.listen)}\n"
                 f"[[warehouse]]\nuri = {_toml_str(self.warehouse)}\n"
-                f'tables = ["{self.table.identifier}"]\noptions = {{ {opts} }}\n'
+                f"tables = {json.dumps([self.table.identifier, *self.extra_tables])}\n"
+                f"options = {{ {opts} }}\n"
                 f'[tasks.watch]\ninterval = "1 s"\nfiles_interval = "1 s"\n'
                 f'[tasks.manifest_merge]\ninterval = "{i:g} s"\n'
                 f'[tasks.compact]\ninterval = "{i * 1.5:g} s"\n'

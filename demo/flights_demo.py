@@ -14,7 +14,12 @@ Run with ``make demo`` (or ``python demo/flights_demo.py --warehouse ./warehouse
 4. Midway the driver is SIGKILLed right after a commit and before Spark
    checkpoints the batch; it restarts from its checkpoint, replays that batch
    (a no-op) and finishes the stream.
-5. A summary is printed and the table is verified against the source with
+5. Meanwhile a change feed derived from the same rows streams into the
+   primary-key tables ``demo.flight_status`` (partial-update: schedule,
+   departure, arrival; cancelled flights deleted) and ``demo.route_stats``
+   (aggregation per route and month), which the daemon compacts as they grow
+   (``demo/change_feed.py``).
+6. A summary is printed and the tables are verified against the source with
    snaplake and with pypaimon. The exit code is 1 if any check fails.
 6. It ends with what to try next: ``snaplake`` commands on the table, and how
    to run the daemon with Prometheus and the Grafana dashboard. With
@@ -59,6 +64,8 @@ from demo._support import (
     read_results,
     stage_files,
 )
+from demo.change_feed import ChangeFeed, create_tables, pypaimon_checks
+from demo.change_feed import checks as feed_checks
 from demo.flights_data import FLIGHTS_ROWS, load_flights
 from demo.guide import next_steps
 
@@ -155,15 +162,20 @@ def main(argv: list[str] | None = None) -> int:
     table = catalog.create_table(
         TABLE, schema=flights.schema, partition_keys=["month"], options=TABLE_OPTIONS
     )
+    status, routes = create_tables(catalog, flights.schema)
     print(
         f"demo: {flights.num_rows:,} flights in {args.files} files -> {TABLE} in {args.warehouse}"
     )
+    print(f"demo: change feed -> {status.identifier} (partial-update), {routes.identifier} "
+          "(aggregation)")  # fmt: skip
     print(f"demo: work dir {work}; metrics on http://{args.metrics_listen}/metrics")
 
     maintenance = Maintenance(
         warehouse=args.warehouse, table=table, work=work, listen=args.metrics_listen,
         options=options, interval_s=args.maintenance_interval,
+        extra_tables=(status.identifier, routes.identifier),
     )  # fmt: skip
+    feed = ChangeFeed(status, routes, flights)
     tail = SnapshotTail(table)
     releaser = Releaser(staged, work / "landing", rate=args.rate)
     progress = Progress(FLIGHTS_ROWS)
@@ -171,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     maintenance.start()
     tail.start()
     releaser.start()
+    feed.start()
     print("demo: starting the Spark driver; rows appear once its JVM is up (~10-30 s)", flush=True)
     job = _start_job(args, work, options)
     restarts = 0
@@ -233,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             os.killpg(job.pid, signal.SIGKILL)
             job.wait()
     stream_s = time.monotonic() - started
+    feed.join(timeout=max(1.0, deadline - time.monotonic()))
+    feed_s = time.monotonic() - started
 
     metrics = maintenance.scrape()
     maintenance.stop()
@@ -284,6 +299,18 @@ def main(argv: list[str] | None = None) -> int:
         elif name == "remove_orphan_files":
             summary.append(f"{len(res.orphan_files)} orphan files removed")
     print(f"final maintenance: {', '.join(summary)}")
+    runs = {
+        t.identifier: max((len(s.files) for s in t.new_scan().plan()), default=0)
+        for t in (status, routes)
+    }
+    compactions = {
+        t.identifier: sum(1 for s in t.snapshots() if s.commit_kind.value == "COMPACT")
+        for t in (status, routes)
+    }
+    print(
+        f"change feed: {feed.commits} commits, {feed.rows:,} rows in {feed_s:.1f} s; "
+        f"COMPACT snapshots retained {compactions}; most files in a bucket now {runs}"
+    )
 
     back = table.to_arrow(columns=["month", "distance"])
     want_months = _month_counts(flights)
@@ -301,8 +328,11 @@ def main(argv: list[str] | None = None) -> int:
             0,
         ),
     }
+    checks.update(feed_checks(status, routes, flights, feed))
     if not args.skip_pypaimon:
         checks.update(_pypaimon_checks(table, args.warehouse, work, want_months, want_distance))
+        if "://" not in args.warehouse:
+            checks.update(pypaimon_checks(Path(args.warehouse), flights))
     ok = True
     for name, (got, want) in checks.items():
         passed = got == want

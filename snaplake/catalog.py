@@ -159,17 +159,24 @@ class FileSystemCatalog:
         *,
         schema: pa.Schema,
         partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
         options: Mapping[str, str] | None = None,
         comment: str | None = None,
         ignore_if_exists: bool = False,
     ) -> Table:
-        """Create an append table (no primary key) and return it.
+        """Create a table: an append table, or a primary-key table with ``primary_keys``.
 
         Args:
             identifier: ``database.table``; the database is created if absent
                 (after the schema file, so a refused create leaves nothing).
             schema: Column names, Arrow types and nullability.
             partition_keys: Partition columns, in directory order.
+            primary_keys: Primary-key columns (must include the partition
+                keys); also accepted as the option ``primary-key``. A
+                primary-key table needs ``{"bucket": "N"}`` and may set
+                ``merge-engine`` (``deduplicate``, ``partial-update``,
+                ``aggregation``, ``first-row``); see
+                ``docs/primary-key-tables.md``.
             options: Paimon table options; ``bucket`` defaults to ``-1``
                 (bucket-unaware); ``{"bucket": "4", "bucket-key": "c"}`` for
                 fixed buckets.
@@ -178,7 +185,9 @@ class FileSystemCatalog:
 
         Raises:
             TableAlreadyExistsError: the table exists and ``ignore_if_exists`` is false.
-            SchemaMismatchError: bad partition or bucket key.
+            SchemaMismatchError: bad partition, primary or bucket key.
+            UnsupportedTableError: a primary-key table snaplake cannot write
+                (``bucket = -1``, or an option it does not implement).
             UnsupportedTypeError: a column type has no Paimon equivalent.
             InvalidOptionError: an option value does not parse.
             UnsupportedTableError: the table would use something snaplake
@@ -192,7 +201,11 @@ class FileSystemCatalog:
         db, _ = parse_identifier(identifier)
         root = self._table_root(identifier)
         table_schema = TableSchema.from_arrow(
-            schema, partition_keys=partition_keys, options=options, comment=comment
+            schema,
+            partition_keys=partition_keys,
+            primary_keys=primary_keys,
+            options=options,
+            comment=comment,
         )
         check_supported(table_schema, Operation.CREATE)
         try:

@@ -20,6 +20,7 @@ Python code (``except LookupError``, ``except FileExistsError``) keeps working::
     ├── UnsupportedTypeError (TypeError)           an Arrow type Paimon cannot store
     ├── UnsupportedTableError (ValueError)         a table feature/option snaplake cannot
     │                                              handle yet; .feature, .operation, .key
+    ├── MergeFunctionError (ArithmeticError)       a merge engine cannot fold a key's versions
     ├── CorruptMetadataError (ValueError)          undecodable snapshot/manifest; .path
     │   └── UnsupportedFormatVersionError          a newer writer's file; .version
     ├── StorageError (OSError)                     backend failure; .path, .operation
@@ -51,6 +52,7 @@ __all__ = [
     "DatabaseNotFoundError",
     "FileAlreadyExistsError",
     "InvalidOptionError",
+    "MergeFunctionError",
     "SchemaChangeError",
     "SchemaConflictError",
     "SchemaMismatchError",
@@ -198,6 +200,16 @@ class UnsupportedTableError(SnaplakeError, ValueError):
         self.feature = feature
         self.operation = operation
         self.key = key
+
+
+class MergeFunctionError(SnaplakeError, ArithmeticError):
+    """Raised when a merge engine cannot fold the versions of a key.
+
+    For example an aggregate that overflows its column type, or, in files
+    another writer produced, a retraction (``-U``/``-D``) that the table's merge
+    engine rejects. snaplake's own writers refuse such rows before writing
+    (``SchemaMismatchError``).
+    """
 
 
 class CorruptMetadataError(SnaplakeError, ValueError):

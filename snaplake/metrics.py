@@ -192,6 +192,11 @@ _METRICS: tuple[_Spec, ...] = (
     _Spec("small_files", Gauge, "snaplake_small_files", ("table",),
           "Live data files smaller than target-file-size * compaction.small-file-ratio "
           "in the latest snapshot."),
+    _Spec("sorted_runs_max", Gauge, "snaplake_sorted_runs_max", ("table",),
+          "Primary-key tables: most sorted runs in one bucket of the latest snapshot."),
+    _Spec("buckets_over_trigger", Gauge, "snaplake_buckets_over_compaction_trigger", ("table",),
+          "Primary-key tables: buckets with more sorted runs than "
+          "num-sorted-run.compaction-trigger."),
     _Spec("table_records", Gauge, "snaplake_table_records", ("table",),
           "Rows in the latest snapshot (totalRecordCount)."),
     _Spec("table_schema_id", Gauge, "snaplake_table_schema_id", ("table",),
@@ -315,6 +320,8 @@ class SnaplakeMetrics:
     manifest_merge_min_count: Gauge
     data_files: Gauge
     small_files: Gauge
+    sorted_runs_max: Gauge
+    buckets_over_trigger: Gauge
     table_records: Gauge
     table_schema_id: Gauge
     maintenance_runs: Counter

@@ -202,6 +202,73 @@ PARTITION_LEGACY_NAME = ConfigOption(
     default=True,
     doc="Java-compatible partition value spelling in paths (dates as day numbers, ...).",
 )
+PRIMARY_KEY_NULLABLE = ConfigOption(
+    key="primary-key.nullable",
+    parse=_parse_bool,
+    default=False,
+    doc="Keep primary-key columns nullable (Paimon makes them NOT NULL by default).",
+)
+MERGE_ENGINE = _opt(
+    "merge-engine",
+    str,
+    "deduplicate",
+    "deduplicate | partial-update | aggregation | first-row (primary-key tables).",
+)
+IGNORE_DELETE = ConfigOption(
+    key="ignore-delete",
+    parse=_parse_bool,
+    default=False,
+    doc="Drop -U/-D rows before writing (fallback keys <engine>.ignore-delete).",
+)
+IGNORE_UPDATE_BEFORE = ConfigOption(
+    key="ignore-update-before", parse=_parse_bool, default=False, doc="Drop -U rows."
+)
+SEQUENCE_FIELD = _opt("sequence.field", str, None, "Columns ordering versions of a key.")
+SEQUENCE_FIELD_SORT_ORDER = _opt(
+    "sequence.field.sort-order", str, "ascending", "ascending | descending."
+)
+ROWKIND_FIELD = _opt("rowkind.field", str, None, "STRING column holding each row's kind.")
+PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = ConfigOption(
+    key="partial-update.remove-record-on-delete",
+    parse=_parse_bool,
+    default=False,
+    doc="A -D row removes the whole row of a partial-update table.",
+)
+NUM_SORTED_RUNS_COMPACTION_TRIGGER = _opt(
+    "num-sorted-run.compaction-trigger", int, 5, "Sorted runs per bucket that trigger compaction."
+)
+NUM_SORTED_RUNS_STOP_TRIGGER = _opt(
+    "num-sorted-run.stop-trigger", int, None, "Sorted runs at which writers wait (trigger + 3)."
+)
+NUM_LEVELS = _opt("num-levels", int, None, "LSM levels per bucket (trigger + 1).")
+COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT = _opt(
+    "compaction.max-size-amplification-percent", int, 200, "Full compaction above this."
+)
+COMPACTION_SIZE_RATIO = _opt("compaction.size-ratio", int, 1, "Universal size ratio, percent.")
+FULL_COMPACTION_DELTA_COMMITS = _opt(
+    "full-compaction.delta-commits", int, None, "Full compaction after this many commits."
+)
+COMPACTION_TOTAL_SIZE_THRESHOLD = _opt(
+    "compaction.total-size-threshold",
+    parse_memory_size,
+    None,
+    "Full compaction while a bucket is smaller than this.",
+)
+COMPACTION_INCREMENTAL_SIZE_THRESHOLD = _opt(
+    "compaction.incremental-size-threshold",
+    parse_memory_size,
+    None,
+    "Full compaction once the non-top levels exceed this.",
+)
+WRITE_BUFFER_SIZE = _opt(
+    "write-buffer-size", parse_memory_size, 256 << 20, "Rows buffered before a level-0 flush."
+)
+WRITE_ONLY = ConfigOption(
+    key="write-only",
+    parse=_parse_bool,
+    default=False,
+    doc="Writers never compact (inline compaction skipped).",
+)
 MAINTENANCE_INLINE = ConfigOption(
     key="snaplake.maintenance.inline",
     parse=_parse_bool,
@@ -315,11 +382,6 @@ class CoreOptions:
         return self._req(DYNAMIC_PARTITION_OVERWRITE)
 
     @property
-    def write_only(self) -> bool:
-        """``write-only``."""
-        return self._req(WRITE_ONLY)
-
-    @property
     def consumer_expiration_time(self) -> timedelta | None:
         """``consumer.expiration-time`` (``None`` = consumers never expire)."""
         return self.get(CONSUMER_EXPIRATION_TIME)
@@ -423,3 +485,161 @@ class CoreOptions:
     def maintenance_inline(self) -> bool:
         """``snaplake.maintenance.inline``."""
         return self._req(MAINTENANCE_INLINE)
+
+    # primary-key tables ----------------------------------------------------
+    def target_file_size(self, *, has_primary_key: bool) -> int:
+        """``target-file-size`` in bytes; absent: 128 MB with a primary key, else 256 MB.
+
+        Source: Paimon ``CoreOptions.targetFileSize(hasPrimaryKey)``.
+        """
+        if TARGET_FILE_SIZE.key in self.raw:
+            return self._req(TARGET_FILE_SIZE)
+        return (128 << 20) if has_primary_key else (256 << 20)
+
+    @property
+    def primary_key_nullable(self) -> bool:
+        """``primary-key.nullable``."""
+        return self._req(PRIMARY_KEY_NULLABLE)
+
+    @property
+    def merge_engine(self) -> str:
+        """``merge-engine`` as written (lower case), default ``deduplicate``."""
+        return self._req(MERGE_ENGINE).strip().lower()
+
+    @property
+    def ignore_delete(self) -> bool:
+        """``ignore-delete`` or, when absent, one of its Paimon fallback keys."""
+        if IGNORE_DELETE.key in self.raw:
+            return self._req(IGNORE_DELETE)
+        for key in _IGNORE_DELETE_FALLBACK_KEYS:
+            text = self.raw.get(key)
+            if text is not None:
+                try:
+                    return _parse_bool(text)
+                except ValueError as exc:
+                    raise InvalidOptionError(
+                        f"option {key!r} = {text!r} is invalid: {exc}", key=key, value=text
+                    ) from exc
+        return False
+
+    @property
+    def ignore_update_before(self) -> bool:
+        """``ignore-update-before``."""
+        return self._req(IGNORE_UPDATE_BEFORE)
+
+    @property
+    def sequence_field(self) -> list[str]:
+        """``sequence.field`` columns (empty when unset)."""
+        value = self.get(SEQUENCE_FIELD)
+        return [k.strip() for k in value.split(",") if k.strip()] if value else []
+
+    @property
+    def sequence_field_descending(self) -> bool:
+        """``sequence.field.sort-order = descending``."""
+        return self._req(SEQUENCE_FIELD_SORT_ORDER).strip().lower() == "descending"
+
+    @property
+    def rowkind_field(self) -> str | None:
+        """``rowkind.field`` (``None`` when unset)."""
+        value = self.get(ROWKIND_FIELD)
+        return value.strip() if value else None
+
+    @property
+    def partial_update_remove_record_on_delete(self) -> bool:
+        """``partial-update.remove-record-on-delete``."""
+        return self._req(PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE)
+
+    @property
+    def num_sorted_run_compaction_trigger(self) -> int:
+        """``num-sorted-run.compaction-trigger``."""
+        return self._req(NUM_SORTED_RUNS_COMPACTION_TRIGGER)
+
+    @property
+    def num_sorted_run_stop_trigger(self) -> int:
+        """``num-sorted-run.stop-trigger``; default trigger + 3, never below the trigger."""
+        trigger = self.num_sorted_run_compaction_trigger
+        stop = self.get(NUM_SORTED_RUNS_STOP_TRIGGER)
+        return max(trigger, trigger + 3 if stop is None else stop)
+
+    @property
+    def num_levels(self) -> int:
+        """``num-levels``; default ``num-sorted-run.compaction-trigger + 1``."""
+        value = self.get(NUM_LEVELS)
+        return self.num_sorted_run_compaction_trigger + 1 if value is None else value
+
+    @property
+    def compaction_max_size_amplification_percent(self) -> int:
+        """``compaction.max-size-amplification-percent``."""
+        return self._req(COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT)
+
+    @property
+    def compaction_size_ratio(self) -> int:
+        """``compaction.size-ratio`` (percent)."""
+        return self._req(COMPACTION_SIZE_RATIO)
+
+    @property
+    def full_compaction_delta_commits(self) -> int | None:
+        """``full-compaction.delta-commits`` (``None`` = unset)."""
+        return self.get(FULL_COMPACTION_DELTA_COMMITS)
+
+    @property
+    def compaction_total_size_threshold(self) -> int | None:
+        """``compaction.total-size-threshold`` in bytes (``None`` = unset)."""
+        return self.get(COMPACTION_TOTAL_SIZE_THRESHOLD)
+
+    @property
+    def compaction_incremental_size_threshold(self) -> int | None:
+        """``compaction.incremental-size-threshold`` in bytes (``None`` = unset)."""
+        return self.get(COMPACTION_INCREMENTAL_SIZE_THRESHOLD)
+
+    @property
+    def write_buffer_size(self) -> int:
+        """``write-buffer-size`` in bytes."""
+        return self._req(WRITE_BUFFER_SIZE)
+
+    @property
+    def write_only(self) -> bool:
+        """``write-only`` (or its fallback key ``write.compaction-skip``)."""
+        if WRITE_ONLY.key not in self.raw and "write.compaction-skip" in self.raw:
+            return _parse_bool(self.raw["write.compaction-skip"])
+        return self._req(WRITE_ONLY)
+
+    def field_option(self, field: str, suffix: str) -> str | None:
+        """The raw value of ``fields.<field>.<suffix>`` (``None`` when absent)."""
+        return self.raw.get(f"fields.{field}.{suffix}")
+
+    def field_aggregate_function(self, field: str) -> str | None:
+        """``fields.<field>.aggregate-function``, else ``fields.default-aggregate-function``."""
+        value = self.field_option(field, "aggregate-function")
+        if value is None:
+            value = self.raw.get("fields.default-aggregate-function")
+        return value.strip() if value is not None else None
+
+    def field_flag(self, field: str, suffix: str) -> bool:
+        """A boolean ``fields.<field>.<suffix>`` option (``ignore-retract``, ``distinct``).
+
+        Raises:
+            InvalidOptionError: the value is not ``true`` or ``false``.
+        """
+        text = self.field_option(field, suffix)
+        if text is None:
+            return False
+        try:
+            return _parse_bool(text)
+        except ValueError as exc:
+            key = f"fields.{field}.{suffix}"
+            raise InvalidOptionError(
+                f"option {key!r} = {text!r} is invalid: {exc}", key=key, value=text
+            ) from exc
+
+    def field_listagg_delimiter(self, field: str) -> str:
+        """``fields.<field>.list-agg-delimiter`` (default ``,``)."""
+        value = self.field_option(field, "list-agg-delimiter")
+        return "," if value is None else value
+
+
+_IGNORE_DELETE_FALLBACK_KEYS = (
+    "first-row.ignore-delete",
+    "deduplicate.ignore-delete",
+    "partial-update.ignore-delete",
+)

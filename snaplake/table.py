@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from snaplake.commit.file_store_commit import FileStoreCommit
+from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
 from snaplake.commit.table_write import TableWrite
 from snaplake.compaction.tags import TagManager
 from snaplake.errors import SnapshotNotFoundError, TableNotFoundError
+from snaplake.mergetree.read import read_primary_key_batches, read_primary_key_splits
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
@@ -93,7 +95,17 @@ class TableScan:
         return self._scan.plan()
 
     def to_arrow(self, *, limit: int | None = None) -> pa.Table:
-        """Read the planned rows into one Arrow table (exactly filtered)."""
+        """Read the planned rows into one Arrow table (exactly filtered).
+
+        A primary-key table returns the merged view: one row per key, merged
+        by the table's merge engine, deleted keys absent.
+        """
+        schema = self.schema
+        if schema.primary_keys:
+            return read_primary_key_splits(
+                self.table.file_io, self.plan(), schema=schema, columns=self.columns,
+                predicates=self.predicates, limit=limit,
+            )  # fmt: skip
         return read_splits(
             self.table.file_io,
             self.plan(),
@@ -106,6 +118,13 @@ class TableScan:
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """Yield the planned rows as record batches, one split at a time."""
+        schema = self.schema
+        if schema.primary_keys:
+            tables = read_primary_key_batches(
+                self.table.file_io, self.plan(), schema=schema, columns=self.columns,
+                predicates=self.predicates,
+            )  # fmt: skip
+            return (b for t in tables for b in t.to_batches())
         return read_splits_batches(
             self.table.file_io,
             self.plan(),
@@ -193,6 +212,11 @@ class Table:
         return list(self.schema().partition_keys)
 
     @property
+    def primary_keys(self) -> list[str]:
+        """Primary-key columns (empty for an append table)."""
+        return list(self.schema().primary_keys)
+
+    @property
     def options(self) -> dict[str, str]:
         """Table options as stored in the schema."""
         return dict(self.schema().options)
@@ -201,11 +225,50 @@ class Table:
     def new_write(self, *, commit_user: str) -> TableWrite:
         """Return a TableWrite writing data files with the latest schema.
 
+        On a primary-key table it is a
+        :class:`~snaplake.commit.kv_write.KeyValueTableWrite`:
+        ``write_arrow(rows, row_kinds=...)`` upserts (and retracts),
+        ``delete_arrow(keys)`` deletes.
+
         Args:
             commit_user: The user that will commit the messages.
+
+        Raises:
+            UnsupportedTableError: a primary-key table snaplake cannot write.
         """
+        schema = self.schema()
+        if schema.primary_keys:
+            from snaplake.commit.kv_write import KeyValueTableWrite, restore_max_sequences
+
+            def restore() -> dict[tuple[bytes, int], int]:
+                latest = self.latest_snapshot()
+                if latest is None:
+                    return {}
+                return restore_max_sequences(
+                    FileStoreScan(
+                        file_io=self.file_io, paths=self.paths,
+                        schema_manager=self.schema_manager, snapshot=latest,
+                    )
+                )  # fmt: skip
+
+            compact_up = None
+            opts = schema.core_options
+            if opts.merge_engine == "first-row" and not opts.write_only:
+                from snaplake.compaction.merge_tree_compact import compact_new_files
+
+                def compact_up(messages: list[CommitMessage]) -> list[CommitMessage]:
+                    return compact_new_files(
+                        file_io=self.file_io, paths=self.paths,
+                        schema_manager=self.schema_manager,
+                        snapshot_manager=self.snapshot_manager, schema=schema, messages=messages,
+                    )  # fmt: skip
+
+            return KeyValueTableWrite(
+                file_io=self.file_io, paths=self.paths, schema=schema,
+                commit_user=commit_user, restore_sequences=restore, compact_up=compact_up,
+            )  # fmt: skip
         return TableWrite(
-            file_io=self.file_io, paths=self.paths, schema=self.schema(), commit_user=commit_user
+            file_io=self.file_io, paths=self.paths, schema=schema, commit_user=commit_user
         )
 
     def new_commit(self, *, commit_user: str) -> FileStoreCommit:
@@ -431,23 +494,39 @@ class Table:
         return clean.plan() if dry_run else clean.execute()
 
     def compact(
-        self, *, partition_filter: Mapping[str, Any] | None = None, full: bool = False
+        self, *, full: bool = False, partition_filter: Mapping[str, Any] | None = None
     ) -> CompactResult:
-        """Rewrite runs of small data files into target-size files (a COMPACT snapshot).
+        """Compact data files and commit the result as a COMPACT snapshot.
+
+        Append tables: rewrite runs of small files into target-size files.
+        Primary-key tables: one round of LSM compaction, per bucket where
+        Paimon's universal compaction picks something (sorted runs over
+        ``num-sorted-run.compaction-trigger``, size amplification or ratio,
+        ``full-compaction.delta-commits``), merged by the merge engine.
 
         Args:
+            full: Primary-key tables: compact every bucket into one top-level
+                sorted run (deletes dropped). Append tables: rewrite every file
+                of a bucket after its leading large ones (Paimon's full
+                compaction), not only runs of small files.
             partition_filter: ``{partition_key: value}`` to compact only those
                 partitions (``None`` = all).
-            full: Rewrite every file of a bucket after its leading large ones
-                (Paimon's full compaction), not only runs of small files.
 
         Raises:
-            CommitConflictError: a concurrent commit deleted an input; the
-                outputs were deleted, nothing is lost; run again.
+            CommitConflictError: a concurrent commit deleted an input (primary-key
+                tables: after re-planning up to three times); the outputs were
+                deleted, nothing is lost; run again.
 
         Storage:
-            See :meth:`snaplake.compaction.AppendCompactor.execute`.
+            See :meth:`snaplake.compaction.AppendCompactor.execute` and
+            :meth:`snaplake.compaction.MergeTreeCompactor.execute`.
         """
+        if self.schema().primary_keys:
+            from snaplake.compaction.merge_tree_compact import MergeTreeCompactor
+
+            return MergeTreeCompactor(
+                commit=self._maintenance_commit(), full=full, partition_filter=partition_filter
+            ).execute()
         from snaplake.compaction.append_compact import AppendCompactor
 
         return AppendCompactor(

@@ -129,19 +129,31 @@ def remove_orphan_files(cli: CliContext, *, table: str, older_than: str, execute
     metavar="KEY=VALUE",
     help="Compact only the partitions matching KEY=VALUE (repeat for more keys).",
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Primary-key tables: compact every bucket into one top-level sorted run.",
+)
 @pass_cli
-def compact(cli: CliContext, *, table: str, partitions: tuple[str, ...]) -> None:
-    """Rewrite runs of small data files of TABLE into target-size files (a COMPACT snapshot).
+def compact(cli: CliContext, *, table: str, partitions: tuple[str, ...], full: bool) -> None:
+    """Compact TABLE's data files (a COMPACT snapshot).
 
-    Exit codes: 0 compacted or nothing due; 2 bad --partition; 3 a concurrent
-    commit removed an input (nothing lost; run again); 4 no such table.
+    Append tables: rewrite runs of small files into target-size files.
+    Primary-key tables: one round of LSM compaction (universal picking;
+    --full: everything into the top level, deletes dropped).
+
+    Exit codes: 0 compacted or nothing due; 2 bad --partition or --full on an
+    append table; 3 a concurrent commit removed an input (nothing lost; run
+    again); 4 no such table.
     """
     target = cli.table(table)
+    if full and not target.primary_keys:
+        raise click.BadParameter("--full applies to primary-key tables", param_hint="--full")
     spec = parse_partition_spec(
         partitions, schema=target.arrow_schema, partition_keys=target.partition_keys
     )
     with cli.output.status(f"compacting {table}"):
-        result = target.compact(partition_filter=spec or None)
+        result = target.compact(full=full, partition_filter=spec or None)
     record = _rounded(_as_record(result, table=table, compacted=result.snapshot_id is not None))
     cli.output.record(record, title=None if record["compacted"] else "nothing to compact")
 

@@ -99,6 +99,11 @@ def _schema_record(table: Table) -> dict[str, Any]:
 )
 @click.option("--partition-keys", default=None, help="Partition columns in path order: a,b.")
 @click.option(
+    "--primary-keys",
+    default=None,
+    help="Primary-key columns a,b (a primary-key table; needs --option bucket=N).",
+)
+@click.option(
     "--option",
     "options",
     multiple=True,
@@ -112,9 +117,12 @@ def create_table(
     table: str,
     parquet_file: Path,
     partition_keys: str | None,
+    primary_keys: str | None,
     options: tuple[str, ...],
 ) -> None:
-    """Create append table TABLE (db.table) with the schema of a Parquet file.
+    """Create TABLE (db.table) with the schema of a Parquet file.
+
+    An append table, or with --primary-keys a primary-key table (writes upsert).
 
     The database is created if absent. No data is written; use ``write``.
 
@@ -123,11 +131,13 @@ def create_table(
     """
     schema = pq.read_schema(parquet_file).remove_metadata()
     keys = [k.strip() for k in (partition_keys or "").split(",") if k.strip()]
+    pks = [k.strip() for k in (primary_keys or "").split(",") if k.strip()]
     cli.table_identifier = table
     created = cli.catalog(create=True).create_table(
         table,
         schema=schema,
         partition_keys=keys,
+        primary_keys=pks,
         options=parse_key_values(options, what="--option"),
     )
     cli.output.record(_schema_record(created), title=f"created {table}")

@@ -11,7 +11,9 @@ partitions with the delta applied.
 
 Source: Paimon ``ConflictDetection`` (``checkNoConflictsOrFail``: deleted files
 must exist, total buckets unchanged, then further checks over the merged
-entries) and Iceberg's serializable-isolation validation of deleted files.
+entries), ``PrimaryKeyConflictDetection`` (the LSM rule,
+:mod:`snaplake.mergetree.conflict`) and Iceberg's serializable-isolation
+validation of deleted files.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from snaplake.errors import CommitConflictError
+from snaplake.mergetree.conflict import LsmConflictRule
+from snaplake.mergetree.sorted_run import KeyComparator
 from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import read_manifest_list
 from snaplake.store.format.paths import PathFactory
@@ -191,6 +195,10 @@ class ConflictDetection:
     def check(self, delta: Sequence[ManifestEntry], latest: Snapshot | None) -> None:
         """Require ``delta`` to fit ``latest``: deleted files live, then every rule.
 
+        On a primary-key table the LSM rule is one of the rules: the files
+        ``delta`` puts at levels >= 1 must not overlap other files of their
+        level (:class:`snaplake.mergetree.conflict.LsmConflictRule`).
+
         Args:
             delta: The commit's entries (ADD and DELETE).
             latest: The snapshot the commit would land on.
@@ -206,37 +214,54 @@ class ConflictDetection:
             and rules touch; later calls read the delta lists of the
             snapshots committed since.
         """
+        rules = self._rules(latest)
         deletes = [e for e in delta if e.kind == FileKind.DELETE]
         partitions = frozenset(d.partition for d in deletes).union(
-            *(rule.partitions(delta) for rule in self.rules)
+            *(rule.partitions(delta) for rule in rules)
         )
         if not partitions:
             return
+        # A file this commit adds and deletes again (a first-row writer's level-0
+        # file compacted up in the same commit) is live for the commit.
+        own = {e.identifier() for e in delta if e.kind == FileKind.ADD}
+        outside = [d for d in deletes if d.identifier() not in own]
         if latest is None:
-            if deletes:
+            if outside:
                 raise CommitConflictError(
                     "the commit deletes files but the table has no snapshot",
-                    paths=[d.file.file_name for d in deletes],
+                    paths=[d.file.file_name for d in outside],
                 )
-            self._run_rules({}, delta, snapshot_id=0)
+            self._run_rules(rules, {}, delta, snapshot_id=0)
             return
         self._update_live(latest, partitions)
-        missing = [d for d in deletes if d.identifier() not in self._live]
+        missing = [d for d in outside if d.identifier() not in self._live]
         removed_by = self._find_removers(missing, latest) if missing else None
-        check_deletes_live(deletes, self._live, snapshot_id=latest.id, removed_by=removed_by)
-        self._run_rules(dict(self._live), delta, snapshot_id=latest.id)
+        check_deletes_live(outside, self._live, snapshot_id=latest.id, removed_by=removed_by)
+        self._run_rules(rules, dict(self._live), delta, snapshot_id=latest.id)
 
+    def _rules(self, latest: Snapshot | None) -> tuple[ConflictRule, ...]:
+        """The configured rules, plus the LSM rule on a primary-key table."""
+        schema = (
+            self.schema_manager.schema(latest.schema_id)
+            if latest is not None
+            else self.schema_manager.latest()
+        )
+        if schema is None or not schema.primary_keys:
+            return self.rules
+        return (*self.rules, LsmConflictRule(KeyComparator(schema.key_types)))
+
+    @staticmethod
     def _run_rules(
-        self,
+        rules: Sequence[ConflictRule],
         live: dict[EntryKey, ManifestEntry],
         delta: Sequence[ManifestEntry],
         *,
         snapshot_id: int,
     ) -> None:
-        if not self.rules:
+        if not rules:
             return
         apply_entries(live, delta)
-        for rule in self.rules:
+        for rule in rules:
             rule.check(live, delta=delta, snapshot_id=snapshot_id)
 
     def _update_live(self, latest: Snapshot, partitions: frozenset[bytes]) -> None:

@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +31,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from snaplake.commit.message import CommitMessage, DataIncrement
-from snaplake.errors import SchemaMismatchError
+from snaplake.errors import SchemaMismatchError, UnsupportedTableError
+from snaplake.mergetree.kv import parse_row_kinds
 from snaplake.store.format.binary_row import encode_binary_row
 from snaplake.store.format.bucket import bucket_ids
 from snaplake.store.format.data_file import (
@@ -320,11 +321,22 @@ class TableWrite:
     Raises:
         UnsupportedTableError: the table uses something snaplake cannot write
             (:func:`snaplake.store.format.support.check_supported`).
+        UnsupportedTableError: ``schema`` has primary keys (their writer is
+            :class:`snaplake.commit.kv_write.KeyValueTableWrite`).
     """
+
+    _writes_key_value: ClassVar[bool] = False
 
     def __init__(
         self, *, file_io: FileIO, paths: PathFactory, schema: TableSchema, commit_user: str
     ) -> None:
+        if schema.primary_keys and not self._writes_key_value:
+            raise UnsupportedTableError(
+                f"TableWrite writes append tables; this table has primary keys "
+                f"{list(schema.primary_keys)}: get its writer from table.new_write()",
+                feature="primary-key table",
+                operation="write",
+            )
         self.file_io = file_io
         self.paths = paths
         self.schema = schema
@@ -340,7 +352,12 @@ class TableWrite:
         self._sequence_lock = threading.Lock()
         self._closed = False
 
-    def write_arrow(self, data: pa.Table | pa.RecordBatch) -> None:
+    def write_arrow(
+        self,
+        data: pa.Table | pa.RecordBatch,
+        *,
+        row_kinds: pa.Array | pa.ChunkedArray | Sequence[object] | None = None,
+    ) -> None:
         """Buffer ``data`` for the next ``prepare_commit``.
 
         Args:
@@ -348,11 +365,13 @@ class TableWrite:
                 table schema by name (see :func:`conform_to_schema`); any
                 number of rows. Buffered per (partition, bucket) until about
                 ``target-file-size`` bytes of Arrow data, then written.
+            row_kinds: Append tables take only ``+I`` rows (Paimon's append
+                writer refuses others); see the primary-key writer for more.
 
         Raises:
             TypeError: ``data`` is not a ``pa.Table`` or ``pa.RecordBatch``.
             SchemaMismatchError: before any file is written, when the data does
-                not fit the schema.
+                not fit the schema or a row kind is not ``+I``.
             UnsupportedTypeError: a partition value cannot be encoded.
 
         Storage: may write data files under
@@ -360,7 +379,31 @@ class TableWrite:
         """
         if self._closed:
             raise ValueError("this TableWrite is closed; create a new one with table.new_write()")
+        if row_kinds is not None and parse_row_kinds(row_kinds, data.num_rows).any():
+            raise SchemaMismatchError(
+                "an append table takes only +I rows; -U/+U/-D need a primary-key table"
+            )
         table = conform_to_schema(data, self.schema)
+        for partition, part_path, bucket, part in self._route(table):
+            self._add(partition, part_path, bucket, part)
+
+    def delete_arrow(self, keys: pa.Table | pa.RecordBatch) -> None:
+        """Delete rows by primary key (primary-key tables only).
+
+        Raises:
+            UnsupportedTableError: always: an append table has no keys to delete by.
+        """
+        raise UnsupportedTableError(
+            "an append table has no primary key to delete by; deletes need a primary-key table",
+            feature="delete on an append table",
+            operation="write",
+        )
+
+    def _route(self, table: pa.Table) -> Iterator[tuple[bytes, str, int, pa.Table]]:
+        """Split conformed rows into (partition bytes, partition path, bucket, rows) slices.
+
+        Extra columns (beyond the schema's) travel along untouched.
+        """
         if table.num_rows == 0:
             return
         keys = list(self.schema.partition_keys)
@@ -373,7 +416,7 @@ class TableWrite:
                 self._num_buckets,
             ).astype(np.int64)
         if not keys and buckets is None:
-            self._add(EMPTY_BINARY_ROW, "", 0, table)
+            yield EMPTY_BINARY_ROW, "", 0, table
             return
         group = _group_ids(table, keys, buckets)
         steps = np.diff(group)
@@ -392,7 +435,7 @@ class TableWrite:
             values = tuple(part.column(k)[0].as_py() for k in keys)
             bucket = int(buckets[s]) if buckets is not None else 0
             partition = encode_binary_row(values, types) if keys else EMPTY_BINARY_ROW
-            self._add(partition, self.schema.partition_path(values), bucket, part)
+            yield partition, self.schema.partition_path(values), bucket, part
 
     def _add(self, partition: bytes, part_path: str, bucket: int, data: pa.Table) -> None:
         buf = self._buffers.get((partition, bucket))
@@ -506,12 +549,21 @@ def abort_messages(
 ) -> None:
     """Delete the ADDed data files of uncommitted ``messages`` (missing files are fine).
 
+    Files a message also deletes (a compaction's upgraded inputs, re-added at a
+    new level) are left alone.
+
     Storage: deletes data files only; never metadata.
     """
     targets = []
     for m in messages:
         part_path = schema.partition_path_of(m.partition)
+        # An upgraded file (same name, new level) is an input: never delete it.
+        kept = {f.file_name for f in m.deleted_files()} - {
+            f.file_name for f in m.data_increment.new_files
+        }
         for f in m.added_files():
+            if f.file_name in kept:
+                continue
             targets.append(
                 paths.data_file_path(
                     part_path, m.bucket, f.file_name, external_path=f.external_path

@@ -1,6 +1,7 @@
 """Table maintenance: manifest merge, expiry, orphan clean, compaction, tags, rollback.
 
-Also consumers and inline maintenance.
+Also consumers and inline maintenance. Compaction rewrites small files of
+append tables and runs the LSM compaction of primary-key tables.
 
 Each operation is a separate commit by the ``snaplake-maintenance`` user (or a
 pure deletion) and returns a frozen result dataclass. This package imports
@@ -27,6 +28,14 @@ from snaplake.compaction.maintenance import (
     maintenance_committer,
 )
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
+from snaplake.compaction.merge_tree_compact import (
+    BucketCompaction,
+    MergeTreeCompactor,
+    MergeTreeCompactPlanner,
+    SortedRunStats,
+    commit_compaction,
+    rewrite_bucket,
+)
 from snaplake.compaction.orphan_clean import (
     DEFAULT_OLDER_THAN,
     OrphanCleanResult,
@@ -42,6 +51,7 @@ __all__ = [
     "AppendCompactor",
     "AppendRewriter",
     "CappedCompactor",
+    "BucketCompaction",
     "CompactResult",
     "CompactTask",
     "ConsumerManager",
@@ -51,13 +61,18 @@ __all__ = [
     "FileCounts",
     "InlineMaintenanceResult",
     "ManifestFileMerger",
+    "MergeTreeCompactPlanner",
+    "MergeTreeCompactor",
     "MergeResult",
     "OrphanCleanResult",
     "OrphanFilesClean",
     "RewriteUnit",
     "RollbackResult",
+    "SortedRunStats",
     "TagInfo",
     "TagManager",
+    "commit_compaction",
+    "rewrite_bucket",
     "distributed_compaction",
     "count_files",
     "count_manifests",

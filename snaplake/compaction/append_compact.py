@@ -51,7 +51,7 @@ from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.commit.table_write import abort_messages
 from snaplake.compaction.append_rewrite import AppendRewriter, CompactTask
-from snaplake.errors import CommitStateUnknownError
+from snaplake.errors import CommitStateUnknownError, UnsupportedTableError
 from snaplake.store.format.data_file import DataFileMeta
 from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.schema import TableSchema
@@ -160,6 +160,7 @@ class AppendCompactor:
         Raises:
             CorruptMetadataError: a manifest is undecodable.
             SchemaMismatchError: ``partition_filter`` names a non-partition column.
+            UnsupportedTableError: the table has primary keys.
 
         Storage:
             Reads the latest snapshot's manifests; writes nothing.
@@ -169,6 +170,13 @@ class AppendCompactor:
         schema = cm.schema_manager.latest()
         if latest is None or schema is None:
             return []
+        if schema.primary_keys:
+            raise UnsupportedTableError(
+                "small-file compaction would mix versions of primary keys; primary-key tables "
+                "are compacted by the LSM compaction (table.compact())",
+                feature="primary-key table",
+                operation="maintenance",
+            )
         check_supported(schema, Operation.MAINTENANCE)
         target, min_files, ratio = self._opts(schema)
         small = target * ratio

@@ -3,7 +3,9 @@
 For tables that no daemon maintains, the table option
 ``snaplake.maintenance.inline = true`` makes the writer's process run the
 *due* manifest merge (minor or, above the threshold, full) and snapshot
-expiry right after each successful commit. The commit itself is unchanged
+expiry right after each successful commit; on a primary-key table (unless
+``write-only = true``) first one round of LSM compaction, for the buckets
+whose sorted runs reached ``num-sorted-run.compaction-trigger``. The commit itself is unchanged
 and already landed; a maintenance failure is logged and reported in the
 result, never raised into the writer (DESIGN.md §7).
 
@@ -17,9 +19,11 @@ import time
 from dataclasses import dataclass
 
 from snaplake.commit.file_store_commit import FileStoreTable
+from snaplake.compaction.append_compact import CompactResult
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
 from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
+from snaplake.compaction.merge_tree_compact import MergeTreeCompactor
 from snaplake.errors import SnaplakeError
 
 __all__ = ["InlineMaintenanceResult", "run_inline_maintenance"]
@@ -33,6 +37,7 @@ class InlineMaintenanceResult:
 
     Attributes:
         enabled: ``snaplake.maintenance.inline`` was true (else nothing ran).
+        compact: The LSM compaction result (primary-key tables), if it ran.
         merge: The merge result, if the merge ran.
         expire: The expiry result, if the expiry ran.
         error: ``"<ErrorClass>: message"`` of a failure (logged), else ``None``.
@@ -40,6 +45,7 @@ class InlineMaintenanceResult:
     """
 
     enabled: bool
+    compact: CompactResult | None = None
     merge: MergeResult | None = None
     expire: ExpireResult | None = None
     error: str | None = None
@@ -71,7 +77,10 @@ def run_inline_maintenance(table: FileStoreTable) -> InlineMaintenanceResult:
         return InlineMaintenanceResult(enabled=False)
     merge: MergeResult | None = None
     expire: ExpireResult | None = None
+    compact: CompactResult | None = None
     try:
+        if schema.primary_keys and not schema.core_options.write_only:
+            compact = MergeTreeCompactor(commit=maintenance_committer(table), workers=1).execute()
         merge = ManifestFileMerger(commit=maintenance_committer(table)).execute()
         expire = ExpireSnapshots(
             file_io=table.file_io,
@@ -83,9 +92,10 @@ def run_inline_maintenance(table: FileStoreTable) -> InlineMaintenanceResult:
         # The writer's commit landed; maintenance is retried after the next one.
         logger.warning("inline maintenance of %s failed", table.identifier, exc_info=True)
         return InlineMaintenanceResult(
-            enabled=True, merge=merge, expire=expire, error=f"{type(exc).__name__}: {exc}",
-            duration_s=time.monotonic() - start,
+            enabled=True, compact=compact, merge=merge, expire=expire,
+            error=f"{type(exc).__name__}: {exc}", duration_s=time.monotonic() - start,
         )  # fmt: skip
     return InlineMaintenanceResult(
-        enabled=True, merge=merge, expire=expire, duration_s=time.monotonic() - start
-    )
+        enabled=True, compact=compact, merge=merge, expire=expire,
+        duration_s=time.monotonic() - start,
+    )  # fmt: skip

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from snaplake.commit.file_store_commit import FileStoreCommit, FileStoreTable
 from snaplake.commit.retry import RetryPolicy
+from snaplake.compaction.merge_tree_compact import SortedRunStats, sorted_run_stats
 from snaplake.options import CoreOptions
 from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.snapshot import Snapshot
@@ -29,6 +30,7 @@ __all__ = [
     "FileCounts",
     "count_files",
     "count_manifests",
+    "count_sorted_runs",
     "maintenance_committer",
 ]
 
@@ -134,3 +136,21 @@ def count_files(
         buckets_due=due,
         small_threshold_bytes=threshold,
     )
+
+
+def count_sorted_runs(
+    table: FileStoreTable, snapshot: Snapshot | None, *, options: CoreOptions
+) -> SortedRunStats:
+    """Sorted runs per bucket of a primary-key table's ``snapshot``.
+
+    Storage: reads every manifest of the snapshot.
+    """
+    if snapshot is None:
+        return SortedRunStats()
+    scan = FileStoreScan(
+        file_io=table.file_io,
+        paths=table.paths,
+        schema_manager=table.schema_manager,
+        snapshot=snapshot,
+    )
+    return sorted_run_stats(scan.plan_entries(), trigger=options.num_sorted_run_compaction_trigger)

@@ -8,7 +8,9 @@ the maintenance operation raises; the scheduler's job boundary
 
 - :func:`merge_manifests_job`: merge when the latest snapshot references at
   least ``manifest.merge-min-count`` manifests.
-- :func:`compact_job`: rewrite small files when a (partition, bucket) holds at
+- :func:`compact_job`: primary-key tables: one LSM compaction round for the
+  buckets universal compaction picks; append tables: rewrite small files when a
+  (partition, bucket) holds at
   least ``compaction.min.file-num`` files smaller than ``target-file-size *
   compaction.small-file-ratio``, at most ``max_files_per_bucket`` of them per
   commit (a backlog takes several rounds, each one commit, so the memory of
@@ -42,6 +44,7 @@ from snaplake.compaction.maintenance import (
     maintenance_committer,
 )
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
+from snaplake.compaction.merge_tree_compact import MergeTreeCompactor, SortedRunStats
 from snaplake.compaction.orphan_clean import OrphanCleanResult, OrphanFilesClean
 from snaplake.daemon.config import Task
 from snaplake.daemon.memory import release_memory
@@ -139,6 +142,7 @@ class CompactJobResult:
         engine: Where it ran: ``"in-process"`` or the remote engine (``"spark"``).
         remote_failure: Exception class of a failed remote attempt (then it
             ran in process), else ``None``.
+        sorted_runs: Primary-key tables: sorted runs per bucket before compacting.
     """
 
     table: str
@@ -146,6 +150,7 @@ class CompactJobResult:
     compaction: CompactResult | None = None
     engine: str = "in-process"
     remote_failure: str | None = None
+    sorted_runs: SortedRunStats | None = None
     task: Task = Task.COMPACT
 
     @property
@@ -160,6 +165,13 @@ class CompactJobResult:
 
     def summary(self) -> str:
         """One log line."""
+        if self.sorted_runs is not None:
+            runs = self.sorted_runs
+            return (
+                f"{self.files.data_files} data file(s), at most {runs.max_sorted_runs} sorted "
+                f"run(s) per bucket, {runs.buckets_over_trigger} bucket(s) over the trigger, "
+                f"{self.files_compacted} compacted"
+            )
         return (
             f"{self.files.data_files} data file(s), {self.files.small_files} small, "
             f"{self.files.buckets_due} bucket(s) due, {self.files_compacted} compacted"
@@ -285,6 +297,26 @@ def _merge_compact_results(rounds: list[CompactResult]) -> CompactResult:
     )
 
 
+def _lsm_compact_job(
+    table: Table, counts: FileCounts, *, options: CoreOptions, workers: int
+) -> CompactJobResult:
+    """One LSM compaction round of a primary-key table (per bucket, only where due).
+
+    The merge streams (bounded memory per bucket); ``workers`` buckets at a time.
+    """
+    compactor = MergeTreeCompactor(
+        commit=maintenance_committer(table), workers=workers, options=options
+    )
+    result = compactor.execute()
+    plan = compactor.last_plan
+    return CompactJobResult(
+        table=table.identifier,
+        files=counts,
+        compaction=result if result.snapshot_id is not None else None,
+        sorted_runs=plan.runs if plan is not None else SortedRunStats(),
+    )
+
+
 def compact_job(
     table: Table,
     *,
@@ -325,7 +357,10 @@ def compact_job(
     Storage: reads every manifest of the latest snapshot; when due, writes
     new data files and one COMPACT snapshot per round (see ``Table.compact``).
     """
-    counts = count_files(table, table.latest_snapshot(), options=options)
+    latest = table.latest_snapshot()
+    counts = count_files(table, latest, options=options)
+    if table.schema().primary_keys:
+        return _lsm_compact_job(table, counts, options=options, workers=workers)
     if counts.buckets_due == 0:
         return CompactJobResult(table=table.identifier, files=counts)
     failure = None

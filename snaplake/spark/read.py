@@ -8,7 +8,8 @@ the files through the table's picklable FileIO with pyarrow (``mapInArrow``).
 When some files were written under an older schema (after ``alter_table``),
 the executors read every file with pyarrow and map those files to the read
 schema by field id (renamed, widened, added, dropped columns), on a local
-warehouse too. The filter is then applied exactly by Spark.
+warehouse too. A primary-key table is merged on read by snaplake's merge-tree reader on the
+executors, whole buckets per task. The filter is then applied exactly by Spark.
 
 Works on classic and Spark Connect sessions alike (under Connect, "Spark"
 is the Connect server: its executors must reach the warehouse, local paths
@@ -27,11 +28,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from snaplake.errors import SchemaMismatchError
+from snaplake.mergetree.read import read_primary_key_batches
 from snaplake.spark._common import is_connect, resolve_table, spark_schema_of
 from snaplake.store.format.file_format import format_of_file
+from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.io.local_file_io import LocalFileIO
 from snaplake.store.read.predicate import Predicate
+from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import FileSchemaMapping
 from snaplake.table import Table
 
@@ -88,6 +92,36 @@ class _ReadTask:
                     present = [n for n in self.schema.names if n in parquet.schema_arrow.names]
                     for part in parquet.iter_batches(columns=present):
                         yield _conform(part, self.schema)
+
+
+class _MergeReadTask:
+    """``mapInArrow`` function of a primary-key table: merge-read the buckets in ``split``.
+
+    Each task merges whole buckets (every version of a key lives in one
+    bucket), so the union of the tasks' rows is the merged view.
+    """
+
+    def __init__(
+        self,
+        *,
+        file_io: FileIO,
+        schema: TableSchema,
+        splits: Sequence[Split],
+        columns: Sequence[str],
+    ) -> None:
+        self.file_io = file_io
+        self.schema = schema
+        self.splits = list(splits)
+        self.columns = list(columns)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        out = pa.schema([self.schema.arrow_schema.field(n) for n in self.columns])
+        for batch in batches:
+            chosen = [self.splits[i] for i in batch.column("split").to_pylist()]
+            for table in read_primary_key_batches(
+                self.file_io, chosen, schema=self.schema, columns=self.columns
+            ):
+                yield from table.cast(out).to_batches()
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
@@ -228,6 +262,7 @@ def read(
         len(paths),
         len(splits),
     )
+    table_schema = scan.schema  # the latest, or with time travel the snapshot's
     # Files written under other schemas are mapped by field id on the executors.
     names = arrow_schema.names
     mappings = {
@@ -239,6 +274,17 @@ def read(
     mappings = {k: m for k, m in mappings.items() if not m.identity}
     if not paths:
         df = spark.createDataFrame([], spark_schema)
+    elif table_schema.primary_keys:
+        # Merge on read: one task per group of whole buckets.
+        merge_task = _MergeReadTask(
+            file_io=target.file_io, schema=table_schema, splits=splits,
+            columns=arrow_schema.names,
+        )  # fmt: skip
+        df = (
+            spark.createDataFrame([(i,) for i in range(len(splits))], "split int")
+            .repartition(_parallelism(spark, len(splits)))
+            .mapInArrow(merge_task, spark_schema)
+        )
     elif (
         isinstance(target.file_io, LocalFileIO)
         and not mappings

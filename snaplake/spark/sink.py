@@ -143,6 +143,11 @@ class SnaplakeSink:
             between that alter and the commit finds the columns there and
             alters nothing again. Without it such a batch raises
             ``SchemaMismatchError`` naming the columns.
+        row_kind_column: Primary-key tables: a micro-batch column (not a
+            table column) holding each row's kind (``'+I' '-U' '+U' '-D'``);
+            rows are upserted by key, repartitioned so that one task writes
+            each (partition, bucket). Tables with ``rowkind.field`` take the
+            kinds from that table column instead.
 
     Raises:
         ValueError: an identifier without a warehouse, an empty
@@ -166,6 +171,7 @@ class SnaplakeSink:
         check_nullability: bool = True,
         on_batch: Callable[[SinkBatchResult], None] | None = None,
         merge_schema: bool = False,
+        row_kind_column: str | None = None,
     ) -> None:
         if commit_user is not None and not commit_user:
             raise ValueError("commit_user must be a non-empty string or None")
@@ -176,6 +182,7 @@ class SnaplakeSink:
         self.check_nullability = check_nullability
         self.on_batch = on_batch
         self.merge_schema = merge_schema
+        self.row_kind_column = row_kind_column
         self._states: dict[str, _UserState] = {}
         self._states_lock = threading.Lock()
 
@@ -197,6 +204,7 @@ class SnaplakeSink:
             "check_nullability": self.check_nullability,
             "on_batch": self.on_batch,
             "merge_schema": self.merge_schema,
+            "row_kind_column": self.row_kind_column,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -215,6 +223,7 @@ class SnaplakeSink:
         self.check_nullability = state["check_nullability"]
         self.on_batch = state["on_batch"]
         self.merge_schema = state.get("merge_schema", False)
+        self.row_kind_column = state.get("row_kind_column")
         self._states = {}
         self._states_lock = threading.Lock()
 
@@ -338,6 +347,7 @@ class SnaplakeSink:
             commit_user=user,
             check_nullability=self.check_nullability,
             merge_schema=self.merge_schema,
+            row_kind_column=self.row_kind_column,
         )
         written = time.perf_counter()
         if not messages:

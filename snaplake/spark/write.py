@@ -36,17 +36,22 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 
 from snaplake.commit.file_store_commit import FileStoreCommit
+from snaplake.commit.kv_write import KeyValueTableWrite, restore_max_sequences
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
 from snaplake.commit.schema_merge import merge_data_schema
 from snaplake.commit.table_write import TableWrite, abort_messages
+from snaplake.compaction.merge_tree_compact import compact_new_files
 from snaplake.errors import CommitStateUnknownError, SchemaMismatchError
 from snaplake.spark._common import arrow_schema_of as spark_arrow_schema
 from snaplake.spark._common import check_spark_schema, is_connect, resolve_table
+from snaplake.store.format.bucket import bucket_ids
 from snaplake.store.format.paths import PathFactory
-from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.scan import FileStoreScan
+from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.table import Table
 
 if TYPE_CHECKING:
@@ -100,25 +105,51 @@ class _WriteTask:
     """
 
     def __init__(
-        self, *, file_io: FileIO, root: str, schema: TableSchema, commit_user: str, token: str
+        self,
+        *,
+        file_io: FileIO,
+        root: str,
+        schema: TableSchema,
+        commit_user: str,
+        token: str,
+        row_kind_column: str | None = None,
+        sequences: Mapping[tuple[bytes, int], int] | None = None,
     ) -> None:
         self.file_io = file_io
         self.root = root
         self.schema = schema
         self.commit_user = commit_user
         self.token = token
+        self.row_kind_column = row_kind_column
+        self.sequences = dict(sequences or {})
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        write = TableWrite(
+    def _writer(self) -> TableWrite:
+        paths = _BatchPathFactory(self.root, token=self.token)
+        if not self.schema.primary_keys:
+            return TableWrite(
+                file_io=self.file_io, paths=paths, schema=self.schema, commit_user=self.commit_user
+            )
+        return primary_key_writer(
             file_io=self.file_io,
-            paths=_BatchPathFactory(self.root, token=self.token),
+            root=self.root,
+            paths=paths,
             schema=self.schema,
             commit_user=self.commit_user,
+            sequences=self.sequences,
         )
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        write = self._writer()
         messages: list[CommitMessage] = []
         try:
             for batch in batches:
-                write.write_arrow(batch)
+                if BUCKET_COLUMN in batch.schema.names:
+                    batch = batch.drop_columns([BUCKET_COLUMN])
+                kinds = None
+                if self.row_kind_column is not None:
+                    kinds = batch.column(self.row_kind_column)
+                    batch = batch.drop_columns([self.row_kind_column])
+                write.write_arrow(batch, row_kinds=kinds)
             messages = write.prepare_commit()
         except BaseException:
             try:
@@ -237,6 +268,94 @@ def _collect_connect(job: DataFrame, table: Table, token: str) -> list[Row]:
         spark.removeTag(tag)
 
 
+BUCKET_COLUMN = "__snaplake_bucket"
+"""Column a primary-key write adds to repartition rows by Paimon bucket (then drops)."""
+
+
+class _BucketTask:
+    """``mapInArrow``: append each row's Paimon bucket (:data:`BUCKET_COLUMN`)."""
+
+    def __init__(self, schema: TableSchema) -> None:
+        self.schema = schema
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keys = self.schema.bucket_keys
+        types = [self.schema.field_type(k) for k in keys]
+        arrow = self.schema.arrow_schema
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            key_table = pa.table(
+                [table.column(k).cast(arrow.field(k).type) for k in keys], names=keys
+            )
+            ids = bucket_ids(key_table, keys, types, self.schema.core_options.bucket)
+            yield batch.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
+
+
+def _by_bucket(
+    df: DataFrame, table: Table, schema: TableSchema
+) -> tuple[DataFrame, dict[tuple[bytes, int], int]]:
+    """Repartition ``df`` by (partition keys, bucket); restore the buckets' sequence numbers."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    out_schema = StructType(
+        [*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), nullable=False)]
+    )
+    with_bucket = df.mapInArrow(_BucketTask(schema), out_schema)
+    parts = [*schema.partition_keys, BUCKET_COLUMN]
+    repartitioned = with_bucket.repartition(*parts)
+    latest = table.latest_snapshot()
+    sequences: dict[tuple[bytes, int], int] = {}
+    if latest is not None:
+        scan = FileStoreScan(
+            file_io=table.file_io,
+            paths=table.paths,
+            schema_manager=table.schema_manager,
+            snapshot=latest,
+        )
+        sequences = restore_max_sequences(scan)
+    return repartitioned, sequences
+
+
+def primary_key_writer(
+    *,
+    file_io: FileIO,
+    root: str,
+    paths: PathFactory,
+    schema: TableSchema,
+    commit_user: str,
+    sequences: Mapping[tuple[bytes, int], int],
+) -> KeyValueTableWrite:
+    """The writer of one task of a primary-key write (runs on an executor).
+
+    Sequence numbers continue ``sequences`` (restored on the driver). On a
+    first-row table (unless ``write-only``) the task lifts its level-0 files
+    with lookup compaction (its bucket only: one task per bucket).
+    """
+    opts = schema.core_options
+    compact_up = None
+    if opts.merge_engine == "first-row" and not opts.write_only:
+        table_paths = PathFactory(root)
+
+        def compact_up(messages: list[CommitMessage]) -> list[CommitMessage]:
+            return compact_new_files(
+                file_io=file_io,
+                paths=paths,
+                schema_manager=SchemaManager(file_io, table_paths),
+                snapshot_manager=SnapshotManager(file_io, table_paths),
+                schema=schema,
+                messages=messages,
+            )
+
+    return KeyValueTableWrite(
+        file_io=file_io,
+        paths=paths,
+        schema=schema,
+        commit_user=commit_user,
+        restore_sequences=lambda: sequences,
+        compact_up=compact_up,
+    )
+
+
 def write_messages(
     df: DataFrame,
     table: Table,
@@ -245,8 +364,14 @@ def write_messages(
     check_nullability: bool = True,
     straggler_timeout_s: float = 120.0,
     merge_schema: bool = False,
+    row_kind_column: str | None = None,
 ) -> tuple[list[CommitMessage], TableSchema]:
     """Write ``df`` into data files on the executors and return their CommitMessages.
+
+    A primary-key table's rows are first repartitioned by (partition keys,
+    Paimon bucket), so one task writes each bucket: its sequence numbers
+    continue the bucket's, restored once on the driver from the latest
+    snapshot and shipped to the tasks.
 
     Nothing is committed: the caller commits the messages or aborts them.
     Every data file of the job is named with a random per-job token; when
@@ -272,6 +397,9 @@ def write_messages(
             the rules allow (see :mod:`snaplake.commit.schema_merge`). The
             alter is committed before any file is written and is not
             repeated when the same data comes again.
+        row_kind_column: Primary-key tables: a column of ``df`` (not of the
+            table) holding each row's kind (``'+I' '-U' '+U' '-D'`` or 0..3);
+            tables with ``rowkind.field`` take the kinds from their own column.
 
     Returns:
         The messages (one per partition and bucket and task) and the schema
@@ -296,20 +424,35 @@ def write_messages(
     if merge_schema:
         merge_data_schema(
             table.schema_manager,
-            spark_arrow_schema(df.schema),
+            spark_arrow_schema(
+                df.drop(row_kind_column).schema if row_kind_column in df.columns else df.schema
+            ),
             has_snapshots=table.latest_snapshot() is not None,
             identifier=table.identifier,
         )
     schema = table.schema()
     check_supported(schema, Operation.WRITE)  # on the driver, before any job runs
-    check_spark_schema(df.schema, schema, check_nullability=check_nullability)
+    data_schema = df.schema
+    if row_kind_column is not None:
+        if row_kind_column not in df.columns:
+            raise SchemaMismatchError(f"row_kind_column {row_kind_column!r} is not a column")
+        if not schema.primary_keys:
+            raise SchemaMismatchError("row kinds need a primary-key table")
+        data_schema = df.drop(row_kind_column).schema
+    check_spark_schema(data_schema, schema, check_nullability=check_nullability)
     token = secrets.token_hex(8)
+    sequences = None
+    if schema.primary_keys:
+        schema.check_primary_key_table("write")
+        df, sequences = _by_bucket(df, table, schema)
     task = _WriteTask(
         file_io=table.file_io,
         root=table.root,
         schema=schema,
         commit_user=commit_user,
         token=token,
+        row_kind_column=row_kind_column,
+        sequences=sequences,
     )
     job = df.mapInArrow(task, "message binary")
     try:
@@ -416,8 +559,12 @@ def write(
     commit_user: str | None = None,
     check_nullability: bool = True,
     merge_schema: bool = False,
+    row_kind_column: str | None = None,
 ) -> CommitResult:
     """Write a DataFrame into a table as one snapshot (a batch job, not a stream).
+
+    On a primary-key table the rows upsert (or, with ``row_kind_column``,
+    retract) by key; see :func:`write_messages`.
 
     Executors write the data files (one task per Spark partition); the driver
     commits once. A failed job or commit deletes the files it wrote (under
@@ -446,6 +593,8 @@ def write(
             and widen columns whose type it widens, in one ``alter_table``
             before writing; without it such a DataFrame raises
             ``SchemaMismatchError`` naming the columns.
+        row_kind_column: Primary-key tables: the column of ``df`` holding
+            row kinds (see :func:`write_messages`).
 
     Returns:
         The commit result (``snapshot_id`` ``None`` when an append had no rows
@@ -490,9 +639,13 @@ def write(
         else:
             overwrite = dict(overwrite_partitions)
     messages, schema = write_messages(
-        df, target, commit_user=user, check_nullability=check_nullability,
+        df,
+        target,
+        commit_user=user,
+        check_nullability=check_nullability,
         merge_schema=merge_schema,
-    )  # fmt: skip
+        row_kind_column=row_kind_column,
+    )
     commit = target.new_commit(commit_user=user)
     result = commit_or_abort(
         target, schema, messages, commit=commit, commit_identifier=None, overwrite=overwrite

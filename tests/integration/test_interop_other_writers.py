@@ -12,7 +12,7 @@ from tests.oracle import PaimonOracle, requires_paimon
 
 import snaplake
 from snaplake.compaction.expire import ExpireSnapshots
-from snaplake.daemon.jobs import count_files
+from snaplake.compaction.maintenance import count_files
 from snaplake.errors import UnsupportedTableError
 from snaplake.store.read.split_read import read_splits
 

@@ -1,8 +1,11 @@
 """Tables snaplake cannot handle yet are refused before anything is read or written.
 
 A primary-key table written by pypaimon 2.1.0 (two commits updating the same
-keys): reading it unmerged would return superseded rows, and an append commit
-made it unreadable for pypaimon. Every entry point refuses it instead.
+keys), then switched to deletion vectors by pypaimon's ``alter_table``:
+reading it without applying deletion vectors could return deleted rows, and
+writing it without maintaining them would corrupt it for other engines.
+Every entry point refuses it instead (the same table without the option is
+read and written: tests/integration/test_pk_interop_pypaimon.py).
 """
 
 from __future__ import annotations
@@ -39,17 +42,23 @@ def pk_table(tmp_path_factory):
     oracle.write("db.pk", pa.table({"id": [1, 2], "v": ["old", "old"]}, schema=_SCHEMA))
     oracle.write("db.pk", pa.table({"id": [1, 2], "v": ["new", "new"]}, schema=_SCHEMA))
     assert oracle.read("db.pk").num_rows == 2  # pypaimon merges by key
+    oracle.alter_table(
+        "db.pk", [{"kind": "set_option", "key": "deletion-vectors.enabled", "value": "true"}]
+    )
     return wh, root
 
 
-def _refused(call, operation: str) -> None:
-    with pytest.raises(UnsupportedTableError, match="primary-key") as info:
+_DV = "option 'deletion-vectors.enabled' = 'true'"
+
+
+def _refused(call, operation: str, *, feature: str = _DV) -> None:
+    with pytest.raises(UnsupportedTableError, match=r"deletion vectors|primary keys") as info:
         call()
-    assert info.value.feature == "primary-key table"
+    assert info.value.feature == feature
     assert info.value.operation == operation
 
 
-def test_every_entry_point_refuses_a_primary_key_table(pk_table):
+def test_every_entry_point_refuses_a_primary_key_table_with_deletion_vectors(pk_table):
     wh, root = pk_table
     before = _files(root)
     table = snaplake.FileSystemCatalog(str(wh)).get_table("db.pk")  # opening is fine
@@ -63,6 +72,7 @@ def test_every_entry_point_refuses_a_primary_key_table(pk_table):
             file_io=table.file_io, paths=table.paths, schema=table.schema(), commit_user="u"
         ),
         "write",
+        feature="primary-key table",  # the append writer never writes key/value files
     )
     _refused(lambda: table.new_commit(commit_user="u").commit([]), "commit")
     _refused(table.compact, "maintenance")
@@ -86,24 +96,30 @@ def test_every_entry_point_refuses_a_primary_key_table(pk_table):
     )
     _refused(lambda: table.rollback_to(1), "maintenance")
     assert _files(root) == before, "a refused operation wrote or deleted files"
-    assert PaimonOracle(wh).read("db.pk").num_rows == 2
+    # With deletion vectors a reader skips level 0 (pypaimon now sees no rows until a
+    # compaction), which is why reading without them is refused rather than attempted.
+    assert PaimonOracle(wh).read("db.pk").num_rows == 0
 
 
-def test_cli_refuses_a_primary_key_table(pk_table):
+def test_cli_refuses_a_primary_key_table_with_deletion_vectors(pk_table):
     wh, _ = pk_table
     runner = CliRunner()
     for args in (["read", "db.pk"], ["compact", "db.pk"]):
         result = runner.invoke(cli, ["--warehouse", str(wh), *args])
         assert result.exit_code == 1, result.output
-        assert "primary-key tables" in result.stderr
+        assert "deletion vectors" in result.stderr
     listed = runner.invoke(cli, ["--warehouse", str(wh), "snapshots", "db.pk"])
     assert listed.exit_code == 0, listed.output
 
 
-def test_create_table_with_primary_key_option_is_refused(tmp_path):
+def test_create_table_primary_key_option_is_honoured_with_fixed_buckets_only(tmp_path):
     catalog = snaplake.FileSystemCatalog(str(tmp_path))
-    with pytest.raises(UnsupportedTableError, match="primary-key") as info:
+    with pytest.raises(UnsupportedTableError, match="bucket = -1") as info:
         catalog.create_table("db.t", schema=_SCHEMA, options={"primary-key": "id"})
     assert info.value.operation == "create"
     assert not catalog.table_exists("db.t")
     assert _files(tmp_path) == []
+    table = catalog.create_table(
+        "db.t", schema=_SCHEMA, options={"primary-key": "id", "bucket": "2"}
+    )
+    assert table.primary_keys == ["id"] and "primary-key" not in table.options

@@ -489,3 +489,16 @@ class PaimonOracle:
             ipc_inputs={"data_ipc": data},
             timeout_s=timeout_s,
         )
+
+    def bench_upserts(
+        self, table: str, data: pa.Table, *, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """One write+commit per distinct ``__batch`` value of ``data`` (in order).
+
+        Returns ``total_s`` (list: write + prepare + commit per commit) and its summary.
+        """
+        return self.run(
+            {"op": "bench_upserts", "table": table},
+            ipc_inputs={"data_ipc": data},
+            timeout_s=timeout_s,
+        )

@@ -466,6 +466,25 @@ def op_bench_write_read(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def op_bench_upserts(request: dict[str, Any]) -> dict[str, Any]:
+    """One commit per distinct ``__batch`` value of the IPC data, in order; time each."""
+    data = _read_ipc(request["data_ipc"])
+    batches = data.column("__batch").to_pylist()
+    data = data.drop(["__batch"])
+    table = _table(request)
+    total_s: list[float] = []
+    start = 0
+    while start < len(batches):
+        end = start
+        while end < len(batches) and batches[end] == batches[start]:
+            end += 1
+        t0 = time.perf_counter()
+        _commit_once(table, data.slice(start, end - start), None)
+        total_s.append(time.perf_counter() - t0)
+        start = end
+    return {"total_s": total_s, "total_summary": _summary(total_s)}
+
+
 def op_bench_read(request: dict[str, Any]) -> dict[str, Any]:
     """Time ``repeat`` full reads (plan + read) of the latest snapshot, fresh handle each."""
     repeat = int(request.get("repeat") or 5)
@@ -535,6 +554,7 @@ OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "bench_appends": op_bench_appends,
     "bench_plan": op_bench_plan,
     "bench_write_read": op_bench_write_read,
+    "bench_upserts": op_bench_upserts,
     "bench_read": op_bench_read,
 }
 

@@ -132,3 +132,7 @@ def test_demo_ci_variant_passes_its_checks_and_says_what_next(tmp_path: Path) ->
     assert "demo: stopping the daemon" in text
     with pytest.raises(OSError, match="Connection refused"):  # the daemon is gone with the demo
         urllib.request.urlopen(url.group(1), timeout=5)
+    assert "check flight_status rows: OK (328521)" in text
+    assert "check flight_status equals flights minus the cancelled (every column): OK" in text
+    assert "check route_stats equals a pandas group-by: OK" in text
+    assert "check pypaimon reads route_stats exactly: OK" in text

@@ -112,8 +112,8 @@ class FileFormat(abc.ABC):
             schema: The table's Arrow schema.
             compression: ``file.compression`` (accepted by :meth:`compression_refusal`).
             zstd_level: ``file.compression.zstd-level``.
-            **options: Format-specific tuning (Parquet:
-                ``dictionary_pagesize_limit``; ORC: ``ltz_legacy``); others ignore them.
+            **options: Format-specific tuning (Parquet: ``dictionary_pagesize_limit``,
+                ``use_dictionary``; ORC: ``ltz_legacy``); others ignore them.
         """
 
     def write(
@@ -191,9 +191,9 @@ class ParquetFormat(FileFormat):
     ) -> FormatWriter:
         """See :meth:`FileFormat.open_writer`."""
         codec = _PARQUET_CODECS[compression.lower()]
-        kwargs: dict[str, Any] = {}
-        if "dictionary_pagesize_limit" in options:
-            kwargs["dictionary_pagesize_limit"] = options["dictionary_pagesize_limit"]
+        kwargs = {
+            k: options[k] for k in ("dictionary_pagesize_limit", "use_dictionary") if k in options
+        }
         return _ParquetWriter(
             pq.ParquetWriter(
                 stream,

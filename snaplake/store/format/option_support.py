@@ -168,7 +168,7 @@ def _stats_mode(value: str) -> bool:
 _TRUNCATE = re.compile(r"^truncate\(\d*[1-9]\d*\)$")
 _ENGINE_STREAM = "streaming source/sink behaviour of Flink or Spark jobs"
 _LOOKUP = "lookup joins and lookup caches of another engine"
-_PK = "primary-key tables only (merge engines, LSM levels, changelog)"
+_PK = "primary-key tables only (see docs/primary-key-tables.md)"
 
 # fmt: off
 _OPTIONS: tuple[OptionSupport, ...] = (

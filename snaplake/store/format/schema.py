@@ -28,6 +28,10 @@ from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.json_codec import decode_json, encode_json
 from snaplake.store.format.partition import partition_path
 from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.primary_key import (
+    check_primary_key_table,
+    normalize_primary_key_fields,
+)
 from snaplake.store.format.types import (
     DataField,
     DataType,
@@ -76,15 +80,20 @@ class TableSchema:
         *,
         schema_id: int = 0,
         partition_keys: Sequence[str] = (),
+        primary_keys: Sequence[str] = (),
         options: Mapping[str, str] | None = None,
         comment: str | None = None,
     ) -> TableSchema:
-        """Build schema 0 of a new append table from an Arrow schema.
+        """Build schema 0 of a new table from an Arrow schema.
 
         Args:
             schema: Column names, Arrow types and nullability.
             schema_id: Id of the new schema.
             partition_keys: Columns that partition the table (must exist).
+            primary_keys: Primary-key columns (empty = append table). The
+                option ``primary-key`` (comma-separated) is moved here, as
+                Paimon does; the key columns become NOT NULL unless
+                ``primary-key.nullable = true``.
             options: Table options; ``bucket`` defaults to ``-1`` and
                 ``file.format`` to ``parquet`` and both are always written.
             comment: Optional table comment.
@@ -96,14 +105,24 @@ class TableSchema:
 
         Raises:
             SchemaMismatchError: a partition, primary or bucket key is not a
-                column, a name repeats, or ``partition`` is given twice.
+                column, a name repeats, ``partition`` is given twice, or the primary
+                key breaks Paimon's rules (see :func:`check_primary_key_table`).
             UnsupportedTypeError: a column type has no Paimon equivalent.
             InvalidOptionError: an option value does not parse.
+            UnsupportedTableError: a primary-key table snaplake cannot write
+                (e.g. ``bucket = -1``).
         """
         names = schema.names
         if len(set(names)) != len(names):
             raise SchemaMismatchError(f"column names repeat in {names}; rename the duplicates")
-        options, partition_keys, primary_keys = _keys_from_options(options, partition_keys)
+        options, partition_keys, option_primary_keys = _keys_from_options(options, partition_keys)
+        if option_primary_keys:
+            if primary_keys:
+                raise SchemaMismatchError(
+                    "primary key given both as primary_keys and as the 'primary-key' option; "
+                    "use one of them"
+                )
+            primary_keys = option_primary_keys
         for key in (*partition_keys, *primary_keys):
             if key not in names:
                 raise SchemaMismatchError(
@@ -111,10 +130,23 @@ class TableSchema:
                 )
         opts = {"bucket": "-1", **dict(options or {})}
         opts.setdefault("file.format", "parquet")
+        core = CoreOptions(opts)
         fields_json, highest = fields_from_arrow(schema)
+        fields = tuple(fields_json)
+        if primary_keys:
+            fields = normalize_primary_key_fields(
+                fields, primary_keys, nullable=core.primary_key_nullable
+            )
+            check_primary_key_table(
+                field_types={str(f["name"]): parse_type(f["type"]) for f in fields},
+                partition_keys=partition_keys,
+                primary_keys=primary_keys,
+                options=opts,
+                operation="create",
+            )
         table_schema = cls(
             id=schema_id,
-            fields=tuple(fields_json),
+            fields=fields,
             highest_field_id=highest,
             partition_keys=tuple(partition_keys),
             primary_keys=tuple(primary_keys),
@@ -148,7 +180,7 @@ class TableSchema:
                     f"partition key {key!r} is not a column of the schema {names}"
                 )
         core = CoreOptions(self.options)
-        if core.bucket == 0 or core.bucket < -1:
+        if not self.primary_keys and (core.bucket == 0 or core.bucket < -1):
             raise SchemaMismatchError(
                 f"bucket = {core.bucket} is invalid; use -1 (bucket-unaware) or a positive count"
             )
@@ -219,6 +251,40 @@ class TableSchema:
         if not keys:
             keys = tuple(k for k in self.primary_keys if k not in self.partition_keys)
         return keys
+
+    @cached_property
+    def field_types(self) -> dict[str, DataType]:
+        """Column name -> Paimon type, in schema order."""
+        return {str(f["name"]): parse_type(f["type"]) for f in self.fields}
+
+    @property
+    def trimmed_primary_keys(self) -> tuple[str, ...]:
+        """Primary-key columns that are not partition keys (the key of data files).
+
+        Source: Paimon ``TableSchema.trimmedPrimaryKeys``.
+        """
+        return tuple(k for k in self.primary_keys if k not in self.partition_keys)
+
+    @cached_property
+    def key_types(self) -> tuple[DataType, ...]:
+        """Paimon types of the trimmed primary key (the BinaryRow of min/max keys)."""
+        types = self.field_types
+        return tuple(types[k] for k in self.trimmed_primary_keys)
+
+    def check_primary_key_table(self, operation: str) -> None:
+        """Refuse ``operation`` on a primary-key table snaplake cannot handle.
+
+        No-op on append tables. See
+        :func:`snaplake.store.format.primary_key.check_primary_key_table`.
+        """
+        if self.primary_keys:
+            check_primary_key_table(
+                field_types=self.field_types,
+                partition_keys=self.partition_keys,
+                primary_keys=self.primary_keys,
+                options=self.options,
+                operation=operation,
+            )
 
     @cached_property
     def partition_types(self) -> tuple[DataType, ...]:

@@ -10,8 +10,10 @@ return superseded rows or leave a table other engines cannot read.
 
 Refused today:
 
-* primary-key tables (``primaryKeys`` non-empty): every operation; their
-  rows must be merged by key on read and written as sorted runs;
+* primary-key tables that break Paimon's rules or use what snaplake's merge
+  tree does not implement (``TableSchema.check_primary_key_table``: dynamic or
+  postponed buckets, changelog producers, deletion vectors, sequence groups,
+  ...; ``docs/primary-key-tables.md`` §1);
 * BINARY / VARBINARY partition keys: creating such a table, and writing,
   committing or maintaining one another engine created (Java names their
   directories by object identity, so no writer can spell a partition's
@@ -67,7 +69,8 @@ def check_supported(schema: TableSchema, operation: Operation) -> None:
         operation: What the caller is about to do.
 
     Raises:
-        UnsupportedTableError: the table is a primary-key table; or it has a
+        UnsupportedTableError: a primary-key table snaplake cannot handle for
+            ``operation`` (see ``TableSchema.check_primary_key_table``); or it has a
             BINARY/VARBINARY partition key and ``operation`` is not a read; or
             an option is set to a value snaplake does not honour for
             ``operation``. Nothing has been read or written.
@@ -76,15 +79,8 @@ def check_supported(schema: TableSchema, operation: Operation) -> None:
         Paimon ``SchemaValidation.validateTableSchema`` for what a valid table
         is; the refusals are snaplake's own.
     """
-    if schema.primary_keys:
-        raise UnsupportedTableError(
-            f"table has primary keys {list(schema.primary_keys)}: primary-key tables "
-            f"(merge on read, sorted runs) are not supported yet; snaplake refuses to "
-            f"{operation.value} them rather than read unmerged rows or write files "
-            "other engines cannot merge",
-            feature="primary-key table",
-            operation=operation.value,
-        )
+    if schema.primary_keys:  # the merge-tree rules: bucket mode, format, PK options
+        schema.check_primary_key_table(operation.value)
     if operation is not Operation.READ:
         binary = [
             k

@@ -135,6 +135,12 @@ class FileStoreScan:
                 )
         self.partition_predicates = part_preds + tuple(p for p in predicate if p.column in keys)
         self.value_predicates = tuple(p for p in predicate if p.column not in keys)
+        if self.schema is not None and self.schema.primary_keys:
+            # Primary-key tables: a file's value stats say nothing about the merged
+            # rows, but every version of a key lies in files whose key range holds it,
+            # so predicates on key columns prune by _KEY_STATS (Paimon's key filter).
+            trimmed = set(self.schema.trimmed_primary_keys)
+            self.value_predicates = tuple(p for p in self.value_predicates if p.column in trimmed)
         self._partition_cache: dict[bytes, tuple[Any, ...]] = {}
         self.read_schema = read_schema if read_schema is not None else self.schema
         self._evolved: dict[int, tuple[tuple[Predicate, ...], tuple[Predicate, ...]]] = {}
@@ -231,12 +237,16 @@ class FileStoreScan:
             return True
         schema = self.schema_manager.schema(file.schema_id)
         names = list(file.value_stats_cols) if file.value_stats_cols is not None else None
-        if names is None:
+        stats = file.value_stats
+        if schema.primary_keys:
+            names = list(schema.trimmed_primary_keys)
+            types = schema.key_types
+            stats = file.key_stats
+        elif names is None:
             names = schema.field_names
             types = schema.value_types
         else:
             types = tuple(schema.field_type(n) for n in names)
-        stats = file.value_stats
         if not names or stats.null_counts is None or len(stats.null_counts) != len(names):
             return True
         mins = decode_binary_row(stats.min_values, types)

@@ -166,10 +166,10 @@ def test_later_changes_see_earlier_ones(catalog, table):
 def test_options_take_effect_for_writers_and_maintenance_opened_afterwards(catalog, table):
     _commit_rows(table)
     committer = table.new_commit(commit_user="u")
-    assert committer._policy(table.schema()).max_retries == 10
+    assert committer.retry_policy(table.schema()).max_retries == 10
     catalog.alter_table("db.t", [SchemaChange.set_option("commit.max-retries", "3")])
     fresh = catalog.get_table("db.t")
-    assert fresh.new_commit(commit_user="u")._policy(fresh.schema()).max_retries == 3
+    assert fresh.new_commit(commit_user="u").retry_policy(fresh.schema()).max_retries == 3
     assert table.schema().core_options.commit_max_retries == 3  # same Table object, next call
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pyarrow as pa
 import pytest
 
@@ -13,14 +15,24 @@ from snaplake.store.format.support import Operation, check_supported
 _SCHEMA = pa.schema([("id", pa.int64()), ("b", pa.binary()), ("v", pa.string())])
 
 
-def test_primary_key_tables_are_refused_for_every_operation():
-    schema = TableSchema.from_arrow(_SCHEMA, options={"primary-key": "id"})
+def test_primary_key_tables_pass_unless_they_use_what_the_merge_tree_lacks():
+    schema = TableSchema.from_arrow(_SCHEMA, options={"primary-key": "id", "bucket": "2"})
     assert schema.primary_keys == ("id",)
     assert "primary-key" not in schema.options  # moved into the schema, as Paimon does
     for op in Operation:
-        with pytest.raises(UnsupportedTableError, match="primary keys") as info:
-            check_supported(schema, op)
+        check_supported(schema, op)
+    with_dv = dataclasses.replace(
+        schema, options={**schema.options, "deletion-vectors.enabled": "true"}
+    )
+    for op in Operation:
+        with pytest.raises(UnsupportedTableError, match="deletion vectors") as info:
+            check_supported(with_dv, op)
         assert info.value.operation == op.value
+    dynamic = dataclasses.replace(schema, options={**schema.options, "bucket": "-1"})
+    check_supported(dynamic, Operation.READ)  # another engine's dynamic-bucket table reads
+    for op in (Operation.WRITE, Operation.COMMIT, Operation.MAINTENANCE):
+        with pytest.raises(UnsupportedTableError, match="bucket = -1"):
+            check_supported(dynamic, op)
 
 
 def test_append_tables_pass():

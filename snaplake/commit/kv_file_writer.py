@@ -1,0 +1,293 @@
+"""KeyValueFileWriter: sorted key/value chunks -> rolling Parquet data files with their metadata.
+
+Used by the primary-key writer (level-0 flushes) and by LSM compaction
+(outputs at higher levels). Chunks arrive in key order; the writer streams
+them into row groups of bounded size, starts a new file once the current one
+reaches ``target-file-size`` bytes, and describes every file as Paimon's
+``KeyValueDataFileWriter`` does: min/max key (BinaryRow of the trimmed primary
+key), key stats in ``truncate(128)`` mode, value stats of every column,
+sequence range, delete row count (``-U``/``-D`` rows), level and file source.
+
+Source: Paimon ``KeyValueFileWriterFactory.createRollingMergeTreeFileWriter``,
+``KeyValueDataFileWriter.write`` / ``result``, ``RollingFileWriterImpl``,
+``StatsCollectorFactories`` (system fields in ``truncate(128)``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from snaplake.commit.table_write import open_data_file
+from snaplake.mergetree.kv import SEQUENCE_NUMBER, VALUE_KIND, key_column, kv_schema
+from snaplake.store.format.binary_row import encode_binary_row
+from snaplake.store.format.data_file import DataFileMeta, FileSource, SimpleStats
+from snaplake.store.format.file_format import DataFileSpec, FormatWriter
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.stats import ValueStatsCollector
+from snaplake.store.io.file_io import FileIO
+
+__all__ = ["KEY_STATS_MODE", "SMALL_FILE_ROWS", "KeyValueFileWriter", "WrittenFile"]
+
+KEY_STATS_MODE = "truncate(128)"
+"""Stats mode of the ``_KEY_`` columns (Paimon: system fields get ``truncate(128)``)."""
+
+ROW_GROUP_ROWS = 131_072
+"""Most rows per Parquet row group: bounds what a reader decodes at once."""
+
+ROW_GROUP_BYTES = 8 << 20
+"""Most Arrow bytes per row group (and never more than ``target-file-size``): the file
+size is checked after each row group, so this is also the rolling granularity."""
+
+_DICTIONARY_PAGE_BYTES = 256 << 10
+
+SMALL_FILE_ROWS = 16_384
+"""Rows below which a writer flush skips dictionary encoding (see ``small``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenFile:
+    """A finished data file.
+
+    Attributes:
+        meta: Its DataFileMeta.
+        path: Its full path.
+    """
+
+    meta: DataFileMeta
+    path: str
+
+
+@dataclass
+class _Open:
+    name: str
+    path: str
+    stack: contextlib.ExitStack
+    out: Any
+    writer: FormatWriter
+    key_stats: ValueStatsCollector
+    value_stats: ValueStatsCollector
+    min_key: bytes | None = None
+    max_key: bytes = b""
+    rows: int = 0
+    deletes: int = 0
+    min_seq: int = 2**63 - 1
+    max_seq: int = -(2**63)
+    pending: list[pa.Table] = field(default_factory=list)
+    pending_rows: int = 0
+    pending_bytes: int = 0
+
+
+class KeyValueFileWriter:
+    """Writes one bucket's key-sorted key/value rows into rolling data files of one level.
+
+    Args:
+        file_io: Storage of the table.
+        paths: The table's PathFactory.
+        schema: The table schema (its id goes into every file).
+        partition_path: The bucket's partition directory (``""`` unpartitioned).
+        bucket: Bucket number.
+        level: LSM level of the files.
+        file_source: APPEND for writer flushes, COMPACT for compaction outputs.
+        target_file_size: Roll to a new file at this many bytes.
+        small: The caller knows the rows are few (a writer flush of under
+            :data:`SMALL_FILE_ROWS` rows): write without dictionary encoding,
+            which costs more than it saves on a few hundred rows.
+
+    Storage: creates ``data-<uuid>-<n>.parquet`` files under the bucket
+    directory; :meth:`abort` deletes them.
+    """
+
+    def __init__(
+        self,
+        *,
+        file_io: FileIO,
+        paths: PathFactory,
+        schema: TableSchema,
+        partition_path: str,
+        bucket: int,
+        level: int,
+        file_source: FileSource,
+        target_file_size: int,
+        small: bool = False,
+    ) -> None:
+        self.file_io = file_io
+        self.paths = paths
+        self.schema = schema
+        self.partition_path = partition_path
+        self.bucket = bucket
+        self.level = level
+        self.file_source = file_source
+        self.target = max(1, target_file_size)
+        self.key_names = schema.trimmed_primary_keys
+        self.arrow_schema = kv_schema(schema.arrow_schema, self.key_names)
+        opts = schema.core_options
+        self._spec = DataFileSpec.from_options(opts)
+        self._open: _Open | None = None
+        self._group_bytes = min(ROW_GROUP_BYTES, self.target)
+        self._dictionary = not small
+        self.written: list[WrittenFile] = []
+
+    def write(self, chunk: pa.Table) -> None:
+        """Append key-sorted rows (keys greater than every key written before).
+
+        Args:
+            chunk: Rows with the table's key/value layout (all value columns).
+
+        Raises:
+            StorageError: the storage failed.
+        """
+        if chunk.num_rows == 0:
+            return
+        chunk = chunk.select(self.arrow_schema.names).cast(self.arrow_schema)
+        if chunk.nbytes > self._group_bytes and chunk.num_rows > 1:
+            step = max(1, chunk.num_rows * self._group_bytes // chunk.nbytes)
+            for offset in range(0, chunk.num_rows, step):
+                self._write_piece(chunk.slice(offset, step))
+        else:
+            self._write_piece(chunk)
+
+    def _write_piece(self, chunk: pa.Table) -> None:
+        f = self._open or self._start()
+        kinds = np.asarray(chunk.column(VALUE_KIND).to_numpy(), dtype=np.int8)
+        seqs = chunk.column(SEQUENCE_NUMBER)
+        keys = chunk.select([key_column(k) for k in self.key_names])
+        if f.min_key is None:
+            f.min_key = self._key_row(keys, 0)
+        f.max_key = self._key_row(keys, chunk.num_rows - 1)
+        f.rows += chunk.num_rows
+        f.deletes += int(np.count_nonzero((kinds == 1) | (kinds == 3)))
+        bounds = pc.min_max(seqs)
+        f.min_seq = min(f.min_seq, bounds["min"].as_py())
+        f.max_seq = max(f.max_seq, bounds["max"].as_py())
+        f.key_stats.update(keys)
+        f.value_stats.update(chunk.select(self.schema.field_names))
+        f.pending.append(chunk)
+        f.pending_rows += chunk.num_rows
+        f.pending_bytes += chunk.nbytes
+        if f.pending_rows >= ROW_GROUP_ROWS or f.pending_bytes >= self._group_bytes:
+            self._flush_row_group(f)
+            if f.out.stream.tell() >= self.target:
+                self._finish()
+
+    def close(self) -> list[WrittenFile]:
+        """Finish the current file; return every file written.
+
+        Raises:
+            StorageError: the storage failed (the files are deleted first).
+        """
+        try:
+            if self._open is not None:
+                self._finish()
+        except BaseException:
+            self.abort()
+            raise
+        return list(self.written)
+
+    def abort(self) -> None:
+        """Delete every file this writer created (finished or not)."""
+        targets = [w.path for w in self.written]
+        if self._open is not None:
+            with contextlib.suppress(Exception):
+                self._open.stack.close()
+            targets.append(self._open.path)
+            self._open = None
+        self.written.clear()
+        self.file_io.delete_many(targets)
+
+    # ---------------------------------------------------------------- helpers
+    def _key_row(self, keys: pa.Table, i: int) -> bytes:
+        return encode_binary_row([c[i].as_py() for c in keys.columns], self.schema.key_types)
+
+    def _start(self) -> _Open:
+        spec = self._spec
+        name = self.paths.new_data_file_name(extension=spec.extension, prefix=spec.prefix)
+        path = self.paths.data_file_path(self.partition_path, self.bucket, name)
+        stack = contextlib.ExitStack()
+        try:
+            out = stack.enter_context(open_data_file(self.file_io, path, size_hint=self.target))
+            writer = stack.enter_context(
+                spec.open_writer(
+                    out.stream,
+                    self.arrow_schema,
+                    use_dictionary=self._dictionary,
+                    dictionary_pagesize_limit=_DICTIONARY_PAGE_BYTES,
+                )
+            )
+        except BaseException:
+            stack.close()
+            self.file_io.delete_many([path])
+            raise
+        self._open = _Open(
+            name=name,
+            path=path,
+            stack=stack,
+            out=out,
+            writer=writer,
+            key_stats=ValueStatsCollector(self.schema.key_types, stats_mode=KEY_STATS_MODE),
+            value_stats=ValueStatsCollector(self.schema.value_types),
+        )
+        return self._open
+
+    def _flush_row_group(self, f: _Open) -> None:
+        if not f.pending:
+            return
+        data = pa.concat_tables(f.pending)
+        f.pending, f.pending_rows, f.pending_bytes = [], 0, 0
+        f.writer.write(data)
+
+    def _finish(self) -> None:
+        f = self._open
+        assert f is not None
+        self._open = None
+        try:
+            self._flush_row_group(f)
+            f.stack.close()  # closes the Parquet writer, then creates the file
+        except BaseException:
+            self.file_io.delete_many([f.path])
+            raise
+        key_stats = f.key_stats.result()
+        value_stats = f.value_stats.result()
+        assert f.min_key is not None
+        meta = DataFileMeta(
+            file_name=f.name,
+            file_size_bytes=f.out.size_bytes,
+            row_count=f.rows,
+            min_key=f.min_key,
+            max_key=f.max_key,
+            key_stats=SimpleStats(
+                min_values=key_stats.min_values,
+                max_values=key_stats.max_values,
+                null_counts=key_stats.null_counts,
+            ),
+            value_stats=SimpleStats(
+                min_values=value_stats.min_values,
+                max_values=value_stats.max_values,
+                null_counts=value_stats.null_counts,
+            ),
+            min_sequence_number=f.min_seq,
+            max_sequence_number=f.max_seq,
+            schema_id=self.schema.id,
+            level=self.level,
+            extra_files=(),
+            creation_time_ms=_local_wall_clock_ms(),
+            delete_row_count=f.deletes,
+            embedded_index=None,
+            file_source=self.file_source,
+            value_stats_cols=None,
+            external_path=None,
+        )
+        self.written.append(WrittenFile(meta=meta, path=f.path))
+
+
+def _local_wall_clock_ms() -> int:
+    """Paimon's ``_CREATION_TIME``: local wall-clock time as a zone-less timestamp-millis."""
+    now_s = time.time()
+    return int((now_s + time.localtime(now_s).tm_gmtoff) * 1000)

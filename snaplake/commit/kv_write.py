@@ -1,0 +1,339 @@
+"""KeyValueTableWrite: upserts and deletes into a primary-key table, as level-0 sorted runs.
+
+``write_arrow(rows, row_kinds=...)`` validates the rows against the schema,
+turns the row kinds (or the ``rowkind.field`` column) into ``_VALUE_KIND``
+bytes, drops what ``ignore-delete`` / ``ignore-update-before`` say to drop,
+refuses retractions the merge engine cannot take, assigns each row the next
+sequence number of its bucket, and buffers it per (partition, bucket). A
+flush (at ``prepare_commit``, or when the buffers exceed ``write-buffer-size``)
+sorts each bucket's rows by key, folds equal keys with the merge engine and
+writes them as level-0 files rolled at ``target-file-size``: one new sorted
+run per bucket and flush. Everything is vectorised.
+
+Sequence numbers continue from the largest ``_MAX_SEQUENCE_NUMBER`` of each
+bucket's live files in the latest snapshot, read once per writer, and keep
+counting across ``prepare_commit`` calls (one writer per bucket at a time).
+
+Source: Paimon ``TableWriteImpl`` (``RowKindFilter``, ``RowKindGenerator``),
+``KeyValueFileStoreWrite`` / ``AbstractFileStoreWrite`` (sequence restore),
+``MergeTreeWriter`` (``write``, ``flushWriteBuffer``),
+``SortBufferWriteBuffer.forEach``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from snaplake.commit.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter
+from snaplake.commit.message import CommitMessage
+from snaplake.commit.table_write import TableWrite, _BucketBuffer, conform_to_schema
+from snaplake.errors import SchemaMismatchError
+from snaplake.mergetree.kv import RowKind, parse_row_kinds, to_key_value
+from snaplake.mergetree.merge_function import (
+    AggregateMergeFunction,
+    MergeSpec,
+    fold,
+    merge_function_for,
+)
+from snaplake.store.format.data_file import FileSource
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.primary_key import RETRACTABLE_FUNCTIONS, MergeEngine
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.scan import FileStoreScan
+
+__all__ = ["KeyValueTableWrite", "SequenceRestore", "restore_max_sequences"]
+
+SequenceRestore = Callable[[], Mapping[tuple[bytes, int], int]]
+"""Returns ``{(partition, bucket): max sequence number}`` of the latest snapshot's live files."""
+
+_KINDS_COLUMN = "_VALUE_KIND"
+
+
+class KeyValueTableWrite(TableWrite):
+    """Writes upserts and deletes of a primary-key table and prepares CommitMessages.
+
+    Not thread-safe; use one per task. Reusable across ``prepare_commit`` calls
+    (sequence numbers keep increasing).
+
+    Args:
+        file_io: Storage of the table.
+        paths: The table's PathFactory.
+        schema: The table schema (with primary keys).
+        commit_user: Recorded for logs only.
+        restore_sequences: Reads each bucket's largest sequence number in the
+            latest snapshot; called once, at the first write.
+        compact_up: first-row tables (unless ``write-only``): compacts the
+            prepared level-0 files up with lookup before ``prepare_commit``
+            returns (Paimon's readers skip level 0 of first-row tables).
+
+    Raises:
+        UnsupportedTableError: the table uses something snaplake cannot write
+            (``bucket`` not a positive count, an unimplemented option).
+        InvalidOptionError: an unknown merge engine or aggregate function.
+    """
+
+    _writes_key_value = True
+
+    def __init__(
+        self,
+        *,
+        file_io: FileIO,
+        paths: PathFactory,
+        schema: TableSchema,
+        commit_user: str,
+        restore_sequences: SequenceRestore,
+        compact_up: Callable[[list[CommitMessage]], list[CommitMessage]] | None = None,
+    ) -> None:
+        schema.check_primary_key_table("write")
+        super().__init__(file_io=file_io, paths=paths, schema=schema, commit_user=commit_user)
+        opts = schema.core_options
+        self.spec: MergeSpec = merge_function_for(schema)
+        self._target = opts.target_file_size(has_primary_key=True)
+        self._write_buffer = opts.write_buffer_size
+        self._restore = restore_sequences
+        self._compact_up = compact_up
+        self._sequences: dict[tuple[bytes, int], int] | None = None
+        self._restore_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ public
+    def write_arrow(
+        self,
+        data: pa.Table | pa.RecordBatch,
+        *,
+        row_kinds: pa.Array | pa.ChunkedArray | Sequence[object] | None = None,
+    ) -> None:
+        """Buffer upserts (and, with ``row_kinds``, retractions) for the next ``prepare_commit``.
+
+        Args:
+            data: Rows whose columns match the table schema by name (see
+                :func:`~snaplake.commit.table_write.conform_to_schema`).
+            row_kinds: One kind per row: ``'+I' '-U' '+U' '-D'`` strings or
+                int8 0..3 (``None`` = all ``+I``). Not allowed together with
+                the ``rowkind.field`` option, which takes the kinds from that
+                column.
+
+        Raises:
+            SchemaMismatchError: before anything is buffered, when a column is
+                missing or mistyped, a key column holds nulls, a row kind is
+                unknown, or the merge engine cannot take a retraction (a
+                first-row table, a partial-update table without
+                ``ignore-delete``/``partial-update.remove-record-on-delete``, an
+                aggregate function that cannot retract).
+
+        Storage: may write level-0 data files when the buffers exceed
+        ``write-buffer-size`` (invisible until committed).
+        """
+        if self._closed:
+            raise ValueError("this TableWrite is closed; create a new one with table.new_write()")
+        table = conform_to_schema(data, self.schema)
+        kinds = self._kinds(table, row_kinds)
+        kinds_arr = pa.array(kinds, type=pa.int8())
+        table, kinds_arr = self._filter_kinds(table, kinds_arr)
+        if table.num_rows == 0:
+            return
+        self._check_retractions(kinds_arr)
+        routed = table.append_column(_KINDS_COLUMN, kinds_arr)
+        for partition, part_path, bucket, part in self._route(routed):
+            self._add(partition, part_path, bucket, part)
+
+    def delete_arrow(self, keys: pa.Table | pa.RecordBatch) -> None:
+        """Buffer ``-D`` rows for the keys in ``keys``.
+
+        Args:
+            keys: Rows holding at least the primary-key columns; other columns
+                are taken when present and null otherwise (the merge engines
+                only use a delete's key, except partial-update's
+                ``remove-record-on-delete`` and ``ignore-delete`` seeding).
+
+        Raises:
+            SchemaMismatchError: a primary-key column is missing or null, a
+                NOT NULL value column is missing, or the table cannot take
+                deletes (see :meth:`write_arrow`).
+        """
+        table = pa.Table.from_batches([keys]) if isinstance(keys, pa.RecordBatch) else keys
+        missing = [k for k in self.schema.primary_keys if k not in table.column_names]
+        if missing:
+            raise SchemaMismatchError(
+                f"delete_arrow needs the primary-key columns {list(self.schema.primary_keys)}; "
+                f"missing {missing}"
+            )
+        columns = []
+        for f in self.schema.arrow_schema:
+            if f.name in table.column_names:
+                columns.append(table.column(f.name))
+            elif not f.nullable:
+                raise SchemaMismatchError(
+                    f"column {f.name!r} is NOT NULL, so a delete row needs its value; pass "
+                    "full rows to delete_arrow"
+                )
+            else:
+                columns.append(pa.nulls(table.num_rows, type=f.type))
+        full = pa.Table.from_arrays(columns, names=self.schema.arrow_schema.names)
+        rowkind = self.schema.core_options.rowkind_field
+        if rowkind is not None:
+            full = full.set_column(
+                full.column_names.index(rowkind),
+                rowkind,
+                pa.array([RowKind.DELETE.short_string] * full.num_rows, type=pa.string()),
+            )
+            self.write_arrow(full)
+            return
+        self.write_arrow(full, row_kinds=np.full(full.num_rows, RowKind.DELETE, dtype=np.int8))
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Flush every bucket into level-0 files; return one CommitMessage per bucket.
+
+        On a first-row table (unless ``write-only``) the new files are also
+        compacted up with lookup, in the same messages.
+
+        Storage: writes the buffered rows as data files (and the compaction
+        outputs); on a failure of the compaction the new files are deleted.
+        """
+        messages = super().prepare_commit()
+        if self._compact_up is None or not messages:
+            return messages
+        try:
+            return self._compact_up(messages)
+        except BaseException:
+            self.abort(messages)
+            raise
+
+    # ------------------------------------------------------------- validation
+    def _kinds(
+        self,
+        table: pa.Table,
+        row_kinds: pa.Array | pa.ChunkedArray | Sequence[object] | None,
+    ) -> npt.NDArray[np.int8]:
+        field = self.schema.core_options.rowkind_field
+        if field is not None:
+            if row_kinds is not None:
+                raise SchemaMismatchError(
+                    f"the table takes row kinds from its rowkind.field column {field!r}; "
+                    "do not pass row_kinds as well"
+                )
+            return parse_row_kinds(table.column(field), table.num_rows)
+        if row_kinds is None:
+            return np.zeros(table.num_rows, dtype=np.int8)
+        return parse_row_kinds(row_kinds, table.num_rows)
+
+    def _filter_kinds(self, table: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
+        opts = self.schema.core_options
+        drop = None
+        if opts.ignore_delete:
+            drop = pc.or_(pc.equal(kinds, 1), pc.equal(kinds, 3))
+        elif opts.ignore_update_before:
+            drop = pc.equal(kinds, 1)
+        if drop is None or not pc.any(drop).as_py():
+            return table, kinds
+        keep = pc.invert(drop)
+        return table.filter(keep), kinds.filter(keep)
+
+    def _check_retractions(self, kinds: pa.Array) -> None:
+        retract = pc.or_(pc.equal(kinds, 1), pc.equal(kinds, 3))
+        if not pc.any(retract).as_py():
+            return
+        opts = self.schema.core_options
+        engine = MergeEngine(opts.merge_engine)
+        if engine is MergeEngine.FIRST_ROW:
+            raise SchemaMismatchError(
+                "the first-row merge engine cannot take -U/-D rows; set the option "
+                "'ignore-delete' = 'true' to drop them"
+            )
+        if engine is MergeEngine.PARTIAL_UPDATE and not opts.partial_update_remove_record_on_delete:
+            raise SchemaMismatchError(
+                "a partial-update table cannot take -U/-D rows by default; set "
+                "'partial-update.remove-record-on-delete' = 'true' (a -D removes the row) or "
+                "'ignore-delete' = 'true' (drop them)"
+            )
+        if engine is MergeEngine.AGGREGATION:
+            function = self.spec.function
+            assert isinstance(function, AggregateMergeFunction)
+            functions, ignored = function.functions, function.ignore_retract
+            stuck = sorted(
+                n
+                for n, f in functions.items()
+                if f not in RETRACTABLE_FUNCTIONS and n not in ignored
+            )
+            if stuck:
+                raise SchemaMismatchError(
+                    f"-U/-D rows cannot be aggregated into column(s) {stuck} (their functions "
+                    "cannot retract); set 'fields.<column>.ignore-retract' = 'true' for them"
+                )
+
+    # ----------------------------------------------------------------- buffer
+    def _sequence_numbers(self, partition: bytes, bucket: int, rows: int) -> npt.NDArray[np.int64]:
+        with self._restore_lock:
+            if self._sequences is None:
+                self._sequences = {k: v + 1 for k, v in self._restore().items()}
+            start = self._sequences.get((partition, bucket), 0)
+            self._sequences[(partition, bucket)] = start + rows
+        return np.arange(start, start + rows, dtype=np.int64)
+
+    def _add(self, partition: bytes, part_path: str, bucket: int, data: pa.Table) -> None:
+        kinds = np.asarray(data.column(_KINDS_COLUMN).to_numpy(), dtype=np.int8)
+        values = data.drop_columns([_KINDS_COLUMN])
+        kv = to_key_value(
+            values,
+            self.spec.key_names,
+            self._sequence_numbers(partition, bucket, data.num_rows),
+            kinds,
+        )
+        buf = self._buffers.get((partition, bucket))
+        if buf is None:
+            buf = _BucketBuffer(partition=partition, partition_path=part_path, bucket=bucket)
+            self._buffers[(partition, bucket)] = buf
+        buf.chunks.append(kv)
+        buf.nbytes += kv.nbytes
+        # One memory pool for all buckets: flush the largest buffer first (Paimon's
+        # write buffers share a pool and the biggest owner is flushed).
+        while sum(b.nbytes for b in self._buffers.values()) >= self._write_buffer:
+            largest = max(self._buffers.values(), key=lambda b: b.nbytes)
+            self._flush(largest)
+
+    def _flush(self, buf: _BucketBuffer) -> None:
+        if not buf.chunks:
+            return
+        data = pa.concat_tables(buf.chunks)
+        buf.chunks, buf.nbytes = [], 0
+        folded = fold(data, self.spec)
+        writer = KeyValueFileWriter(
+            file_io=self.file_io,
+            paths=self.paths,
+            schema=self.schema,
+            partition_path=buf.partition_path,
+            bucket=buf.bucket,
+            level=0,
+            file_source=FileSource.APPEND,
+            target_file_size=self._target,
+            small=folded.num_rows < SMALL_FILE_ROWS,
+        )
+        try:
+            for batch in folded.to_batches(max_chunksize=65_536):
+                writer.write(pa.Table.from_batches([batch], schema=folded.schema))
+            written = writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        buf.files.extend(w.meta for w in written)
+
+
+def restore_max_sequences(scan: FileStoreScan) -> dict[tuple[bytes, int], int]:
+    """``{(partition, bucket): largest _MAX_SEQUENCE_NUMBER}`` over a snapshot's live files.
+
+    Args:
+        scan: A scan of the snapshot to restore from (no filters).
+
+    Source: Paimon ``AbstractFileStoreWrite`` (``getMaxSequenceNumber(restoreFiles)``).
+    """
+    out: dict[tuple[bytes, int], int] = {}
+    for e in scan.plan_entries():
+        key = (e.partition, e.bucket)
+        out[key] = max(out.get(key, -1), e.file.max_sequence_number)
+    return out

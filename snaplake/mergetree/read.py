@@ -1,0 +1,401 @@
+"""Merge-on-read of primary-key buckets.
+
+A bucket's files are cut into sections of overlapping key ranges
+(:func:`~snaplake.mergetree.sorted_run.interval_partition`). A section of one
+sorted run is read as it is (one version per key); a section of several runs
+goes through the streaming k-way merge. Retractions are dropped after the
+merge; predicates are applied to the merged rows by the caller.
+
+Every data file is read through :func:`read_kv_file`, the one place that
+opens a key/value file (schema evolution wraps it).
+
+Source: Paimon ``MergeFileSplitRead.createMergeReader``, ``MergeTreeReaders``,
+``KeyValueFileReaderFactory``, ``DropDeleteReader``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import reduce
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from snaplake.errors import SchemaMismatchError
+from snaplake.mergetree.kv import (
+    KEY_FIELD_PREFIX,
+    VALUE_KIND,
+    RowKind,
+    kv_schema,
+    system_columns,
+)
+from snaplake.mergetree.merge_function import MergeSpec, drop_retracts, merge_function_for
+from snaplake.mergetree.sort_merge import SortMergeReader
+from snaplake.mergetree.sorted_run import KeyComparator, SortedRun, interval_partition
+from snaplake.store.format.data_file import DataFileMeta
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.predicate import Predicate
+from snaplake.store.read.scan import Split
+
+__all__ = [
+    "LEVEL_COLUMN",
+    "BucketFiles",
+    "KeyValueReadContext",
+    "merge_bucket",
+    "read_bucket",
+    "read_context",
+    "read_kv_file",
+    "read_primary_key_batches",
+    "read_primary_key_splits",
+]
+
+DEFAULT_BATCH_ROWS = 65_536
+"""Rows per batch a run yields into the k-way merge (divided among many runs)."""
+
+_MERGE_ROWS_BUDGET = 1 << 17
+"""Rows buffered by a k-way merge across all its runs."""
+
+_STREAM_BUFFER_BYTES = 1 << 20
+"""Read buffer per column of a file read in batches (:func:`read_kv_file`)."""
+
+_READ_WORKERS = 4
+"""Buckets :func:`read_primary_key_splits` reads at once."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValueReadContext:
+    """What reading key/value files of one table needs.
+
+    Attributes:
+        file_io: Storage of the table.
+        value_schema: The table's Arrow schema (all columns).
+        spec: Keys, sequence ordering and merge function.
+        cmp: Comparator of the trimmed primary key.
+    """
+
+    file_io: FileIO
+    value_schema: pa.Schema
+    spec: MergeSpec
+    cmp: KeyComparator
+
+    def kv_schema(self, value_columns: Sequence[str]) -> pa.Schema:
+        """Key/value schema holding ``value_columns`` as the value part."""
+        value = pa.schema([self.value_schema.field(n) for n in value_columns])
+        full = kv_schema(self.value_schema, self.spec.key_names)
+        system = [full.field(n) for n in system_columns(self.spec.key_names)]
+        return pa.schema(system + list(value))
+
+
+class BucketFiles:
+    """The live files of one bucket and their full paths.
+
+    Args:
+        files: Data files.
+        paths: Full path of each file, aligned with ``files``.
+    """
+
+    def __init__(self, files: Sequence[DataFileMeta], paths: Sequence[str]) -> None:
+        self.files = tuple(files)
+        self.paths = tuple(paths)
+        self._by_name = {f.file_name: p for f, p in zip(self.files, self.paths, strict=True)}
+
+    def path_of(self, file: DataFileMeta) -> str:
+        """Full path of ``file``."""
+        return self._by_name[file.file_name]
+
+
+def _open(file_io: FileIO, path: str) -> Any:
+    arrow = file_io.arrow_filesystem()
+    if arrow is None:
+        return file_io.open_input(path)
+    fs, prefix = arrow
+    return fs.open_input_file(path.removeprefix(prefix))
+
+
+def read_kv_file(
+    file_io: FileIO,
+    path: str,
+    schema: pa.Schema,
+    *,
+    batch_rows: int | None = None,
+) -> Iterator[pa.Table]:
+    """Read the columns of ``schema`` from one key/value data file.
+
+    Args:
+        file_io: Storage of the table.
+        path: Full path of the data file.
+        schema: Columns to return and their Arrow types (a projection of the
+            key/value layout). A ``_KEY_<k>`` column the file lacks (Paimon's
+            ``data-file.thin-mode``) is taken from the value column ``k``.
+        batch_rows: Rows per yielded table (``None`` = the whole file at once).
+
+    Yields:
+        Tables with ``schema``, in file order.
+
+    Raises:
+        FileNotFoundError: the file is missing.
+        StorageError: the storage failed.
+    """
+    with _open(file_io, path) as source:
+        # Streaming (batch_rows set): read column chunks page by page through a
+        # small buffer instead of whole row groups, so a k-way merge over many
+        # runs holds about one batch per run, not one row group per run.
+        pf = (
+            pq.ParquetFile(source)
+            if batch_rows is None
+            else pq.ParquetFile(source, buffer_size=_STREAM_BUFFER_BYTES, pre_buffer=False)
+        )
+        present = set(pf.schema_arrow.names)
+        read: list[str] = []
+        for name in schema.names:
+            if name not in present and name.startswith(KEY_FIELD_PREFIX):
+                name = name[len(KEY_FIELD_PREFIX) :]
+            if name not in read:
+                read.append(name)
+        if batch_rows is None:
+            tables: Iterator[pa.Table] = iter([pf.read(columns=read, use_threads=True)])
+        else:
+            tables = (
+                pa.Table.from_batches([b])
+                for b in pf.iter_batches(batch_size=batch_rows, columns=read, use_threads=False)
+            )
+        for table in tables:
+            columns = []
+            for field in schema:
+                name = field.name
+                if name not in present and name.startswith(KEY_FIELD_PREFIX):
+                    name = name[len(KEY_FIELD_PREFIX) :]
+                columns.append(table.column(name).cast(field.type))
+            yield pa.Table.from_arrays(columns, schema=schema)
+
+
+LEVEL_COLUMN = "_LEVEL"
+"""Column holding each row's file level, added by :func:`merge_bucket` on request."""
+
+
+def _run_tables(
+    ctx: KeyValueReadContext,
+    run: SortedRun,
+    bucket: BucketFiles,
+    schema: pa.Schema,
+    rows: int,
+    *,
+    with_level: bool = False,
+) -> Iterator[pa.Table]:
+    for f in run.files:
+        for table in read_kv_file(ctx.file_io, bucket.path_of(f), schema, batch_rows=rows):
+            if with_level:
+                level = pa.array([f.level] * table.num_rows, type=pa.int32())
+                table = table.append_column(
+                    pa.field(LEVEL_COLUMN, pa.int32(), nullable=False), level
+                )
+            yield table
+
+
+def merge_bucket(
+    ctx: KeyValueReadContext,
+    sections: Sequence[Sequence[SortedRun]],
+    bucket: BucketFiles,
+    value_columns: Sequence[str],
+    *,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    with_level: bool = False,
+) -> Iterator[pa.Table]:
+    """Yield the merged key/value rows of ``sections`` (retractions kept), in key order.
+
+    With ``with_level`` every row carries :data:`LEVEL_COLUMN`, the level of
+    the file its (winning) version came from.
+
+    Memory: a section of ``n`` runs buffers at most
+    ``max(1024, min(batch_rows, 128 Ki / n))`` rows per run.
+    """
+    schema = ctx.kv_schema(value_columns)
+    for section in sections:
+        if len(section) == 1:
+            yield from _run_tables(
+                ctx, section[0], bucket, schema, batch_rows, with_level=with_level
+            )
+            continue
+        rows = max(1024, min(batch_rows, _MERGE_ROWS_BUDGET // len(section)))
+        runs = [
+            _run_tables(ctx, run, bucket, schema, rows, with_level=with_level) for run in section
+        ]
+        yield from SortMergeReader(runs, ctx.spec)
+
+
+def _needs_merge_columns(ctx: KeyValueReadContext, columns: Sequence[str]) -> list[str]:
+    names = list(dict.fromkeys([*columns, *ctx.spec.sequence_fields]))
+    return [n for n in ctx.value_schema.names if n in names]
+
+
+def read_bucket(
+    ctx: KeyValueReadContext,
+    bucket: BucketFiles,
+    columns: Sequence[str],
+    *,
+    batch_rows: int | None = None,
+) -> Iterator[pa.Table]:
+    """Yield the merged rows of one bucket (value columns only, retractions dropped).
+
+    Args:
+        ctx: The table's read context.
+        bucket: The bucket's live files (already pruned by key range).
+        columns: Value columns to return (in table order), e.g. the projection
+            plus the predicate columns.
+        batch_rows: Rows per table for one-run sections (``None`` = one table
+            per file); merged sections stream in bounded chunks.
+
+    Raises:
+        MergeFunctionError: the merge engine rejects a key's versions.
+        FileNotFoundError: a data file is missing.
+    """
+    if not bucket.files:
+        return
+    value_names = _needs_merge_columns(ctx, columns)
+    sections = interval_partition(bucket.files, ctx.cmp)
+    full = ctx.kv_schema(value_names)
+    for section in sections:
+        if len(section) == 1:
+            for f in section[0].files:
+                yield from _read_single(ctx, bucket.path_of(f), f, full, columns, batch_rows)
+            continue
+        for chunk in merge_bucket(ctx, [section], bucket, value_names):
+            yield drop_retracts(chunk).select(list(columns))
+
+
+def _read_single(
+    ctx: KeyValueReadContext,
+    path: str,
+    file: DataFileMeta,
+    full: pa.Schema,
+    columns: Sequence[str],
+    batch_rows: int | None,
+) -> Iterator[pa.Table]:
+    """One file of a one-run section: no merge; drop retractions if it may hold any."""
+    clean = file.delete_row_count == 0
+    names = list(columns) if clean else [VALUE_KIND, *columns]
+    schema = pa.schema([full.field(n) for n in names])
+    for table in read_kv_file(ctx.file_io, path, schema, batch_rows=batch_rows):
+        if clean:
+            yield table
+            continue
+        kinds = table.column(VALUE_KIND)
+        keep = pc.or_(pc.equal(kinds, RowKind.INSERT), pc.equal(kinds, RowKind.UPDATE_AFTER))
+        yield table.filter(keep).select(list(columns))
+
+
+def read_context(file_io: FileIO, schema: TableSchema) -> KeyValueReadContext:
+    """The read context of a primary-key table's schema.
+
+    Raises:
+        UnsupportedTableError: the table uses something snaplake cannot read.
+    """
+    schema.check_primary_key_table("read")
+    return KeyValueReadContext(
+        file_io=file_io,
+        value_schema=schema.arrow_schema,
+        spec=merge_function_for(schema),
+        cmp=KeyComparator(schema.key_types),
+    )
+
+
+def read_primary_key_batches(
+    file_io: FileIO,
+    splits: Sequence[Split],
+    *,
+    schema: TableSchema,
+    columns: Sequence[str] | None = None,
+    predicates: Sequence[Predicate] = (),
+) -> Iterator[pa.Table]:
+    """Yield the merged rows of ``splits``, bucket by bucket, exactly filtered.
+
+    Args:
+        file_io: Storage of the table.
+        splits: Output of ``FileStoreScan.plan()`` (files pruned by key range).
+        schema: The schema of the snapshot being read.
+        columns: Columns to return, in this order (``None`` = all).
+        predicates: AND of predicates, applied to the merged rows.
+
+    Raises:
+        SchemaMismatchError: an unknown column is named.
+        MergeFunctionError: the merge engine rejects a key's versions.
+        FileNotFoundError: a data file of the snapshot is missing.
+    """
+    ctx = read_context(file_io, schema)
+    arrow = schema.arrow_schema
+    names = list(columns) if columns is not None else arrow.names
+    unknown = [c for c in [*names, *(p.column for p in predicates)] if c not in arrow.names]
+    if unknown:
+        raise SchemaMismatchError(
+            f"unknown column(s) {sorted(set(unknown))}; the table has {arrow.names}"
+        )
+    wanted = {*names, *(p.column for p in predicates)}
+    needed = [n for n in arrow.names if n in wanted]
+    expr = (
+        reduce(lambda a, b: a & b, (p.to_expression() for p in predicates)) if predicates else None
+    )
+    # Paimon's batch scan of a first-row table skips level 0: its writers compact
+    # every write up with lookup before committing (AbstractBatchTableScan,
+    # CoreOptions.batchScanSkipLevel0).
+    skip_level0 = schema.core_options.merge_engine == "first-row"
+    for split in splits:
+        pairs = [(f, p) for f, p in zip(split.files, split.paths, strict=True)
+                 if not (skip_level0 and f.level == 0)]  # fmt: skip
+        bucket = BucketFiles([f for f, _ in pairs], [p for _, p in pairs])
+        for table in read_bucket(ctx, bucket, needed):
+            if expr is not None:
+                table = table.filter(expr)
+            if table.num_rows:
+                yield table.select(names)
+
+
+def read_primary_key_splits(
+    file_io: FileIO,
+    splits: Sequence[Split],
+    *,
+    schema: TableSchema,
+    columns: Sequence[str] | None = None,
+    predicates: Sequence[Predicate] = (),
+    limit: int | None = None,
+) -> pa.Table:
+    """Read the merged rows of ``splits`` into one table; see :func:`read_primary_key_batches`.
+
+    Args:
+        file_io: Storage of the table.
+        splits: Output of ``FileStoreScan.plan()``.
+        schema: The schema of the snapshot being read.
+        columns: Columns to return (``None`` = all).
+        predicates: AND of predicates applied exactly.
+        limit: Stop after this many rows (``None`` = all).
+    """
+    names = list(columns) if columns is not None else schema.arrow_schema.names
+    out_schema = pa.schema([schema.arrow_schema.field(n) for n in names])
+    parts: list[pa.Table] = []
+    rows = 0
+    workers = min(_READ_WORKERS, len(splits))
+    if limit is None and workers > 1:
+        # Buckets are independent: decode them in parallel (Arrow releases the GIL).
+        def one(split: Split) -> list[pa.Table]:
+            return list(
+                read_primary_key_batches(
+                    file_io, [split], schema=schema, columns=columns, predicates=predicates
+                )
+            )
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            parts = [t for tables in pool.map(one, splits) for t in tables]
+    else:
+        for table in read_primary_key_batches(
+            file_io, splits, schema=schema, columns=columns, predicates=predicates
+        ):
+            parts.append(table)
+            rows += table.num_rows
+            if limit is not None and rows >= limit:
+                break
+    result = pa.concat_tables(parts) if parts else out_schema.empty_table()
+    return result if limit is None else result.slice(0, limit)

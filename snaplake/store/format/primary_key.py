@@ -1,0 +1,398 @@
+"""Rules of primary-key tables: schema shape, bucket mode, merge engine and its options.
+
+One place decides whether snaplake can create, write, read or compact a
+primary-key table (``check_primary_key_table``) and which aggregate function
+each column of an aggregation table uses (``aggregate_functions``). Anything
+Paimon would store or merge differently from what snaplake implements is
+refused with :class:`~snaplake.errors.UnsupportedTableError` before a file is
+read or written; an option Paimon itself rejects is an
+:class:`~snaplake.errors.InvalidOptionError`.
+
+Source: Paimon ``Schema.normalizeFields`` / ``normalizePrimaryKeys``,
+``TableSchema.trimmedPrimaryKeys`` / ``originalBucketKeys``,
+``SchemaValidation`` (primary-key types, sequence field, rowkind field),
+``PartialUpdateMergeFunction.Factory``, ``AggregateMergeFunction.getAggFuncName``
+and the ``FieldAggregatorFactory`` implementations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any, Final
+
+from snaplake.errors import InvalidOptionError, SchemaMismatchError, UnsupportedTableError
+from snaplake.options import CoreOptions
+from snaplake.store.format.types import DataType, TypeRoot, parse_type
+
+__all__ = [
+    "AGGREGATE_FUNCTIONS",
+    "RETRACTABLE_FUNCTIONS",
+    "MergeEngine",
+    "aggregate_functions",
+    "check_primary_key_table",
+    "normalize_primary_key_fields",
+]
+
+
+class MergeEngine(StrEnum):
+    """``merge-engine`` values (Paimon ``CoreOptions.MergeEngine``)."""
+
+    DEDUPLICATE = "deduplicate"
+    PARTIAL_UPDATE = "partial-update"
+    AGGREGATION = "aggregation"
+    FIRST_ROW = "first-row"
+
+
+PRIMARY_KEY_FUNCTION: Final = "primary_key"
+"""Internal function of primary-key columns in an aggregation (keeps the last value)."""
+
+AGGREGATE_FUNCTIONS: Final[frozenset[str]] = frozenset(
+    {
+        "sum",
+        "product",
+        "min",
+        "max",
+        "last_value",
+        "last_non_null_value",
+        "first_value",
+        "first_non_null_value",
+        "listagg",
+        "bool_and",
+        "bool_or",
+    }
+)
+"""``fields.<f>.aggregate-function`` values snaplake merges exactly as Paimon does."""
+
+RETRACTABLE_FUNCTIONS: Final[frozenset[str]] = frozenset(
+    {"sum", "product", "last_value", "last_non_null_value", PRIMARY_KEY_FUNCTION}
+)
+"""Functions that accept ``-U``/``-D`` rows without ``fields.<f>.ignore-retract``."""
+
+_PAIMON_ONLY_FUNCTIONS: Final = frozenset(
+    {
+        "collect",
+        "merge_map",
+        "merge_map_with_keytime",
+        "nested_update",
+        "nested_partial_update",
+        "rbm32",
+        "rbm64",
+        "hll_sketch",
+        "theta_sketch",
+    }
+)
+_NUMERIC: Final = frozenset(
+    {
+        TypeRoot.TINYINT,
+        TypeRoot.SMALLINT,
+        TypeRoot.INT,
+        TypeRoot.BIGINT,
+        TypeRoot.FLOAT,
+        TypeRoot.DOUBLE,
+        TypeRoot.DECIMAL,
+    }
+)
+_KEY_REFUSED_ROOTS: Final = frozenset(
+    {TypeRoot.ARRAY, TypeRoot.MULTISET, TypeRoot.MAP, TypeRoot.ROW, TypeRoot.VARIANT,
+     TypeRoot.BLOB}
+)  # fmt: skip
+
+_SYSTEM_NAMES: Final = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "_ROW_ID"})
+
+# Options whose non-default value changes what is stored or how rows merge, and that
+# snaplake does not implement: key -> (refused value predicate, operations refused).
+_ALL_OPS: Final = frozenset({"create", "write", "read", "compact", "commit", "maintenance"})
+_WRITE_OPS: Final = frozenset({"create", "write", "compact", "commit", "maintenance"})
+
+
+def _set(value: str | None) -> bool:
+    return value is not None and value.strip() != ""
+
+
+def _true(value: str | None) -> bool:
+    return value is not None and value.strip().lower() == "true"
+
+
+def _refused_options(options: Mapping[str, str]) -> list[tuple[str, str, frozenset[str]]]:
+    """(key, why, operations) of every unsupported option present in ``options``."""
+    out: list[tuple[str, str, frozenset[str]]] = []
+    producer = options.get("changelog-producer", "none").strip().lower()
+    if producer != "none":
+        out.append(("changelog-producer", f"changelog-producer = {producer!r} "
+                    "(changelog files are not written)", _WRITE_OPS))  # fmt: skip
+    if _true(options.get("deletion-vectors.enabled")):
+        out.append(("deletion-vectors.enabled", "deletion vectors", _ALL_OPS))
+    for key in options:
+        if key.startswith("fields.") and key.endswith(".sequence-group"):
+            out.append((key, "partial-update sequence groups", _ALL_OPS))
+        if key.startswith("fields.") and key.endswith(".distinct") and _true(options[key]):
+            out.append((key, "listagg with distinct = true", _ALL_OPS))
+        if key.startswith("fields.") and key.endswith(".nested-key"):
+            out.append((key, "nested_update aggregation", _ALL_OPS))
+    if _set(options.get("partial-update.remove-record-on-sequence-group")):
+        out.append(("partial-update.remove-record-on-sequence-group", "sequence groups",
+                    _ALL_OPS))  # fmt: skip
+    if _true(options.get("aggregation.remove-record-on-delete")):
+        out.append(("aggregation.remove-record-on-delete", "aggregation removing rows on "
+                    "delete", _ALL_OPS))  # fmt: skip
+    if _true(options.get("data-file.thin-mode")):
+        out.append(("data-file.thin-mode", "thin data files (no _KEY_ columns)", _WRITE_OPS))
+    if _set(options.get("record-level.expire-time")):
+        out.append(("record-level.expire-time", "record-level expiry", _WRITE_OPS))
+    if _true(options.get("compaction.force-up-level-0")):
+        out.append(("compaction.force-up-level-0", "forced level-0 compaction", _WRITE_OPS))
+    if _true(options.get("force-lookup")):
+        out.append(("force-lookup", "lookup compaction", _WRITE_OPS))
+    if options.get("write.sequence-number-init-mode", "scan").strip().lower() != "scan":
+        out.append(("write.sequence-number-init-mode", "sequence numbers from snapshot "
+                    "properties", _WRITE_OPS))  # fmt: skip
+    if _set(options.get("compaction.optimization-interval")):
+        out.append(("compaction.optimization-interval", "time-based full compaction",
+                    _WRITE_OPS))  # fmt: skip
+    if _true(options.get("pk-clustering-override")):
+        out.append(("pk-clustering-override", "clustering-ordered primary-key files",
+                    _ALL_OPS))  # fmt: skip
+    return out
+
+
+def normalize_primary_key_fields(
+    fields: Sequence[Mapping[str, Any]], primary_keys: Sequence[str], *, nullable: bool
+) -> tuple[dict[str, Any], ...]:
+    """Return ``fields`` with every primary-key column's nullability set to ``nullable``.
+
+    Args:
+        fields: Paimon field JSON objects of the schema.
+        primary_keys: Primary-key column names.
+        nullable: ``primary-key.nullable`` (Paimon's default: NOT NULL keys).
+
+    Source: Paimon ``Schema.normalizeFields``.
+    """
+    keys = set(primary_keys)
+    out = []
+    for f in fields:
+        field = dict(f)
+        if field["name"] in keys:
+            dtype = parse_type(field["type"])
+            if dtype.nullable != nullable:
+                field["type"] = dtype.with_nullable(nullable=nullable).to_json()
+        out.append(field)
+    return tuple(out)
+
+
+def _refuse(message: str, *, feature: str, operation: str, key: str | None = None) -> None:
+    raise UnsupportedTableError(message, feature=feature, operation=operation, key=key)
+
+
+def check_primary_key_table(
+    *,
+    field_types: Mapping[str, DataType],
+    partition_keys: Sequence[str],
+    primary_keys: Sequence[str],
+    options: Mapping[str, str],
+    operation: str,
+) -> None:
+    """Refuse a primary-key table snaplake cannot handle for ``operation``.
+
+    Args:
+        field_types: Column name -> Paimon type, in schema order.
+        partition_keys: Partition columns.
+        primary_keys: Primary-key columns (non-empty).
+        options: Table options.
+        operation: ``"create"``, ``"write"``, ``"read"``, ``"commit"``,
+            ``"compact"`` or ``"maintenance"`` (compaction, merge, expiry, ...).
+
+    Raises:
+        SchemaMismatchError: a key names no column, repeats, the primary key
+            misses a partition key or equals the partition keys, a key column
+            has a nested type, ``bucket-key`` is not inside the trimmed primary
+            key, or ``sequence.field`` / ``rowkind.field`` name no column.
+        InvalidOptionError: an unknown ``merge-engine`` or aggregate function,
+            or options Paimon rejects together.
+        UnsupportedTableError: ``bucket`` is not a positive count (for
+            create, write and compact), or an option snaplake does not
+            implement is set (see the module docstring of
+            ``docs/primary-key-tables.md`` §1).
+    """
+    names = list(field_types)
+    reserved = [n for n in names if n.startswith("_KEY_") or n in _SYSTEM_NAMES]
+    if reserved:
+        raise SchemaMismatchError(
+            f"column(s) {reserved} use names Paimon reserves in primary-key data files "
+            "(_KEY_<k>, _SEQUENCE_NUMBER, _VALUE_KIND); rename them"
+        )
+    if len(set(primary_keys)) != len(primary_keys):
+        raise SchemaMismatchError(f"primary key {list(primary_keys)} repeats a column")
+    for key in primary_keys:
+        if key not in field_types:
+            raise SchemaMismatchError(f"primary key {key!r} is not a column of {names}")
+        if field_types[key].root in _KEY_REFUSED_ROOTS:
+            raise SchemaMismatchError(
+                f"primary key column {key!r} has type {field_types[key].sql()}; Paimon "
+                "allows only atomic types in a primary key"
+            )
+    missing = [p for p in partition_keys if p not in primary_keys]
+    if missing:
+        raise SchemaMismatchError(
+            f"primary key {list(primary_keys)} must contain every partition key "
+            f"{list(partition_keys)} (missing {missing}): Paimon allows a key that spans "
+            "partitions only with dynamic buckets; add the partition keys to the primary key"
+        )
+    trimmed = [k for k in primary_keys if k not in partition_keys]
+    if not trimmed:
+        raise SchemaMismatchError(
+            f"primary key {list(primary_keys)} equals the partition keys {list(partition_keys)}"
+            ": every partition would hold one row; add a column that identifies rows"
+        )
+    core = CoreOptions(options)
+    bucket_key = core.bucket_key
+    for key in bucket_key:
+        if key not in trimmed:
+            raise SchemaMismatchError(
+                f"bucket key {key!r} must be a primary-key column outside the partition keys "
+                f"{trimmed}"
+            )
+    if operation != "read" and core.bucket <= 0:
+        mode = {-1: "dynamic buckets", -2: "postpone buckets"}.get(core.bucket, "this bucket mode")
+        _refuse(
+            f"primary-key table with bucket = {core.bucket} ({mode}) is not supported; "
+            "set the option bucket = N (a fixed number of buckets, e.g. "
+            "options={'bucket': '4'})",
+            feature=f"bucket = {core.bucket}",
+            operation=operation,
+            key="bucket",
+        )
+    if core.file_format.lower() != "parquet":
+        _refuse(
+            f"primary-key table with file.format = {core.file_format!r} is not supported "
+            "(snaplake reads and writes primary-key data files as Parquet); use "
+            "file.format = parquet",
+            feature=f"option 'file.format' = {core.file_format!r}",
+            operation=operation,
+            key="file.format",
+        )
+    for key, why, ops in _refused_options(options):
+        if operation in ops:
+            _refuse(
+                f"option {key!r} = {options[key]!r} ({why}) is not supported on primary-key "
+                f"tables; remove it or use Paimon's Java engines for this table",
+                feature=f"option {key!r} = {options[key]!r}",
+                operation=operation,
+                key=key,
+            )
+    engine = core.merge_engine
+    if engine not in {e.value for e in MergeEngine}:
+        raise InvalidOptionError(
+            f"unknown merge-engine {options.get('merge-engine')!r}; use one of "
+            f"{[e.value for e in MergeEngine]}",
+            key="merge-engine",
+            value=options.get("merge-engine"),
+        )
+    for field in core.sequence_field:
+        if field not in field_types:
+            raise SchemaMismatchError(f"sequence.field {field!r} is not a column of {names}")
+        if core.field_option(field, "aggregate-function") is not None:
+            raise InvalidOptionError(
+                f"sequence field {field!r} must not have an aggregate function",
+                key=f"fields.{field}.aggregate-function",
+            )
+    if core.sequence_field and engine == MergeEngine.FIRST_ROW:
+        raise InvalidOptionError(
+            "sequence.field cannot be used with merge-engine = first-row", key="sequence.field"
+        )
+    rowkind = core.rowkind_field
+    if rowkind is not None:
+        if rowkind not in field_types:
+            raise SchemaMismatchError(f"rowkind.field {rowkind!r} is not a column of {names}")
+        if field_types[rowkind].root not in (TypeRoot.VARCHAR, TypeRoot.CHAR):
+            raise SchemaMismatchError(f"rowkind.field {rowkind!r} must be a STRING column")
+    if engine == MergeEngine.PARTIAL_UPDATE:
+        if core.ignore_delete and core.partial_update_remove_record_on_delete:
+            raise InvalidOptionError(
+                "ignore-delete and partial-update.remove-record-on-delete conflict; set one",
+                key="partial-update.remove-record-on-delete",
+            )
+        for name in names:
+            func = core.field_aggregate_function(name)
+            if func is not None and func != "last_non_null_value" and name not in primary_keys:
+                raise InvalidOptionError(
+                    f"partial-update column {name!r} has aggregate function {func!r}; Paimon "
+                    "needs a sequence group for aggregation in partial-update, and sequence "
+                    "groups are not supported; use merge-engine = aggregation",
+                    key=f"fields.{name}.aggregate-function",
+                    value=func,
+                )
+    if engine == MergeEngine.AGGREGATION:
+        aggregate_functions(field_types=field_types, primary_keys=primary_keys, options=options)
+
+
+def aggregate_functions(
+    *,
+    field_types: Mapping[str, DataType],
+    primary_keys: Sequence[str],
+    options: Mapping[str, str],
+) -> dict[str, str]:
+    """Return the aggregate function of every column of an aggregation table.
+
+    Primary-key columns get ``primary_key`` (last value), ``sequence.field``
+    columns ``last_value``, others their ``fields.<f>.aggregate-function``,
+    else ``fields.default-aggregate-function``, else ``last_non_null_value``.
+
+    Raises:
+        InvalidOptionError: an unknown function name (``count`` gets a hint:
+            Paimon counts with ``sum`` over a column of 1s), or a function that
+            does not fit the column type.
+        UnsupportedTableError: a Paimon function snaplake does not implement.
+
+    Source: Paimon ``AggregateMergeFunction.getAggFuncName``, the
+    ``Field*AggFactory`` type checks.
+    """
+    core = CoreOptions(options)
+    sequence = set(core.sequence_field)
+    out: dict[str, str] = {}
+    for name, dtype in field_types.items():
+        if name in sequence:
+            out[name] = "last_value"
+            continue
+        if name in primary_keys:
+            out[name] = PRIMARY_KEY_FUNCTION
+            continue
+        func = core.field_aggregate_function(name) or "last_non_null_value"
+        key = f"fields.{name}.aggregate-function"
+        if func == "count":
+            raise InvalidOptionError(
+                f"{key} = 'count': Paimon has no 'count' aggregate function (its docs count "
+                "rows with 'sum' over a column holding 1 per row); use 'sum' and write 1",
+                key=key,
+                value=func,
+            )
+        if func in _PAIMON_ONLY_FUNCTIONS:
+            _refuse(
+                f"{key} = {func!r} is a Paimon aggregate function snaplake does not merge; "
+                f"supported: {sorted(AGGREGATE_FUNCTIONS)}",
+                feature=f"aggregate function {func!r}",
+                operation="create",
+                key=key,
+            )
+        if func not in AGGREGATE_FUNCTIONS:
+            raise InvalidOptionError(
+                f"{key} = {func!r} is not an aggregate function; use one of "
+                f"{sorted(AGGREGATE_FUNCTIONS)}",
+                key=key,
+                value=func,
+            )
+        root = dtype.root
+        wrong = (
+            (func in ("sum", "product") and root not in _NUMERIC)
+            or (func in ("bool_and", "bool_or") and root is not TypeRoot.BOOLEAN)
+            or (func == "listagg" and (root is not TypeRoot.VARCHAR or dtype.length != 2**31 - 1))
+            or (func in ("min", "max") and dtype.is_nested)
+        )
+        if wrong:
+            raise InvalidOptionError(
+                f"{key} = {func!r} does not fit column {name!r} of type {dtype.sql()}",
+                key=key,
+                value=func,
+            )
+        out[name] = func
+    return out

@@ -1,0 +1,85 @@
+"""The daemon on primary-key tables: the compact task, sorted-run gauges, inline mode."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import timedelta
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, sorted_rows
+from tests.pk_helpers import to_table as pk_table
+
+import snaplake
+from snaplake.compaction.maintenance import count_sorted_runs
+from snaplake.daemon.jobs import compact_job
+from snaplake.daemon.watcher import TableWatcher
+from snaplake.metrics import SnaplakeMetrics
+from snaplake.options import CoreOptions
+
+_names = itertools.count()
+
+
+def _pk_table(**options: str) -> Any:
+    catalog = snaplake.FileSystemCatalog(f"memory://pk{next(_names)}")
+    return catalog.create_table(
+        "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+        options={"bucket": "2", "num-sorted-run.compaction-trigger": "3", **options},
+    )  # fmt: skip
+
+
+def _upsert(table: Any, model: TableModel, i: int) -> None:
+    rows = make_rows(i * 7, 40, seed=i)
+    w = table.new_write(commit_user="writer")
+    w.write_arrow(pk_table(rows))
+    table.new_commit(commit_user="writer").commit(w.prepare_commit(), commit_identifier=i + 1)
+    model.apply(rows)
+
+
+def test_compact_task_only_where_the_trigger_is_reached() -> None:
+    table = _pk_table()
+    model = TableModel(engine_model("deduplicate"))
+    for i in range(2):
+        _upsert(table, model, i)
+    opts = CoreOptions(table.options)
+    below = compact_job(table, options=opts)
+    assert not below.acted
+    assert below.sorted_runs is not None and below.sorted_runs.max_sorted_runs == 2
+    _upsert(table, model, 2)
+    due = compact_job(table, options=opts)
+    assert due.acted and due.files_compacted > 0
+    assert due.sorted_runs is not None and due.sorted_runs.max_sorted_runs == 3
+    assert "sorted run" in due.summary()
+    after = count_sorted_runs(table, table.latest_snapshot(), options=opts)
+    assert after.buckets_over_trigger == 0 and after.max_sorted_runs <= 3
+    assert sorted_rows(table.to_arrow()) == model.rows()
+
+
+def test_watcher_exports_sorted_runs() -> None:
+    table = _pk_table(**{"num-sorted-run.compaction-trigger": "2"})
+    model = TableModel(engine_model("deduplicate"))
+    for i in range(4):
+        _upsert(table, model, i)
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    opts = CoreOptions(table.options)
+    TableWatcher(table, metrics=metrics, options=lambda: opts,
+                 files_interval=timedelta(0)).poll()  # fmt: skip
+    assert metrics.sorted_runs_max.labels("db.t")._value.get() == 4
+    assert metrics.buckets_over_trigger.labels("db.t")._value.get() > 0
+
+
+def test_inline_mode_compacts_after_each_commit() -> None:
+    table = _pk_table(**{"snaplake.maintenance.inline": "true"})
+    model = TableModel(engine_model("deduplicate"))
+    for i in range(7):
+        _upsert(table, model, i)
+        stats = count_sorted_runs(
+            table, table.latest_snapshot(), options=CoreOptions(table.options)
+        )
+        assert stats.max_sorted_runs <= 3
+    assert any(s.commit_kind.value == "COMPACT" for s in table.snapshots())
+    assert sorted_rows(table.to_arrow()) == model.rows()
+    write_only = _pk_table(**{"snaplake.maintenance.inline": "true", "write-only": "true"})
+    for i in range(4):
+        _upsert(write_only, model, i)
+    assert all(s.commit_kind.value == "APPEND" for s in write_only.snapshots())

@@ -1,0 +1,30 @@
+"""The CLI on a primary-key table: create, write (upsert), read, compact --full."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tests.unit.cli.runner import Snaplake
+
+
+def test_primary_key_table_through_the_cli(snaplake: Snaplake, tmp_path: Path) -> None:
+    first = tmp_path / "first.parquet"
+    second = tmp_path / "second.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]}), first)
+    pq.write_table(pa.table({"id": pa.array([2, 4], pa.int64()), "v": ["B", "d"]}), second)
+    snaplake("create-table", "db.kv", "--from-parquet", str(first), "--primary-keys", "id",
+             "--option", "bucket=2", "--option", "num-sorted-run.compaction-trigger=3")  # fmt: skip
+    for _ in range(2):
+        snaplake("write", "db.kv", str(first))
+    snaplake("write", "db.kv", str(second))
+    rows = snaplake.json("read", "db.kv")
+    assert sorted((r["id"], r["v"]) for r in rows) == [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
+    doc = snaplake.json("compact", "db.kv", "--full")
+    assert isinstance(doc, dict) and doc["compacted"] is True
+    assert snaplake.json("compact", "db.kv", "--full")["compacted"] is False
+    filtered = snaplake.json("read", "db.kv", "--filter", "id >= 2")
+    assert sorted((r["id"], r["v"]) for r in filtered) == [(2, "B"), (3, "c"), (4, "d")]
+    snaplake("create-table", "db.app", "--from-parquet", str(first))
+    snaplake("compact", "db.app", "--full", expect=2)

@@ -1,0 +1,189 @@
+"""LSM compaction: universal picking, levels, options, conflicts with writers and compactions."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.pk_helpers import (
+    PK_KEYS,
+    PK_SCHEMA,
+    TableModel,
+    engine_model,
+    make_rows,
+    sorted_rows,
+    to_table,
+)
+
+import snaplake
+from snaplake.commit.message import CommitMessage, CompactIncrement
+from snaplake.compaction.maintenance import maintenance_committer
+from snaplake.compaction.merge_tree_compact import (
+    FULL_COMPACTION_PROPERTY,
+    BucketCompaction,
+    MergeTreeCompactor,
+    MergeTreeCompactPlanner,
+    commit_compaction,
+    rewrite_bucket,
+)
+from snaplake.errors import CommitConflictError
+from snaplake.store.format.snapshot import CommitKind
+
+
+def _table(tmp_path: Path, **options: str) -> Any:
+    catalog = snaplake.FileSystemCatalog(str(tmp_path))
+    return catalog.create_table(
+        "db.t",
+        schema=PK_SCHEMA,
+        primary_keys=PK_KEYS,
+        options={"bucket": "1", **options},
+    )
+
+
+def _write(table: Any, model: TableModel, start: int, n: int, seed: int) -> None:
+    rows = make_rows(start, n, seed=seed)
+    kinds = ["-D" if r["id"] % 9 == 0 else "+I" for r in rows]
+    w = table.new_write(commit_user="w")
+    w.write_arrow(to_table(rows), row_kinds=kinds)
+    table.new_commit(commit_user="w").commit(w.prepare_commit())
+    model.apply(rows, kinds)
+
+
+def _files(table: Any) -> list[Any]:
+    return [f for s in table.new_scan().plan() for f in s.files]
+
+
+def test_trigger_levels_and_full(tmp_path: Path) -> None:
+    table = _table(tmp_path, **{"num-sorted-run.compaction-trigger": "3"})
+    model = TableModel(engine_model("deduplicate"))
+    for i in range(2):
+        _write(table, model, i * 10, 30, i)
+    assert table.compact().snapshot_id is None  # 2 runs: below the trigger
+    _write(table, model, 20, 30, 2)
+    result = table.compact()  # 3 runs: size amplification compacts all to the top
+    assert result.snapshot_id is not None
+    assert {f.level for f in _files(table)} == {3}  # num-levels = trigger + 1
+    snap = table.latest_snapshot()
+    assert snap.commit_kind == CommitKind.COMPACT and snap.commit_user == "snaplake-maintenance"
+    assert sorted_rows(table.to_arrow()) == model.rows()
+    assert all(f.delete_row_count == 0 for f in _files(table))  # top level: deletes dropped
+    for i in range(3, 6):
+        _write(table, model, i * 10, 30, i)
+    table.compact(full=True)
+    assert len(_files(table)) == 1
+    assert (table.latest_snapshot().properties or {}).get(FULL_COMPACTION_PROPERTY) == "true"
+    assert sorted_rows(table.to_arrow()) == model.rows()
+
+
+def test_full_compaction_delta_commits(tmp_path: Path) -> None:
+    table = _table(
+        tmp_path,
+        **{"full-compaction.delta-commits": "2", "num-sorted-run.compaction-trigger": "10"},
+    )
+    model = TableModel(engine_model("deduplicate"))
+    _write(table, model, 0, 20, 0)
+    assert table.compact().snapshot_id is None
+    _write(table, model, 10, 20, 1)
+    assert table.compact().snapshot_id is not None  # 2 commits since the last full one
+    assert len(_files(table)) == 1
+    _write(table, model, 5, 5, 2)
+    assert table.compact().snapshot_id is None
+    assert sorted_rows(table.to_arrow()) == model.rows()
+
+
+def test_target_file_size_rolls_outputs(tmp_path: Path) -> None:
+    table = _table(tmp_path, **{"target-file-size": "8 kb"})
+    model = TableModel(engine_model("deduplicate"))
+    for i in range(3):
+        _write(table, model, i * 500, 4000, i)
+    table.compact(full=True)
+    files = _files(table)
+    assert len(files) > 2
+    assert all(f.level == 5 and f.file_source == 1 for f in files)
+    assert sorted_rows(table.to_arrow()) == model.rows()
+
+
+def test_writer_never_conflicts_with_compaction(tmp_path: Path) -> None:
+    table = _table(tmp_path, **{"num-sorted-run.compaction-trigger": "2"})
+    model = TableModel(engine_model("deduplicate"))
+    for i in range(3):
+        _write(table, model, i * 10, 30, i)
+    commit = maintenance_committer(table)
+
+    def writer_commits_in_between(tasks: Any) -> Any:
+        _write(table, model, 5, 30, 7)  # a level-0 file lands after the plan
+        return tasks
+
+    result = MergeTreeCompactor(commit=commit, task_filter=writer_commits_in_between).execute()
+    assert result.snapshot_id is not None
+    assert 0 in {f.level for f in _files(table)}
+    assert sorted_rows(table.to_arrow()) == model.rows()
+
+
+def test_two_compactions_one_wins_and_the_other_replans(tmp_path: Path) -> None:
+    table = _table(tmp_path, **{"num-sorted-run.compaction-trigger": "2"})
+    model = TableModel(engine_model("deduplicate"))
+    for i in range(3):
+        _write(table, model, i * 10, 30, i)
+    commit = maintenance_committer(table)
+    planner = MergeTreeCompactPlanner(
+        file_io=table.file_io,
+        paths=table.paths,
+        schema_manager=table.schema_manager,
+        snapshot_manager=table.snapshot_manager,
+    )
+    plan = planner.plan()
+    schema = table.schema()
+    first = [rewrite_bucket(t, file_io=table.file_io, paths=table.paths, schema=schema)
+             for t in plan.tasks]  # fmt: skip
+    second = [rewrite_bucket(t, file_io=table.file_io, paths=table.paths, schema=schema)
+              for t in plan.tasks]  # fmt: skip
+    commit_compaction(commit, first, full=False)
+    with pytest.raises(CommitConflictError):
+        commit_compaction(commit, second, full=False)
+    # the loser's outputs are its own to delete; the winner's stay
+    assert all(Path(p).exists() for r in first for p in r.written)
+    calls: list[int] = []
+
+    def race(tasks: Any) -> Any:
+        if not calls:  # another compactor wins between this one's plan and commit
+            calls.append(1)
+            _write(table, model, 40, 30, 8)
+            _write(table, model, 50, 30, 9)
+            MergeTreeCompactor(commit=maintenance_committer(table), full=True).execute()
+            _write(table, model, 80, 30, 12)  # due again for the re-plan
+            _write(table, model, 90, 30, 13)
+        return tasks
+
+    _write(table, model, 60, 30, 10)
+    _write(table, model, 70, 30, 11)
+    result = MergeTreeCompactor(commit=commit, task_filter=race).execute()
+    assert result.snapshot_id is not None and calls == [1]
+    assert sorted_rows(table.to_arrow()) == model.rows()
+
+
+def test_lsm_rule_refuses_overlapping_level(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    model = TableModel(engine_model("deduplicate"))
+    _write(table, model, 0, 30, 0)
+    _write(table, model, 10, 30, 1)  # overlapping key ranges, both level 0
+    split = table.new_scan().plan()[0]
+    upgraded = tuple(dataclasses.replace(f, level=1) for f in split.files)
+    message = CommitMessage(
+        partition=split.partition,
+        bucket=split.bucket,
+        total_buckets=split.total_buckets,
+        compact_increment=CompactIncrement(compact_before=split.files, compact_after=upgraded),
+    )
+    with pytest.raises(CommitConflictError, match="LSM conflicts detected"):
+        maintenance_committer(table).commit([message], kind=CommitKind.COMPACT)
+    assert sorted_rows(table.to_arrow()) == model.rows()
+    assert isinstance(
+        MergeTreeCompactPlanner(
+            file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
+            snapshot_manager=table.snapshot_manager, full=True,
+        ).plan().tasks[0],
+        BucketCompaction,
+    )  # fmt: skip
