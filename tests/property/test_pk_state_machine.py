@@ -140,6 +140,14 @@ class PrimaryKeyMachine(RuleBasedStateMachine):
         ids = data.draw(st.lists(st.integers(0, 40), min_size=1, max_size=15))
         kinds = data.draw(st.lists(st.sampled_from(["+I", "+U", "-D", "-U"]),
                                    min_size=len(ids), max_size=len(ids)))  # fmt: skip
+        if self.engine == "partial-update":
+            # An update is -U then +U of one key (a change feed's pair). A trailing -U
+            # after a -D (remove-record-on-delete) leaves a result that depends on how
+            # versions were grouped into files, in Paimon too (docs/primary-key-tables.md),
+            # which a single-fold model cannot follow.
+            pairs = [(i, k) for i, k in zip(ids, kinds, strict=True)]
+            pairs += [(i, "+U") for i, k in zip(ids, kinds, strict=True) if k == "-U"]
+            ids, kinds = [i for i, _ in pairs], [k for _, k in pairs]
         rows = self._rows(ids)
         if self.engine == "partial-update":
             # A retraction's values seed a later partial update only until the

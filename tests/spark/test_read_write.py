@@ -108,20 +108,25 @@ def test_orc_and_avro_tables_read_and_write(spark: Any, tmp_path: Path, fmt: str
     assert read(spark, table).count() == 600
 
 
-def test_primary_key_tables_are_refused_on_the_driver(spark: Any, tmp_path: Path) -> None:
+def test_unsupported_primary_key_tables_are_refused_on_the_driver(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A primary-key table with deletion vectors (another engine's): refused before any job."""
     from snaplake.errors import UnsupportedTableError
     from snaplake.store.format.paths import PathFactory
     from snaplake.store.format.schema import SchemaManager, TableSchema
 
     catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
     plain = TableSchema.from_arrow(WIDE, partition_keys=["month"])
-    pk = TableSchema.from_json_dict({**plain.to_json_dict(), "primaryKeys": ["id", "month"]})
+    raw = plain.to_json_dict()
+    raw["primaryKeys"] = ["id", "month"]
+    raw["options"] = {**raw["options"], "bucket": "2", "deletion-vectors.enabled": "true"}
     root = tmp_path / "wh" / "db.db" / "pk"
-    SchemaManager(catalog.file_io, PathFactory(str(root))).create(pk)
+    SchemaManager(catalog.file_io, PathFactory(str(root))).create(TableSchema.from_json_dict(raw))
     df = spark.createDataFrame(_wide_rows(0, 10).to_pandas())
-    with pytest.raises(UnsupportedTableError, match="primary keys"):
+    with pytest.raises(UnsupportedTableError, match="deletion vectors"):
         write(df, "db.pk", warehouse=str(tmp_path / "wh"))
-    with pytest.raises(UnsupportedTableError, match="primary keys"):
+    with pytest.raises(UnsupportedTableError, match="deletion vectors"):
         read(spark, "db.pk", warehouse=str(tmp_path / "wh"))
     assert sorted(p.name for p in root.iterdir()) == ["schema"]  # nothing written
 
