@@ -31,10 +31,10 @@ RACING_WRITER = textwrap.dedent(
     import pyarrow as pa
     from snaplake.store.io import local_file_io
 
-    _original = local_file_io.LocalFileIO.write_if_absent
+    _original = local_file_io.LocalFileIO.publish
     _raced = []
 
-    def write_if_absent(self, path, data):
+    def publish(self, path, data, **kwargs):
         if not _raced and re.search(r"/snapshot/snapshot-[0-9]+$", path):
             _raced.append(path)
             from snaplake.catalog import FileSystemCatalog
@@ -43,9 +43,9 @@ RACING_WRITER = textwrap.dedent(
             write = table.new_write(commit_user="racer")
             write.write_arrow(table.to_arrow(limit=1))
             table.new_commit(commit_user="racer").commit(write.prepare_commit())
-        return _original(self, path, data)
+        return _original(self, path, data, **kwargs)
 
-    local_file_io.LocalFileIO.write_if_absent = write_if_absent
+    local_file_io.LocalFileIO.publish = publish
     """
 )
 
@@ -117,7 +117,7 @@ def test_console_script_session(script: Path, tmp_path: Path) -> None:
     racing = {**env, "PYTHONPATH": str(hook), "RACE_TABLE": "shop.strict"}
     lost = run(script, "write", "shop.strict", str(strict), env=racing, expect=3)
     assert lost.stdout == ""
-    assert lost.stderr.startswith("error: commit to shop.strict lost the race")
+    assert lost.stderr.startswith("error: APPEND commit to shop.strict lost the race")
     history = json.loads(
         run(script, "--output", "json", "snapshots", "shop.strict", env=env).stdout
     )
