@@ -68,12 +68,12 @@ def test_partition_filter_and_stats(make_table):
 
 
 def test_large_files_split_runs(make_table):
-    table = make_table({"target-file-size": "8 kb", "compaction.small-file-ratio": "0.5"},
+    table = make_table({"target-file-size": "64 kb", "compaction.small-file-ratio": "0.0625"},
                        partitioned=False)  # fmt: skip
     append(table, 0, 3)
     append(table, 3, 3)
     append(table, 6, 3)
-    append(table, 1000, 2000)  # large
+    append(table, 1000, 2000)  # large: one file of ~30 KB, above the 4 KB threshold
     append(table, 9, 3)
     append(table, 12, 3)
     compactor = AppendCompactor(commit=maintenance_committer(table))
