@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.compaction.append_compact import CompactResult
+from snaplake.options import CoreOptions
 from snaplake.spark.maintenance import compact_table
 from snaplake.table import Table
 
@@ -51,11 +52,17 @@ class SparkConnectEngine:
         table: Table,
         *,
         commit: FileStoreCommit,
-        target_file_size_bytes: int,
-        min_file_num: int,
-        small_file_ratio: float,
+        options: CoreOptions,
+        local_below_bytes: int | None = None,
     ) -> CompactResult:
         """Compact ``table`` with the rewriting on the cluster (see :func:`compact_table`).
+
+        Args:
+            table: The table.
+            commit: The maintenance committer.
+            options: The daemon's effective options of the table.
+            local_below_bytes: Units below this input size are rewritten in
+                the daemon's process, the others on the cluster.
 
         Raises:
             CommitConflictError: a concurrent commit deleted an input (outputs deleted).
@@ -70,9 +77,8 @@ class SparkConnectEngine:
                 session,
                 table,
                 commit=commit,
-                target_file_size_bytes=target_file_size_bytes,
-                min_file_num=min_file_num,
-                small_file_ratio=small_file_ratio,
+                options=options,
+                local_below_bytes=local_below_bytes,
             )
         except Exception:
             self._drop(session)
