@@ -1,8 +1,8 @@
 """Compaction in process (the daemon) vs on Spark executors (snaplake.spark.compact).
 
 Usage: .venv/bin/python benchmarks/spark_compaction.py [--files 5000] [--rows-per-file 1000]
-       [--master local[2]] [--repeat 1] [--cases append,pk] [--pk-copies 1]
-       [--pk-commits 6] [--pk-buckets 2]
+       [--master local[2]] [--repeat 1] [--cases append,pk] [--pk-copies 10]
+       [--pk-commits 6] [--pk-buckets 1]
 
 Two cases (``--cases``): ``append`` (small-file compaction, below) and ``pk`` (LSM
 compaction of a primary-key table, further below).
@@ -370,9 +370,9 @@ def main() -> int:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--cases", default="append,pk")
-    p.add_argument("--pk-copies", type=int, default=3)
+    p.add_argument("--pk-copies", type=int, default=10)
     p.add_argument("--pk-commits", type=int, default=6)
-    p.add_argument("--pk-buckets", type=int, default=2)
+    p.add_argument("--pk-buckets", type=int, default=1)
     p.add_argument("--child", nargs=2, metavar=("SIDE", "ROOT"))
     p.add_argument("--table", default="db.flights")
     args = p.parse_args()
@@ -389,18 +389,18 @@ def main() -> int:
         p.error(f"--cases takes append and/or pk, got {args.cases!r}")
     work = Path(tempfile.mkdtemp(prefix="snaplake-spark-compaction-"))
     try:
-        mib_per_file = None
+        driver = None
         if "append" in cases:
-            mib_per_file = append_case(args, work)
+            driver = append_case(args, work)
         if "pk" in cases:
-            pk_case(args, work, mib_per_file)
+            pk_case(args, work, driver)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
-def append_case(args: argparse.Namespace, work: Path) -> float:
-    """The small-file case; returns the driver's memory per planned input file, MiB."""
+def append_case(args: argparse.Namespace, work: Path) -> tuple[float, float]:
+    """The small-file case; returns the driver's seconds and MiB per planned input file."""
     prepared = work / "prepared"
     t0 = time.perf_counter()
     built = build(prepared, args.files, args.rows_per_file)
@@ -446,10 +446,12 @@ def append_case(args: argparse.Namespace, work: Path) -> float:
     mib_per_file: float = median([r["peak_mib"] for r in sp]) / s0["files_before"]
     print(f"  driver memory: +{mib_per_file * 1024:.1f} KiB per input file planned")
     print(model(per_slot, overhead, per_file, mib_per_file))
-    return mib_per_file
+    return per_file, mib_per_file
 
 
-def pk_case(args: argparse.Namespace, work: Path, append_mib_per_file: float | None) -> None:
+def pk_case(
+    args: argparse.Namespace, work: Path, append_driver: tuple[float, float] | None
+) -> None:
     """The primary-key case: one universal LSM compaction round, in process vs on Spark."""
     prepared = work / "prepared-pk"
     t0 = time.perf_counter()
@@ -487,9 +489,13 @@ def pk_case(args: argparse.Namespace, work: Path, append_mib_per_file: float | N
           f"(tiny buckets) + merging at {per_slot / 1e6:.1f} MB/s per task slot; in process "
           f"{in_process / 1e6:.1f} MB/s (2 buckets at a time); "
           f"{per_file * 1e3:.3f} ms of driver time per input file")  # fmt: skip
-    # Driver memory per planned file comes from the append case (thousands of files); here
-    # a few hundred files are lost in the driver's fixed costs.
-    mib_per_file = append_mib_per_file if append_mib_per_file is not None else 0.0
+    # The driver's time and memory per planned file come from the append case (thousands
+    # of files); here a few hundred files are lost in the driver's fixed costs.
+    mib_per_file = 0.0
+    if append_driver is not None:
+        per_file, mib_per_file = append_driver
+        print(f"  model: the driver's cost per input file from the append case "
+              f"({per_file * 1e3:.3f} ms, {mib_per_file * 1024:.1f} KiB)")  # fmt: skip
     print(model(per_slot, fixed, per_file, mib_per_file,
                 what="10 TB of sorted runs due in 100,000 primary-key buckets (100 MB each, "
                 "1 MiB files)"))  # fmt: skip
