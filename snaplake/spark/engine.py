@@ -4,8 +4,10 @@ The maintenance daemon loads this module by name (``snaplake.daemon.remote``)
 only when a compaction is delegated; :class:`SparkConnectEngine` implements
 its ``CompactionEngine`` protocol with :func:`snaplake.spark.compact_table`:
 planning and the commit in the daemon's process, the rewriting on the
-cluster's executors. The Connect client retries an unreachable server only
-briefly, so a stopped cluster makes the daemon fall back within seconds.
+cluster's executors (primary-key tables: the buckets below
+``spark.min-input-bytes`` are merged in the daemon's process meanwhile).
+The Connect client retries an unreachable server only briefly, so a stopped
+cluster makes the daemon fall back within seconds.
 """
 
 from __future__ import annotations

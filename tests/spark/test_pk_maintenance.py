@@ -121,6 +121,45 @@ def test_buckets_below_the_bar_are_rewritten_on_the_driver(
     }
 
 
+def test_a_lost_conflict_deletes_the_outputs_never_an_upgraded_input(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another compaction of the same buckets commits between plan and commit: Spark's loses."""
+    from snaplake.compaction.distributed import MergeTreeDistributedCompaction
+    from snaplake.errors import CommitConflictError
+
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    table = checks.create(catalog, "db.t", **{"target-file-size": "1 kb"})
+    model = TableModel(engine_model("deduplicate"))
+    for start in (0, 300, 30):  # month 1 only; the second write stays alone: upgraded
+        rows = [r for r in make_rows(start, 60) if r["month"] == 1]
+        w = table.new_write(commit_user="w")
+        w.write_arrow(pk_table(rows))
+        table.new_commit(commit_user="w").commit(w.prepare_commit())
+        model.apply(rows)
+    seen: list[Any] = []
+    commit = MergeTreeDistributedCompaction.commit_rewritten
+
+    def race(self: Any, messages: Any, *, started: Any = None) -> Any:
+        seen.extend(messages)
+        table.compact(full=True)  # the other compaction wins
+        return commit(self, messages, started=started)
+
+    monkeypatch.setattr(MergeTreeDistributedCompaction, "commit_rewritten", race)
+    with pytest.raises(CommitConflictError):
+        compact(spark, table, full=True)
+    before = {f.file_name for m in seen for f in m.compact_increment.compact_before}
+    after = {f.file_name for m in seen for f in m.compact_increment.compact_after}
+    upgraded, written = before & after, after - before
+    assert upgraded and written, "the test needs an upgraded input and a merged output"
+    on_disk = checks.data_files(table)
+    assert upgraded <= on_disk and not written & on_disk
+    assert sorted_rows(table.to_arrow()) == model.rows()
+    assert on_disk == checks.live_files(table) | {  # the winner's inputs stay for expiry
+        f.file_name for s in table.new_scan(snapshot_id=3).plan() for f in s.files
+    }
+
+
 _KILLED_DRIVER = textwrap.dedent(
     """
     import os, signal, sys
