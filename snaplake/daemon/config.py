@@ -38,7 +38,8 @@ A file looks like this (every key is optional except ``[[warehouse]]``)::
     "compaction.min.file-num" = 5
     engine = "spark"                # default "in-process"; "spark" delegates large ones:
     spark.remote = "sc://spark-connect:15002"   # a Spark Connect server
-    spark.min-input-bytes = "1 gb"  # compactions with less input stay in process
+    spark.min-input-bytes = "1 gb"  # compactions (primary-key tables: buckets) with less
+                                    # input stay in process
 
     [tasks.expire_snapshots]
     interval = "1 min"
@@ -229,7 +230,8 @@ class DaemonSettings:
             ``spark_remote`` (see :mod:`snaplake.daemon.remote`).
         spark_remote: ``sc://host:port`` of that server (engine ``"spark"``).
         spark_min_input_bytes: Planned input bytes from which a compaction is
-            delegated.
+            delegated (primary-key tables: a bucket's LSM compaction; the
+            smaller buckets of a delegated round are rewritten in process).
     """
 
     daemon_id: str

@@ -165,18 +165,19 @@ class CompactJobResult:
 
     def summary(self) -> str:
         """One log line."""
+        where = (f" on {self.engine}" if self.acted and self.engine != "in-process" else "") + (
+            f" ({self.remote_failure} remotely)" if self.remote_failure else ""
+        )
         if self.sorted_runs is not None:
             runs = self.sorted_runs
             return (
                 f"{self.files.data_files} data file(s), at most {runs.max_sorted_runs} sorted "
                 f"run(s) per bucket, {runs.buckets_over_trigger} bucket(s) over the trigger, "
-                f"{self.files_compacted} compacted"
+                f"{self.files_compacted} compacted" + where
             )
         return (
             f"{self.files.data_files} data file(s), {self.files.small_files} small, "
-            f"{self.files.buckets_due} bucket(s) due, {self.files_compacted} compacted"
-            + (f" on {self.engine}" if self.acted and self.engine != "in-process" else "")
-            + (f" ({self.remote_failure} remotely)" if self.remote_failure else "")
+            f"{self.files.buckets_due} bucket(s) due, {self.files_compacted} compacted" + where
         )
 
 
@@ -298,12 +299,30 @@ def _merge_compact_results(rounds: list[CompactResult]) -> CompactResult:
 
 
 def _lsm_compact_job(
-    table: Table, counts: FileCounts, *, options: CoreOptions, workers: int
+    table: Table,
+    counts: FileCounts,
+    *,
+    options: CoreOptions,
+    workers: int,
+    remote: RemoteCompaction | None,
 ) -> CompactJobResult:
     """One LSM compaction round of a primary-key table (per bucket, only where due).
 
-    The merge streams (bounded memory per bucket); ``workers`` buckets at a time.
+    The merge streams (bounded memory per bucket); ``workers`` buckets at a
+    time. With ``remote``, a round where some bucket's input reaches the bar
+    runs on the engine (buckets below it in this process, one commit); when
+    the engine fails it runs here.
     """
+    failure = None
+    if remote is not None:
+        outcome = remote.try_compact(table, options=options, commit=maintenance_committer(table))
+        if outcome.result is not None:
+            acted = outcome.result.snapshot_id is not None
+            return CompactJobResult(
+                table=table.identifier, files=counts, engine=remote.name,
+                compaction=outcome.result if acted else None, sorted_runs=outcome.sorted_runs,
+            )  # fmt: skip
+        failure = outcome.failure
     compactor = MergeTreeCompactor(
         commit=maintenance_committer(table), workers=workers, options=options
     )
@@ -313,6 +332,7 @@ def _lsm_compact_job(
         table=table.identifier,
         files=counts,
         compaction=result if result.snapshot_id is not None else None,
+        remote_failure=failure,
         sorted_runs=plan.runs if plan is not None else SortedRunStats(),
     )
 
@@ -342,7 +362,9 @@ def compact_job(
             with it (1: the daemon is a background process).
         budget: Start no new round after this long.
         remote: Delegate a compaction of at least ``remote.min_input_bytes``
-            to a remote engine, falling back to in process when it fails.
+            to a remote engine (primary-key tables: the buckets of at least
+            that much; smaller ones in this process), falling back to in
+            process when it fails.
 
     Returns:
         File counts before, and the rounds' combined result if any ran
@@ -360,7 +382,7 @@ def compact_job(
     latest = table.latest_snapshot()
     counts = count_files(table, latest, options=options)
     if table.schema().primary_keys:
-        return _lsm_compact_job(table, counts, options=options, workers=workers)
+        return _lsm_compact_job(table, counts, options=options, workers=workers, remote=remote)
     if counts.buckets_due == 0:
         return CompactJobResult(table=table.identifier, files=counts)
     failure = None

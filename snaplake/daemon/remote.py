@@ -4,8 +4,12 @@ With ``[tasks.compact] engine = "spark"`` the daemon keeps its leases,
 schedules and metrics, and hands a due compaction whose planned input is at
 least ``spark.min-input-bytes`` to a :class:`CompactionEngine` (rewriting on
 the cluster's executors, planning and committing here); smaller ones stay in
-process. When the engine fails (cluster unreachable, job failed) the
-compaction runs in process instead, with the reason logged and counted
+process. Append tables compare the whole compaction's input with the bar.
+Primary-key tables compare each bucket's: when a bucket due for LSM
+compaction reaches it, the engine runs the round, the buckets that reach the
+bar on the cluster and the others in the daemon's process, one commit. When
+the engine fails (cluster unreachable, job failed) the compaction runs in
+process instead, with the reason logged and counted
 (``snaplake_daemon_remote_failures_total``).
 
 The daemon never imports pyspark: :func:`load_engine` imports the engine's
@@ -26,6 +30,7 @@ from typing import Protocol
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.compaction.append_compact import AppendCompactor, CompactResult
+from snaplake.compaction.merge_tree_compact import MergeTreeCompactPlanner, SortedRunStats
 from snaplake.errors import SnaplakeError, UnsupportedTableError
 from snaplake.options import CoreOptions
 from snaplake.table import Table
@@ -46,11 +51,14 @@ class CompactionEngine(Protocol):
         table: Table,
         *,
         commit: FileStoreCommit,
-        target_file_size_bytes: int,
-        min_file_num: int,
-        small_file_ratio: float,
+        options: CoreOptions,
+        local_below_bytes: int | None = None,
     ) -> CompactResult:
-        """Plan (as in process), rewrite remotely, commit with ``commit``; raise on failure."""
+        """Plan (as in process, with ``options``), rewrite remotely, commit with ``commit``.
+
+        ``local_below_bytes``: units (buckets) with less input are rewritten
+        in this process instead; ``None`` = all remotely. Raises on failure.
+        """
         ...
 
     def close(self) -> None:
@@ -82,12 +90,16 @@ class RemoteOutcome:
         result: The remote compaction's result, or ``None`` when it did not run
             or failed (then compact in process).
         failure: The exception class name when the engine failed, else ``None``.
-        input_bytes: Planned input bytes (what was compared with the bar).
+        input_bytes: Planned input bytes (append tables: what was compared with
+            the bar; primary-key tables: of the buckets that reach it).
+        sorted_runs: Primary-key tables: sorted runs per bucket of the planned
+            snapshot, else ``None``.
     """
 
     result: CompactResult | None = None
     failure: str | None = None
     input_bytes: int = 0
+    sorted_runs: SortedRunStats | None = None
 
 
 class RemoteCompaction:
@@ -129,10 +141,17 @@ class RemoteCompaction:
     ) -> RemoteOutcome:
         """Compact ``table`` on the engine if its planned input reaches the bar.
 
+        Append tables: when the planned small-file compaction's input reaches
+        ``min_input_bytes``, all of it runs on the engine. Primary-key tables:
+        when some bucket's planned LSM compaction reaches it, the engine runs
+        the round with the buckets below the bar rewritten in this process
+        (one commit either way).
+
         Args:
             table: The table (its lease is held by this daemon).
             options: Effective options (``target-file-size``,
-                ``compaction.min.file-num``, ``compaction.small-file-ratio``).
+                ``compaction.min.file-num``, ``compaction.small-file-ratio``;
+                primary-key tables: the universal compaction options).
             commit: The maintenance committer to publish with.
 
         Returns:
@@ -142,37 +161,51 @@ class RemoteCompaction:
 
         Raises:
             SnaplakeError: what the compaction itself raised on this side
-                (``CommitConflictError``, ``CorruptMetadataError``, ...): the
-                in-process compaction would meet the same.
+                (``CommitConflictError``, ``CorruptMetadataError``,
+                ``UnsupportedTableError`` from planning, ...): the in-process
+                compaction would meet the same.
 
         Storage:
             Reads the latest snapshot's manifests; when delegated, as
             ``snaplake.spark.compact``.
         """
-        tasks = AppendCompactor(
-            commit=commit,
-            target_file_size_bytes=options.target_file_size_bytes,
-            min_file_num=options.compaction_min_file_num,
-            small_file_ratio=options.compaction_small_file_ratio,
-        ).plan()
-        input_bytes = sum(f.file_size_bytes for t in tasks for f in t.files)
-        if not tasks or input_bytes < self.min_input_bytes:
-            return RemoteOutcome(input_bytes=input_bytes)
+        runs = None
+        if table.schema().primary_keys:
+            plan = MergeTreeCompactPlanner(
+                file_io=commit.file_io,
+                paths=commit.paths,
+                schema_manager=commit.schema_manager,
+                snapshot_manager=commit.snapshot_manager,
+                options=options,
+            ).plan()
+            runs = plan.runs
+            sizes = [sum(f.file_size_bytes for f in t.files) for t in plan.tasks]
+            input_bytes = sum(b for b in sizes if b >= self.min_input_bytes)
+            due = any(b >= self.min_input_bytes for b in sizes)
+            local_below: int | None = self.min_input_bytes
+        else:
+            tasks = AppendCompactor(
+                commit=commit,
+                target_file_size_bytes=options.target_file_size_bytes,
+                min_file_num=options.compaction_min_file_num,
+                small_file_ratio=options.compaction_small_file_ratio,
+            ).plan()
+            input_bytes = sum(f.file_size_bytes for t in tasks for f in t.files)
+            due = bool(tasks) and input_bytes >= self.min_input_bytes
+            local_below = None
+        if not due:
+            return RemoteOutcome(input_bytes=input_bytes, sorted_runs=runs)
         logger.info(
             "compaction of %s (%d input bytes) delegated to %s at %s",
             table.identifier, input_bytes, self.name, self.where,
         )  # fmt: skip
         try:
             result = self._get_engine().compact(
-                table,
-                commit=commit,
-                target_file_size_bytes=options.target_file_size_bytes,
-                min_file_num=options.compaction_min_file_num,
-                small_file_ratio=options.compaction_small_file_ratio,
+                table, commit=commit, options=options, local_below_bytes=local_below
             )
         except UnsupportedTableError as exc:
             logger.info("%s compacts %s in process: %s", self.name, table.identifier, exc)
-            return RemoteOutcome(input_bytes=input_bytes)
+            return RemoteOutcome(input_bytes=input_bytes, sorted_runs=runs)
         except SnaplakeError:
             raise
         except Exception as exc:  # noqa: BLE001 - remote boundary: any engine failure falls back
@@ -182,8 +215,10 @@ class RemoteCompaction:
                 _first_line(exc),
             )  # fmt: skip
             self._discard()
-            return RemoteOutcome(failure=type(exc).__name__, input_bytes=input_bytes)
-        return RemoteOutcome(result=result, input_bytes=input_bytes)
+            return RemoteOutcome(
+                failure=type(exc).__name__, input_bytes=input_bytes, sorted_runs=runs
+            )
+        return RemoteOutcome(result=result, input_bytes=input_bytes, sorted_runs=runs)
 
     def close(self) -> None:
         """Stop the engine's remote work and connection (daemon shutdown)."""

@@ -4,8 +4,10 @@ The maintenance daemon loads this module by name (``snaplake.daemon.remote``)
 only when a compaction is delegated; :class:`SparkConnectEngine` implements
 its ``CompactionEngine`` protocol with :func:`snaplake.spark.compact_table`:
 planning and the commit in the daemon's process, the rewriting on the
-cluster's executors. The Connect client retries an unreachable server only
-briefly, so a stopped cluster makes the daemon fall back within seconds.
+cluster's executors (primary-key tables: the buckets below
+``spark.min-input-bytes`` are merged in the daemon's process meanwhile).
+The Connect client retries an unreachable server only briefly, so a stopped
+cluster makes the daemon fall back within seconds.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.compaction.append_compact import CompactResult
+from snaplake.options import CoreOptions
 from snaplake.spark.maintenance import compact_table
 from snaplake.table import Table
 
@@ -51,11 +54,17 @@ class SparkConnectEngine:
         table: Table,
         *,
         commit: FileStoreCommit,
-        target_file_size_bytes: int,
-        min_file_num: int,
-        small_file_ratio: float,
+        options: CoreOptions,
+        local_below_bytes: int | None = None,
     ) -> CompactResult:
         """Compact ``table`` with the rewriting on the cluster (see :func:`compact_table`).
+
+        Args:
+            table: The table.
+            commit: The maintenance committer.
+            options: The daemon's effective options of the table.
+            local_below_bytes: Units below this input size are rewritten in
+                the daemon's process, the others on the cluster.
 
         Raises:
             CommitConflictError: a concurrent commit deleted an input (outputs deleted).
@@ -70,9 +79,8 @@ class SparkConnectEngine:
                 session,
                 table,
                 commit=commit,
-                target_file_size_bytes=target_file_size_bytes,
-                min_file_num=min_file_num,
-                small_file_ratio=small_file_ratio,
+                options=options,
+                local_below_bytes=local_below_bytes,
             )
         except Exception:
             self._drop(session)

@@ -1,14 +1,17 @@
-"""Maintenance on Spark: small-file compaction and orphan clean with the heavy work on executors.
+"""Maintenance on Spark: compaction and orphan clean with the heavy work on executors.
 
 :func:`compact` plans on the driver with ``Table.compact``'s planner
-(:mod:`snaplake.compaction.distributed`), ships one unit per (partition,
-bucket), or per slice of a large bucket, to the executors (``mapInArrow``),
-where each unit is rewritten with the same bounded-memory rewriter as in
-process and comes back as CommitMessage bytes; the driver then commits once
-(COMPACT, with conflict detection). Output files carry the job's token in
-their names: a task attempt that fails deletes its own outputs, a failed job
-has every file with its token deleted by the driver (see
-:mod:`snaplake.spark.write`), and a lost commit deletes the outputs.
+(:mod:`snaplake.compaction.distributed`: small-file compaction of append
+tables, universal or full LSM compaction of primary-key tables), ships one
+unit per (partition, bucket), or per slice of a large append bucket, to the
+executors (``mapInArrow``), where each unit is rewritten with the same
+bounded-memory rewriter as in process and comes back as CommitMessage bytes;
+the driver then commits once (COMPACT, with conflict detection, the LSM rule
+included). Output files carry the job's token in their names: a task attempt
+that fails deletes its own outputs, a failed job has every file with its
+token deleted by the driver (see :mod:`snaplake.spark.write`), and a lost
+commit deletes the outputs (never an input a primary-key compaction only
+moved to another level: it keeps its name).
 
 :func:`remove_orphan_files` lists the table's data directories (one task per
 top-level partition directory) on the executors, builds the set of
@@ -28,6 +31,7 @@ import pickle
 import secrets
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +41,11 @@ from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.table_write import abort_messages
 from snaplake.compaction.append_compact import CompactResult
-from snaplake.compaction.distributed import DEFAULT_MAX_UNIT_BYTES, distributed_compaction
+from snaplake.compaction.distributed import (
+    DEFAULT_MAX_UNIT_BYTES,
+    RewriteUnit,
+    distributed_compaction,
+)
 from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.compaction.orphan_clean import (
     DEFAULT_OLDER_THAN,
@@ -45,8 +53,10 @@ from snaplake.compaction.orphan_clean import (
     OrphanFilesClean,
     list_candidates,
 )
+from snaplake.options import CoreOptions
 from snaplake.spark._common import is_connect, resolve_table
 from snaplake.spark.write import _BatchPathFactory, _collect_classic, _collect_connect
+from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager
 from snaplake.store.io.file_io import FileIO
 from snaplake.table import Table
@@ -72,12 +82,36 @@ _DELETED_DDL = "deleted long"
 _DELETED_SCHEMA = pa.schema([pa.field("deleted", pa.int64(), nullable=False)])
 
 
+def _rewrite_units(
+    units: Sequence[RewriteUnit], *, file_io: FileIO, paths: PathFactory
+) -> list[CommitMessage]:
+    """Rewrite ``units`` one after the other; on any exception delete every output, re-raise.
+
+    Storage: creates the units' outputs; deletes them all again if one fails.
+    """
+    schema_manager = SchemaManager(file_io, paths)
+    done: list[CommitMessage] = []
+    try:
+        for unit in units:
+            done += unit.rewrite(file_io=file_io, paths=paths, schema_manager=schema_manager)
+    except BaseException:
+        schema = schema_manager.latest() if done else None
+        try:
+            if schema is not None:
+                abort_messages(file_io, paths, schema, done)
+        except Exception:  # the unit's own error matters more; orphan clean remains
+            logger.warning("could not delete the outputs of a failed compaction task",
+                           exc_info=True)  # fmt: skip
+        raise
+    return done
+
+
 class _RewriteTask:
     """What ``mapInArrow`` runs per task: rewrite the pickled units of its rows.
 
     Returns one record batch of serialised CommitMessages. On any exception
-    it deletes every output this attempt wrote, then re-raises, so a retried
-    attempt leaves no extra files.
+    it deletes every output this attempt wrote (never an upgraded input),
+    then re-raises, so a retried attempt leaves no extra files.
     """
 
     def __init__(self, *, file_io: FileIO, root: str, token: str) -> None:
@@ -86,25 +120,13 @@ class _RewriteTask:
         self.token = token
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        units = [
+            pickle.loads(blob)  # pickled by this job's driver
+            for batch in batches
+            for blob in batch.column("unit").to_pylist()
+        ]
         paths = _BatchPathFactory(self.root, token=self.token)
-        schema_manager = SchemaManager(self.file_io, paths)
-        done: list[CommitMessage] = []
-        try:
-            for batch in batches:
-                for blob in batch.column("unit").to_pylist():
-                    unit = pickle.loads(blob)  # pickled by this job's driver
-                    done += unit.rewrite(
-                        file_io=self.file_io, paths=paths, schema_manager=schema_manager
-                    )
-        except BaseException:
-            schema = schema_manager.latest() if done else None
-            try:
-                if schema is not None:
-                    abort_messages(self.file_io, paths, schema, done)
-            except Exception:  # the task's own error matters more; orphan clean remains
-                logger.warning("could not delete the outputs of a failed compaction task",
-                               exc_info=True)  # fmt: skip
-            raise
+        done = _rewrite_units(units, file_io=self.file_io, paths=paths)
         if done:
             payload = pa.array([m.to_bytes() for m in done], pa.binary())
             yield pa.RecordBatch.from_arrays([payload], schema=_MESSAGE_SCHEMA)
@@ -175,14 +197,24 @@ def compact(
     full: bool = False,
     max_task_input_bytes: int = DEFAULT_MAX_UNIT_BYTES,
 ) -> CompactResult:
-    """Compact small data files with the rewriting on Spark executors (one COMPACT snapshot).
+    """Compact a table with the rewriting on Spark executors (one COMPACT snapshot).
 
-    Plans exactly as ``table.compact()`` does, rewrites each (partition,
-    bucket), or each slice of about ``max_task_input_bytes`` of a larger
-    one, in its own Spark task with the same bounded memory as in process,
-    and commits once on the driver. Appends committed meanwhile do not
-    conflict; a concurrent commit that removed an input makes the commit
-    fail with ``CommitConflictError`` after the outputs were deleted.
+    Plans exactly as ``table.compact()`` does, rewrites on the executors and
+    commits once on the driver, with the same bounded memory per task as in
+    process:
+
+    - append tables: small-file compaction, one task per (partition, bucket),
+      or per slice of about ``max_task_input_bytes`` of a larger one;
+    - primary-key tables: Paimon's universal LSM compaction (``full=True``:
+      full compaction into the top level) of the buckets it picks, one task
+      per bucket whatever its size (one streaming k-way merge of its sorted
+      runs); the commit checks the LSM rule too.
+
+    Appends and upserts committed meanwhile do not conflict; a concurrent
+    commit that removed an input (or, for primary-key tables, wrote
+    overlapping files into an output level) makes the commit fail with
+    ``CommitConflictError`` after the outputs were deleted (inputs that were
+    only moved to a new level are never deleted).
 
     Args:
         spark: A classic or Spark Connect session; its executors must reach
@@ -192,22 +224,28 @@ def compact(
         options: Catalog options (``s3.*``) for ``warehouse``.
         partitions: Partition specs (``{key: value}``, a subset of the keys is
             fine) to compact; ``None`` = every partition.
-        full: Paimon's full compaction: every file of a bucket after its
-            leading large ones, not only runs of small files.
-        max_task_input_bytes: Input bytes per task; a bucket with more is
-            rewritten as several slices (the same output files).
+        full: Paimon's full compaction: append tables rewrite every file of a
+            bucket after its leading large ones, not only runs of small files;
+            primary-key tables compact every bucket into one top-level sorted
+            run (retractions dropped).
+        max_task_input_bytes: Append tables: input bytes per task; a bucket
+            with more is rewritten as several slices (the same output files).
+            Primary-key buckets are never sliced.
 
     Returns:
         What was rewritten; ``snapshot_id`` is ``None`` when nothing was due
         (then no Spark job ran).
 
     Raises:
-        CommitConflictError: a concurrent commit deleted an input; the outputs
-            were deleted, nothing is lost; run again.
+        CommitConflictError: a concurrent commit deleted an input (or broke
+            the LSM rule); the outputs were deleted, nothing is lost; run again.
         CommitRetriesExhaustedError: the commit kept losing races; the outputs
             were deleted.
         CommitStateUnknownError: the outcome is unknown; the outputs are kept.
-        UnsupportedTableError: a primary-key table (nothing was written).
+        UnsupportedTableError: a primary-key table snaplake cannot compact
+            (dynamic buckets, deletion vectors, ...; nothing was written).
+        MergeFunctionError: the merge engine rejected a key's versions (from
+            the failed Spark job; its files were deleted).
         SchemaMismatchError: a partition spec names a non-partition column.
         TableNotFoundError: no such table.
         ValueError: an empty ``partitions`` list or ``max_task_input_bytes < 1``.
@@ -236,13 +274,12 @@ def compact_table(
     partitions: Sequence[Mapping[str, Any]] | None = None,
     full: bool = False,
     max_task_input_bytes: int = DEFAULT_MAX_UNIT_BYTES,
-    target_file_size_bytes: int | None = None,
-    min_file_num: int | None = None,
-    small_file_ratio: float | None = None,
+    options: CoreOptions | None = None,
+    local_below_bytes: int | None = None,
     commit: FileStoreCommit | None = None,
     straggler_timeout_s: float = 120.0,
 ) -> CompactResult:
-    """:func:`compact` with the daemon's overrides (same errors and storage).
+    """:func:`compact` as the daemon runs it (same errors and storage).
 
     Args:
         spark: The session.
@@ -250,26 +287,56 @@ def compact_table(
         partitions: As :func:`compact`.
         full: As :func:`compact`.
         max_task_input_bytes: As :func:`compact`.
-        target_file_size_bytes: Override ``target-file-size``.
-        min_file_num: Override ``compaction.min.file-num``.
-        small_file_ratio: Override ``compaction.small-file-ratio``.
+        options: Effective options (the daemon's overrides; see
+            :func:`~snaplake.compaction.distributed.distributed_compaction`);
+            ``None`` = the table's.
+        local_below_bytes: Units with less input than this are rewritten in
+            this (the driver's) process, one at a time, while the executors
+            rewrite the others (the daemon's ``spark.min-input-bytes``);
+            ``None`` = every unit on the executors.
         commit: The maintenance committer (default the table's, user
             ``snaplake-maintenance``).
         straggler_timeout_s: After a failed job on a classic session, how
             long to wait for its running tasks before deleting its files.
     """
     start = time.monotonic()
+    committer = commit if commit is not None else maintenance_committer(table)
     job = distributed_compaction(
-        commit=commit if commit is not None else maintenance_committer(table),
-        partitions=partitions,
-        full=full,
-        target_file_size_bytes=target_file_size_bytes,
-        min_file_num=min_file_num,
-        small_file_ratio=small_file_ratio,
+        commit=committer, partitions=partitions, full=full, options=options
     )
     units = job.plan_units(max_unit_bytes=max_task_input_bytes)
     if not units:
         return CompactResult(snapshot_id=None, duration_s=time.monotonic() - start)
+    bar = local_below_bytes
+    here = [u for u in units if bar is not None and u.input_bytes < bar]
+    there = [u for u in units if bar is None or u.input_bytes >= bar]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-compaction") as pool:
+        local = (
+            pool.submit(_rewrite_units, here, file_io=committer.file_io, paths=committer.paths)
+            if here
+            else None
+        )
+        try:
+            messages = (
+                _rewrite_on_executors(spark, table, there, straggler_timeout_s) if there else []
+            )
+        except BaseException:
+            if local is not None and local.exception() is None:
+                job.abort(local.result())
+            raise
+        if local is not None:
+            try:
+                messages += local.result()
+            except BaseException:
+                job.abort(messages)
+                raise
+    return job.commit_rewritten(messages, started=start)
+
+
+def _rewrite_on_executors(
+    spark: SparkSession, table: Table, units: Sequence[RewriteUnit], straggler_timeout_s: float
+) -> list[CommitMessage]:
+    """Run one Spark task per unit; return their messages (every job file deleted on failure)."""
     token = secrets.token_hex(8)
     data = pa.table(
         {
@@ -287,8 +354,7 @@ def compact_table(
         rows = _collect_connect(spark_job, table, token)
     else:
         rows = _collect_classic(spark_job, table, token, straggler_timeout_s)
-    messages = [CommitMessage.from_bytes(bytes(r[0])) for r in rows]
-    return job.commit_rewritten(messages, started=start)
+    return [CommitMessage.from_bytes(bytes(r[0])) for r in rows]
 
 
 def remove_orphan_files(

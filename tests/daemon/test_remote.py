@@ -7,13 +7,14 @@ process, through the same committer, or fails like an unreachable cluster.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 from tests.daemon.helpers import LOW_THRESHOLDS, append, memory_table
 
-from snaplake.compaction.append_compact import AppendCompactor
+from snaplake.compaction.distributed import distributed_compaction
 from snaplake.daemon.config import Task
 from snaplake.daemon.jobs import compact_job, record_job_result
 from snaplake.daemon.remote import RemoteCompaction, load_engine
@@ -23,21 +24,24 @@ from snaplake.options import CoreOptions
 
 
 class _Engine:
-    """Compacts in this process, or raises what it was told to."""
+    """Compacts in this process (the distributed path, units rewritten here), or raises."""
 
     def __init__(self, error: BaseException | None = None) -> None:
         self.error = error
-        self.calls = 0
+        self.calls: list[int | None] = []  # local_below_bytes of each call
         self.closed = 0
 
-    def compact(self, table: Any, *, commit: Any, target_file_size_bytes: int,
-                min_file_num: int, small_file_ratio: float) -> Any:  # fmt: skip
-        self.calls += 1
+    def compact(self, table: Any, *, commit: Any, options: CoreOptions,
+                local_below_bytes: int | None = None) -> Any:  # fmt: skip
+        self.calls.append(local_below_bytes)
         if self.error is not None:
             raise self.error
-        return AppendCompactor(commit=commit, target_file_size_bytes=target_file_size_bytes,
-                               min_file_num=min_file_num,
-                               small_file_ratio=small_file_ratio).execute()  # fmt: skip
+        job = distributed_compaction(commit=commit, options=options)
+        messages = []
+        for unit in job.plan_units(max_unit_bytes=1 << 30):
+            messages += unit.rewrite(file_io=commit.file_io, paths=commit.paths,
+                                     schema_manager=commit.schema_manager)  # fmt: skip
+        return job.commit_rewritten(messages)
 
     def close(self) -> None:
         self.closed += 1
@@ -70,7 +74,7 @@ def test_large_compactions_are_delegated():
     table = _due_table()
     result = compact_job(table, options=OPTS, remote=remote)
     assert result.acted and result.engine == "spark" and result.remote_failure is None
-    assert engine.calls == 1 and loads == ["spark@sc://127.0.0.1:1/;token=abc"]
+    assert engine.calls == [None] and loads == ["spark@sc://127.0.0.1:1/;token=abc"]
     assert "on spark" in result.summary()
     assert table.latest_snapshot().commit_user == "snaplake-maintenance"
     assert table.to_arrow().num_rows == 30
@@ -83,7 +87,7 @@ def test_small_compactions_stay_in_process():
     remote, loads = _remote(engine, min_input_bytes=10 << 20)
     result = compact_job(_due_table(), options=OPTS, remote=remote)
     assert result.acted and result.engine == "in-process"
-    assert engine.calls == 0 and loads == []  # the engine was never even loaded
+    assert engine.calls == [] and loads == []  # the engine was never even loaded
 
 
 def test_a_failed_engine_falls_back_with_a_logged_reason_and_a_metric(caplog):
@@ -142,3 +146,89 @@ def test_close_closes_the_engine():
     assert engine.closed == 1
     assert remote.where == "sc://127.0.0.1:1"
     assert Task.COMPACT.value == "compact"
+
+
+# -- primary-key tables: buckets at the bar go to the engine, the others stay here -------------
+_PK_NAMES = itertools.count()
+
+
+def _pk_due_table(**options: str) -> tuple[Any, Any]:
+    """A primary-key table whose 6 buckets are all due for LSM compaction, and its model."""
+    from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows
+    from tests.pk_helpers import to_table as pk_rows
+
+    import snaplake
+
+    catalog = snaplake.FileSystemCatalog(f"memory://remote-pk{next(_PK_NAMES)}")
+    table = catalog.create_table(
+        "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+        options={"bucket": "2", "num-sorted-run.compaction-trigger": "3", **options},
+    )  # fmt: skip
+    model = TableModel(engine_model("deduplicate"))
+    for i in range(4):  # 4 sorted runs per bucket, over the trigger
+        rows = make_rows(i * 20, 60 if i else 600, seed=i)  # month 1..3, the first write larger
+        w = table.new_write(commit_user="w")
+        w.write_arrow(pk_rows(rows))
+        table.new_commit(commit_user="w").commit(w.prepare_commit(), commit_identifier=i + 1)
+        model.apply(rows)
+    return table, model
+
+
+def _bucket_inputs(table: Any) -> list[int]:
+    from snaplake.compaction.merge_tree_compact import MergeTreeCompactPlanner
+
+    plan = MergeTreeCompactPlanner(
+        file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
+        snapshot_manager=table.snapshot_manager,
+    ).plan()  # fmt: skip
+    return sorted(sum(f.file_size_bytes for f in t.files) for t in plan.tasks)
+
+
+def test_primary_key_buckets_at_the_bar_are_delegated_with_the_rest_local() -> None:
+    from tests.pk_helpers import sorted_rows
+
+    table, model = _pk_due_table()
+    sizes = _bucket_inputs(table)
+    assert len(sizes) == 6 and sizes[0] < sizes[-1]
+    engine = _Engine()
+    remote, _ = _remote(engine, min_input_bytes=sizes[-1])
+    result = compact_job(table, options=CoreOptions(table.options), remote=remote)
+    assert engine.calls == [sizes[-1]]  # the engine rewrites buckets below the bar locally
+    assert result.acted and result.engine == "spark" and result.remote_failure is None
+    assert result.sorted_runs is not None and result.sorted_runs.max_sorted_runs == 4
+    assert "sorted run" in result.summary() and "on spark" in result.summary()
+    assert result.compaction is not None and result.compaction.buckets_compacted == 6
+    assert sorted_rows(table.to_arrow()) == model.rows()
+
+
+def test_primary_key_buckets_below_the_bar_stay_in_process() -> None:
+    table, _ = _pk_due_table()
+    engine = _Engine()
+    remote, loads = _remote(engine, min_input_bytes=_bucket_inputs(table)[-1] + 1)
+    result = compact_job(table, options=CoreOptions(table.options), remote=remote)
+    assert result.acted and result.engine == "in-process"
+    assert engine.calls == [] and loads == []
+    assert result.compaction is not None and result.compaction.buckets_compacted == 6
+
+
+def test_primary_key_fallback_when_the_engine_fails() -> None:
+    from tests.pk_helpers import sorted_rows
+
+    table, model = _pk_due_table()
+    engine = _Engine(ConnectionError("failed to connect to all addresses"))
+    remote, _ = _remote(engine)
+    result = compact_job(table, options=CoreOptions(table.options), remote=remote)
+    assert result.acted and result.engine == "in-process"
+    assert result.remote_failure == "ConnectionError" and "ConnectionError remotely" in (
+        result.summary()
+    )
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    record_job_result(metrics, result, duration_s=0.1, now_s=0.0)
+    assert (
+        metrics.registry.get_sample_value(
+            "snaplake_daemon_remote_failures_total",
+            {"table": "db.t", "task": "compact", "error": "ConnectionError"},
+        )
+        == 1.0
+    )
+    assert sorted_rows(table.to_arrow()) == model.rows()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.daemon.procs import (
@@ -96,3 +97,107 @@ def test_daemon_delegates_to_spark_connect_and_falls_back(tmp_path: Path) -> Non
     assert rows.num_rows == 12 * 40 + 6 * 40
     assert rows == checks.by_id(PaimonOracle(wh).read("db.t"))
     assert len(set(rows.column("id").to_pylist())) == rows.num_rows
+
+
+def _big_month_one(table: snaplake.Table, model: Any, seed: int) -> None:
+    """Upserts into month 1 only, large enough that its buckets pass the bar."""
+    from tests.pk_helpers import make_rows
+    from tests.pk_helpers import to_table as pk_rows
+
+    rows = [r for r in make_rows(10_000 + seed * 500, 3_000, seed=seed) if r["month"] == 1]
+    w = table.new_write(commit_user="w")
+    w.write_arrow(pk_rows(rows))
+    table.new_commit(commit_user="w").commit(w.prepare_commit())
+    model.apply(rows)
+
+
+def _files_by_bucket(table: snaplake.Table, snapshot_id: int) -> dict[Any, set[str]]:
+    return {
+        (s.partition, s.bucket): {f.file_name for f in s.files}
+        for s in table.new_scan(snapshot_id=snapshot_id).plan()
+    }
+
+
+def _compactions(table: snaplake.Table) -> list[Any]:
+    return [s for s in table.snapshots() if s.commit_user == "snaplake-maintenance"]
+
+
+@requires_paimon
+def test_daemon_delegates_large_primary_key_buckets_and_falls_back(tmp_path: Path) -> None:
+    """Buckets at ``spark.min-input-bytes`` go to the cluster, the others stay in process."""
+    from tests.pk_helpers import TableModel, engine_model, sorted_rows
+    from tests.spark import pk_maintenance_checks as pk
+
+    from snaplake.compaction.merge_tree_compact import MergeTreeCompactPlanner
+
+    wh = tmp_path / "wh"
+    catalog = snaplake.FileSystemCatalog(str(wh))
+    table = pk.create(catalog, "db.t", **{"snapshot.num-retained.min": "1000"})
+    model = TableModel(engine_model("deduplicate"))
+    for k in range(4):
+        pk.upsert(table, model, k)
+    _big_month_one(table, model, 1)
+    plan = MergeTreeCompactPlanner(
+        file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
+        snapshot_manager=table.snapshot_manager,
+    ).plan()  # fmt: skip
+    sizes = sorted(sum(f.file_size_bytes for f in t.files) for t in plan.tasks)
+    assert len(sizes) == 6 and sizes[3] < sizes[4]  # month 1's two buckets are the large ones
+    bar = (sizes[3] + sizes[4]) // 2
+    server = start_connect_server(tmp_path / "connect")
+    port = free_port()
+    config = daemon_config(
+        wh, daemon_id="d1", port=port, intervals={"compact": "2 s", "manifest_merge": "1 h"}
+    ).replace(
+        '[tasks.compact]\ninterval = "2 s"\n',
+        '[tasks.compact]\ninterval = "2 s"\nengine = "spark"\n'
+        f'spark.remote = "{server.url}"\nspark.min-input-bytes = "{bar}"\n',
+    )
+    assert 'engine = "spark"' in config
+    daemon = None
+    try:
+        daemon = start_daemon(config, tmp_path, "daemon", port)
+        wait_for(lambda: bool(_compactions(table)), timeout=240, what="a delegated compaction")
+        first = _compactions(table)[0]
+        log = daemon.text()
+        assert f"delegated to spark at {server.url}" in log, log[-3000:]
+        assert "spark compaction of db.t: 2 task(s)" in log  # the large buckets only
+        assert "compacted on spark" in log
+        assert "compacting in process instead" not in log
+        assert not sample_value(scrape(port), "snaplake_daemon_remote_failures_total")
+        # one commit for all six buckets: the small ones were rewritten in the daemon
+        assert (
+            _files_by_bucket(table, first.id - 1).keys() == _files_by_bucket(table, first.id).keys()
+        )
+        changed = [
+            b for b, files in _files_by_bucket(table, first.id).items()
+            if files != _files_by_bucket(table, first.id - 1)[b]
+        ]  # fmt: skip
+        assert len(changed) == 6
+        assert sorted_rows(table.to_arrow(snapshot_id=first.id)) == model.rows()
+
+        server.stop()  # the cluster goes away
+        done = len(_compactions(table))
+        for seed in (2, 3, 4, 5):
+            _big_month_one(table, model, seed)
+        wait_for(lambda: len(_compactions(table)) > done, timeout=240,
+                 what="a fallback compaction")  # fmt: skip
+        wait_for(
+            lambda: (sample_value(scrape(port), "snaplake_daemon_remote_failures_total",
+                                  table="db.t", task="compact") or 0) >= 1,
+            timeout=30, what="the remote failure metric",
+        )  # fmt: skip
+        log = daemon.text()
+        assert "compacting in process instead" in log
+        assert "SparkConnectGrpcException" in log
+        code, _ = daemon.stop(signal.SIGTERM, timeout=60)
+        daemon = None
+        assert code == 0
+    finally:
+        if daemon is not None:
+            daemon.stop(signal.SIGKILL)
+        server.stop()
+    table = catalog.get_table("db.t")
+    want = model.rows()
+    assert sorted_rows(table.to_arrow()) == want
+    assert pk.pypaimon_rows(wh, "db.t") == want

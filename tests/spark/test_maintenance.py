@@ -152,9 +152,9 @@ def test_refusals_come_before_any_job(spark: Any, tmp_path: Path) -> None:
         compact(spark, "db.t")
     import dataclasses
 
-    table.schema_manager.create(
+    table.schema_manager.create(  # a primary-key table with dynamic buckets (bucket = -1)
         dataclasses.replace(table.schema(), id=1, primary_keys=("id", "month"))
     )
-    with pytest.raises(UnsupportedTableError, match="primary key"):
+    with pytest.raises(UnsupportedTableError, match="bucket"):
         compact(spark, table)
     assert len(table.snapshots()) == 2

@@ -130,14 +130,16 @@ def test_conflict_on_commit_deletes_the_outputs(make_table):
     assert sorted_ids(table.to_arrow()) == list(range(40))
 
 
-def test_primary_key_tables_and_empty_specs_are_refused(make_table):
+def test_empty_specs_and_unsupported_primary_key_tables_are_refused(make_table):
     table = make_table()
+    append(table, 0, 10)
     with pytest.raises(ValueError, match="partitions is empty"):
         distributed_compaction(commit=maintenance_committer(table), partitions=[])
     pk = dataclasses.replace(table.schema(), id=1, primary_keys=("id", "month"))
-    table.schema_manager.create(pk)
-    with pytest.raises(UnsupportedTableError, match="primary key"):
-        distributed_compaction(commit=maintenance_committer(table))
+    table.schema_manager.create(pk)  # bucket = -1: dynamic buckets, refused when planning
+    job = distributed_compaction(commit=maintenance_committer(table))
+    with pytest.raises(UnsupportedTableError, match="bucket"):
+        job.plan_units(max_unit_bytes=1 << 30)
 
 
 # -- split_run: slices cut only where an output rolls ---------------------------------------

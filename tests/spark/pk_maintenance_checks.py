@@ -1,0 +1,211 @@
+"""Checks of snaplake.spark.compact on primary-key tables, shared by the classic and Connect tests.
+
+Each check builds real primary-key tables (local disk or S3), runs Paimon's universal
+or full LSM compaction on Spark executors, and compares with ``table.compact()`` on a
+twin table, with the row model (tests/pk_helpers.py), with pypaimon 2.1.0 and, on
+local disk, with Java Paimon 0.9 (tests/oracle/java_paimon.py).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.daemon.procs import wait_for
+from tests.integration.pk_writer_proc import USER, batch
+from tests.oracle import PaimonOracle
+from tests.oracle.java_paimon import JavaPaimon, java_values, same_values
+from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, sorted_rows
+from tests.pk_helpers import to_table as pk_table
+
+import snaplake
+from snaplake.compaction.merge_tree_compact import FULL_COMPACTION_PROPERTY
+from snaplake.spark import compact
+from snaplake.store.format.snapshot import TXN_PROPERTY_PREFIX
+from snaplake.table import Table
+
+#: 3 month partitions x 2 buckets; 4 writes make 4 sorted runs per bucket (trigger 3).
+OPTIONS = {"bucket": "2", "num-sorted-run.compaction-trigger": "3"}
+PK_WRITER = Path(__file__).resolve().parents[1] / "integration" / "pk_writer_proc.py"
+
+
+def create(catalog: snaplake.FileSystemCatalog, name: str, **options: str) -> Table:
+    """A deduplicate primary-key table partitioned by ``month``."""
+    return catalog.create_table(
+        name,
+        schema=PK_SCHEMA,
+        partition_keys=["month"],
+        primary_keys=PK_KEYS,
+        options={**OPTIONS, **options},
+    )
+
+
+def upsert(table: Table, model: TableModel | None, k: int, *, rows: int = 80) -> None:
+    """Write ``k``'s upserts and deletes (overlapping key ranges) in one commit."""
+    data = make_rows(k * 30, rows, seed=k)
+    kinds = ["-D" if r["id"] % 7 == k % 7 else "+U" for r in data]
+    w = table.new_write(commit_user="seed")
+    w.write_arrow(pk_table(data), row_kinds=kinds)
+    table.new_commit(commit_user="seed").commit(w.prepare_commit(), commit_identifier=k + 1)
+    if model is not None:
+        model.apply(data, kinds)
+
+
+def seeded_twins(catalog: snaplake.FileSystemCatalog, *, writes: int = 4,
+                 **options: str) -> tuple[Table, Table, TableModel]:  # fmt: skip
+    """``db.local`` and ``db.remote`` with the same history, and its model."""
+    local, remote = create(catalog, "db.local", **options), create(catalog, "db.remote", **options)
+    model = TableModel(engine_model("deduplicate"))
+    for k in range(writes):
+        upsert(local, None, k)
+        upsert(remote, model, k)
+    return local, remote, model
+
+
+def layout(table: Table) -> list[Any]:
+    """Per bucket, each live file's (level, rows, retractions, sequence range, source)."""
+    return sorted(
+        (
+            s.partition_values,
+            s.bucket,
+            sorted(
+                (
+                    f.level,
+                    f.row_count,
+                    f.delete_row_count,
+                    f.min_sequence_number,
+                    f.max_sequence_number,
+                    f.file_source,
+                )
+                for f in s.files
+            ),
+        )
+        for s in table.new_scan().plan()
+    )
+
+
+def counts(r: Any) -> tuple[Any, ...]:
+    """The CompactResult fields that must agree between Spark and in process."""
+    return (r.snapshot_id, r.buckets_compacted, r.files_before, r.files_after, r.bytes_before,
+            r.rows_rewritten, len(r.input_files), len(r.output_files))  # fmt: skip
+
+
+def data_files(table: Table) -> set[str]:
+    """Names of the Parquet files under a local table directory."""
+    return {p.name for p in Path(table.root).rglob("data-*.parquet")}
+
+
+def live_files(table: Table) -> set[str]:
+    """Names of the data files of the latest snapshot."""
+    return {f.file_name for s in table.new_scan().plan() for f in s.files}
+
+
+def pypaimon_rows(wh: Path, name: str) -> list[dict[str, Any]]:
+    """pypaimon's merged view of ``name``, sorted by key."""
+    return sorted_rows(PaimonOracle(wh).read(name).select(PK_SCHEMA.names).cast(PK_SCHEMA))
+
+
+def assert_java_reads(root: str, expected: list[dict[str, Any]]) -> None:
+    """Java Paimon 0.9 reads the merged view ``expected`` (no retraction survives the merge)."""
+    read = JavaPaimon().read(root)
+    assert {k for s in read.splits for k in s.kinds} <= {"+I", "+U"}
+    assert same_values(read.rows, java_values(pk_table(expected)))
+
+
+# ------------------------------------------------------------------------------------ checks
+def check_compact_equals_in_process(spark: Any, tmp_path: Path, *, full: bool) -> None:
+    """Twin tables: spark compact vs table.compact() leave the same levels, files and rows."""
+    wh = tmp_path / "wh"
+    catalog = snaplake.FileSystemCatalog(str(wh))
+    local, remote, model = seeded_twins(catalog)
+    expected = local.compact(full=full)
+    result = compact(spark, "db.remote", warehouse=str(wh), full=full)
+    assert expected.snapshot_id is not None and expected.buckets_compacted == 6
+    assert counts(result) == counts(expected)
+    assert layout(remote) == layout(local)
+    want = model.rows()
+    assert sorted_rows(remote.to_arrow()) == sorted_rows(local.to_arrow()) == want
+    assert pypaimon_rows(wh, "db.remote") == want
+    assert_java_reads(remote.root, want)
+    snap = remote.latest_snapshot()
+    assert snap is not None and snap.commit_user == "snaplake-maintenance"
+    assert snap.commit_kind.value == "COMPACT"
+    theirs = local.latest_snapshot()
+    assert theirs is not None
+    marked = (snap.properties or {}).get(FULL_COMPACTION_PROPERTY)
+    assert marked == (theirs.properties or {}).get(FULL_COMPACTION_PROPERTY)
+    if full:
+        assert {f.level for s in remote.new_scan().plan() for f in s.files} == {3}
+    assert data_files(remote) == live_files(remote) | {
+        Path(p).name for p in result.input_files
+    }  # inputs stay for expiry; nothing else was left
+
+
+def check_compact_with_concurrent_upserts(spark: Any, tmp_path: Path) -> None:
+    """A writer process upserts while spark compacts: every snapshot equals the model."""
+    wh = tmp_path / "wh"
+    catalog = snaplake.FileSystemCatalog(str(wh))
+    table = create(catalog, "db.t", **{"snapshot.num-retained.min": "100000",
+                                       "commit.max-retries": "50",
+                                       "commit.max-retry-wait": "200 ms"})  # fmt: skip
+    log = tmp_path / "writer.log"
+
+    def acks() -> list[list[str]]:
+        text = log.read_text() if log.exists() else ""
+        return [line.split() for line in text.splitlines() if line.startswith("ACK")]
+
+    with log.open("wb") as out:
+        writer = subprocess.Popen(
+            [sys.executable, str(PK_WRITER), table.root, "15"], stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            wait_for(lambda: len(acks()) >= 8 or writer.poll() is not None, timeout=120,
+                     what="the writer's first commits")  # fmt: skip
+            result = compact(spark, "db.t", warehouse=str(wh))
+            assert result.snapshot_id is not None and result.buckets_compacted > 0
+            compacted_at = len(acks())
+            code = writer.wait(timeout=300)
+        finally:
+            if writer.poll() is None:
+                writer.kill()
+                writer.wait()
+    text = log.read_text()
+    assert code == 0, text
+    done = acks()
+    assert len(done) > compacted_at, "the writer kept committing after the compaction"
+    model = TableModel(engine_model("deduplicate"))
+    expected = {0: model.rows()}
+    for k in range(1, len(done) + 1):
+        rows, kinds = batch(k)
+        model.apply(rows, kinds)
+        expected[k] = model.rows()
+    snapshots = table.snapshots()
+    compactions = [s for s in snapshots if s.commit_user == "snaplake-maintenance"]
+    assert [s.commit_kind.value for s in compactions] == ["COMPACT"]
+    assert any(s.commit_user == USER and s.id > compactions[0].id for s in snapshots)
+    for snap in snapshots:
+        k = int((snap.properties or {}).get(f"{TXN_PROPERTY_PREFIX}{USER}", "0"))
+        assert sorted_rows(table.to_arrow(snapshot_id=snap.id)) == expected[k], snap.id
+    assert pypaimon_rows(wh, "db.t") == expected[len(done)]
+    assert_java_reads(table.root, expected[len(done)])
+
+
+def check_compact_on_s3(spark: Any, endpoint: Any) -> None:
+    """Executors merge an s3:// primary-key table from Python; same result as in process."""
+    warehouse = f"s3://{endpoint.new_bucket()}/wh"
+    options = endpoint.options()
+    catalog = snaplake.FileSystemCatalog(warehouse, options=options)
+    local, remote, model = seeded_twins(catalog)
+    expected = local.compact()
+    result = compact(spark, "db.remote", warehouse=warehouse, options=options)
+    assert counts(result) == counts(expected)
+    assert layout(remote) == layout(local)
+    assert sorted_rows(remote.to_arrow()) == model.rows()
+    bucket = warehouse[5:].split("/")[0]
+    listing = endpoint.client().list_objects_v2(Bucket=bucket, Prefix="wh/db.db/remote/")
+    keys = {o["Key"] for o in listing.get("Contents", [])}
+    names = {k.rsplit("/", 1)[-1] for k in keys if "/bucket-" in k}
+    assert names == live_files(remote) | {p.rsplit("/", 1)[-1] for p in result.input_files}
