@@ -51,9 +51,9 @@ from snaplake.mergetree.merge_function import drop_retracts
 from snaplake.mergetree.read import (
     LEVEL_COLUMN,
     BucketFiles,
+    KeyValueReadContext,
     merge_bucket,
     read_context,
-    read_kv_file,
 )
 from snaplake.mergetree.sorted_run import KeyComparator, Levels, SortedRun, interval_partition
 from snaplake.mergetree.universal import CompactUnit, UniversalCompaction, pick_full_compaction
@@ -100,7 +100,8 @@ class BucketCompaction:
         partition_path: The partition's directory (``""`` unpartitioned).
         bucket: Bucket number.
         total_buckets: The table's bucket count when planned.
-        schema_id: Schema of the planned snapshot (outputs are written with it).
+        schema_id: The table's current schema when planned (outputs are written
+            in it; inputs of older schemas are read into it by field id).
         output_level: Level of the outputs.
         max_level: The bucket's top level.
         drop_delete: Drop ``-U``/``-D`` rows (the output is the highest level with data).
@@ -241,9 +242,11 @@ class MergeTreeCompactPlanner:
         latest = self.snapshot_manager.latest_snapshot()
         if latest is None:
             return CompactPlan(snapshot_id=None, tasks=(), full=self.full, runs=SortedRunStats())
-        schema = self.schema_manager.schema(latest.schema_id)
-        current = self.schema_manager.latest()
-        (current or schema).check_primary_key_table("maintenance")
+        # Outputs are written in the current schema (files of older schemas are
+        # read into it by field id), as Paimon's compaction writes with the
+        # table's latest schema.
+        schema = self.schema_manager.latest() or self.schema_manager.schema(latest.schema_id)
+        schema.check_primary_key_table("maintenance")
         opts = self.options or schema.core_options
         full = self.full or self.full_compaction_due(latest, opts.full_compaction_delta_commits)
         strategy = UniversalCompaction.from_options(opts)
@@ -354,7 +357,9 @@ def rewrite_bucket(
         task: The planned bucket compaction.
         file_io: Storage of the table.
         paths: The table's PathFactory.
-        schema: The schema of ``task.schema_id``.
+        schema: The schema of ``task.schema_id`` (inputs written under other
+            schemas are read into it by field id; their schema files are read
+            from ``paths``).
 
     Returns:
         The message (inputs as compact before, outputs and upgraded files as
@@ -370,7 +375,8 @@ def rewrite_bucket(
 
     Source: Paimon ``MergeTreeCompactTask.doCompact``.
     """
-    ctx = read_context(file_io, schema)
+    older = any(f.schema_id != schema.id for f in (*task.files, *task.lookup_files))
+    ctx = read_context(file_io, schema, SchemaManager(file_io, paths).schema if older else None)
     opts = schema.core_options
     min_file_size = int(
         opts.target_file_size(has_primary_key=True) * opts.compaction_small_file_ratio
@@ -468,7 +474,9 @@ class _LookupKeys:
     higher level (Paimon's ``FirstRowMergeFunctionWrapper`` with lookup).
     """
 
-    def __init__(self, task: BucketCompaction, *, file_io: FileIO, ctx: Any) -> None:
+    def __init__(
+        self, task: BucketCompaction, *, file_io: FileIO, ctx: KeyValueReadContext
+    ) -> None:
         self.task = task
         self.file_io = file_io
         self.ctx = ctx
@@ -481,8 +489,8 @@ class _LookupKeys:
             schema = pa.schema([full.field(n) for n in names])
             parts = [
                 t
-                for p in self.task.lookup_paths
-                for t in read_kv_file(self.file_io, p, schema, batch_rows=None)
+                for f, p in zip(self.task.lookup_files, self.task.lookup_paths, strict=True)
+                for t in self.ctx.read_file(f, p, schema, batch_rows=None)
             ]
             self._keys = pa.concat_tables(parts) if parts else schema.empty_table()
         return self._keys

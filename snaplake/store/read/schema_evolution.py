@@ -46,7 +46,8 @@ from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
 from snaplake.store.format.data_file import DataFileMeta
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.type_casts import can_widen
-from snaplake.store.format.types import DataField, to_arrow_field
+from snaplake.store.format.types import DataField, DataType, to_arrow_field, to_arrow_type
+from snaplake.store.read.field_evolution import can_evolve, evolve_column, same_layout
 from snaplake.store.read.predicate import Predicate
 
 if TYPE_CHECKING:
@@ -56,11 +57,13 @@ _MAX_READ_THREADS = 8
 _MAX_CACHED_MAPPINGS = 512
 
 __all__ = [
+    "ColumnSource",
     "FileSchemaMapping",
     "SchemaEvolution",
     "check_files_readable",
     "file_schema_mapping",
     "file_stats_predicates",
+    "mapping_of",
 ]
 
 
@@ -76,7 +79,12 @@ class FileSchemaMapping:
         sources: For each target column, its index in ``file_columns``, or
             -1 when the file does not have it (the column is all NULL).
         identity: The file's columns already are the target (same names and
-            types in order): nothing to rename, cast or fill.
+            types in order, nested field ids included): nothing to rename,
+            cast or fill.
+        file_types: For each target column, its Paimon type in the file
+            (``None``: absent, or a system column read as it is).
+        target_types: For each target column, its Paimon type in the read
+            schema (``None`` for a system column).
 
     Source: Paimon ``IndexCastMapping`` (index mapping plus cast mapping).
     """
@@ -87,6 +95,8 @@ class FileSchemaMapping:
     target: pa.Schema
     sources: tuple[int, ...]
     identity: bool
+    file_types: tuple[DataType | None, ...] = ()
+    target_types: tuple[DataType | None, ...] = ()
 
     def apply(self, data: pa.Table | pa.RecordBatch) -> pa.Table:
         """Turn ``data`` (the ``file_columns`` read from a file) into ``target`` columns.
@@ -99,14 +109,21 @@ class FileSchemaMapping:
         if self.identity:
             return table
         arrays = []
-        for field, src in zip(self.target, self.sources, strict=True):
+        for i, (field, src) in enumerate(zip(self.target, self.sources, strict=True)):
             if src < 0:
                 arrays.append(pa.nulls(table.num_rows, field.type))
                 continue
             column = table.column(src)
-            if column.type != field.type:
+            old = self.file_types[i] if self.file_types else None
+            new = self.target_types[i] if self.target_types else None
+            if column.type != field.type or (
+                old is not None and new is not None and not same_layout(old, new)
+            ):
                 try:
-                    column = column.cast(field.type)
+                    if old is not None and new is not None:
+                        column = evolve_column(column, old, new)
+                    if column.type != field.type:
+                        column = column.cast(field.type)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                     raise UnsupportedTypeError(
                         f"column {field.name!r} of a file written under schema "
@@ -119,6 +136,65 @@ class FileSchemaMapping:
 
 def _fields(schema: TableSchema) -> tuple[DataField, ...]:
     return schema.data_fields
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSource:
+    """One result column of a :class:`FileSchemaMapping` and where a file holds it.
+
+    Attributes:
+        target: The result column (name and Arrow type).
+        file_column: Its name in the file, ``None`` when the file lacks it.
+        file_type: Its Paimon type in the file (``None``: absent, or a
+            system column read as it is).
+        target_type: Its Paimon type in the read schema (``None`` for a system column).
+    """
+
+    target: pa.Field
+    file_column: str | None
+    file_type: DataType | None = None
+    target_type: DataType | None = None
+
+
+def mapping_of(file_schema_id: int, columns: Sequence[ColumnSource]) -> FileSchemaMapping:
+    """Build the mapping that reads ``columns`` from a file of ``file_schema_id``.
+
+    The file layout (``file_columns``) is each present column once, in
+    order; ``identity`` holds when that layout already is the target.
+    """
+    file_columns: list[str] = []
+    file_arrow: list[pa.Field] = []
+    sources: list[int] = []
+    identity = True
+    for c in columns:
+        if c.file_column is None:
+            sources.append(-1)
+            identity = False
+            continue
+        sources.append(len(file_columns))
+        file_columns.append(c.file_column)
+        if c.file_type is None:
+            file_arrow.append(c.target.with_name(c.file_column))
+        else:
+            file_arrow.append(pa.field(c.file_column, to_arrow_type(c.file_type),
+                                       nullable=c.file_type.nullable))  # fmt: skip
+        identity = (
+            identity
+            and c.file_column == c.target.name
+            and file_arrow[-1].type == c.target.type
+            and (c.file_type is None or c.target_type is None
+                 or same_layout(c.file_type, c.target_type))
+        )  # fmt: skip
+    return FileSchemaMapping(
+        file_schema_id=file_schema_id,
+        file_columns=tuple(file_columns),
+        file_arrow_schema=pa.schema(file_arrow),
+        target=pa.schema([c.target for c in columns]),
+        sources=tuple(sources),
+        identity=identity,
+        file_types=tuple(c.file_type for c in columns),
+        target_types=tuple(c.target_type for c in columns),
+    )
 
 
 def file_schema_mapping(
@@ -142,37 +218,23 @@ def file_schema_mapping(
     """
     read_by_name = {f.name: f for f in _fields(read_schema)}
     file_by_id = {f.id: f for f in _fields(file_schema)}
-    file_columns: list[str] = []
-    file_arrow: list[pa.Field] = []
-    target: list[pa.Field] = []
-    sources: list[int] = []
+    out: list[ColumnSource] = []
     for name in columns:
         field = read_by_name.get(name)
         if field is None:
             raise SchemaMismatchError(
                 f"unknown column {name!r}; the table has {list(read_by_name)}"
             )
-        target.append(to_arrow_field(field))
         old = file_by_id.get(field.id)
-        if old is None:
-            sources.append(-1)
-            continue
-        sources.append(len(file_columns))
-        file_columns.append(old.name)
-        file_arrow.append(to_arrow_field(old))
-    target_schema = pa.schema(target)
-    file_schema_arrow = pa.schema(file_arrow)
-    identity = list(file_columns) == list(columns) and all(
-        a.type == b.type for a, b in zip(file_schema_arrow, target_schema, strict=True)
-    )
-    return FileSchemaMapping(
-        file_schema_id=file_schema.id,
-        file_columns=tuple(file_columns),
-        file_arrow_schema=file_schema_arrow,
-        target=target_schema,
-        sources=tuple(sources),
-        identity=identity,
-    )
+        out.append(
+            ColumnSource(
+                target=to_arrow_field(field),
+                file_column=None if old is None else old.name,
+                file_type=None if old is None else old.type,
+                target_type=field.type,
+            )
+        )
+    return mapping_of(file_schema.id, out)
 
 
 def file_stats_predicates(
@@ -244,7 +306,7 @@ def check_files_readable(
             ) from exc
         for f in _fields(old):
             now = by_id.get(f.id)
-            if now is not None and not can_widen(
+            if now is not None and not can_evolve(
                 f.type.with_nullable(nullable=True), now.type.with_nullable(nullable=True)
             ):
                 raise SchemaMismatchError(
