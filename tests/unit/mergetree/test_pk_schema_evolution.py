@@ -239,9 +239,17 @@ def test_aggregation_folds_widened_and_added_columns(catalog):
     hits = [
         SchemaChange.add_column("hits", pa.int64()),
         SchemaChange.set_option("fields.hits.aggregate-function", "sum"),
+        SchemaChange.add_column("first", pa.string()),
+        SchemaChange.set_option("fields.first.aggregate-function", "first_value"),
+        SchemaChange.add_column("first_nn", pa.string()),
+        SchemaChange.set_option("fields.first_nn.aggregate-function", "first_non_null_value"),
     ]
     catalog.alter_table("db.t", [*CHANGES, *hits])
-    rows = [{"month": 1 + i % 2, "id": i, "qty": 2**33, "price": 100.5, "hits": 1} for i in (1, 2)]
+    rows = [
+        {"month": 1 + i % 2, "id": i, "qty": 2**33, "price": 100.5, "hits": 1, "first": "f",
+         "first_nn": "f"}
+        for i in (1, 2)
+    ]  # fmt: skip
     _write(table, _v1(table, rows), 3)
     _write(table, _v1(table, rows[:1]), 4)
     got = {r["id"]: r for r in table.to_arrow().to_pylist()}
@@ -250,6 +258,8 @@ def test_aggregation_folds_widened_and_added_columns(catalog):
     # id 1: 2 old + 2 new versions; the NULL hits of old files are skipped
     assert (got[1]["qty"], got[1]["price"], got[1]["hits"]) == (2**31 + 2**34, 100.5, 2)
     assert (got[2]["qty"], got[2]["hits"]) == (2**30 + 2**33, 1)
+    # first_value takes the NULL of the oldest version (written before the column existed)
+    assert (got[1]["first"], got[1]["first_nn"]) == (None, "f")
     assert got[3]["qty"] == 2**30
     before = _rows(table.to_arrow())
     table.compact(full=True)
