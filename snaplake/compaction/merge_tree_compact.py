@@ -45,7 +45,7 @@ from snaplake.commit.kv_file_writer import KeyValueFileWriter
 from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.commit.result import CommitResult
 from snaplake.compaction.append_compact import CompactResult
-from snaplake.errors import CommitConflictError, CommitStateUnknownError
+from snaplake.errors import CommitConflictError, CommitStateUnknownError, SchemaMismatchError
 from snaplake.mergetree.kv import key_column
 from snaplake.mergetree.merge_function import drop_retracts
 from snaplake.mergetree.read import (
@@ -369,12 +369,21 @@ def rewrite_bucket(
         MergeFunctionError: the merge engine rejects a key's versions.
         FileNotFoundError: an input vanished (a concurrent compaction and
             expiry removed it); the outputs written so far are deleted.
+        SchemaMismatchError: an input was written under a schema newer than
+            ``schema`` (its newer columns would be lost); nothing is written.
 
     Storage: creates data files at the output level under the bucket directory
     (deleted again if this raises). Inputs are never deleted here.
 
     Source: Paimon ``MergeTreeCompactTask.doCompact``.
     """
+    newer = sorted({f.schema_id for f in task.files if f.schema_id > schema.id})
+    if newer:
+        raise SchemaMismatchError(
+            f"compaction of bucket {task.bucket} would write inputs of schema(s) {newer} "
+            f"into the older schema {schema.id} and lose their newer columns; compact with "
+            "the table's latest schema"
+        )
     older = any(f.schema_id != schema.id for f in (*task.files, *task.lookup_files))
     ctx = read_context(file_io, schema, SchemaManager(file_io, paths).schema if older else None)
     opts = schema.core_options
@@ -682,7 +691,7 @@ def compact_new_files(
         paths: The table's PathFactory.
         schema_manager: Reads schemas.
         snapshot_manager: Reads the latest snapshot (the buckets' current files).
-        schema: The writer's schema.
+        schema: The writer's schema (the table's latest is used when newer).
         messages: The writer's prepared messages (new level-0 files).
 
     Raises:
@@ -694,6 +703,12 @@ def compact_new_files(
     Source: Paimon ``MergeTreeWriter.prepareCommit`` with ``lookup`` (waits
     for the forced level-0 compaction), ``ForceUpLevel0Compaction``.
     """
+    current = schema_manager.latest()
+    if current is not None and current.id > schema.id:
+        # The writer was opened before an alter: compact in the current schema, so
+        # files written under it since keep their newer columns (the writer's new
+        # files read into it by field id).
+        schema = current
     latest = snapshot_manager.latest_snapshot()
     live: dict[tuple[bytes, int], tuple[list[DataFileMeta], list[str]]] = {}
     if latest is not None:

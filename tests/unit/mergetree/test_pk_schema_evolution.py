@@ -400,3 +400,39 @@ def test_nested_fields_changed_by_another_engine_read_by_id(catalog):
     assert {f.schema_id for s in table.new_scan().plan() for f in s.files} == {1}
     got = sorted(table.to_arrow().column("addr").to_pylist(), key=lambda r: r["town"])
     assert got[0] == {"town": "a", "zip": 1, "city": None}
+
+
+def test_a_stale_first_row_writer_never_compacts_newer_columns_away(catalog):
+    """A first-row writer compacts up in its commit; files of newer schemas keep their columns."""
+    table = _create(catalog, **{"merge-engine": "first-row", "bucket": "1"})
+    _write(table, _v0(range(2)), 1)
+    stale = table.new_write(commit_user="stale")
+    catalog.alter_table("db.t", CHANGES)
+    _write(table, _v1(table, [{**_old(i), "tag": f"t{i}"} for i in range(2, 4)]), 2)
+    before = {f.file_name for s in table.new_scan().plan() for f in s.files}
+    stale.write_arrow(_v0(range(3, 6), name="s"))
+    table.new_commit(commit_user="stale").commit(stale.prepare_commit(), commit_identifier=1)
+    tagged = [{**_old(i), "tag": f"t{i}"} for i in (2, 3)]
+    assert _rows(table.to_arrow()) == [_old(0), _old(1), *tagged, _old(4, label="s4"),
+                                       _old(5, label="s5")]  # fmt: skip
+    files = [f for s in table.new_scan().plan() for f in s.files]
+    lifted = [f for f in files if f.file_name not in before and f.level > 0]
+    assert lifted and {f.schema_id for f in lifted} == {1}  # compacted in the current schema
+
+
+def test_compaction_refuses_to_write_inputs_into_an_older_schema(catalog):
+    from snaplake.compaction.merge_tree_compact import MergeTreeCompactPlanner, rewrite_bucket
+
+    table = _create(catalog, bucket="1")
+    _write(table, _v0(range(2)), 1)
+    catalog.alter_table("db.t", CHANGES)
+    _write(table, _v1(table, [{**_old(1), "tag": "t"}]), 2)
+    plan = MergeTreeCompactPlanner(
+        file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
+        snapshot_manager=table.snapshot_manager, full=True,
+    ).plan()  # fmt: skip
+    task = next(t for t in plan.tasks if any(f.schema_id == 1 for f in t.files))
+    assert task.schema_id == 1
+    with pytest.raises(SchemaMismatchError, match="older"):
+        rewrite_bucket(task, file_io=table.file_io, paths=table.paths,
+                       schema=table.schema_manager.schema(0))  # fmt: skip
