@@ -15,8 +15,8 @@ physical columns to read, how to turn them into the result); it is a pure
 function, so the append reader, the compactor and a merge reader of
 primary-key tables can call it per file. :class:`SchemaEvolution` caches the
 mappings of one read and reads a list of splits whose files span schemas:
-consecutive files of one schema are read together, files already in the read
-schema take the unchanged fast path.
+every file on its own, in its own layout, all at once in threads (as parallel
+as a plain scan of the same files), then mapped and filtered.
 
 Value statistics of an older file are used for pruning only where the types
 allow it (:func:`file_stats_predicates`): the column's type in the file must
@@ -32,13 +32,12 @@ by field id, ``NULL_FIELD_INDEX``, cast per field), ``IndexCastMapping``,
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import reduce
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -58,6 +57,7 @@ _MAX_CACHED_MAPPINGS = 512
 
 __all__ = [
     "ColumnSource",
+    "ReadFile",
     "FileSchemaMapping",
     "SchemaEvolution",
     "check_files_readable",
@@ -316,18 +316,8 @@ def check_files_readable(
                 )
 
 
-class ReadFn(Protocol):
-    """``read_splits`` bound to a FileIO: reads splits whose files share one layout."""
-
-    def __call__(
-        self,
-        splits: Sequence[Split],
-        *,
-        schema: pa.Schema,
-        columns: Sequence[str] | None = None,
-        predicates: Sequence[Predicate] = (),
-        limit: int | None = None,
-    ) -> pa.Table: ...
+ReadFile = Callable[[str, pa.Schema], pa.Table]
+"""Reads the columns of a schema (names and Arrow types as in the file) from one data file."""
 
 
 class SchemaEvolution:
@@ -368,33 +358,11 @@ class SchemaEvolution:
             for f in s.files
         )
 
-    def _layout(self, file: DataFileMeta, columns: Sequence[str]) -> FileSchemaMapping | None:
-        m = self.mapping(file.schema_id, columns)
-        return None if m.identity else m
-
-    def runs(
-        self, splits: Sequence[Split], columns: Sequence[str]
-    ) -> list[tuple[list[Split], FileSchemaMapping | None]]:
-        """Group the files of ``splits``, in order, into runs of consecutive files of one mapping.
-
-        Returns:
-            ``(splits of the run, mapping)`` pairs in file order; the mapping
-            is ``None`` for files already in the read layout.
-        """
-        runs: list[tuple[list[tuple[Split, int]], FileSchemaMapping | None]] = []
-        for split in splits:
-            for i, file in enumerate(split.files):
-                m = self._layout(file, columns)
-                if not runs or runs[-1][1] is not m:
-                    runs.append(([], m))
-                runs[-1][0].append((split, i))
-        return [(_subsplits(entries), m) for entries, m in runs]
-
     def read(
         self,
         splits: Sequence[Split],
         *,
-        read: ReadFn,
+        read_file: ReadFile,
         names: Sequence[str],
         needed: Sequence[str],
         predicates: Sequence[Predicate],
@@ -402,14 +370,15 @@ class SchemaEvolution:
     ) -> pa.Table:
         """Read ``splits`` whose files span schemas into the read schema.
 
-        Without ``limit`` the files of each schema are read together (one
-        read per schema, side by side in threads) and put back in file
-        order; with ``limit`` runs of consecutive files are read in order
-        until enough rows came.
+        Every file is read on its own, in its own layout, mapped to the read
+        schema and filtered; without ``limit`` all files are read at once
+        (threads; the readers release the GIL), as parallel as a plain scan
+        over the same files. With ``limit`` files are read in order until
+        enough rows came.
 
         Args:
             splits: Planned splits.
-            read: ``read_splits`` bound to the table's FileIO (reads files of one layout).
+            read_file: Reads columns (file names and types) from one data file.
             names: Columns of the result, in order.
             needed: ``names`` plus the predicates' columns.
             predicates: AND of predicates applied exactly to the rows.
@@ -417,6 +386,10 @@ class SchemaEvolution:
 
         Returns:
             The rows in file order, columns ``names``.
+
+        Raises:
+            FileNotFoundError: a data file is missing.
+            UnsupportedTypeError: a value does not fit its read type.
         """
         read_arrow = self.read_schema.arrow_schema
         target = pa.schema([read_arrow.field(n) for n in needed])
@@ -425,68 +398,37 @@ class SchemaEvolution:
             if predicates
             else None
         )
+        files = [(split.paths[i], split.files[i].schema_id)
+                 for split in splits for i in range(len(split.files))]  # fmt: skip
 
-        def read_files(files: list[Split], m: FileSchemaMapping | None) -> pa.Table:
-            if m is None:
-                part = read(files, schema=read_arrow, columns=needed)
-            else:
-                part = m.apply(read(files, schema=m.file_arrow_schema, columns=m.file_columns))
-            part = part.select(list(needed))
-            return part if part.schema == target else part.cast(target)
+        def one(entry: tuple[str, int]) -> pa.Table:
+            path, schema_id = entry
+            m = self.mapping(schema_id, needed)
+            part = (
+                read_file(path, target)
+                if m.identity
+                else m.apply(read_file(path, m.file_arrow_schema))
+            )
+            if part.schema != target:  # field metadata / nullability of the read schema
+                part = pa.Table.from_arrays(part.columns, schema=target)
+            return part.filter(expr) if expr is not None else part
 
         parts: list[pa.Table] = []
         if limit is not None:
             rows = 0
-            for run, m in self.runs(splits, needed):
-                part = read_files(run, m)
-                parts.append(part.filter(expr) if expr is not None else part)
+            for entry in files:
+                parts.append(one(entry))
                 rows += parts[-1].num_rows
                 if rows >= limit:
                     break
+        elif len(files) > 1:
+            parts = list(_pool().map(one, files))
         else:
-            parts = self._read_grouped(splits, needed, read_files)
+            parts = [one(f) for f in files]
         table = pa.concat_tables(parts) if parts else target.empty_table()
-        if limit is None and expr is not None:
-            table = table.filter(expr)
         if limit is not None:
             table = table.slice(0, limit)
         return table.select(list(names))
-
-    def _read_grouped(
-        self,
-        splits: Sequence[Split],
-        needed: Sequence[str],
-        read_files: Callable[[list[Split], FileSchemaMapping | None], pa.Table],
-    ) -> list[pa.Table]:
-        """Read the files of each layout together; return one table per file, in file order."""
-        entries = [(split, i) for split in splits for i in range(len(split.files))]
-        groups: dict[int, tuple[FileSchemaMapping | None, list[int]]] = {}
-        for pos, (split, i) in enumerate(entries):
-            m = self._layout(split.files[i], needed)
-            groups.setdefault(-1 if m is None else m.file_schema_id, (m, []))[1].append(pos)
-
-        def read_group(group: tuple[FileSchemaMapping | None, list[int]]) -> list[pa.Table]:
-            m, positions = group
-            table = read_files(_subsplits([entries[p] for p in positions]), m)
-            counts = [entries[p][0].files[entries[p][1]].row_count for p in positions]
-            if sum(counts) != table.num_rows:  # row counts unknown: keep the group's order
-                return [table] + [table.slice(0, 0)] * (len(positions) - 1)
-            out, offset = [], 0
-            for n in counts:
-                out.append(table.slice(offset, n))
-                offset += n
-            return out
-
-        ordered = list(groups.values())
-        if len(ordered) > 1:
-            pieces = list(_pool().map(read_group, ordered))
-        else:
-            pieces = [read_group(g) for g in ordered]
-        by_position: list[pa.Table | None] = [None] * len(entries)
-        for (_, positions), tables in zip(ordered, pieces, strict=True):
-            for pos, t in zip(positions, tables, strict=True):
-                by_position[pos] = t
-        return [t for t in by_position if t is not None]
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -494,28 +436,14 @@ _POOL_LOCK = threading.Lock()
 
 
 def _pool() -> ThreadPoolExecutor:
-    """The threads that read the files of different schemas side by side (one per process)."""
+    """Threads that read data files side by side (one pool per process).
+
+    Each file read is mostly I/O and Arrow decoding with the GIL released, so
+    the pool holds more threads than cores (like Arrow's own I/O pool).
+    """
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            workers = min(max(2, os.cpu_count() or 2), _MAX_READ_THREADS)
-            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="snaplake-read")
+            _POOL = ThreadPoolExecutor(max_workers=_MAX_READ_THREADS,
+                                       thread_name_prefix="snaplake-read")  # fmt: skip
         return _POOL
-
-
-def _subsplits(entries: Sequence[tuple[Split, int]]) -> list[Split]:
-    """Splits holding just the given (split, file index) entries, in order."""
-    out: list[tuple[Split, list[int]]] = []
-    for split, i in entries:
-        if out and out[-1][0] is split:
-            out[-1][1].append(i)
-        else:
-            out.append((split, [i]))
-    return [
-        replace(
-            split,
-            files=tuple(split.files[i] for i in idx),
-            paths=tuple(split.paths[i] for i in idx),
-        )
-        for split, idx in out
-    ]
