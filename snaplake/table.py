@@ -105,6 +105,7 @@ class TableScan:
             return read_primary_key_splits(
                 self.table.file_io, self.plan(), schema=schema, columns=self.columns,
                 predicates=self.predicates, limit=limit,
+                schema_of=self.table.schema_manager.schema,
             )  # fmt: skip
         return read_splits(
             self.table.file_io,
@@ -122,7 +123,7 @@ class TableScan:
         if schema.primary_keys:
             tables = read_primary_key_batches(
                 self.table.file_io, self.plan(), schema=schema, columns=self.columns,
-                predicates=self.predicates,
+                predicates=self.predicates, schema_of=self.table.schema_manager.schema,
             )  # fmt: skip
             return (b for t in tables for b in t.to_batches())
         return read_splits_batches(

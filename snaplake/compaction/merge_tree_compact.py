@@ -45,15 +45,15 @@ from snaplake.commit.kv_file_writer import KeyValueFileWriter
 from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.commit.result import CommitResult
 from snaplake.compaction.append_compact import CompactResult
-from snaplake.errors import CommitConflictError, CommitStateUnknownError
+from snaplake.errors import CommitConflictError, CommitStateUnknownError, SchemaMismatchError
 from snaplake.mergetree.kv import key_column
 from snaplake.mergetree.merge_function import drop_retracts
 from snaplake.mergetree.read import (
     LEVEL_COLUMN,
     BucketFiles,
+    KeyValueReadContext,
     merge_bucket,
     read_context,
-    read_kv_file,
 )
 from snaplake.mergetree.sorted_run import KeyComparator, Levels, SortedRun, interval_partition
 from snaplake.mergetree.universal import CompactUnit, UniversalCompaction, pick_full_compaction
@@ -100,7 +100,8 @@ class BucketCompaction:
         partition_path: The partition's directory (``""`` unpartitioned).
         bucket: Bucket number.
         total_buckets: The table's bucket count when planned.
-        schema_id: Schema of the planned snapshot (outputs are written with it).
+        schema_id: The table's current schema when planned (outputs are written
+            in it; inputs of older schemas are read into it by field id).
         output_level: Level of the outputs.
         max_level: The bucket's top level.
         drop_delete: Drop ``-U``/``-D`` rows (the output is the highest level with data).
@@ -241,9 +242,11 @@ class MergeTreeCompactPlanner:
         latest = self.snapshot_manager.latest_snapshot()
         if latest is None:
             return CompactPlan(snapshot_id=None, tasks=(), full=self.full, runs=SortedRunStats())
-        schema = self.schema_manager.schema(latest.schema_id)
-        current = self.schema_manager.latest()
-        (current or schema).check_primary_key_table("maintenance")
+        # Outputs are written in the current schema (files of older schemas are
+        # read into it by field id), as Paimon's compaction writes with the
+        # table's latest schema.
+        schema = self.schema_manager.latest() or self.schema_manager.schema(latest.schema_id)
+        schema.check_primary_key_table("maintenance")
         opts = self.options or schema.core_options
         full = self.full or self.full_compaction_due(latest, opts.full_compaction_delta_commits)
         strategy = UniversalCompaction.from_options(opts)
@@ -354,7 +357,9 @@ def rewrite_bucket(
         task: The planned bucket compaction.
         file_io: Storage of the table.
         paths: The table's PathFactory.
-        schema: The schema of ``task.schema_id``.
+        schema: The schema of ``task.schema_id`` (inputs written under other
+            schemas are read into it by field id; their schema files are read
+            from ``paths``).
 
     Returns:
         The message (inputs as compact before, outputs and upgraded files as
@@ -364,13 +369,23 @@ def rewrite_bucket(
         MergeFunctionError: the merge engine rejects a key's versions.
         FileNotFoundError: an input vanished (a concurrent compaction and
             expiry removed it); the outputs written so far are deleted.
+        SchemaMismatchError: an input was written under a schema newer than
+            ``schema`` (its newer columns would be lost); nothing is written.
 
     Storage: creates data files at the output level under the bucket directory
     (deleted again if this raises). Inputs are never deleted here.
 
     Source: Paimon ``MergeTreeCompactTask.doCompact``.
     """
-    ctx = read_context(file_io, schema)
+    newer = sorted({f.schema_id for f in task.files if f.schema_id > schema.id})
+    if newer:
+        raise SchemaMismatchError(
+            f"compaction of bucket {task.bucket} would write inputs of schema(s) {newer} "
+            f"into the older schema {schema.id} and lose their newer columns; compact with "
+            "the table's latest schema"
+        )
+    older = any(f.schema_id != schema.id for f in (*task.files, *task.lookup_files))
+    ctx = read_context(file_io, schema, SchemaManager(file_io, paths).schema if older else None)
     opts = schema.core_options
     min_file_size = int(
         opts.target_file_size(has_primary_key=True) * opts.compaction_small_file_ratio
@@ -468,7 +483,9 @@ class _LookupKeys:
     higher level (Paimon's ``FirstRowMergeFunctionWrapper`` with lookup).
     """
 
-    def __init__(self, task: BucketCompaction, *, file_io: FileIO, ctx: Any) -> None:
+    def __init__(
+        self, task: BucketCompaction, *, file_io: FileIO, ctx: KeyValueReadContext
+    ) -> None:
         self.task = task
         self.file_io = file_io
         self.ctx = ctx
@@ -481,8 +498,8 @@ class _LookupKeys:
             schema = pa.schema([full.field(n) for n in names])
             parts = [
                 t
-                for p in self.task.lookup_paths
-                for t in read_kv_file(self.file_io, p, schema, batch_rows=None)
+                for f, p in zip(self.task.lookup_files, self.task.lookup_paths, strict=True)
+                for t in self.ctx.read_file(f, p, schema, batch_rows=None)
             ]
             self._keys = pa.concat_tables(parts) if parts else schema.empty_table()
         return self._keys
@@ -674,7 +691,7 @@ def compact_new_files(
         paths: The table's PathFactory.
         schema_manager: Reads schemas.
         snapshot_manager: Reads the latest snapshot (the buckets' current files).
-        schema: The writer's schema.
+        schema: The writer's schema (the table's latest is used when newer).
         messages: The writer's prepared messages (new level-0 files).
 
     Raises:
@@ -686,6 +703,12 @@ def compact_new_files(
     Source: Paimon ``MergeTreeWriter.prepareCommit`` with ``lookup`` (waits
     for the forced level-0 compaction), ``ForceUpLevel0Compaction``.
     """
+    current = schema_manager.latest()
+    if current is not None and current.id > schema.id:
+        # The writer was opened before an alter: compact in the current schema, so
+        # files written under it since keep their newer columns (the writer's new
+        # files read into it by field id).
+        schema = current
     latest = snapshot_manager.latest_snapshot()
     live: dict[tuple[bytes, int], tuple[list[DataFileMeta], list[str]]] = {}
     if latest is not None:

@@ -15,7 +15,7 @@ Source: Paimon ``MergeFileSplitRead.createMergeReader``, ``MergeTreeReaders``,
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from snaplake.errors import SchemaMismatchError
+from snaplake.mergetree.evolution import KeyValueEvolution
 from snaplake.mergetree.kv import (
     KEY_FIELD_PREFIX,
     VALUE_KIND,
@@ -73,15 +74,18 @@ class KeyValueReadContext:
 
     Attributes:
         file_io: Storage of the table.
-        value_schema: The table's Arrow schema (all columns).
+        value_schema: The table's Arrow schema (all columns) in the read schema.
         spec: Keys, sequence ordering and merge function.
         cmp: Comparator of the trimmed primary key.
+        evolution: Maps files written under other schemas to the read
+            schema by field id (``None``: every file is in the read schema).
     """
 
     file_io: FileIO
     value_schema: pa.Schema
     spec: MergeSpec
     cmp: KeyComparator
+    evolution: KeyValueEvolution | None = None
 
     def kv_schema(self, value_columns: Sequence[str]) -> pa.Schema:
         """Key/value schema holding ``value_columns`` as the value part."""
@@ -89,6 +93,23 @@ class KeyValueReadContext:
         full = kv_schema(self.value_schema, self.spec.key_names)
         system = [full.field(n) for n in system_columns(self.spec.key_names)]
         return pa.schema(system + list(value))
+
+    def read_file(
+        self, file: DataFileMeta, path: str, schema: pa.Schema, *, batch_rows: int | None
+    ) -> Iterator[pa.Table]:
+        """Read ``schema`` (read layout) from ``file``, mapped by field id if it is older.
+
+        Raises:
+            FileNotFoundError: the file is missing.
+            SchemaMismatchError: the file's schema has no column for a key.
+            UnsupportedTypeError: a value does not fit its read type.
+        """
+        m = self.evolution.mapping(file.schema_id, schema) if self.evolution else None
+        if m is None:
+            yield from read_kv_file(self.file_io, path, schema, batch_rows=batch_rows)
+            return
+        for table in read_kv_file(self.file_io, path, m.file_arrow_schema, batch_rows=batch_rows):
+            yield m.apply(table)
 
 
 class BucketFiles:
@@ -188,7 +209,7 @@ def _run_tables(
     with_level: bool = False,
 ) -> Iterator[pa.Table]:
     for f in run.files:
-        for table in read_kv_file(ctx.file_io, bucket.path_of(f), schema, batch_rows=rows):
+        for table in ctx.read_file(f, bucket.path_of(f), schema, batch_rows=rows):
             if with_level:
                 level = pa.array([f.level] * table.num_rows, type=pa.int32())
                 table = table.append_column(
@@ -280,7 +301,7 @@ def _read_single(
     clean = file.delete_row_count == 0
     names = list(columns) if clean else [VALUE_KIND, *columns]
     schema = pa.schema([full.field(n) for n in names])
-    for table in read_kv_file(ctx.file_io, path, schema, batch_rows=batch_rows):
+    for table in ctx.read_file(file, path, schema, batch_rows=batch_rows):
         if clean:
             yield table
             continue
@@ -289,8 +310,18 @@ def _read_single(
         yield table.filter(keep).select(list(columns))
 
 
-def read_context(file_io: FileIO, schema: TableSchema) -> KeyValueReadContext:
+def read_context(
+    file_io: FileIO,
+    schema: TableSchema,
+    schema_of: Callable[[int], TableSchema] | None = None,
+) -> KeyValueReadContext:
     """The read context of a primary-key table's schema.
+
+    Args:
+        file_io: Storage of the table.
+        schema: The read schema (rows are merged and returned in it).
+        schema_of: Returns a schema by id, for files written under other
+            schemas (``None``: every file must be in ``schema``).
 
     Raises:
         UnsupportedTableError: the table uses something snaplake cannot read.
@@ -301,6 +332,7 @@ def read_context(file_io: FileIO, schema: TableSchema) -> KeyValueReadContext:
         value_schema=schema.arrow_schema,
         spec=merge_function_for(schema),
         cmp=KeyComparator(schema.key_types),
+        evolution=None if schema_of is None else KeyValueEvolution(schema, schema_of),
     )
 
 
@@ -311,22 +343,25 @@ def read_primary_key_batches(
     schema: TableSchema,
     columns: Sequence[str] | None = None,
     predicates: Sequence[Predicate] = (),
+    schema_of: Callable[[int], TableSchema] | None = None,
 ) -> Iterator[pa.Table]:
     """Yield the merged rows of ``splits``, bucket by bucket, exactly filtered.
 
     Args:
         file_io: Storage of the table.
         splits: Output of ``FileStoreScan.plan()`` (files pruned by key range).
-        schema: The schema of the snapshot being read.
+        schema: The read schema (the latest, or the snapshot's for time travel).
         columns: Columns to return, in this order (``None`` = all).
         predicates: AND of predicates, applied to the merged rows.
+        schema_of: Returns a schema by id; files written under other schemas
+            are read by field id (``None``: every file must be in ``schema``).
 
     Raises:
         SchemaMismatchError: an unknown column is named.
         MergeFunctionError: the merge engine rejects a key's versions.
         FileNotFoundError: a data file of the snapshot is missing.
     """
-    ctx = read_context(file_io, schema)
+    ctx = read_context(file_io, schema, schema_of)
     arrow = schema.arrow_schema
     names = list(columns) if columns is not None else arrow.names
     unknown = [c for c in [*names, *(p.column for p in predicates)] if c not in arrow.names]
@@ -362,16 +397,18 @@ def read_primary_key_splits(
     columns: Sequence[str] | None = None,
     predicates: Sequence[Predicate] = (),
     limit: int | None = None,
+    schema_of: Callable[[int], TableSchema] | None = None,
 ) -> pa.Table:
     """Read the merged rows of ``splits`` into one table; see :func:`read_primary_key_batches`.
 
     Args:
         file_io: Storage of the table.
         splits: Output of ``FileStoreScan.plan()``.
-        schema: The schema of the snapshot being read.
+        schema: The read schema.
         columns: Columns to return (``None`` = all).
         predicates: AND of predicates applied exactly.
         limit: Stop after this many rows (``None`` = all).
+        schema_of: See :func:`read_primary_key_batches`.
     """
     names = list(columns) if columns is not None else schema.arrow_schema.names
     out_schema = pa.schema([schema.arrow_schema.field(n) for n in names])
@@ -383,7 +420,12 @@ def read_primary_key_splits(
         def one(split: Split) -> list[pa.Table]:
             return list(
                 read_primary_key_batches(
-                    file_io, [split], schema=schema, columns=columns, predicates=predicates
+                    file_io,
+                    [split],
+                    schema=schema,
+                    columns=columns,
+                    predicates=predicates,
+                    schema_of=schema_of,
                 )
             )
 
@@ -391,8 +433,9 @@ def read_primary_key_splits(
             parts = [t for tables in pool.map(one, splits) for t in tables]
     else:
         for table in read_primary_key_batches(
-            file_io, splits, schema=schema, columns=columns, predicates=predicates
-        ):
+            file_io, splits, schema=schema, columns=columns, predicates=predicates,
+            schema_of=schema_of,
+        ):  # fmt: skip
             parts.append(table)
             rows += table.num_rows
             if limit is not None and rows >= limit:

@@ -108,19 +108,22 @@ class _MergeReadTask:
         schema: TableSchema,
         splits: Sequence[Split],
         columns: Sequence[str],
+        schemas: Mapping[int, TableSchema],
     ) -> None:
         self.file_io = file_io
         self.schema = schema
         self.splits = list(splits)
         self.columns = list(columns)
+        self.schemas = dict(schemas)  # the files' schemas, for reads by field id
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         out = pa.schema([self.schema.arrow_schema.field(n) for n in self.columns])
         for batch in batches:
             chosen = [self.splits[i] for i in batch.column("split").to_pylist()]
             for table in read_primary_key_batches(
-                self.file_io, chosen, schema=self.schema, columns=self.columns
-            ):
+                self.file_io, chosen, schema=self.schema, columns=self.columns,
+                schema_of=self.schemas.__getitem__,
+            ):  # fmt: skip
                 yield from table.cast(out).to_batches()
 
 
@@ -276,9 +279,11 @@ def read(
         df = spark.createDataFrame([], spark_schema)
     elif table_schema.primary_keys:
         # Merge on read: one task per group of whole buckets.
+        schema_ids = {f.schema_id for s in splits for f in s.files}
         merge_task = _MergeReadTask(
             file_io=target.file_io, schema=table_schema, splits=splits,
             columns=arrow_schema.names,
+            schemas={i: target.schema_manager.schema(i) for i in schema_ids},
         )  # fmt: skip
         df = (
             spark.createDataFrame([(i,) for i in range(len(splits))], "split int")

@@ -10,6 +10,7 @@ import pytest
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, sorted_rows
 
 import snaplake
+from snaplake import SchemaChange
 from snaplake.spark import SnaplakeSink, read, write
 
 pytestmark = [
@@ -70,3 +71,34 @@ def test_sink_on_primary_key_table_is_exactly_once(spark: Any, tmp_path: Path) -
         model.apply(rows, kinds)
     assert len(table.snapshots()) == 3
     assert sorted_rows(table.to_arrow()) == model.rows()
+
+
+def test_spark_reads_and_merge_schema_writes_an_evolved_primary_key_table(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Files of three schemas merged on the executors by field id; time travel in schema 0."""
+    table = _table(tmp_path, "partial-update")
+    catalog = snaplake.FileSystemCatalog(str(tmp_path))
+    first = make_rows(0, 60)
+    write(_df(spark, first), table, check_nullability=False)
+    catalog.alter_table(
+        "db.t", [SchemaChange.rename_column("name", "label"), SchemaChange.drop_column("ok")]
+    )
+    # merge_schema adds 'tag' (and widens nothing); a partial row keeps the older label
+    wider = spark.createDataFrame(
+        [(1 + i % 3, i, None, None, None, f"t{i}") for i in range(0, 60, 2)],
+        "month int, id long, label string, qty long, price double, tag string",
+    )
+    write(wider, table, check_nullability=False, merge_schema=True)
+    assert table.schema_id == 2
+    want = table.to_arrow()
+    rows = {r["id"]: r for r in want.to_pylist()}
+    assert rows[2]["tag"] == "t2" and rows[2]["label"] == first[2]["name"]
+    assert rows[1]["tag"] is None
+    got = read(spark, table).toArrow()
+    assert got.column_names == want.column_names
+    key = ("month", "id")
+    assert sorted_rows(got.cast(want.schema), key) == sorted_rows(want, key)
+    old = read(spark, table, snapshot_id=1).toArrow()
+    assert old.column_names == PK_SCHEMA.names
+    assert sorted_rows(old.cast(PK_SCHEMA)) == sorted_rows(pa.Table.from_pylist(first, PK_SCHEMA))

@@ -13,6 +13,20 @@ written):
 * partition keys and primary keys cannot be dropped, renamed or retyped;
   bucket-key columns cannot be dropped or retyped (the bucket hash of the
   key's bytes would change); renaming one renames it in ``bucket-key``;
+* a column that an option names cannot be dropped (``sequence.field``,
+  ``rowkind.field``, ``fields.<col>.*`` such as ``aggregate-function``;
+  Paimon's ``validateFieldsPrefix`` / ``validateSequenceField``); renaming
+  one renames it in ``sequence.field`` and ``fields.<col>.*`` keys, but
+  ``rowkind.field`` (immutable, not renamed by Paimon) pins its column's name;
+* options ``fields.<col>.*`` must name columns; on a primary-key table the
+  new schema must pass table creation's primary-key checks (merge engine,
+  aggregate functions fitting their column types, ``sequence.field`` /
+  ``rowkind.field`` columns, reserved ``_KEY_`` / system names), and an
+  option snaplake does not implement cannot be introduced by an alter;
+* nested fields of a ROW column cannot be added, dropped, renamed or retyped
+  (``update_column_type`` of a ROW, ARRAY or MAP changes only along the
+  widenings; dotted names are not nested paths): snaplake reads nested
+  changes other engines made, by nested field id;
 * a type changes only along the lossless implicit casts of
   :mod:`snaplake.store.format.type_casts`; ``update_column_type`` keeps the
   column's nullability;
@@ -32,7 +46,9 @@ Source: Paimon ``SchemaManager.commitChanges`` / ``generateTableSchema``
 (change semantics, ``add-column-before-partition``, ``applyMove``, rename of
 option keys and values), ``SchemaManager.checkAlterTableOption`` /
 ``checkResetTableOption``, ``CoreOptions.IMMUTABLE_OPTIONS``,
-``SchemaValidation.validateTableSchema``.
+``SchemaManager.applyRenameColumnsToOptions``,
+``SchemaValidation.validateTableSchema`` (``validateFieldsPrefix``,
+``validateSequenceField``, the rowkind field, ``validateMergeFunction``).
 """
 
 from __future__ import annotations
@@ -50,6 +66,7 @@ from snaplake.errors import (
     SchemaMismatchError,
     TableAlreadyExistsError,
     TableNotFoundError,
+    UnsupportedTableError,
 )
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.schema_change import (
@@ -122,10 +139,23 @@ class _Draft:
         for i, f in enumerate(self.fields):
             if f.name == name:
                 return i
+        self.refuse_nested_path(name)
         raise ColumnNotFoundError(
             f"column {name!r} does not exist; the table has {[f.name for f in self.fields]}",
             column=name,
         )
+
+    def refuse_nested_path(self, name: str) -> None:
+        """A dotted name whose head is a ROW/ARRAY/MAP column means a nested field: refused."""
+        head = name.split(".", 1)[0]
+        if "." in name and any(f.name == head and f.type.is_nested for f in self.fields):
+            raise SchemaChangeError(
+                f"{name!r} names a field nested in column {head!r}; snaplake does not change "
+                "nested fields (it reads nested changes other engines made). Add a new "
+                f"top-level column, or replace {head!r}: add the new ROW column, fill it, "
+                "drop the old one",
+                rule="nested-column",
+            )
 
     def assert_absent(self, name: str) -> None:
         if any(f.name == name for f in self.fields):
@@ -148,6 +178,73 @@ def _refuse_keys(draft: _Draft, name: str, action: str) -> None:
             "primary keys are fixed when the table is created",
             rule=roles[0].replace(" ", "-"),
         )
+
+
+def _option_uses(options: Mapping[str, str], name: str) -> list[str]:
+    """Option keys whose key or value names column ``name``."""
+    uses = []
+    for key, value in options.items():
+        if (key == "sequence.field" and name in _names(value)) or (
+            key == "rowkind.field" and value.strip() == name
+        ):
+            uses.append(key)
+        elif key.startswith("fields.") and key.count(".") >= 2:
+            cols = key[len("fields.") :].rsplit(".", 1)[0]
+            group = key.endswith((".sequence-group", ".nested-key"))
+            if name in _names(cols) or (group and name in _names(value)):
+                uses.append(key)
+    return sorted(uses)
+
+
+def _names(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def _refuse_option_columns(draft: _Draft, name: str, action: str) -> None:
+    if action == "drop":
+        uses = _option_uses(draft.options, name)
+    else:  # Paimon renames columns in sequence.field and fields.* keys, not in rowkind.field
+        uses = ["rowkind.field"] if draft.options.get("rowkind.field", "").strip() == name else []
+    if uses:
+        raise SchemaChangeError(
+            f"cannot {action} column {name!r}: option(s) {uses} name it; remove or change "
+            "those options first (options that fix a table's layout cannot change once it "
+            "has snapshots)",
+            rule="option-column",
+        )
+
+
+def _check_fields_options(schema: TableSchema) -> None:
+    """Paimon ``SchemaValidation.validateFieldsPrefix``: ``fields.<cols>.<x>`` names columns."""
+    names = set(schema.field_names)
+    for key in schema.options:
+        if not key.startswith("fields."):
+            continue
+        head = key.split(".")[1] if key.count(".") >= 1 else ""
+        for col in head.split(","):
+            if col != "default-aggregate-function" and col not in names:
+                raise SchemaChangeError(
+                    f"option {key!r} names column {col!r}, which the table does not have "
+                    f"(columns: {sorted(names)}); Paimon refuses such options",
+                    rule="option-column",
+                )
+
+
+def _check_primary_key_schema(old: TableSchema, new: TableSchema) -> None:
+    """The primary-key checks of table creation, on the altered schema.
+
+    An option snaplake does not implement is refused only when this alter
+    introduces it (a table that already had it stays alterable).
+    """
+    try:
+        new.check_primary_key_table("create")
+    except UnsupportedTableError as exc:
+        try:
+            old.check_primary_key_table("create")
+        except UnsupportedTableError as before:
+            if before.key == exc.key:
+                return
+        raise
 
 
 def _refuse_directive(comment: str | None) -> None:
@@ -252,6 +349,7 @@ def _apply_one(draft: _Draft, change: SchemaChange) -> None:
                 rule="not-null",
             )
         _refuse_directive(change.comment)
+        draft.refuse_nested_path(change.field_name)
         draft.assert_absent(change.field_name)
         field_id = draft.highest + 1
         dtype, draft.highest = reassign_field_ids(change.data_type, field_id)
@@ -261,6 +359,7 @@ def _apply_one(draft: _Draft, change: SchemaChange) -> None:
     elif isinstance(change, RenameColumn):
         _refuse_keys(draft, change.field_name, "rename")
         draft.index(change.field_name)
+        _refuse_option_columns(draft, change.field_name, "rename")
         draft.assert_absent(change.new_name)
         _update_field(draft, change.field_name, name=change.new_name)
         draft.renames[change.field_name] = change.new_name
@@ -272,7 +371,9 @@ def _apply_one(draft: _Draft, change: SchemaChange) -> None:
                 f"(bucket-key = {draft.options.get('bucket-key')!r})",
                 rule="bucket-key",
             )
-        del draft.fields[draft.index(change.field_name)]
+        index = draft.index(change.field_name)
+        _refuse_option_columns(draft, change.field_name, "drop")
+        del draft.fields[index]
         keys = set(draft.old.partition_keys)
         if all(f.name in keys for f in draft.fields):
             raise SchemaChangeError(
@@ -403,6 +504,9 @@ def apply_schema_changes(
     )
     try:
         new.validate()
+        _check_fields_options(new)
+        if new.primary_keys:
+            _check_primary_key_schema(old, new)
     except SchemaMismatchError as exc:
         raise SchemaChangeError(str(exc), rule="table-schema") from exc
     new.arrow_schema  # noqa: B018 - every type must map to Arrow (UnsupportedTypeError)

@@ -135,14 +135,14 @@ class FileStoreScan:
                 )
         self.partition_predicates = part_preds + tuple(p for p in predicate if p.column in keys)
         self.value_predicates = tuple(p for p in predicate if p.column not in keys)
-        if self.schema is not None and self.schema.primary_keys:
+        self.read_schema = read_schema if read_schema is not None else self.schema
+        if self.read_schema is not None and self.read_schema.primary_keys:
             # Primary-key tables: a file's value stats say nothing about the merged
             # rows, but every version of a key lies in files whose key range holds it,
             # so predicates on key columns prune by _KEY_STATS (Paimon's key filter).
-            trimmed = set(self.schema.trimmed_primary_keys)
+            trimmed = set(self.read_schema.trimmed_primary_keys)
             self.value_predicates = tuple(p for p in self.value_predicates if p.column in trimmed)
         self._partition_cache: dict[bytes, tuple[Any, ...]] = {}
-        self.read_schema = read_schema if read_schema is not None else self.schema
         self._evolved: dict[int, tuple[tuple[Predicate, ...], tuple[Predicate, ...]]] = {}
 
     # manifests ------------------------------------------------------------

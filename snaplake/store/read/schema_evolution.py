@@ -15,8 +15,8 @@ physical columns to read, how to turn them into the result); it is a pure
 function, so the append reader, the compactor and a merge reader of
 primary-key tables can call it per file. :class:`SchemaEvolution` caches the
 mappings of one read and reads a list of splits whose files span schemas:
-consecutive files of one schema are read together, files already in the read
-schema take the unchanged fast path.
+every file on its own, in its own layout, all at once in threads (as parallel
+as a plain scan of the same files), then mapped and filtered.
 
 Value statistics of an older file are used for pruning only where the types
 allow it (:func:`file_stats_predicates`): the column's type in the file must
@@ -32,13 +32,12 @@ by field id, ``NULL_FIELD_INDEX``, cast per field), ``IndexCastMapping``,
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import reduce
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -46,7 +45,8 @@ from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
 from snaplake.store.format.data_file import DataFileMeta
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.type_casts import can_widen
-from snaplake.store.format.types import DataField, to_arrow_field
+from snaplake.store.format.types import DataField, DataType, to_arrow_field, to_arrow_type
+from snaplake.store.read.field_evolution import can_evolve, evolve_column, same_layout
 from snaplake.store.read.predicate import Predicate
 
 if TYPE_CHECKING:
@@ -56,11 +56,14 @@ _MAX_READ_THREADS = 8
 _MAX_CACHED_MAPPINGS = 512
 
 __all__ = [
+    "ColumnSource",
+    "ReadFile",
     "FileSchemaMapping",
     "SchemaEvolution",
     "check_files_readable",
     "file_schema_mapping",
     "file_stats_predicates",
+    "mapping_of",
 ]
 
 
@@ -76,7 +79,12 @@ class FileSchemaMapping:
         sources: For each target column, its index in ``file_columns``, or
             -1 when the file does not have it (the column is all NULL).
         identity: The file's columns already are the target (same names and
-            types in order): nothing to rename, cast or fill.
+            types in order, nested field ids included): nothing to rename,
+            cast or fill.
+        file_types: For each target column, its Paimon type in the file
+            (``None``: absent, or a system column read as it is).
+        target_types: For each target column, its Paimon type in the read
+            schema (``None`` for a system column).
 
     Source: Paimon ``IndexCastMapping`` (index mapping plus cast mapping).
     """
@@ -87,6 +95,8 @@ class FileSchemaMapping:
     target: pa.Schema
     sources: tuple[int, ...]
     identity: bool
+    file_types: tuple[DataType | None, ...] = ()
+    target_types: tuple[DataType | None, ...] = ()
 
     def apply(self, data: pa.Table | pa.RecordBatch) -> pa.Table:
         """Turn ``data`` (the ``file_columns`` read from a file) into ``target`` columns.
@@ -99,14 +109,21 @@ class FileSchemaMapping:
         if self.identity:
             return table
         arrays = []
-        for field, src in zip(self.target, self.sources, strict=True):
+        for i, (field, src) in enumerate(zip(self.target, self.sources, strict=True)):
             if src < 0:
                 arrays.append(pa.nulls(table.num_rows, field.type))
                 continue
             column = table.column(src)
-            if column.type != field.type:
+            old = self.file_types[i] if self.file_types else None
+            new = self.target_types[i] if self.target_types else None
+            if column.type != field.type or (
+                old is not None and new is not None and not same_layout(old, new)
+            ):
                 try:
-                    column = column.cast(field.type)
+                    if old is not None and new is not None:
+                        column = evolve_column(column, old, new)
+                    if column.type != field.type:
+                        column = column.cast(field.type)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                     raise UnsupportedTypeError(
                         f"column {field.name!r} of a file written under schema "
@@ -119,6 +136,65 @@ class FileSchemaMapping:
 
 def _fields(schema: TableSchema) -> tuple[DataField, ...]:
     return schema.data_fields
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSource:
+    """One result column of a :class:`FileSchemaMapping` and where a file holds it.
+
+    Attributes:
+        target: The result column (name and Arrow type).
+        file_column: Its name in the file, ``None`` when the file lacks it.
+        file_type: Its Paimon type in the file (``None``: absent, or a
+            system column read as it is).
+        target_type: Its Paimon type in the read schema (``None`` for a system column).
+    """
+
+    target: pa.Field
+    file_column: str | None
+    file_type: DataType | None = None
+    target_type: DataType | None = None
+
+
+def mapping_of(file_schema_id: int, columns: Sequence[ColumnSource]) -> FileSchemaMapping:
+    """Build the mapping that reads ``columns`` from a file of ``file_schema_id``.
+
+    The file layout (``file_columns``) is each present column once, in
+    order; ``identity`` holds when that layout already is the target.
+    """
+    file_columns: list[str] = []
+    file_arrow: list[pa.Field] = []
+    sources: list[int] = []
+    identity = True
+    for c in columns:
+        if c.file_column is None:
+            sources.append(-1)
+            identity = False
+            continue
+        sources.append(len(file_columns))
+        file_columns.append(c.file_column)
+        if c.file_type is None:
+            file_arrow.append(c.target.with_name(c.file_column))
+        else:
+            file_arrow.append(pa.field(c.file_column, to_arrow_type(c.file_type),
+                                       nullable=c.file_type.nullable))  # fmt: skip
+        identity = (
+            identity
+            and c.file_column == c.target.name
+            and file_arrow[-1].type == c.target.type
+            and (c.file_type is None or c.target_type is None
+                 or same_layout(c.file_type, c.target_type))
+        )  # fmt: skip
+    return FileSchemaMapping(
+        file_schema_id=file_schema_id,
+        file_columns=tuple(file_columns),
+        file_arrow_schema=pa.schema(file_arrow),
+        target=pa.schema([c.target for c in columns]),
+        sources=tuple(sources),
+        identity=identity,
+        file_types=tuple(c.file_type for c in columns),
+        target_types=tuple(c.target_type for c in columns),
+    )
 
 
 def file_schema_mapping(
@@ -142,37 +218,23 @@ def file_schema_mapping(
     """
     read_by_name = {f.name: f for f in _fields(read_schema)}
     file_by_id = {f.id: f for f in _fields(file_schema)}
-    file_columns: list[str] = []
-    file_arrow: list[pa.Field] = []
-    target: list[pa.Field] = []
-    sources: list[int] = []
+    out: list[ColumnSource] = []
     for name in columns:
         field = read_by_name.get(name)
         if field is None:
             raise SchemaMismatchError(
                 f"unknown column {name!r}; the table has {list(read_by_name)}"
             )
-        target.append(to_arrow_field(field))
         old = file_by_id.get(field.id)
-        if old is None:
-            sources.append(-1)
-            continue
-        sources.append(len(file_columns))
-        file_columns.append(old.name)
-        file_arrow.append(to_arrow_field(old))
-    target_schema = pa.schema(target)
-    file_schema_arrow = pa.schema(file_arrow)
-    identity = list(file_columns) == list(columns) and all(
-        a.type == b.type for a, b in zip(file_schema_arrow, target_schema, strict=True)
-    )
-    return FileSchemaMapping(
-        file_schema_id=file_schema.id,
-        file_columns=tuple(file_columns),
-        file_arrow_schema=file_schema_arrow,
-        target=target_schema,
-        sources=tuple(sources),
-        identity=identity,
-    )
+        out.append(
+            ColumnSource(
+                target=to_arrow_field(field),
+                file_column=None if old is None else old.name,
+                file_type=None if old is None else old.type,
+                target_type=field.type,
+            )
+        )
+    return mapping_of(file_schema.id, out)
 
 
 def file_stats_predicates(
@@ -244,7 +306,7 @@ def check_files_readable(
             ) from exc
         for f in _fields(old):
             now = by_id.get(f.id)
-            if now is not None and not can_widen(
+            if now is not None and not can_evolve(
                 f.type.with_nullable(nullable=True), now.type.with_nullable(nullable=True)
             ):
                 raise SchemaMismatchError(
@@ -254,18 +316,8 @@ def check_files_readable(
                 )
 
 
-class ReadFn(Protocol):
-    """``read_splits`` bound to a FileIO: reads splits whose files share one layout."""
-
-    def __call__(
-        self,
-        splits: Sequence[Split],
-        *,
-        schema: pa.Schema,
-        columns: Sequence[str] | None = None,
-        predicates: Sequence[Predicate] = (),
-        limit: int | None = None,
-    ) -> pa.Table: ...
+ReadFile = Callable[[str, pa.Schema], pa.Table]
+"""Reads the columns of a schema (names and Arrow types as in the file) from one data file."""
 
 
 class SchemaEvolution:
@@ -306,33 +358,11 @@ class SchemaEvolution:
             for f in s.files
         )
 
-    def _layout(self, file: DataFileMeta, columns: Sequence[str]) -> FileSchemaMapping | None:
-        m = self.mapping(file.schema_id, columns)
-        return None if m.identity else m
-
-    def runs(
-        self, splits: Sequence[Split], columns: Sequence[str]
-    ) -> list[tuple[list[Split], FileSchemaMapping | None]]:
-        """Group the files of ``splits``, in order, into runs of consecutive files of one mapping.
-
-        Returns:
-            ``(splits of the run, mapping)`` pairs in file order; the mapping
-            is ``None`` for files already in the read layout.
-        """
-        runs: list[tuple[list[tuple[Split, int]], FileSchemaMapping | None]] = []
-        for split in splits:
-            for i, file in enumerate(split.files):
-                m = self._layout(file, columns)
-                if not runs or runs[-1][1] is not m:
-                    runs.append(([], m))
-                runs[-1][0].append((split, i))
-        return [(_subsplits(entries), m) for entries, m in runs]
-
     def read(
         self,
         splits: Sequence[Split],
         *,
-        read: ReadFn,
+        read_file: ReadFile,
         names: Sequence[str],
         needed: Sequence[str],
         predicates: Sequence[Predicate],
@@ -340,14 +370,15 @@ class SchemaEvolution:
     ) -> pa.Table:
         """Read ``splits`` whose files span schemas into the read schema.
 
-        Without ``limit`` the files of each schema are read together (one
-        read per schema, side by side in threads) and put back in file
-        order; with ``limit`` runs of consecutive files are read in order
-        until enough rows came.
+        Every file is read on its own, in its own layout, mapped to the read
+        schema and filtered; without ``limit`` all files are read at once
+        (threads; the readers release the GIL), as parallel as a plain scan
+        over the same files. With ``limit`` files are read in order until
+        enough rows came.
 
         Args:
             splits: Planned splits.
-            read: ``read_splits`` bound to the table's FileIO (reads files of one layout).
+            read_file: Reads columns (file names and types) from one data file.
             names: Columns of the result, in order.
             needed: ``names`` plus the predicates' columns.
             predicates: AND of predicates applied exactly to the rows.
@@ -355,6 +386,10 @@ class SchemaEvolution:
 
         Returns:
             The rows in file order, columns ``names``.
+
+        Raises:
+            FileNotFoundError: a data file is missing.
+            UnsupportedTypeError: a value does not fit its read type.
         """
         read_arrow = self.read_schema.arrow_schema
         target = pa.schema([read_arrow.field(n) for n in needed])
@@ -363,68 +398,37 @@ class SchemaEvolution:
             if predicates
             else None
         )
+        files = [(split.paths[i], split.files[i].schema_id)
+                 for split in splits for i in range(len(split.files))]  # fmt: skip
 
-        def read_files(files: list[Split], m: FileSchemaMapping | None) -> pa.Table:
-            if m is None:
-                part = read(files, schema=read_arrow, columns=needed)
-            else:
-                part = m.apply(read(files, schema=m.file_arrow_schema, columns=m.file_columns))
-            part = part.select(list(needed))
-            return part if part.schema == target else part.cast(target)
+        def one(entry: tuple[str, int]) -> pa.Table:
+            path, schema_id = entry
+            m = self.mapping(schema_id, needed)
+            part = (
+                read_file(path, target)
+                if m.identity
+                else m.apply(read_file(path, m.file_arrow_schema))
+            )
+            if part.schema != target:  # field metadata / nullability of the read schema
+                part = pa.Table.from_arrays(part.columns, schema=target)
+            return part.filter(expr) if expr is not None else part
 
         parts: list[pa.Table] = []
         if limit is not None:
             rows = 0
-            for run, m in self.runs(splits, needed):
-                part = read_files(run, m)
-                parts.append(part.filter(expr) if expr is not None else part)
+            for entry in files:
+                parts.append(one(entry))
                 rows += parts[-1].num_rows
                 if rows >= limit:
                     break
+        elif len(files) > 1:
+            parts = list(_pool().map(one, files))
         else:
-            parts = self._read_grouped(splits, needed, read_files)
+            parts = [one(f) for f in files]
         table = pa.concat_tables(parts) if parts else target.empty_table()
-        if limit is None and expr is not None:
-            table = table.filter(expr)
         if limit is not None:
             table = table.slice(0, limit)
         return table.select(list(names))
-
-    def _read_grouped(
-        self,
-        splits: Sequence[Split],
-        needed: Sequence[str],
-        read_files: Callable[[list[Split], FileSchemaMapping | None], pa.Table],
-    ) -> list[pa.Table]:
-        """Read the files of each layout together; return one table per file, in file order."""
-        entries = [(split, i) for split in splits for i in range(len(split.files))]
-        groups: dict[int, tuple[FileSchemaMapping | None, list[int]]] = {}
-        for pos, (split, i) in enumerate(entries):
-            m = self._layout(split.files[i], needed)
-            groups.setdefault(-1 if m is None else m.file_schema_id, (m, []))[1].append(pos)
-
-        def read_group(group: tuple[FileSchemaMapping | None, list[int]]) -> list[pa.Table]:
-            m, positions = group
-            table = read_files(_subsplits([entries[p] for p in positions]), m)
-            counts = [entries[p][0].files[entries[p][1]].row_count for p in positions]
-            if sum(counts) != table.num_rows:  # row counts unknown: keep the group's order
-                return [table] + [table.slice(0, 0)] * (len(positions) - 1)
-            out, offset = [], 0
-            for n in counts:
-                out.append(table.slice(offset, n))
-                offset += n
-            return out
-
-        ordered = list(groups.values())
-        if len(ordered) > 1:
-            pieces = list(_pool().map(read_group, ordered))
-        else:
-            pieces = [read_group(g) for g in ordered]
-        by_position: list[pa.Table | None] = [None] * len(entries)
-        for (_, positions), tables in zip(ordered, pieces, strict=True):
-            for pos, t in zip(positions, tables, strict=True):
-                by_position[pos] = t
-        return [t for t in by_position if t is not None]
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -432,28 +436,14 @@ _POOL_LOCK = threading.Lock()
 
 
 def _pool() -> ThreadPoolExecutor:
-    """The threads that read the files of different schemas side by side (one per process)."""
+    """Threads that read data files side by side (one pool per process).
+
+    Each file read is mostly I/O and Arrow decoding with the GIL released, so
+    the pool holds more threads than cores (like Arrow's own I/O pool).
+    """
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            workers = min(max(2, os.cpu_count() or 2), _MAX_READ_THREADS)
-            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="snaplake-read")
+            _POOL = ThreadPoolExecutor(max_workers=_MAX_READ_THREADS,
+                                       thread_name_prefix="snaplake-read")  # fmt: skip
         return _POOL
-
-
-def _subsplits(entries: Sequence[tuple[Split, int]]) -> list[Split]:
-    """Splits holding just the given (split, file index) entries, in order."""
-    out: list[tuple[Split, list[int]]] = []
-    for split, i in entries:
-        if out and out[-1][0] is split:
-            out[-1][1].append(i)
-        else:
-            out.append((split, [i]))
-    return [
-        replace(
-            split,
-            files=tuple(split.files[i] for i in idx),
-            paths=tuple(split.paths[i] for i in idx),
-        )
-        for split, idx in out
-    ]

@@ -78,9 +78,10 @@ def read_splits(
     """
     names, needed = _projection(schema, columns, predicates)
     if evolution is not None and evolution.needs_mapping(splits, needed):
+        read_file = partial(_read_file, file_io, file_io.arrow_filesystem())
         return evolution.read(
-            splits, read=partial(read_splits, file_io), names=names, needed=needed,
-            predicates=predicates, limit=limit,
+            splits, read_file=read_file, names=names, needed=needed, predicates=predicates,
+            limit=limit,
         )  # fmt: skip
     out_schema = pa.schema([schema.field(n) for n in needed])
     paths = [p for s in splits for p in s.paths]

@@ -28,3 +28,30 @@ def test_primary_key_table_through_the_cli(snaplake: Snaplake, tmp_path: Path) -
     assert sorted((r["id"], r["v"]) for r in filtered) == [(2, "B"), (3, "c"), (4, "d")]
     snaplake("create-table", "db.app", "--from-parquet", str(first))
     snaplake("compact", "db.app", "--full", expect=2)
+
+
+def test_evolved_primary_key_table_through_the_cli(snaplake: Snaplake, tmp_path: Path) -> None:
+    first = tmp_path / "first.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": pa.array([1, 2, 3],
+                                                                               pa.int32())}),
+                   first)  # fmt: skip
+    snaplake("create-table", "db.kv", "--from-parquet", str(first), "--primary-keys", "id",
+             "--option", "bucket=1", "--option", "merge-engine=aggregation",
+             "--option", "fields.v.aggregate-function=sum")  # fmt: skip
+    snaplake("write", "db.kv", str(first))
+    snaplake("alter-table", "db.kv", "--update-column-type", "total bigint", "--rename-column",
+             "v=total", "--add-column", "note string")  # fmt: skip
+    snaplake("alter-table", "db.kv", "--drop-column", "id", expect=1)  # a primary key
+    second = tmp_path / "second.parquet"
+    pq.write_table(pa.table({"id": pa.array([2, 4], pa.int64()),
+                             "total": pa.array([2**40, 4], pa.int64()), "note": ["x", "y"]}),
+                   second)  # fmt: skip
+    snaplake("write", "db.kv", str(second))
+    want = [(1, 1, None), (2, 2 + 2**40, "x"), (3, 3, None), (4, 4, "y")]
+    rows = snaplake.json("read", "db.kv")
+    assert sorted((r["id"], r["total"], r["note"]) for r in rows) == want
+    old = snaplake.json("read", "db.kv", "--snapshot", "1")
+    assert sorted((r["id"], r["v"]) for r in old) == [(1, 1), (2, 2), (3, 3)]
+    assert snaplake.json("compact", "db.kv", "--full")["compacted"] is True
+    rows = snaplake.json("read", "db.kv", "--filter", "total > 3")
+    assert sorted((r["id"], r["total"], r["note"]) for r in rows) == [want[1], want[3]]
