@@ -351,10 +351,27 @@ class FileStoreCommit:
 
 
 def _entries(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
-    """ADD entries for new files and compact_after, DELETE entries for the deleted ones."""
+    """The messages' manifest entries, in Paimon's order.
+
+    Per message: ADD new files, DELETE deleted files, then DELETE
+    ``compact_before`` and ADD ``compact_after``. A compaction that upgrades a
+    file (DELETE at its old level, ADD at the new one) thus lists the DELETE
+    first, which Paimon's expiry relies on: it walks a delta in order and an
+    ADD cancels a pending DELETE of the same path, so the reverse order would
+    have Java's expiry delete a live file
+    (``FileDeletionBase.planDeletedInDeltaManifest``).
+
+    Source: Paimon ``ManifestEntryChanges.collect``.
+    """
     out: list[ManifestEntry] = []
     for m in messages:
-        for kind, files in ((FileKind.ADD, m.added_files()), (FileKind.DELETE, m.deleted_files())):
+        di, ci = m.data_increment, m.compact_increment
+        for kind, files in (
+            (FileKind.ADD, di.new_files),
+            (FileKind.DELETE, di.deleted_files),
+            (FileKind.DELETE, ci.compact_before),
+            (FileKind.ADD, ci.compact_after),
+        ):
             out.extend(
                 ManifestEntry(
                     kind=kind,
@@ -429,8 +446,8 @@ class _MessagesCommit:
             properties=self.properties,
             files_added=len(adds),
             files_deleted=len(all_deletes),
-            delta_record_count=sum(e.file.added_row_count for e in adds)
-            - sum(e.file.added_row_count for e in all_deletes),
+            delta_record_count=sum(e.file.row_count for e in adds)
+            - sum(e.file.row_count for e in all_deletes),
             new_files=(
                 *data_file_paths(owner.paths, self.schema, adds),
                 *(owner.paths.manifest_path(m.file_name) for m in delta),

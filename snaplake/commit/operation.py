@@ -40,7 +40,9 @@ class CommitChanges:
             reserved and dropped).
         files_added: Data files ADDed (for the result).
         files_deleted: Data files DELETEd (for the result).
-        delta_record_count: Rows added minus rows deleted.
+        delta_record_count: Rows of the ADDed data files minus rows of the
+            DELETEd ones, retraction rows included (Paimon's ``recordCountAdd -
+            recordCountDelete`` over the delta).
         new_files: Paths of the files the new snapshot references that were
             written for it (data files, manifests): made durable, with their
             directories, before the publish.

@@ -456,7 +456,7 @@ class SnapshotCommit:
             time_millis=self._wall_clock_ms(),
             total_record_count=previous_total + changes.delta_record_count,
             delta_record_count=changes.delta_record_count,
-            changelog_record_count=0,
+            changelog_record_count=None,
             watermark=latest.watermark if latest else None,
             properties=props,
         )

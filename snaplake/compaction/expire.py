@@ -391,17 +391,35 @@ class ExpireSnapshots:
     def _deleted_in_delta(
         self, snap: Snapshot, schema: TableSchema
     ) -> list[tuple[str, int, _FileKey]]:
-        """Data files DELETEd (and not re-ADDed) by ``snap``'s delta: ``(path, bytes, key)``."""
+        """Data files ``snap``'s delta DELETEs and leaves dead: ``(path, bytes, key)``.
+
+        A path is dead after the delta when the delta DELETEs it and no ADD of
+        the delta that the delta does not itself DELETE again (by full
+        identity, level included) names the same path. A compaction upgrading
+        a file (DELETE at its old level, ADD of the same path at the new one)
+        therefore keeps it, whatever the order of the two entries (Paimon
+        writes the DELETE first; older snaplake versions wrote the ADD
+        first), and a first-row writer's level-0 file that its own commit
+        compacted away (ADD, DELETE, then the outputs) is dead.
+
+        Source: Paimon ``FileDeletionBase.planDeletedInDeltaManifest`` (keyed
+        by path; an ADD after a DELETE of the same path keeps the file).
+        """
         metas = read_list_strict(self.file_io, self.paths, snap.delta_manifest_list)
+        entries = self._entries(metas)
+        deleted_ids = {e.identifier() for e in entries if e.kind == FileKind.DELETE}
+        kept: set[tuple[Any, ...]] = set()
         pending: dict[tuple[Any, ...], ManifestEntry] = {}
-        for e in self._entries(metas):
-            ident = (e.partition, e.bucket, e.file.file_name, e.file.external_path)
-            if e.kind == FileKind.ADD:
-                pending.pop(ident, None)
-            else:
-                pending[ident] = e
+        for e in entries:
+            path_id = (e.partition, e.bucket, e.file.file_name, e.file.external_path)
+            if e.kind == FileKind.DELETE:
+                pending[path_id] = e
+            elif e.identifier() not in deleted_ids:
+                kept.add(path_id)
         out: list[tuple[str, int, _FileKey]] = []
-        for e in pending.values():
+        for path_id, e in pending.items():
+            if path_id in kept:
+                continue
             part = self._partition_path(e.partition, schema)
             key = (self._key_partition(e), e.bucket, e.file.file_name)
             f = e.file
