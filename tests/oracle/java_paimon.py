@@ -433,14 +433,17 @@ def encode_value(value: Any, dtype: pa.DataType) -> Any:
     return value
 
 
-def java_values(table: pa.Table | pa.RecordBatch) -> list[tuple[Any, ...]]:
-    """Encode ``table``'s rows as the Java reader does, sorted like :attr:`JavaRead.rows`."""
+def java_values(table: pa.Table | pa.RecordBatch, *, sort: bool = True) -> list[tuple[Any, ...]]:
+    """Encode ``table``'s rows as the Java reader does, sorted like :attr:`JavaRead.rows`.
+
+    ``sort=False`` keeps the table's row order (to pair rows with their kinds).
+    """
     columns = [
         [encode_value(v, field.type) for v in table.column(i).to_pylist()]
         for i, field in enumerate(table.schema)
     ]
     rows = list(zip(*columns, strict=True)) if columns else []
-    return sorted(rows, key=_sort_key)
+    return sorted(rows, key=_sort_key) if sort else rows
 
 
 def same_values(left: Sequence[Sequence[Any]], right: Sequence[Sequence[Any]]) -> bool:
