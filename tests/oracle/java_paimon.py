@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "JavaSplit",
     "build",
     "encode_value",
+    "is_built",
     "java_paimon_dir",
     "java_values",
     "requires_java_paimon",
@@ -78,6 +80,11 @@ def java_paimon_dir() -> Path:
 
 def _classpath_file() -> Path:
     return java_paimon_dir() / "classpath.txt"
+
+
+def is_built() -> bool:
+    """Whether the reader is built (:func:`build`) where :func:`java_paimon_dir` points."""
+    return _is_built()
 
 
 def _is_built() -> bool:
@@ -212,7 +219,7 @@ class JavaRead:
 
     @property
     def rows(self) -> list[tuple[Any, ...]]:
-        """Every row, sorted (NULLs first), for order-free comparison."""
+        """Every row, in a fixed order (as :func:`java_values` sorts), for order-free comparison."""
         return sorted((r for s in self.splits for r in s.rows), key=_sort_key)
 
     @property
@@ -247,8 +254,9 @@ class JavaRead:
         return out
 
 
-def _sort_key(row: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple((v is not None, json.dumps(v, sort_keys=True, default=str)) for v in row)
+def _sort_key(row: Sequence[Any]) -> str:
+    """A total order over encoded rows of any types (equal rows, NaN included, sort alike)."""
+    return repr(row)
 
 
 class JavaPaimon:
@@ -438,12 +446,25 @@ def java_values(table: pa.Table | pa.RecordBatch, *, sort: bool = True) -> list[
 
     ``sort=False`` keeps the table's row order (to pair rows with their kinds).
     """
-    columns = [
-        [encode_value(v, field.type) for v in table.column(i).to_pylist()]
-        for i, field in enumerate(table.schema)
-    ]
+    columns = [_encode_column(table.column(i), field.type) for i, field in enumerate(table.schema)]
     rows = list(zip(*columns, strict=True)) if columns else []
     return sorted(rows, key=_sort_key) if sort else rows
+
+
+_NANOS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+def _encode_column(column: pa.Array | pa.ChunkedArray, dtype: pa.DataType) -> list[Any]:
+    """:func:`encode_value` over a column; whole-column for the types that allow it."""
+    t = pa.types
+    if t.is_integer(dtype) or t.is_boolean(dtype) or t.is_floating(dtype):
+        return list(column.to_pylist())  # floats widen exactly; the encoding is the value
+    if t.is_string(dtype) or t.is_large_string(dtype):
+        return list(column.to_pylist())
+    if t.is_timestamp(dtype):  # the stored int64 counts from the epoch (UTC for tz types)
+        counts = column.cast(pa.timestamp(dtype.unit)).cast(pa.int64())
+        return list(pc.multiply_checked(counts, _NANOS_PER_UNIT[dtype.unit]).to_pylist())
+    return [encode_value(v, dtype) for v in column.to_pylist()]
 
 
 def same_values(left: Sequence[Sequence[Any]], right: Sequence[Sequence[Any]]) -> bool:
