@@ -66,11 +66,11 @@ SMOKE_EXTRAS ?= core,pandas,s3,cli,metrics,daemon
 package-smoke: venv
 	$(PY) tests/packaging/fresh_install.py --extras $(SMOKE_EXTRAS)
 
-demo: java venv paimon-venv
+demo: java venv paimon-venv java-paimon
 	$(PY) demo/flights_demo.py --warehouse ./warehouse
 
 # The CI-sized demo (20 files); tests/spark/test_demo.py runs the same inside `make unit`.
-demo-ci: java venv paimon-venv
+demo-ci: java venv paimon-venv java-paimon
 	$(PY) demo/flights_demo.py --warehouse ./warehouse-ci --files 20 --rate 10 --metrics-listen auto
 
 bench: venv paimon-venv

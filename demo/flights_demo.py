@@ -20,7 +20,8 @@ Run with ``make demo`` (or ``python demo/flights_demo.py --warehouse ./warehouse
    (aggregation per route and month), which the daemon compacts as they grow
    (``demo/change_feed.py``).
 6. A summary is printed and the tables are verified against the source with
-   snaplake and with pypaimon. The exit code is 1 if any check fails.
+   snaplake, with pypaimon and (``demo.flight_status``, which pypaimon cannot
+   read) with Java Paimon 0.9. The exit code is 1 if any check fails.
 6. It ends with what to try next: ``snaplake`` commands on the table, and how
    to run the daemon with Prometheus and the Grafana dashboard. With
    ``--serve`` the daemon (and its metrics endpoint) keeps running until
@@ -64,7 +65,7 @@ from demo._support import (
     read_results,
     stage_files,
 )
-from demo.change_feed import ChangeFeed, create_tables, pypaimon_checks
+from demo.change_feed import ChangeFeed, create_tables, java_checks, pypaimon_checks
 from demo.change_feed import checks as feed_checks
 from demo.flights_data import FLIGHTS_ROWS, load_flights
 from demo.guide import next_steps
@@ -96,6 +97,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--option", action="append", default=[], help="catalog option k=v (S3)")
     parser.add_argument("--work-dir", default=None, help="landing/checkpoint dir (default: temp)")
     parser.add_argument("--skip-pypaimon", action="store_true")
+    parser.add_argument("--skip-java", action="store_true", help="skip Java Paimon's check")
     parser.add_argument("--timeout", type=float, default=900.0, help="give up after seconds")
     parser.add_argument(
         "--serve",
@@ -333,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
         checks.update(_pypaimon_checks(table, args.warehouse, work, want_months, want_distance))
         if "://" not in args.warehouse:
             checks.update(pypaimon_checks(Path(args.warehouse), flights))
+    if not args.skip_java and "://" not in args.warehouse:
+        checks.update(java_checks(status, flights))
     ok = True
     for name, (got, want) in checks.items():
         passed = got == want

@@ -124,6 +124,60 @@ FILE_SUFFIX_INCLUDE_COMPRESSION = ConfigOption(
 METADATA_STATS_MODE = _opt(
     "metadata.stats-mode", str, "truncate(16)", "none, counts, truncate(N) or full."
 )
+
+
+def _parse_level_map(text: str) -> dict[int, str]:
+    """Parse Paimon's per-level map option (``"0:none,1:truncate(16)"``)."""
+    out: dict[int, str] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        level, sep, value = item.partition(":")
+        if not sep or not level.strip().isdigit() or not value.strip():
+            raise ValueError(f"{item.strip()!r} is not '<level>:<value>'")
+        out[int(level)] = value.strip()
+    return out
+
+
+METADATA_STATS_MODE_PER_LEVEL: ConfigOption[dict[int, str]] = _opt(
+    "metadata.stats-mode.per.level", _parse_level_map, {},
+    "Per-level metadata.stats-mode of primary-key data files ('0:none,1:full').",
+)  # fmt: skip
+FILE_COMPRESSION_PER_LEVEL: ConfigOption[dict[int, str]] = _opt(
+    "file.compression.per.level", _parse_level_map, {},
+    "Per-level file.compression of primary-key data files ('0:lz4,1:zstd').",
+)  # fmt: skip
+FILE_FORMAT_PER_LEVEL: ConfigOption[dict[int, str]] = _opt(
+    "file.format.per.level", _parse_level_map, {},
+    "Per-level file.format of primary-key data files ('0:avro').",
+)  # fmt: skip
+CHANGELOG_PRODUCER = _opt(
+    "changelog-producer", lambda t: t.strip().lower(), "none",
+    "Changelog files of primary-key tables: none, input (lookup, full-compaction: refused).",
+)  # fmt: skip
+CHANGELOG_FILE_PREFIX = _opt(
+    "changelog-file.prefix", str, "changelog-", "File name prefix of changelog files."
+)
+CHANGELOG_FILE_FORMAT = _opt(
+    "changelog-file.format", str, None, "Format of changelog files (default: file.format)."
+)
+CHANGELOG_FILE_COMPRESSION = _opt(
+    "changelog-file.compression", str, None, "Codec of changelog files (default: file.compression)."
+)
+CHANGELOG_FILE_STATS_MODE = _opt(
+    "changelog-file.stats-mode", str, None,
+    "Stats mode of changelog files (default: the level-0 data file mode).",
+)  # fmt: skip
+CHANGELOG_NUM_RETAINED_MIN = _opt(
+    "changelog.num-retained.min", int, None, "Changelog retention (default: the snapshots')."
+)
+CHANGELOG_NUM_RETAINED_MAX = _opt(
+    "changelog.num-retained.max", int, None, "Changelog retention (default: the snapshots')."
+)
+CHANGELOG_TIME_RETAINED = _opt(
+    "changelog.time-retained", parse_duration, None,
+    "Changelog retention (default: the snapshots').",
+)  # fmt: skip
 DYNAMIC_PARTITION_OVERWRITE = ConfigOption(
     key="dynamic-partition-overwrite",
     parse=_parse_bool,
@@ -375,6 +429,72 @@ class CoreOptions:
     def metadata_stats_mode(self) -> str:
         """``metadata.stats-mode`` of new data files."""
         return self._req(METADATA_STATS_MODE)
+
+    def stats_mode_for_level(self, level: int) -> str:
+        """``metadata.stats-mode.per.level`` of ``level``, else ``metadata.stats-mode``.
+
+        Source: Paimon ``KeyValueFileWriterFactory`` (``statsModePerLevel``).
+        """
+        per_level = self._req(METADATA_STATS_MODE_PER_LEVEL)
+        return per_level.get(level, self.metadata_stats_mode)
+
+    def compression_for_level(self, level: int) -> str:
+        """``file.compression.per.level`` of ``level``, else ``file.compression``.
+
+        Source: Paimon ``KeyValueFileWriterFactory`` (``fileCompressionPerLevel``).
+        """
+        return self._req(FILE_COMPRESSION_PER_LEVEL).get(level, self.file_compression)
+
+    def format_for_level(self, level: int) -> str:
+        """``file.format.per.level`` of ``level``, else ``file.format``."""
+        return self._req(FILE_FORMAT_PER_LEVEL).get(level, self.file_format)
+
+    @property
+    def changelog_producer(self) -> str:
+        """``changelog-producer`` (lower case): ``none``, ``input``, ``lookup``, ..."""
+        return self._req(CHANGELOG_PRODUCER)
+
+    @property
+    def changelog_file_prefix(self) -> str:
+        """``changelog-file.prefix``."""
+        return self._req(CHANGELOG_FILE_PREFIX)
+
+    @property
+    def changelog_file_format(self) -> str:
+        """``changelog-file.format``, else the format of level-0 files."""
+        return self.get(CHANGELOG_FILE_FORMAT) or self.format_for_level(0)
+
+    @property
+    def changelog_file_compression(self) -> str:
+        """``changelog-file.compression``, else the compression of level-0 files."""
+        return self.get(CHANGELOG_FILE_COMPRESSION) or self.compression_for_level(0)
+
+    @property
+    def changelog_file_stats_mode(self) -> str:
+        """``changelog-file.stats-mode``, else the stats mode of level-0 files.
+
+        Source: Paimon ``KeyValueFileWriterFactory`` (changelog files are written
+        at level 0 with ``isChangelog``).
+        """
+        return self.get(CHANGELOG_FILE_STATS_MODE) or self.stats_mode_for_level(0)
+
+    def changelog_retention(
+        self, *, retain_min: int, retain_max: int, time_retained: timedelta
+    ) -> tuple[int, int, timedelta]:
+        """``changelog.num-retained.min/.max`` and ``changelog.time-retained``.
+
+        Each defaults to the given snapshot retention, as in Paimon.
+
+        Source: Paimon ``CoreOptions.expireConfig`` / ``ExpireConfig.Builder``.
+        """
+        rmin = self.get(CHANGELOG_NUM_RETAINED_MIN)
+        rmax = self.get(CHANGELOG_NUM_RETAINED_MAX)
+        tret = self.get(CHANGELOG_TIME_RETAINED)
+        return (
+            retain_min if rmin is None else rmin,
+            retain_max if rmax is None else rmax,
+            time_retained if tret is None else tret,
+        )
 
     @property
     def dynamic_partition_overwrite(self) -> bool:

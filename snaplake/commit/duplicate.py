@@ -24,7 +24,8 @@ from collections.abc import Sequence
 
 from snaplake.commit.conflict import ConflictDetection
 from snaplake.commit.message import CommitMessage
-from snaplake.store.format.manifest import FileKind, ManifestEntry
+from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
+from snaplake.store.format.manifest_list import read_manifest_list
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
@@ -94,7 +95,7 @@ def delete_unreferenced_files(
     messages: Sequence[CommitMessage],
     latest: Snapshot,
 ) -> list[str]:
-    """Delete the data files ``messages`` ADD that no retained snapshot or tag references.
+    """Delete the data and changelog files of ``messages`` no retained snapshot or tag holds.
 
     Best effort: when the history cannot be read, nothing is deleted (orphan
     clean removes the files later) and the failure is logged.
@@ -113,7 +114,9 @@ def delete_unreferenced_files(
 
     Storage: reads the latest snapshot's manifests, the delta lists and
     manifests of every retained snapshot after the earliest one, and the
-    manifests of tags older than the earliest snapshot; deletes data files.
+    manifests of tags older than the earliest snapshot (for changelog files:
+    the changelog lists and manifests of retained snapshots and tags, newest
+    first, until every file is found); deletes data and changelog files.
     """
     adds = [
         ManifestEntry(kind=FileKind.ADD, partition=m.partition, bucket=m.bucket,
@@ -121,13 +124,23 @@ def delete_unreferenced_files(
         for m in messages
         for f in m.added_files()
     ]  # fmt: skip
-    if not adds:
+    changelog = [
+        ManifestEntry(kind=FileKind.ADD, partition=m.partition, bucket=m.bucket,
+                      total_buckets=m.total_buckets, file=f)
+        for m in messages
+        for f in (*m.data_increment.changelog_files, *m.compact_increment.changelog_files)
+    ]  # fmt: skip
+    if not adds and not changelog:
         return []
     try:
         referenced = _referenced_names(
             file_io, paths, schema_manager, snapshot_manager, latest,
             {e.file.file_name for e in adds},
-        )  # fmt: skip
+        ) if adds else set()  # fmt: skip
+        referenced |= _referenced_changelog(
+            file_io, paths, snapshot_manager, latest, {e.file.file_name for e in changelog}
+        )
+        adds += changelog
     except (OSError, ValueError):
         logger.warning("could not check whether a duplicate's data files are referenced; "
                        "leaving them to orphan clean", exc_info=True)  # fmt: skip
@@ -139,6 +152,32 @@ def delete_unreferenced_files(
     logger.info("deleted %d data file(s) of a duplicate commit (%d referenced, kept)",
                 len(targets), len(adds) - len(targets))  # fmt: skip
     return targets
+
+
+def _referenced_changelog(
+    file_io: FileIO,
+    paths: PathFactory,
+    snapshot_manager: SnapshotManager,
+    latest: Snapshot,
+    names: set[str],
+) -> set[str]:
+    """Which of the changelog file ``names`` a retained snapshot's or a tag's changelog lists."""
+    found: set[str] = set()
+    if not names:
+        return found
+    earliest = snapshot_manager.earliest_snapshot_id() or latest.id
+    snaps = (snapshot_manager.try_snapshot(sid) for sid in range(latest.id, earliest - 1, -1))
+    tags = (read_snapshot_file(file_io, s.path) for s in file_io.list_files(paths.tag_dir))
+    for snap in (*snaps, *tags):
+        if found == names:
+            break
+        if snap is None or not snap.changelog_manifest_list:
+            continue
+        list_path = paths.manifest_path(snap.changelog_manifest_list)
+        for meta in read_manifest_list(file_io, list_path):
+            entries = read_manifest_file(file_io, paths.manifest_path(meta.file_name))
+            found |= {e.file.file_name for e in entries} & names
+    return found
 
 
 def _live_names(

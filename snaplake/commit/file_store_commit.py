@@ -206,8 +206,11 @@ class FileStoreCommit:
                 nothing was written.
 
         Storage:
-            Writes one delta manifest per call, two manifest lists and one
-            snapshot file per attempt (plus one DELETE manifest per attempt for
+            Writes one delta manifest per call (and one changelog manifest
+            when the messages carry changelog files; an overwrite deletes
+            them instead, as Paimon commits no changelog with an overwrite),
+            two manifest lists (three with changelog) and one snapshot file
+            per attempt (plus one DELETE manifest per attempt for
             overwrites), and the ``LATEST`` hint; a lost attempt deletes its
             manifest lists; a failed call deletes its manifests. A duplicate
             deletes the data files its messages ADD that no retained snapshot
@@ -351,10 +354,27 @@ class FileStoreCommit:
 
 
 def _entries(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
-    """ADD entries for new files and compact_after, DELETE entries for the deleted ones."""
+    """The messages' manifest entries, in Paimon's order.
+
+    Per message: ADD new files, DELETE deleted files, then DELETE
+    ``compact_before`` and ADD ``compact_after``. A compaction that upgrades a
+    file (DELETE at its old level, ADD at the new one) thus lists the DELETE
+    first, which Paimon's expiry relies on: it walks a delta in order and an
+    ADD cancels a pending DELETE of the same path, so the reverse order would
+    have Java's expiry delete a live file
+    (``FileDeletionBase.planDeletedInDeltaManifest``).
+
+    Source: Paimon ``ManifestEntryChanges.collect``.
+    """
     out: list[ManifestEntry] = []
     for m in messages:
-        for kind, files in ((FileKind.ADD, m.added_files()), (FileKind.DELETE, m.deleted_files())):
+        di, ci = m.data_increment, m.compact_increment
+        for kind, files in (
+            (FileKind.ADD, di.new_files),
+            (FileKind.DELETE, di.deleted_files),
+            (FileKind.DELETE, ci.compact_before),
+            (FileKind.ADD, ci.compact_after),
+        ):
             out.extend(
                 ManifestEntry(
                     kind=kind,
@@ -383,6 +403,8 @@ class _MessagesCommit:
     kind: CommitKind
     properties: Mapping[str, str]
     _delta: ManifestFileMeta | None = None
+    _changelog: ManifestFileMeta | None = None
+    _changelog_entries: list[ManifestEntry] = field(default_factory=list)
     _entries: list[ManifestEntry] | None = None
     _conflicts: ConflictDetection | None = field(default=None)
 
@@ -422,18 +444,22 @@ class _MessagesCommit:
                 attempt_manifests.append(meta.file_name)
                 delta.append(meta)
         all_deletes = deletes + extra_deletes
+        changelog = self._changelog_entries
         return CommitChanges(
             schema=self.schema,
             delta=tuple(delta),
+            changelog=(self._changelog,) if self._changelog is not None else (),
+            changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
             identifier=self.identifier,
             properties=self.properties,
             files_added=len(adds),
             files_deleted=len(all_deletes),
-            delta_record_count=sum(e.file.added_row_count for e in adds)
-            - sum(e.file.added_row_count for e in all_deletes),
+            delta_record_count=sum(e.file.row_count for e in adds)
+            - sum(e.file.row_count for e in all_deletes),
             new_files=(
-                *data_file_paths(owner.paths, self.schema, adds),
+                *data_file_paths(owner.paths, self.schema, [*adds, *changelog]),
                 *(owner.paths.manifest_path(m.file_name) for m in delta),
+                *(owner.paths.manifest_path(m.file_name) for m in [self._changelog] if m),
             ),
             attempt_manifests=tuple(attempt_manifests),
         )
@@ -447,16 +473,46 @@ class _MessagesCommit:
         adds = [e.file for e in entries if e.kind == FileKind.ADD]
         self.owner._check_buckets([e for e in entries if e.kind == FileKind.ADD], self.schema)
         check_files_readable(adds, self.schema, self.owner.schema_manager.schema)
-        if self.overwrite is None and not entries:
+        changelog = self._changelog_of_messages()
+        if self.overwrite is None and not entries and not changelog:
             return None
+        owner = self.owner
         if entries:
-            self._delta = write_manifest(
-                self.owner.file_io, self.owner.paths, entries, schema=self.schema
+            self._delta = write_manifest(owner.file_io, owner.paths, entries, schema=self.schema)
+        if changelog:
+            self._changelog = write_manifest(
+                owner.file_io, owner.paths, changelog, schema=self.schema
             )
+            self._changelog_entries = changelog
         self._entries = entries
         return entries
 
+    def _changelog_of_messages(self) -> list[ManifestEntry]:
+        """ADD entries of the messages' changelog files (none for an overwrite).
+
+        As in Paimon, an overwrite commits no changelog; its changelog files
+        are deleted (nothing references them) with a warning.
+
+        Source: Paimon ``ManifestEntryChanges.collect``, ``FileStoreCommitImpl.overwrite``.
+        """
+        changelog = [
+            ManifestEntry(kind=FileKind.ADD, partition=m.partition, bucket=m.bucket,
+                          total_buckets=m.total_buckets, file=f)
+            for m in self.messages
+            for f in (*m.data_increment.changelog_files, *m.compact_increment.changelog_files)
+        ]  # fmt: skip
+        if changelog and self.overwrite is not None:
+            logger.warning(
+                "an overwrite commits no changelog (as in Paimon): deleting its %d changelog "
+                "file(s) of %s", len(changelog), self.owner.table_name,
+            )  # fmt: skip
+            owner = self.owner
+            owner.file_io.delete_many(data_file_paths(owner.paths, self.schema, changelog))
+            return []
+        return changelog
+
     def abandon(self) -> None:
-        if self._delta is not None:
-            self.owner.snapshot_commit.delete_manifests([self._delta.file_name])
-            self._delta = None
+        names = [m.file_name for m in (self._delta, self._changelog) if m is not None]
+        if names:
+            self.owner.snapshot_commit.delete_manifests(names)
+        self._delta = self._changelog = None

@@ -16,6 +16,7 @@ Source: Paimon ``KeyValueFileWriterFactory.createRollingMergeTreeFileWriter``,
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,9 +101,20 @@ class KeyValueFileWriter:
         small: The caller knows the rows are few (a writer flush of under
             :data:`SMALL_FILE_ROWS` rows): write without dictionary encoding,
             which costs more than it saves on a few hundred rows.
+        changelog: Write changelog files (``changelog-producer = input``):
+            named with ``changelog-file.prefix``, compressed with
+            ``changelog-file.compression`` and described with
+            ``changelog-file.stats-mode`` (each defaulting to the level-0
+            data file's setting), rows kept as given (one key may repeat).
+            Data files use ``file.compression.per.level`` and
+            ``metadata.stats-mode.per.level`` of their level, else
+            ``file.compression`` and ``metadata.stats-mode``.
 
-    Storage: creates ``data-<uuid>-<n>.parquet`` files under the bucket
-    directory; :meth:`abort` deletes them.
+    Storage: creates ``data-<uuid>-<n>.parquet`` (or ``changelog-...``) files
+    under the bucket directory; :meth:`abort` deletes them.
+
+    Source: Paimon ``KeyValueFileWriterFactory`` (``createRollingChangelogFileWriter``,
+    the per-level and changelog format, compression and stats mode).
     """
 
     def __init__(
@@ -117,6 +129,7 @@ class KeyValueFileWriter:
         file_source: FileSource,
         target_file_size: int,
         small: bool = False,
+        changelog: bool = False,
     ) -> None:
         self.file_io = file_io
         self.paths = paths
@@ -129,7 +142,18 @@ class KeyValueFileWriter:
         self.key_names = schema.trimmed_primary_keys
         self.arrow_schema = kv_schema(schema.arrow_schema, self.key_names)
         opts = schema.core_options
-        self._spec = DataFileSpec.from_options(opts)
+        spec = DataFileSpec.from_options(opts)
+        if changelog:
+            spec = dataclasses.replace(
+                spec,
+                prefix=opts.changelog_file_prefix,
+                compression=opts.changelog_file_compression,
+            )
+            self._stats_mode = opts.changelog_file_stats_mode
+        else:
+            spec = dataclasses.replace(spec, compression=opts.compression_for_level(level))
+            self._stats_mode = opts.stats_mode_for_level(level)
+        self._spec = spec
         self._open: _Open | None = None
         self._group_bytes = min(ROW_GROUP_BYTES, self.target)
         self._dictionary = not small
@@ -232,7 +256,7 @@ class KeyValueFileWriter:
             out=out,
             writer=writer,
             key_stats=ValueStatsCollector(self.schema.key_types, stats_mode=KEY_STATS_MODE),
-            value_stats=ValueStatsCollector(self.schema.value_types),
+            value_stats=ValueStatsCollector(self.schema.value_types, stats_mode=self._stats_mode),
         )
         return self._open
 

@@ -8,7 +8,11 @@ sequence number of its bucket, and buffers it per (partition, bucket). A
 flush (at ``prepare_commit``, or when the buffers exceed ``write-buffer-size``)
 sorts each bucket's rows by key, folds equal keys with the merge engine and
 writes them as level-0 files rolled at ``target-file-size``: one new sorted
-run per bucket and flush. Everything is vectorised.
+run per bucket and flush. Everything is vectorised. With
+``changelog-producer = input`` each flush also writes the rows as written
+(sorted into merge order, not folded: one key may repeat, every row kind
+kept) as level-0 changelog files, which the CommitMessage carries in its
+``DataIncrement.changelog_files``.
 
 Sequence numbers continue from the largest ``_MAX_SEQUENCE_NUMBER`` of each
 bucket's live files in the latest snapshot, read once per writer, and keep
@@ -34,14 +38,15 @@ from snaplake.commit.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.table_write import TableWrite, _BucketBuffer, conform_to_schema
 from snaplake.errors import SchemaMismatchError
+from snaplake.mergetree.groups import sort_key_value
 from snaplake.mergetree.kv import RowKind, parse_row_kinds, to_key_value
 from snaplake.mergetree.merge_function import (
     AggregateMergeFunction,
     MergeSpec,
-    fold,
     merge_function_for,
+    merge_sorted,
 )
-from snaplake.store.format.data_file import FileSource
+from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.primary_key import RETRACTABLE_FUNCTIONS, MergeEngine
 from snaplake.store.format.schema import TableSchema
@@ -99,6 +104,7 @@ class KeyValueTableWrite(TableWrite):
         self._write_buffer = opts.write_buffer_size
         self._restore = restore_sequences
         self._compact_up = compact_up
+        self._input_changelog = opts.changelog_producer == "input"
         self._sequences: dict[tuple[bytes, int], int] | None = None
         self._restore_lock = threading.Lock()
 
@@ -302,7 +308,30 @@ class KeyValueTableWrite(TableWrite):
             return
         data = pa.concat_tables(buf.chunks)
         buf.chunks, buf.nbytes = [], 0
-        folded = fold(data, self.spec)
+        ordered = sort_key_value(
+            data,
+            self.spec.key_names,
+            sequence_fields=self.spec.sequence_fields,
+            sequence_descending=self.spec.sequence_descending,
+        )
+        changelog: list[DataFileMeta] = []
+        if self._input_changelog:  # the rows as written, in merge order (Paimon's raw consumer)
+            changelog = self._write_level0(buf, ordered, changelog=True)
+        try:
+            files = self._write_level0(buf, merge_sorted(ordered, self.spec), changelog=False)
+        except BaseException:
+            self.file_io.delete_many(
+                [self.paths.data_file_path(buf.partition_path, buf.bucket, f.file_name)
+                 for f in changelog]
+            )  # fmt: skip
+            raise
+        buf.changelog_files.extend(changelog)
+        buf.files.extend(files)
+
+    def _write_level0(
+        self, buf: _BucketBuffer, rows: pa.Table, *, changelog: bool
+    ) -> list[DataFileMeta]:
+        """Write key-sorted ``rows`` as level-0 data (or changelog) files of ``buf``'s bucket."""
         writer = KeyValueFileWriter(
             file_io=self.file_io,
             paths=self.paths,
@@ -312,16 +341,17 @@ class KeyValueTableWrite(TableWrite):
             level=0,
             file_source=FileSource.APPEND,
             target_file_size=self._target,
-            small=folded.num_rows < SMALL_FILE_ROWS,
+            small=rows.num_rows < SMALL_FILE_ROWS,
+            changelog=changelog,
         )
         try:
-            for batch in folded.to_batches(max_chunksize=65_536):
-                writer.write(pa.Table.from_batches([batch], schema=folded.schema))
+            for batch in rows.to_batches(max_chunksize=65_536):
+                writer.write(pa.Table.from_batches([batch], schema=rows.schema))
             written = writer.close()
         except BaseException:
             writer.abort()
             raise
-        buf.files.extend(w.meta for w in written)
+        return [w.meta for w in written]
 
 
 def restore_max_sequences(scan: FileStoreScan) -> dict[tuple[bytes, int], int]:

@@ -31,6 +31,10 @@ class CommitChanges:
     Attributes:
         schema: The new snapshot's schema (its id, ``manifest.compression``).
         delta: The manifests of the new delta list (this commit's entries).
+        changelog: The manifests of the new snapshot's changelog manifest list
+            (ADD entries of the changelog files); empty = no list, as in Paimon.
+        changelog_record_count: Rows of the changelog files (``None`` when
+            there are none: Paimon's ``nullableRecordCount``).
         base: The complete base list of the new snapshot; ``None`` = the
             latest snapshot's base list followed by its delta list (what
             every commit but a manifest merge publishes).
@@ -40,9 +44,11 @@ class CommitChanges:
             reserved and dropped).
         files_added: Data files ADDed (for the result).
         files_deleted: Data files DELETEd (for the result).
-        delta_record_count: Rows added minus rows deleted.
+        delta_record_count: Rows of the ADDed data files minus rows of the
+            DELETEd ones, retraction rows included (Paimon's ``recordCountAdd -
+            recordCountDelete`` over the delta).
         new_files: Paths of the files the new snapshot references that were
-            written for it (data files, manifests): made durable, with their
+            written for it (data and changelog files, manifests): made durable, with their
             directories, before the publish.
         attempt_manifests: Manifest names written for this attempt only;
             deleted with the attempt's lists when the attempt fails.
@@ -50,6 +56,8 @@ class CommitChanges:
 
     schema: TableSchema
     delta: tuple[ManifestFileMeta, ...] = ()
+    changelog: tuple[ManifestFileMeta, ...] = ()
+    changelog_record_count: int | None = None
     base: tuple[ManifestFileMeta, ...] | None = None
     identifier: int = BATCH_COMMIT_IDENTIFIER
     properties: Mapping[str, str] = field(default_factory=dict)

@@ -212,9 +212,10 @@ class SnapshotCommit:
                 whether it landed; nothing was cleaned up.
 
         Storage:
-            Per attempt: two manifest lists and one snapshot file (plus what
-            the operation writes); a lost or failed attempt deletes its
-            lists; any failure but an unknown outcome calls
+            Per attempt: two manifest lists (three with changelog files)
+            and one snapshot file (plus what the operation writes); a lost
+            or failed attempt deletes its lists; any failure but an unknown
+            outcome calls
             ``operation.abandon()``, as does a stop. Updates ``LATEST``.
         """
         start = self.clock() if start is None else start
@@ -351,7 +352,8 @@ class SnapshotCommit:
             StorageError: writing a list failed (the attempt's files are deleted).
 
         Storage:
-            Writes the base and delta manifest lists and the snapshot file,
+            Writes the base and delta manifest lists (and the changelog
+            manifest list when ``changes.changelog`` is set) and the snapshot file,
             making ``changes.new_files``, the lists and their directories
             durable first; a lost race (or ``latest`` expired meanwhile)
             deletes the lists and ``changes.attempt_manifests``.
@@ -378,14 +380,22 @@ class SnapshotCommit:
             delta_name = self.paths.new_manifest_list_name()
             self.file_io.write_new(self.paths.manifest_path(delta_name), delta_bytes)
             written.append(delta_name)
+            changelog: tuple[str, int] | None = None
+            if changes.changelog:
+                log_bytes = encode_manifest_list(list(changes.changelog), compression=compression)
+                changelog = (self.paths.new_manifest_list_name(), len(log_bytes))
+                self.file_io.write_new(self.paths.manifest_path(changelog[0]), log_bytes)
+                written.append(changelog[0])
             snapshot = self._snapshot(
                 changes, latest=latest, kind=kind, attempt=attempt, start=start,
                 base=(base_name, len(base_bytes)), delta=(delta_name, len(delta_bytes)),
+                changelog=changelog,
             )  # fmt: skip
             durable = [
                 *changes.new_files,
                 self.paths.manifest_path(base_name),
                 self.paths.manifest_path(delta_name),
+                *([self.paths.manifest_path(changelog[0])] if changelog else []),
             ]
             landed = self._publish(snapshot, durable, policy)
         except CommitStateUnknownError:
@@ -433,6 +443,7 @@ class SnapshotCommit:
         start: float,
         base: tuple[str, int],
         delta: tuple[str, int],
+        changelog: tuple[str, int] | None,
     ) -> Snapshot:
         txn = self.txn_map(latest)
         if changes.identifier != BATCH_COMMIT_IDENTIFIER:
@@ -450,13 +461,15 @@ class SnapshotCommit:
             base_manifest_list_size=base[1],
             delta_manifest_list=delta[0],
             delta_manifest_list_size=delta[1],
+            changelog_manifest_list=changelog[0] if changelog else None,
+            changelog_manifest_list_size=changelog[1] if changelog else None,
             commit_user=self.commit_user,
             commit_identifier=changes.identifier,
             commit_kind=kind,
             time_millis=self._wall_clock_ms(),
             total_record_count=previous_total + changes.delta_record_count,
             delta_record_count=changes.delta_record_count,
-            changelog_record_count=0,
+            changelog_record_count=changes.changelog_record_count if changelog else None,
             watermark=latest.watermark if latest else None,
             properties=props,
         )

@@ -304,6 +304,13 @@ class _BucketBuffer:
     chunks: list[pa.Table] = field(default_factory=list)
     nbytes: int = 0
     files: list[DataFileMeta] = field(default_factory=list)
+    changelog_files: list[DataFileMeta] = field(default_factory=list)
+
+    def increment(self) -> DataIncrement:
+        """The files written so far, as a DataIncrement."""
+        return DataIncrement(
+            new_files=tuple(self.files), changelog_files=tuple(self.changelog_files)
+        )
 
 
 class TableWrite:
@@ -500,13 +507,13 @@ class TableWrite:
         messages = []
         for buf in buffers:
             self._flush(buf)
-            if buf.files:
+            if buf.files or buf.changelog_files:
                 messages.append(
                     CommitMessage(
                         partition=buf.partition,
                         bucket=buf.bucket,
                         total_buckets=self._num_buckets,
-                        data_increment=DataIncrement(new_files=tuple(buf.files)),
+                        data_increment=buf.increment(),
                     )
                 )
         self._buffers.clear()
@@ -522,18 +529,18 @@ class TableWrite:
                 message) are always deleted, and buffered rows are dropped.
                 ``None`` = only that.
 
-        Storage: deletes ``new_files``/``compact_after`` of ``messages`` and the
-        writer's unprepared files; never metadata.
+        Storage: deletes ``new_files``/``compact_after`` and changelog files of
+        ``messages`` and the writer's unprepared files; never metadata.
         """
         pending = [
             CommitMessage(
                 partition=buf.partition,
                 bucket=buf.bucket,
                 total_buckets=self._num_buckets,
-                data_increment=DataIncrement(new_files=tuple(buf.files)),
+                data_increment=buf.increment(),
             )
             for buf in self._buffers.values()
-            if buf.files
+            if buf.files or buf.changelog_files
         ]
         self._buffers.clear()
         abort_messages(self.file_io, self.paths, self.schema, [*(messages or ()), *pending])
@@ -547,7 +554,7 @@ class TableWrite:
 def abort_messages(
     file_io: FileIO, paths: PathFactory, schema: TableSchema, messages: Sequence[CommitMessage]
 ) -> None:
-    """Delete the ADDed data files of uncommitted ``messages`` (missing files are fine).
+    """Delete the data and changelog files that uncommitted ``messages`` add (missing: fine).
 
     Files a message also deletes (a compaction's upgraded inputs, re-added at a
     new level) are left alone.
@@ -561,7 +568,8 @@ def abort_messages(
         kept = {f.file_name for f in m.deleted_files()} - {
             f.file_name for f in m.data_increment.new_files
         }
-        for f in m.added_files():
+        changelog = m.data_increment.changelog_files + m.compact_increment.changelog_files
+        for f in (*m.added_files(), *changelog):
             if f.file_name in kept:
                 continue
             targets.append(

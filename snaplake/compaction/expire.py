@@ -8,6 +8,9 @@ also maintains stays consistent:
 1. the data files DELETEd by the delta manifests of the snapshots in
    ``(begin, end]`` (``end`` = the first retained snapshot), minus files ADDed
    again in the same delta and minus files live in the nearest older tag;
+   then the changelog files the expired snapshots' changelog manifests ADD
+   (changelog expires with its snapshot; retention options that would keep
+   changelog longer, Paimon's "decoupled" changelog, are refused);
 2. the manifests and manifest lists of the expired snapshots that neither
    ``end`` nor a tag in the expired range references;
 3. the snapshot files ``[begin, end)``;
@@ -45,7 +48,8 @@ from snaplake.compaction._io import (
 )
 from snaplake.compaction.consumers import ConsumerManager
 from snaplake.compaction.tags import TagManager
-from snaplake.errors import CorruptMetadataError, InvalidOptionError
+from snaplake.errors import CorruptMetadataError, InvalidOptionError, UnsupportedTableError
+from snaplake.options import CoreOptions
 from snaplake.store.format.avro import decompress_block, parse_container
 from snaplake.store.format.manifest import FileKind, ManifestEntry
 from snaplake.store.format.manifest_list import ManifestFileMeta
@@ -76,6 +80,7 @@ class ExpireResult:
         earliest_retained_id: The oldest snapshot kept (``None`` for an empty table).
         latest_id: The newest snapshot when the run planned.
         data_files: Full paths of the data files deleted.
+        changelog_files: Full paths of the changelog files deleted.
         manifest_files: Full paths of the manifests and manifest lists deleted.
         snapshot_files: Full paths of the snapshot files deleted.
         bytes_freed: Bytes of the deleted files (as recorded in the metadata).
@@ -87,6 +92,7 @@ class ExpireResult:
     earliest_retained_id: int | None = None
     latest_id: int | None = None
     data_files: tuple[str, ...] = ()
+    changelog_files: tuple[str, ...] = ()
     manifest_files: tuple[str, ...] = ()
     snapshot_files: tuple[str, ...] = ()
     bytes_freed: int = 0
@@ -99,8 +105,13 @@ class ExpireResult:
 
     @property
     def files_deleted(self) -> int:
-        """Data files, manifests, manifest lists and snapshot files deleted."""
-        return len(self.data_files) + len(self.manifest_files) + len(self.snapshot_files)
+        """Data and changelog files, manifests, manifest lists and snapshot files deleted."""
+        return (
+            len(self.data_files)
+            + len(self.changelog_files)
+            + len(self.manifest_files)
+            + len(self.snapshot_files)
+        )
 
 
 @dataclass(slots=True)
@@ -108,6 +119,7 @@ class _Plan:
     end: int | None = None
     expired: list[Snapshot] = field(default_factory=list)
     data_files: list[str] = field(default_factory=list)
+    changelog_files: list[str] = field(default_factory=list)
     manifest_files: list[str] = field(default_factory=list)
     snapshot_files: list[str] = field(default_factory=list)
     bytes_freed: int = 0
@@ -197,7 +209,7 @@ class ExpireSnapshots:
 
         Storage:
             Deletes the markers of consumers idle past ``consumer.expiration-time``,
-            then data files, then manifests and manifest lists, then
+            then data files, then changelog files, then manifests and manifest lists, then
             snapshot files, then rewrites ``snapshot/EARLIEST``; each step in
             parallel batches and finished before the next starts.
         """
@@ -213,14 +225,16 @@ class ExpireSnapshots:
             self._write_earliest_hint_if_missing(plan.end)
             return self._result(plan, dry_run=False, start=start)
         delete_in_batches(self.file_io, plan.data_files, workers=self._workers)
+        delete_in_batches(self.file_io, plan.changelog_files, workers=self._workers)
         delete_in_batches(self.file_io, plan.manifest_files, workers=self._workers)
         delete_in_batches(self.file_io, plan.snapshot_files, workers=self._workers)
         self._write_earliest_hint(plan.end)
         result = self._result(plan, dry_run=False, start=start)
         logger.info(
-            "expired snapshots %d..%d of %s: %d data file(s), %d manifest file(s), %.1f ms",
+            "expired snapshots %d..%d of %s: %d data file(s), %d changelog file(s), "
+            "%d manifest file(s), %.1f ms",
             plan.expired[0].id, plan.expired[-1].id, self.paths.root, len(plan.data_files),
-            len(plan.manifest_files), result.duration_s * 1000,
+            len(plan.changelog_files), len(plan.manifest_files), result.duration_s * 1000,
         )  # fmt: skip
         return result
 
@@ -244,7 +258,43 @@ class ExpireSnapshots:
                 f"snapshot.num-retained.min ({rmin})",
                 key="snapshot.num-retained.max", value=str(rmax),
             )  # fmt: skip
+        self._check_changelog_coupled(opts, rmin, rmax, tret)
         return rmin, rmax, tret, max(limit, 1)
+
+    @staticmethod
+    def _check_changelog_coupled(opts: CoreOptions, rmin: int, rmax: int, tret: timedelta) -> None:
+        """Refuse ``changelog.*`` retention longer than the snapshots' (decoupled changelog).
+
+        Paimon then keeps each expired snapshot's changelog as
+        ``changelog/changelog-<id>`` and expires it on its own schedule
+        (``ExpireChangelogImpl``); snaplake expires changelog with its snapshot.
+
+        Raises:
+            UnsupportedTableError: a ``changelog.*`` retention exceeds the snapshot one.
+
+        Source: Paimon ``ExpireConfig`` (``isChangelogDecoupled``).
+        """
+        cmin, cmax, ctime = opts.changelog_retention(
+            retain_min=rmin, retain_max=rmax, time_retained=tret
+        )
+        longer = [
+            f"{key} ({mine}) > {theirs_key} ({theirs})"
+            for key, mine, theirs_key, theirs in (
+                ("changelog.num-retained.min", cmin, "snapshot.num-retained.min", rmin),
+                ("changelog.num-retained.max", cmax, "snapshot.num-retained.max", rmax),
+                ("changelog.time-retained", ctime, "snapshot.time-retained", tret),
+            )
+            if mine > theirs  # type: ignore[operator]
+        ]
+        if longer:
+            raise UnsupportedTableError(
+                f"{'; '.join(longer)}: changelog kept longer than its snapshots (Paimon's "
+                "decoupled changelog, kept under changelog/) is not supported; snaplake expires "
+                "changelog files with their snapshot: lower or remove the changelog.* options",
+                feature="decoupled changelog retention",
+                operation="maintenance",
+                key=longer[0].split(" ", 1)[0],
+            )
 
     def _consumer_pin(self, schema: TableSchema) -> int | None:
         """The smallest ``nextSnapshot`` of the consumers that keep snapshots.
@@ -341,6 +391,12 @@ class ExpireSnapshots:
                     continue
                 data[path] = size
 
+        # 1b. changelog files of the expired snapshots (Paimon: when not decoupled)
+        changelog: dict[str, int] = {}
+        for snap in snapshots:
+            if snap.id != end and snap.changelog_manifest_list:
+                changelog.update(self._added_in_changelog(snap, schema))
+
         # 2. manifests and lists not referenced by `end` or tags overlapping the range
         skipping = [*_skipping_tags(tagged, begin, end), end_snap]
         keep: set[str] = set()
@@ -356,9 +412,10 @@ class ExpireSnapshots:
 
         plan.expired = expired
         plan.data_files = sorted(data)
+        plan.changelog_files = sorted(changelog)
         plan.manifest_files = sorted(manifests)
         plan.snapshot_files = [self.paths.snapshot_path(s.id) for s in expired]
-        plan.bytes_freed = sum(data.values()) + sum(manifests.values())
+        plan.bytes_freed = sum(data.values()) + sum(changelog.values()) + sum(manifests.values())
         return plan
 
     def _partition_path(self, partition: bytes, schema: TableSchema) -> str:
@@ -391,17 +448,35 @@ class ExpireSnapshots:
     def _deleted_in_delta(
         self, snap: Snapshot, schema: TableSchema
     ) -> list[tuple[str, int, _FileKey]]:
-        """Data files DELETEd (and not re-ADDed) by ``snap``'s delta: ``(path, bytes, key)``."""
+        """Data files ``snap``'s delta DELETEs and leaves dead: ``(path, bytes, key)``.
+
+        A path is dead after the delta when the delta DELETEs it and no ADD of
+        the delta that the delta does not itself DELETE again (by full
+        identity, level included) names the same path. A compaction upgrading
+        a file (DELETE at its old level, ADD of the same path at the new one)
+        therefore keeps it, whatever the order of the two entries (Paimon
+        writes the DELETE first; older snaplake versions wrote the ADD
+        first), and a first-row writer's level-0 file that its own commit
+        compacted away (ADD, DELETE, then the outputs) is dead.
+
+        Source: Paimon ``FileDeletionBase.planDeletedInDeltaManifest`` (keyed
+        by path; an ADD after a DELETE of the same path keeps the file).
+        """
         metas = read_list_strict(self.file_io, self.paths, snap.delta_manifest_list)
+        entries = self._entries(metas)
+        deleted_ids = {e.identifier() for e in entries if e.kind == FileKind.DELETE}
+        kept: set[tuple[Any, ...]] = set()
         pending: dict[tuple[Any, ...], ManifestEntry] = {}
-        for e in self._entries(metas):
-            ident = (e.partition, e.bucket, e.file.file_name, e.file.external_path)
-            if e.kind == FileKind.ADD:
-                pending.pop(ident, None)
-            else:
-                pending[ident] = e
+        for e in entries:
+            path_id = (e.partition, e.bucket, e.file.file_name, e.file.external_path)
+            if e.kind == FileKind.DELETE:
+                pending[path_id] = e
+            elif e.identifier() not in deleted_ids:
+                kept.add(path_id)
         out: list[tuple[str, int, _FileKey]] = []
-        for e in pending.values():
+        for path_id, e in pending.items():
+            if path_id in kept:
+                continue
             part = self._partition_path(e.partition, schema)
             key = (self._key_partition(e), e.bucket, e.file.file_name)
             f = e.file
@@ -416,6 +491,23 @@ class ExpireSnapshots:
             )
             for extra in f.extra_files:
                 out.append((self.paths.data_file_path(part, e.bucket, extra), 0, key))
+        return out
+
+    def _added_in_changelog(self, snap: Snapshot, schema: TableSchema) -> dict[str, int]:
+        """``{path: bytes}`` of the changelog files ``snap``'s changelog manifests ADD.
+
+        Source: Paimon ``FileDeletionBase.planAddedInChangelogManifest``.
+        """
+        assert snap.changelog_manifest_list is not None
+        metas = read_list_strict(self.file_io, self.paths, snap.changelog_manifest_list)
+        out: dict[str, int] = {}
+        for e in self._entries(metas):
+            if e.kind == FileKind.ADD:
+                part = self._partition_path(e.partition, schema)
+                path = self.paths.data_file_path(
+                    part, e.bucket, e.file.file_name, external_path=e.file.external_path
+                )
+                out[path] = e.file.file_size_bytes
         return out
 
     def _list_names(self, snap: Snapshot) -> list[tuple[str, int]]:
@@ -503,6 +595,7 @@ class ExpireSnapshots:
             earliest_retained_id=retained,
             latest_id=plan.latest,
             data_files=tuple(plan.data_files),
+            changelog_files=tuple(plan.changelog_files),
             manifest_files=tuple(plan.manifest_files),
             snapshot_files=tuple(plan.snapshot_files),
             bytes_freed=plan.bytes_freed,

@@ -46,7 +46,7 @@ from snaplake.store.format.schema import SchemaManager
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.format.support import Operation, check_latest_supported
 from snaplake.store.io.file_io import SCRATCH_PREFIX, FileIO, FileStatus
-from snaplake.store.snapshot_manager import SnapshotManager
+from snaplake.store.snapshot_manager import SnapshotManager, read_snapshot_file
 
 __all__ = [
     "DEFAULT_OLDER_THAN",
@@ -305,8 +305,41 @@ class OrphanFilesClean:
     def _run(self, *, dry_run: bool) -> OrphanCleanResult:
         return self.clean(self.file_io.list_files(self.paths.root), dry_run=dry_run)
 
+    def _long_lived_changelog_lists(self) -> list[tuple[str, list[ManifestFileMeta]]]:
+        """The manifest lists Paimon's long-lived changelogs (``changelog/changelog-<id>``) keep.
+
+        With decoupled changelog retention Paimon keeps an expired snapshot as
+        a changelog file and deletes some of its lists by design (the base and
+        delta lists when the table produces changelog), so a list that is gone
+        is skipped; the ones present keep their manifests and files.
+
+        Source: Paimon ``OrphanFilesClean`` (changelogs are roots like
+        snapshots and tags), ``SnapshotDeletion.planManifestsCleaner``.
+        """
+        out: list[tuple[str, list[ManifestFileMeta]]] = []
+        for status in self.file_io.list_files(self.paths.changelog_dir):
+            name = status.path.rsplit("/", 1)[-1]
+            if self.paths.parse_changelog_id(name) is None:
+                continue
+            changelog = read_snapshot_file(self.file_io, status.path)
+            if changelog is None:
+                continue  # expired meanwhile
+            for list_name in (
+                changelog.base_manifest_list,
+                changelog.delta_manifest_list,
+                changelog.changelog_manifest_list,
+            ):
+                if not list_name:
+                    continue
+                try:
+                    metas = read_manifest_list(self.file_io, self.paths.manifest_path(list_name))
+                except FileNotFoundError:
+                    continue
+                out.append((list_name, metas))
+        return out
+
     def _used_names(self) -> set[str]:
-        """Every file name reachable from a retained snapshot or a tag."""
+        """Every file name reachable from a retained snapshot, a tag or a long-lived changelog."""
         used: set[str] = set()
         snapshots: list[tuple[Snapshot, bool]] = [
             (s, True) for s in self.snapshot_manager.snapshots()
@@ -337,6 +370,11 @@ class OrphanFilesClean:
             for extra in (snap.index_manifest, snap.statistics):
                 if extra:
                     used.add(extra)
+        for name, metas in self._long_lived_changelog_lists():
+            used.add(name)
+            for m in metas:
+                manifests.setdefault(m.file_name, m)
+                owners.setdefault(m.file_name, []).append(None)
         used.update(manifests)
 
         def read(name: str) -> list[ManifestEntry]:

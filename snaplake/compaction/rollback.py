@@ -3,12 +3,16 @@
 Paimon semantics: every snapshot newer than the target is deleted (newest
 first) and tags on those snapshots are deleted; the ``LATEST`` hint points to
 the target. Rolling back to a tag whose snapshot already expired re-creates
-``snapshot-<id>`` from the tag and moves ``EARLIEST`` to it. Data files and
+``snapshot-<id>`` from the tag and moves ``EARLIEST`` to it. Long-lived
+changelogs (``changelog/changelog-<id>``, kept by Paimon's decoupled
+changelog retention) above the target are deleted too and
+``changelog/LATEST`` is moved below them. Data files, changelog files and
 manifests that only the removed snapshots referenced become orphans for
 orphan clean. Rollback rewrites history: stop writers first (a commit that
 lands during the rollback may build on a removed snapshot).
 
-Source: Paimon ``RollbackHelper`` (``cleanLargerThan``, ``createSnapshotFileIfNeeded``)
+Source: Paimon ``RollbackHelper`` (``cleanLargerThan``, ``cleanLongLivedChangelogs``,
+``createSnapshotFileIfNeeded``)
 and ``FileStoreTable.rollbackTo``.
 """
 
@@ -40,6 +44,7 @@ class RollbackResult:
     Attributes:
         snapshot_id: The snapshot that is now the latest.
         snapshots_deleted: Ids of the removed snapshots, newest first.
+        changelogs_deleted: Ids of the removed long-lived changelogs, newest first.
         tags_deleted: Names of the removed tags (they pointed past the target).
         restored_from_tag: True when the snapshot file was re-created from a tag.
         duration_s: Wall time, seconds.
@@ -47,6 +52,7 @@ class RollbackResult:
 
     snapshot_id: int
     snapshots_deleted: tuple[int, ...] = ()
+    changelogs_deleted: tuple[int, ...] = ()
     tags_deleted: tuple[str, ...] = ()
     restored_from_tag: bool = False
     duration_s: float = 0.0
@@ -76,7 +82,8 @@ def rollback_to(
 
     Storage:
         Rewrites ``snapshot/LATEST``; deletes ``snapshot-<id>`` for every id
-        above the target (newest first) and the tags on them; may create
+        above the target (newest first), then ``changelog/changelog-<id>``
+        above it (rewriting ``changelog/LATEST``), and the tags on them; may create
         ``snapshot-<id>`` from the tag and rewrite ``snapshot/EARLIEST``.
 
     Source:
@@ -100,6 +107,7 @@ def rollback_to(
             if snapshot_manager.snapshot_exists(sid):
                 file_io.delete(paths.snapshot_path(sid))
                 deleted.append(sid)
+    changelogs = _clean_long_lived_changelogs(file_io, paths, snap.id)
     removed_tags = []
     for name, tagged in tags.tags().items():
         if tagged.id > snap.id:
@@ -119,6 +127,7 @@ def rollback_to(
     result = RollbackResult(
         snapshot_id=snap.id,
         snapshots_deleted=tuple(deleted),
+        changelogs_deleted=changelogs,
         tags_deleted=tuple(sorted(removed_tags)),
         restored_from_tag=restored,
         duration_s=time.monotonic() - start,
@@ -128,3 +137,35 @@ def rollback_to(
         paths.root, snap.id, len(deleted), len(removed_tags),
     )  # fmt: skip
     return result
+
+
+def _clean_long_lived_changelogs(
+    file_io: FileIO, paths: PathFactory, target: int
+) -> tuple[int, ...]:
+    """Delete ``changelog/changelog-<id>`` for every id above ``target``; return the ids.
+
+    ``changelog/LATEST`` then names the newest id left (``-1`` when none is
+    left), as Paimon writes it.
+
+    Source: Paimon ``RollbackHelper.cleanLongLivedChangelogs``.
+    """
+    ids = sorted(
+        (
+            cid
+            for status in file_io.list_files(paths.changelog_dir)
+            if (cid := paths.parse_changelog_id(status.path.rsplit("/", 1)[-1])) is not None
+        ),
+        reverse=True,
+    )
+    above = tuple(cid for cid in ids if cid > target)
+    if not above:
+        return ()
+    remaining = [cid for cid in ids if cid <= target]
+    file_io.write_bytes(
+        f"{paths.changelog_dir}/LATEST",
+        str(remaining[0] if remaining else -1).encode(),
+        overwrite=True,
+    )
+    for cid in above:
+        file_io.delete(paths.changelog_path(cid))
+    return above

@@ -420,6 +420,7 @@ def _merge_expire_results(passes: list[ExpireResult]) -> ExpireResult:
         earliest_retained_id=passes[-1].earliest_retained_id,
         latest_id=passes[-1].latest_id,
         data_files=tuple(f for p in passes for f in p.data_files),
+        changelog_files=tuple(f for p in passes for f in p.changelog_files),
         manifest_files=tuple(f for p in passes for f in p.manifest_files),
         snapshot_files=tuple(f for p in passes for f in p.snapshot_files),
         bytes_freed=sum(p.bytes_freed for p in passes),
@@ -478,7 +479,7 @@ def expire_snapshots_job(
         passes.append(expirer.execute())
     expire = _merge_expire_results(passes)
     deleted = {
-        "data": len(expire.data_files),
+        "data": len(expire.data_files) + len(expire.changelog_files),  # both in bucket dirs
         "snapshot": len(expire.snapshot_files),
     }
     for kind, n in count_file_types(expire.manifest_files).items():

@@ -118,6 +118,13 @@ def soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     idle = _create(warehouse, "db.idle", {"manifest.merge-min-count": "3"})
     for i in range(4):
         _append(idle, i * 10, 10, ident=i + 1)
+    # A primary-key table (the sorted-run panels): 6 upsert commits = 6 level-0 runs per bucket.
+    upserts = snaplake.FileSystemCatalog(str(warehouse)).create_table(
+        "db.upserts", schema=SCHEMA, partition_keys=["month"], primary_keys=["id", "month"],
+        options={"bucket": "2"},
+    )  # fmt: skip
+    for i in range(6):
+        _append(upserts, i * 5, 20, ident=i + 1)
     daemon_port, writer_port = free_port(), free_port()
     procs: list[Proc] = []
     out: dict[str, Any] = {"work": work, "warehouse": warehouse}

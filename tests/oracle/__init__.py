@@ -215,7 +215,7 @@ class PaimonOracle:
                 path = tmpdir / f"{key}.arrow"
                 _write_ipc(value, path)
                 body[key] = str(path)
-            if body.get("op") == "read":
+            if body.get("op") in ("read", "changelog"):
                 body["out_ipc"] = str(tmpdir / "out.arrow")
             request_path = tmpdir / "request.json"
             out_path = tmpdir / "out.json"
@@ -364,6 +364,17 @@ class PaimonOracle:
         return self.read_detailed(
             table, snapshot_id=snapshot_id, columns=columns, filter=filter
         ).table
+
+    def changelog(self, table: str, *, from_snapshot: int = 1) -> pa.Table:
+        """The changes of snapshots ``from_snapshot``..latest as pypaimon's stream scan reads them.
+
+        Returns:
+            The rows with ``_row_kind`` (``+I``, ``-U``, ``+U``, ``-D``) first and the
+            snapshot id in ``__snapshot`` last (pypaimon's split order within a snapshot).
+        """
+        result = self.run({"op": "changelog", "table": table, "from_snapshot": from_snapshot})
+        changes: pa.Table = result["arrow"]
+        return changes
 
     def snapshots(self, table: str) -> list[dict[str, Any]]:
         """Every snapshot, ascending by id, as pypaimon's SnapshotManager decodes it.

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "JavaSplit",
     "build",
     "encode_value",
+    "is_built",
     "java_paimon_dir",
     "java_values",
     "requires_java_paimon",
@@ -78,6 +80,11 @@ def java_paimon_dir() -> Path:
 
 def _classpath_file() -> Path:
     return java_paimon_dir() / "classpath.txt"
+
+
+def is_built() -> bool:
+    """Whether the reader is built (:func:`build`) where :func:`java_paimon_dir` points."""
+    return _is_built()
 
 
 def _is_built() -> bool:
@@ -168,7 +175,10 @@ class JavaSplit:
         partition_bytes: Hex of the split's partition BinaryRow (as the manifest holds it).
         bucket: The split's bucket (as the manifest holds it).
         snapshot_id: The snapshot planned.
-        files: Data file names.
+        files: Data file names (changelog file names for a streaming split
+            of a ``changelog-producer = input`` table).
+        streaming: Whether Java planned it as a streaming split (the changes
+            of one snapshot, read without merging).
         rows: Row values (see :func:`java_values`).
         kinds: RowKind of each row (``"+I"``, ``"-U"``, ``"+U"``, ``"-D"``).
         row_partitions: Per row, the hex partition BinaryRow Java's writer would compute.
@@ -181,6 +191,7 @@ class JavaSplit:
     bucket: int
     snapshot_id: int
     files: tuple[str, ...]
+    streaming: bool
     rows: tuple[tuple[Any, ...], ...]
     kinds: tuple[str, ...]
     row_partitions: tuple[str, ...]
@@ -208,13 +219,24 @@ class JavaRead:
 
     @property
     def rows(self) -> list[tuple[Any, ...]]:
-        """Every row, sorted (NULLs first), for order-free comparison."""
+        """Every row, in a fixed order (as :func:`java_values` sorts), for order-free comparison."""
         return sorted((r for s in self.splits for r in s.rows), key=_sort_key)
 
     @property
     def files(self) -> list[str]:
         """Every data file the plan read, sorted."""
         return sorted(f for s in self.splits for f in s.files)
+
+    def changes(self) -> dict[int, list[tuple[str, tuple[Any, ...]]]]:
+        """A stream read's rows per snapshot: ``{snapshot id: [(kind, row), ...]}``.
+
+        Within a snapshot the rows keep Java's order (split by split); only
+        snapshots that produced splits appear.
+        """
+        out: dict[int, list[tuple[str, tuple[Any, ...]]]] = {}
+        for s in self.splits:
+            out.setdefault(s.snapshot_id, []).extend(zip(s.kinds, s.rows, strict=True))
+        return out
 
     def misplaced_rows(self) -> list[dict[str, Any]]:
         """Rows stored in a partition or bucket other than where Java's writer puts them.
@@ -232,8 +254,9 @@ class JavaRead:
         return out
 
 
-def _sort_key(row: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple((v is not None, json.dumps(v, sort_keys=True, default=str)) for v in row)
+def _sort_key(row: Sequence[Any]) -> str:
+    """A total order over encoded rows of any types (equal rows, NaN included, sort alike)."""
+    return repr(row)
 
 
 class JavaPaimon:
@@ -243,9 +266,41 @@ class JavaPaimon:
         self.java = java or shutil.which("java") or "java"
         self.timeout_s = timeout_s
 
-    def read(self, table_path: str | Path, *, snapshot_id: int | None = None) -> JavaRead:
-        """Read one table (the latest snapshot unless ``snapshot_id``)."""
-        return self.read_many([(table_path, snapshot_id)])[0]
+    def read(
+        self,
+        table_path: str | Path,
+        *,
+        snapshot_id: int | None = None,
+        options: dict[str, str] | None = None,
+    ) -> JavaRead:
+        """Read one table (the latest snapshot unless ``snapshot_id``) with a batch scan.
+
+        ``options`` are Paimon dynamic options (``FileStoreTable.copy``).
+        """
+        return self._run_requests([self._request(table_path, snapshot_id, options, False)])[0]
+
+    def stream(
+        self,
+        table_path: str | Path,
+        *,
+        from_snapshot: int | None = None,
+        options: dict[str, str] | None = None,
+    ) -> JavaRead:
+        """Read a table as a streaming job would: Java's stream scan until the latest snapshot.
+
+        Args:
+            table_path: The table directory.
+            from_snapshot: Start at this snapshot (``scan.mode = from-snapshot``:
+                the changes of it and every later one; for a ``changelog-producer
+                = input`` table, its changelog files). ``None``: Paimon's default
+                start (the latest snapshot in full).
+            options: Paimon dynamic options (``scan.mode``, ...), applied last.
+
+        Returns:
+            The splits of every plan, in order; :meth:`JavaRead.changes` groups
+            their rows by snapshot.
+        """
+        return self._run_requests([self._request(table_path, from_snapshot, options, True)])[0]
 
     def read_many(self, tables: Sequence[tuple[str | Path, int | None]]) -> list[JavaRead]:
         """Read several ``(table path, snapshot id or None)`` in one JVM, in order.
@@ -253,17 +308,27 @@ class JavaPaimon:
         Raises:
             JavaPaimonError: the reader is not built, or Java failed on a table.
         """
+        return self._run_requests([self._request(p, s, None, False) for p, s in tables])
+
+    @staticmethod
+    def _request(
+        path: str | Path, snapshot: int | None, options: dict[str, str] | None, stream: bool
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {"path": str(Path(path).resolve()), "snapshot": snapshot}
+        if stream:
+            request["stream"] = "true"
+        request.update({f"option.{k}": str(v) for k, v in (options or {}).items()})
+        return request
+
+    def _run_requests(self, requests: Sequence[dict[str, Any]]) -> list[JavaRead]:
         if not _is_built():
             raise JavaPaimonError(
                 f"the Java Paimon reader is not built in {java_paimon_dir()}: run "
                 "`make java-paimon` (or .venv/bin/python tests/oracle/java_paimon.py build)"
             )
         with tempfile.TemporaryDirectory(prefix="snaplake-java-read-") as tmp:
-            outputs = [Path(tmp) / f"out-{i}.jsonl" for i in range(len(tables))]
-            request = [
-                {"path": str(Path(p).resolve()), "snapshot": s, "out": str(out)}
-                for (p, s), out in zip(tables, outputs, strict=True)
-            ]
+            outputs = [Path(tmp) / f"out-{i}.jsonl" for i in range(len(requests))]
+            request = [{**r, "out": str(out)} for r, out in zip(requests, outputs, strict=True)]
             (Path(tmp) / "request.json").write_text(json.dumps(request))
             cmd = [self.java, "-cp", _classpath_file().read_text().strip(),
                    "JavaPaimonReader", f"{tmp}/request.json"]  # fmt: skip
@@ -272,7 +337,7 @@ class JavaPaimon:
             )
             if done.returncode != 0:
                 raise JavaPaimonError(
-                    f"Java Paimon failed reading {[str(p) for p, _ in tables]} "
+                    f"Java Paimon failed reading {[r['path'] for r in requests]} "
                     f"(exit {done.returncode}):\n{done.stderr[-6000:]}"
                 )
             return [_parse(out.read_text()) for out in outputs]
@@ -297,6 +362,7 @@ def _parse(text: str) -> JavaRead:
                     bucket=int(current.get("bucket", -1)),
                     snapshot_id=int(current.get("snapshotId", -1)),
                     files=tuple(current.get("files", ())),
+                    streaming=bool(current.get("streaming", False)),
                     rows=tuple(rows),
                     kinds=tuple(kinds),
                     row_partitions=tuple(parts),
@@ -375,14 +441,30 @@ def encode_value(value: Any, dtype: pa.DataType) -> Any:
     return value
 
 
-def java_values(table: pa.Table | pa.RecordBatch) -> list[tuple[Any, ...]]:
-    """Encode ``table``'s rows as the Java reader does, sorted like :attr:`JavaRead.rows`."""
-    columns = [
-        [encode_value(v, field.type) for v in table.column(i).to_pylist()]
-        for i, field in enumerate(table.schema)
-    ]
+def java_values(table: pa.Table | pa.RecordBatch, *, sort: bool = True) -> list[tuple[Any, ...]]:
+    """Encode ``table``'s rows as the Java reader does, sorted like :attr:`JavaRead.rows`.
+
+    ``sort=False`` keeps the table's row order (to pair rows with their kinds).
+    """
+    columns = [_encode_column(table.column(i), field.type) for i, field in enumerate(table.schema)]
     rows = list(zip(*columns, strict=True)) if columns else []
-    return sorted(rows, key=_sort_key)
+    return sorted(rows, key=_sort_key) if sort else rows
+
+
+_NANOS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+def _encode_column(column: pa.Array | pa.ChunkedArray, dtype: pa.DataType) -> list[Any]:
+    """:func:`encode_value` over a column; whole-column for the types that allow it."""
+    t = pa.types
+    if t.is_integer(dtype) or t.is_boolean(dtype) or t.is_floating(dtype):
+        return list(column.to_pylist())  # floats widen exactly; the encoding is the value
+    if t.is_string(dtype) or t.is_large_string(dtype):
+        return list(column.to_pylist())
+    if t.is_timestamp(dtype):  # the stored int64 counts from the epoch (UTC for tz types)
+        counts = column.cast(pa.timestamp(dtype.unit)).cast(pa.int64())
+        return list(pc.multiply_checked(counts, _NANOS_PER_UNIT[dtype.unit]).to_pylist())
+    return [encode_value(v, dtype) for v in column.to_pylist()]
 
 
 def same_values(left: Sequence[Sequence[Any]], right: Sequence[Sequence[Any]]) -> bool:

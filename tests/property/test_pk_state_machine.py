@@ -4,15 +4,20 @@ Upserts, deletes, row-kind batches, minor and full compactions, snapshot
 expiries and reads of older snapshots run against a real local table and a
 row-at-a-time model (every version of every key, folded on read). After every
 step the latest merged view equals the model's; reads of retained older
-snapshots equal the model as it was then.
+snapshots equal the model as it was then. With ``changelog-producer = input``
+(drawn per run), every retained APPEND snapshot's changelog files hold exactly
+the rows its commit wrote (kinds included), COMPACT snapshots hold none, and no
+changelog file outlives its snapshot's expiry.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+from collections import Counter
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -21,6 +26,9 @@ from tests.merge_model import MergeModel
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, make_rows, sorted_rows, to_table
 
 from snaplake.catalog import FileSystemCatalog
+from snaplake.mergetree.kv import VALUE_KIND
+from snaplake.store.format.manifest import read_manifest_file
+from snaplake.store.format.manifest_list import read_manifest_list
 
 ENGINES = ["deduplicate", "partial-update", "aggregation", "first-row"]
 
@@ -68,15 +76,20 @@ class PrimaryKeyMachine(RuleBasedStateMachine):
         super().__init__()
         self.dir = tempfile.mkdtemp(prefix="snaplake-pk-sm-")
         self.history: dict[int, list[dict[str, Any]]] = {}
+        self.changes: dict[int, Counter[tuple[Any, ...]]] = {}
+        self.pending: list[tuple[Any, ...]] = []
         self.seed = 0
 
     def teardown(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    @initialize(engine=st.sampled_from(ENGINES))
-    def create(self, engine: str) -> None:
+    @initialize(engine=st.sampled_from(ENGINES), changelog=st.booleans())
+    def create(self, engine: str, changelog: bool) -> None:
         options, merge_model = _setup(engine)
+        if changelog:
+            options["changelog-producer"] = "input"
         self.engine = engine
+        self.changelog = changelog
         self.table = FileSystemCatalog(self.dir).create_table(
             "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
             options={**_BASE, **options},
@@ -90,6 +103,17 @@ class PrimaryKeyMachine(RuleBasedStateMachine):
         self.ident += 1
         result = self.commit.commit(self.writer.prepare_commit(), commit_identifier=self.ident)
         self._record(result.snapshot_id)
+        if result.snapshot_id is not None and result.attempts:  # a snapshot was published
+            self.changes[result.snapshot_id] = Counter(self.pending)
+        self.pending = []
+
+    def _written(self, rows: list[dict[str, Any]], kinds: list[str] | None = None) -> None:
+        """Note what the next commit's changelog must hold (``ignore-delete`` drops retractions)."""
+        codes = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
+        for i, row in enumerate(rows):
+            kind = codes[kinds[i]] if kinds is not None else 0
+            if not (self.engine == "first-row" and kind in (1, 3)):
+                self.pending.append((kind, *(row[c] for c in PK_SCHEMA.names)))
 
     def _record(self, snapshot_id: int | None) -> None:
         if snapshot_id is not None:
@@ -107,6 +131,7 @@ class PrimaryKeyMachine(RuleBasedStateMachine):
                 r["price"] = None
         self.writer.write_arrow(to_table(rows))
         self.model.apply(rows)
+        self._written(rows)
         self._commit()
 
     @rule(ids=st.lists(st.integers(0, 40), min_size=1, max_size=10))
@@ -122,15 +147,15 @@ class PrimaryKeyMachine(RuleBasedStateMachine):
             kinds = ["-U"] * len(rows)
             self.writer.write_arrow(to_table(rows), row_kinds=kinds)
             self.model.apply(rows, kinds)
+            self._written(rows, kinds)
         else:
             rows = self._rows(ids)
             keys = to_table(rows).select(PK_KEYS)
             self.writer.delete_arrow(keys)
-            self.model.apply(
-                [{**dict.fromkeys(PK_SCHEMA.names), "month": r["month"], "id": r["id"]}
-                 for r in rows],
-                ["-D"] * len(rows),
-            )  # fmt: skip
+            deletes = [{**dict.fromkeys(PK_SCHEMA.names), "month": r["month"], "id": r["id"]}
+                       for r in rows]  # fmt: skip
+            self.model.apply(deletes, ["-D"] * len(rows))
+            self._written(deletes, ["-D"] * len(rows))
         self._commit()
 
     @rule(data=st.data())
@@ -162,6 +187,7 @@ class PrimaryKeyMachine(RuleBasedStateMachine):
                     r.update(name=None, qty=None, price=None, ok=None)
         self.writer.write_arrow(to_table(rows), row_kinds=kinds)
         self.model.apply(rows, kinds)
+        self._written(rows, kinds)
         self._commit()
 
     @rule(full=st.booleans())
@@ -190,6 +216,38 @@ class PrimaryKeyMachine(RuleBasedStateMachine):
     def latest_equals_model(self) -> None:
         if hasattr(self, "table"):
             assert sorted_rows(self.table.to_arrow()) == self.model.rows()
+
+    @invariant()
+    def changelog_equals_what_each_commit_wrote(self) -> None:
+        if not hasattr(self, "table"):
+            return
+        table = self.table
+        referenced: set[str] = set()
+        for snap in table.snapshots():
+            if snap.changelog_manifest_list is None:
+                assert not self.changelog or not self.changes.get(snap.id), snap
+                continue
+            assert self.changelog and snap.commit_kind.value == "APPEND"
+            got: Counter[tuple[Any, ...]] = Counter()
+            lists = table.paths.manifest_path(snap.changelog_manifest_list)
+            for meta in read_manifest_list(table.file_io, lists):
+                for e in read_manifest_file(
+                    table.file_io, table.paths.manifest_path(meta.file_name)
+                ):
+                    part = table.schema().partition_path_of(e.partition)
+                    path = table.paths.data_file_path(part, e.bucket, e.file.file_name)
+                    referenced.add(path)
+                    data = pq.read_table(path)
+                    kinds = data.column(VALUE_KIND).to_pylist()
+                    values = data.select(PK_SCHEMA.names).to_pylist()
+                    got.update((k, *v.values()) for k, v in zip(kinds, values, strict=True))
+            assert got == self.changes[snap.id]
+            assert snap.changelog_record_count == sum(got.values())
+        on_disk = {
+            s.path for s in table.file_io.list_files(table.root)
+            if s.path.rsplit("/", 1)[-1].startswith("changelog-")
+        }  # fmt: skip
+        assert on_disk == referenced  # expiry took the changelog of every expired snapshot
 
 
 def test_primary_key_state_machine_short() -> None:

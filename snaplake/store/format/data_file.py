@@ -201,11 +201,6 @@ class DataFileMeta:
             self.external_path,
         )
 
-    @property
-    def added_row_count(self) -> int:
-        """Rows still live in the file: ``row_count - delete_row_count`` (0 if unknown)."""
-        return self.row_count - (self.delete_row_count or 0)
-
     def with_sequence_range(
         self, min_sequence_number: int, max_sequence_number: int
     ) -> DataFileMeta:

@@ -206,8 +206,10 @@ _OPTIONS: tuple[OptionSupport, ...] = (
     _honoured("file.format", "format of new data files; files are read by their "
               "extension, so tables whose format changed read whole",
               "parquet", "orc", "avro", refused_for=_CHANGES),
-    _pk("file.compression.per.level", _PK + " (Java's append writers ignore it)"),
-    _pk("file.format.per.level", _PK + " (Java's append writers ignore it)"),
+    _pk("file.compression.per.level", _PK + ": codec of primary-key files per level (Java's "
+        "append writers ignore it)"),
+    _pk("file.format.per.level", _PK + ": only parquet (primary-key files are Parquet); "
+        "Java's append writers ignore it"),
     _honoured("file.compression", "codec of new data files, per format (refused when the "
               "format lacks it)"),
     _honoured("file.compression.zstd-level", "zstd level of Parquet and Avro files; ORC "
@@ -215,10 +217,10 @@ _OPTIONS: tuple[OptionSupport, ...] = (
     _honoured("data-file.prefix", "file name prefix of new data files"),
     _refused("data-file.path-directory", "data files below a sub-directory of the table "
              "are not supported"),
-    _pk("changelog-file.prefix", _PK),
-    _pk("changelog-file.format", _PK),
-    _pk("changelog-file.compression", _PK),
-    _pk("changelog-file.stats-mode", _PK),
+    _pk("changelog-file.prefix", _PK + ": name prefix of changelog files"),
+    _pk("changelog-file.format", _PK + ": only parquet"),
+    _pk("changelog-file.compression", _PK + ": codec of changelog files"),
+    _pk("changelog-file.stats-mode", _PK + ": value stats of changelog files"),
     _honoured("file.suffix.include.compression", "new files named "
               "<prefix><uuid>-<n>.<compression>.<format> (zst, snappy, gz, ...)"),
     _layout("file.block-size", "Parquet row group / ORC stripe size"),
@@ -251,12 +253,10 @@ _OPTIONS: tuple[OptionSupport, ...] = (
     _honoured("snapshot.num-retained.min", "snapshot expiry"),
     _honoured("snapshot.num-retained.max", "snapshot expiry"),
     _honoured("snapshot.time-retained", "snapshot expiry"),
-    _refused("changelog.num-retained.min", "decoupled changelog retention keeps files past "
-             "snapshot expiry; snaplake's expiry does not", refused_for=_MAINT),
-    _refused("changelog.num-retained.max", "decoupled changelog retention keeps files past "
-             "snapshot expiry; snaplake's expiry does not", refused_for=_MAINT),
-    _refused("changelog.time-retained", "decoupled changelog retention keeps files past "
-             "snapshot expiry; snaplake's expiry does not", refused_for=_MAINT),
+    *(_honoured(k, "changelog files expire with their snapshots; a value retaining "
+                "changelog longer than snapshots (decoupled changelog) is refused by expiry")
+      for k in ("changelog.num-retained.min", "changelog.num-retained.max",
+                "changelog.time-retained")),
     _engine("snapshot.expire.execution-mode", "whether Java expires synchronously"),
     _honoured("snapshot.expire.limit", "snapshots expired per run"),
     _layout("snapshot.clean-empty-directories", "empty partition directories left by expiry"),
@@ -382,7 +382,8 @@ _OPTIONS: tuple[OptionSupport, ...] = (
         key="metadata.stats-mode", status=OptionStatus.HONOURED,
         note="value stats of new data files", accepts=_stats_mode,
         accepted="none / counts / truncate(N) / full", refused_for=_CHANGES | {"create"}),
-    _pk("metadata.stats-mode.per.level", _PK + " (Java's append writers ignore it)"),
+    _pk("metadata.stats-mode.per.level", _PK + ": value stats of primary-key files per "
+        "level (Java's append writers ignore it)"),
     _layout("metadata.stats-dense-store", "how columns without stats are stored in manifests"),
     _layout("metadata.stats-keep-first-n-columns", "stats of the first N columns only "
             "(snaplake keeps them for every column)"),

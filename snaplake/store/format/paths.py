@@ -193,3 +193,19 @@ class PathFactory:
     def consumer_path(self, consumer_id: str) -> str:
         """``<table>/consumer/consumer-<id>``."""
         return f"{self.consumer_dir}/consumer-{consumer_id}"
+
+    # long-lived changelog (Paimon's decoupled changelog) ----------------
+    @property
+    def changelog_dir(self) -> str:
+        """``<table>/changelog``: ``changelog-<id>`` and hints (Paimon ``ChangelogManager``)."""
+        return f"{self.root}/changelog"
+
+    def changelog_path(self, changelog_id: int) -> str:
+        """``<table>/changelog/changelog-<id>``."""
+        return f"{self.changelog_dir}/changelog-{changelog_id}"
+
+    @staticmethod
+    def parse_changelog_id(name: str) -> int | None:
+        """The id of a ``changelog-<id>`` file name, ``None`` for other names (hints)."""
+        head, sep, tail = name.partition("changelog-")
+        return int(tail) if not head and sep and tail.isdigit() else None

@@ -22,7 +22,14 @@ from enum import StrEnum
 from typing import Any, Final
 
 from snaplake.errors import InvalidOptionError, SchemaMismatchError, UnsupportedTableError
-from snaplake.options import CoreOptions
+from snaplake.options import (
+    FILE_COMPRESSION_PER_LEVEL,
+    FILE_FORMAT_PER_LEVEL,
+    METADATA_STATS_MODE_PER_LEVEL,
+    CoreOptions,
+)
+from snaplake.store.format.file_format import file_format
+from snaplake.store.format.stats import check_stats_mode
 from snaplake.store.format.types import DataType, TypeRoot, parse_type
 
 __all__ = [
@@ -118,9 +125,10 @@ def _refused_options(options: Mapping[str, str]) -> list[tuple[str, str, frozens
     """(key, why, operations) of every unsupported option present in ``options``."""
     out: list[tuple[str, str, frozenset[str]]] = []
     producer = options.get("changelog-producer", "none").strip().lower()
-    if producer != "none":
-        out.append(("changelog-producer", f"changelog-producer = {producer!r} "
-                    "(changelog files are not written)", _WRITE_OPS))  # fmt: skip
+    if producer not in ("none", "input"):
+        out.append(("changelog-producer", f"changelog-producer = {producer!r} (changelog "
+                    "files produced by lookup or full compaction; 'none' and 'input' are "
+                    "supported)", _WRITE_OPS))  # fmt: skip
     if _true(options.get("deletion-vectors.enabled")):
         out.append(("deletion-vectors.enabled", "deletion vectors", _ALL_OPS))
     for key in options:
@@ -271,6 +279,42 @@ def check_primary_key_table(
             operation=operation,
             key="file.format",
         )
+    for level, fmt in (core.get(FILE_FORMAT_PER_LEVEL) or {}).items():
+        if fmt.lower() != "parquet":
+            _refuse(
+                f"file.format.per.level gives level {level} the format {fmt!r}; snaplake "
+                "writes primary-key data files as Parquet only; remove it",
+                feature=f"option 'file.format.per.level' = {options['file.format.per.level']!r}",
+                operation=operation,
+                key="file.format.per.level",
+            )
+    if core.changelog_file_format.lower() != "parquet":
+        _refuse(
+            f"changelog-file.format = {core.changelog_file_format!r} is not supported "
+            "(snaplake writes primary-key changelog files as Parquet); use parquet",
+            feature=f"option 'changelog-file.format' = {core.changelog_file_format!r}",
+            operation=operation,
+            key="changelog-file.format",
+        )
+    parquet = file_format("parquet")
+    codecs = {f"level {lvl}": c for lvl, c in (core.get(FILE_COMPRESSION_PER_LEVEL) or {}).items()}
+    codecs["changelog files"] = core.changelog_file_compression
+    for what, codec in codecs.items():
+        why = parquet.compression_refusal(codec, core.file_compression_zstd_level)
+        if why is not None:
+            _refuse(
+                f"compression {codec!r} of {what} ({why}) is not supported; change "
+                "file.compression.per.level or changelog-file.compression",
+                feature=f"compression {codec!r}",
+                operation=operation,
+                key="changelog-file.compression"
+                if what == "changelog files"
+                else "file.compression.per.level",
+            )
+    for mode in (core.get(METADATA_STATS_MODE_PER_LEVEL) or {}).values():
+        check_stats_mode(mode, key="metadata.stats-mode.per.level")
+    if options.get("changelog-file.stats-mode") is not None:
+        check_stats_mode(core.changelog_file_stats_mode, key="changelog-file.stats-mode")
     for key, why, ops in _refused_options(options):
         if operation in ops:
             _refuse(

@@ -50,6 +50,7 @@ __all__ = [
     "DEFAULT_STATS_MODE",
     "SimpleStatsParts",
     "ValueStatsCollector",
+    "check_stats_mode",
     "compare_partition_stats",
     "compute_value_stats",
     "truncate_max_bytes",
@@ -161,7 +162,20 @@ def truncate_max_bytes(value: bytes, length: int) -> bytes | None:
 # ---------------------------------------------------------------------------
 
 
-def _parse_mode(stats_mode: str) -> int | str | None:
+def check_stats_mode(stats_mode: str, *, key: str = "metadata.stats-mode") -> None:
+    """Refuse a stats mode that is not ``none``, ``counts``, ``full`` or ``truncate(N>0)``.
+
+    Args:
+        stats_mode: The mode.
+        key: The option that holds it (named in the error).
+
+    Raises:
+        InvalidOptionError: not a stats mode.
+    """
+    _parse_mode(stats_mode, key=key)
+
+
+def _parse_mode(stats_mode: str, *, key: str = "metadata.stats-mode") -> int | str | None:
     """Return the truncate length, None for full, or "none"/"counts"."""
     mode = stats_mode.strip().lower()
     if mode in ("none", "counts"):
@@ -171,8 +185,8 @@ def _parse_mode(stats_mode: str) -> int | str | None:
     m = _TRUNCATE_RE.match(mode)
     if m is None or int(m.group(1)) <= 0:
         raise InvalidOptionError(
-            f"metadata.stats-mode {stats_mode!r} is not none, counts, full or truncate(N>0)",
-            key="metadata.stats-mode",
+            f"{key} {stats_mode!r} is not none, counts, full or truncate(N>0)",
+            key=key,
             value=stats_mode,
         )
     return int(m.group(1))

@@ -3,14 +3,22 @@
  *
  * Usage: java -cp <paimon jar>:<hadoop client jars>:<this dir> JavaPaimonReader REQUEST.json
  *
- * REQUEST.json is a JSON array of {"path": TABLE_DIR, "snapshot": N or null, "out": FILE}; each
- * table is opened with FileStoreTableFactory on the local file system and read through
- * ReadBuilder -> newScan().plan() -> newRead().createReader(split), as every Paimon engine
- * reads. FILE receives JSON lines:
+ * REQUEST.json is a JSON array of {"path": TABLE_DIR, "snapshot": N or null, "out": FILE} objects,
+ * optionally with "stream": "true" and any number of "option.<key>": VALUE (Paimon dynamic options,
+ * applied with FileStoreTable.copy). Each table is opened with FileStoreTableFactory on the local
+ * file system and read through ReadBuilder -> newRead().createReader(split), as every Paimon
+ * engine reads:
+ *   - batch (default): newScan().plan() of the latest snapshot, or of "snapshot" (scan.snapshot-id);
+ *   - stream: newStreamScan(), planned again and again until it has consumed the latest snapshot
+ *     (each plan covers one snapshot; a streaming job's view of the table's changes). With
+ *     "snapshot" = N it starts at N (scan.mode = from-snapshot: the changes of N, N+1, ...; for a
+ *     changelog-producer = input table, its changelog files), otherwise Paimon's default start
+ *     (latest-full: the latest snapshot in full). "option.scan.mode" etc. override.
+ * FILE receives JSON lines:
  *   {"table":..., "schema":[{"name","type"}], "partitionKeys":[...], "primaryKeys":[...],
  *    "snapshotId": N|null}
  *   {"split": {"partition":[...], "partitionBytes":HEX, "bucket":B, "snapshotId":N,
- *              "files":[...]}}                                                 per split
+ *              "files":[...], "streaming":true|false}}                        per split
  *   {"k": "+I", "v": [...], "p": HEX, "b": B}                                 per row
  * where "p" and "b" are what Java's own writer would compute for the row (RowKeyExtractor:
  * the partition BinaryRow bytes and, for fixed or unaware buckets, the bucket), so a test
@@ -38,6 +46,7 @@ import org.apache.paimon.table.FileStoreTableFactory;
 import org.apache.paimon.table.sink.RowKeyExtractor;
 import org.apache.paimon.table.source.DataSplit;
 import org.apache.paimon.table.source.ReadBuilder;
+import org.apache.paimon.table.source.StreamTableScan;
 import org.apache.paimon.table.source.Split;
 import org.apache.paimon.table.source.TableRead;
 import org.apache.paimon.types.ArrayType;
@@ -70,21 +79,32 @@ public final class JavaPaimonReader {
         for (Map<String, String> item : MiniJson.parseRequests(request)) {
             try (BufferedWriter out =
                     Files.newBufferedWriter(Paths.get(item.get("out")), StandardCharsets.UTF_8)) {
-                readTable(item.get("path"), item.get("snapshot"), out);
+                readTable(item, out);
             }
         }
     }
 
-    private static void readTable(String tablePath, String snapshot, Writer out)
-            throws IOException {
+    private static void readTable(Map<String, String> item, Writer out) throws IOException {
+        String tablePath = item.get("path");
+        String snapshot = item.get("snapshot");
+        boolean stream = "true".equals(item.get("stream"));
         FileStoreTable table = FileStoreTableFactory.create(LocalFileIO.create(), new Path(tablePath));
+        Map<String, String> dynamic = new HashMap<>();
         if (snapshot != null) {
-            Map<String, String> dynamic = new HashMap<>();
+            if (stream) {
+                dynamic.put("scan.mode", "from-snapshot");
+            }
             dynamic.put("scan.snapshot-id", snapshot);
+        }
+        for (Map.Entry<String, String> e : item.entrySet()) {
+            if (e.getKey().startsWith("option.")) {
+                dynamic.put(e.getKey().substring("option.".length()), e.getValue());
+            }
+        }
+        if (!dynamic.isEmpty()) {
             table = table.copy(dynamic);
         }
         RowType rowType = table.rowType();
-        RowType partitionType = table.schema().logicalPartitionType();
         Long latest = table.snapshotManager().latestSnapshotId();
 
         StringBuilder head = new StringBuilder("{\"table\":").append(quote(tablePath));
@@ -100,46 +120,69 @@ public final class JavaPaimonReader {
         head.append(",\"snapshotId\":").append(snapshot != null ? snapshot : String.valueOf(latest));
         out.write(head.append("}\n").toString());
 
+        ReadBuilder builder = table.newReadBuilder();
+        TableRead read = builder.newRead();
+        if (!stream) {
+            for (Split split : builder.newScan().plan().splits()) {
+                writeSplit(table, split, read, out);
+            }
+            return;
+        }
+        StreamTableScan scan = builder.newStreamScan();
+        // Each plan consumes (at most) one snapshot; stop once the latest one is consumed.
+        for (int round = 0; round < 1_000_000; round++) {
+            List<Split> splits = scan.plan().splits();
+            for (Split split : splits) {
+                writeSplit(table, split, read, out);
+            }
+            Long next = scan.checkpoint();
+            if (splits.isEmpty() && (latest == null || next == null || next > latest)) {
+                return;
+            }
+        }
+        throw new IllegalStateException("stream scan of " + tablePath + " did not end");
+    }
+
+    private static void writeSplit(FileStoreTable table, Split split, TableRead read, Writer out)
+            throws IOException {
+        RowType rowType = table.rowType();
+        RowType partitionType = table.schema().logicalPartitionType();
         BucketMode mode = table.bucketMode();
         boolean bucketed = mode == BucketMode.HASH_FIXED || mode == BucketMode.BUCKET_UNAWARE;
         RowKeyExtractor extractor = table.createRowKeyExtractor();
-        ReadBuilder builder = table.newReadBuilder();
-        List<Split> splits = builder.newScan().plan().splits();
-        TableRead read = builder.newRead();
-        for (Split split : splits) {
-            StringBuilder line = new StringBuilder("{\"split\":{");
-            if (split instanceof DataSplit) {
-                DataSplit data = (DataSplit) split;
-                BinaryRow partition = data.partition();
-                line.append("\"partition\":").append(rowValue(partition, partitionType));
-                line.append(",\"partitionBytes\":").append(quote(hex(partition.toBytes())));
-                line.append(",\"bucket\":").append(data.bucket());
-                line.append(",\"snapshotId\":").append(data.snapshotId());
-                List<String> names = new ArrayList<>();
-                for (DataFileMeta file : data.dataFiles()) {
-                    names.add(file.fileName());
-                }
-                line.append(",\"files\":").append(strings(names));
+        StringBuilder line = new StringBuilder("{\"split\":{");
+        if (split instanceof DataSplit) {
+            DataSplit data = (DataSplit) split;
+            BinaryRow partition = data.partition();
+            line.append("\"partition\":").append(rowValue(partition, partitionType));
+            line.append(",\"partitionBytes\":").append(quote(hex(partition.toBytes())));
+            line.append(",\"bucket\":").append(data.bucket());
+            line.append(",\"snapshotId\":").append(data.snapshotId());
+            line.append(",\"streaming\":").append(data.isStreaming());
+            List<String> names = new ArrayList<>();
+            for (DataFileMeta file : data.dataFiles()) {
+                names.add(file.fileName());
             }
-            out.write(line.append("}}\n").toString());
-            try (RecordReader<InternalRow> reader = read.createReader(split)) {
-                reader.forEachRemaining(
-                        row -> {
-                            try {
-                                extractor.setRecord(row);
-                                String where = ",\"p\":" + quote(hex(extractor.partition().toBytes()));
-                                if (bucketed) {
-                                    where += ",\"b\":" + extractor.bucket();
-                                }
-                                out.write(
-                                        "{\"k\":" + quote(row.getRowKind().shortString())
-                                                + ",\"v\":" + rowValue(row, rowType)
-                                                + where + "}\n");
-                            } catch (IOException e) {
-                                throw new RuntimeException(e);
+            line.append(",\"files\":").append(strings(names));
+        }
+        out.write(line.append("}}\n").toString());
+        try (RecordReader<InternalRow> reader = read.createReader(split)) {
+            reader.forEachRemaining(
+                    row -> {
+                        try {
+                            extractor.setRecord(row);
+                            String where = ",\"p\":" + quote(hex(extractor.partition().toBytes()));
+                            if (bucketed) {
+                                where += ",\"b\":" + extractor.bucket();
                             }
-                        });
-            }
+                            out.write(
+                                    "{\"k\":" + quote(row.getRowKind().shortString())
+                                            + ",\"v\":" + rowValue(row, rowType)
+                                            + where + "}\n");
+                        } catch (IOException e) {
+                            throw new RuntimeException(e);
+                        }
+                    });
         }
     }
 

@@ -132,7 +132,6 @@ def test_simple_stats_json_round_trip() -> None:
 
 def test_helpers() -> None:
     f = make_file("a.parquet", row_count=10, delete_row_count=3)
-    assert f.added_row_count == 7
     assert f.with_sequence_range(5, 9).max_sequence_number == 9
     stripped = make_file(
         "b", value_stats=SimpleStats(min_values=b"x", max_values=b"y", null_counts=(0,))
