@@ -35,6 +35,25 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
+def status_mib() -> dict[str, float]:
+    """This process's ``VmRSS`` and ``VmHWM`` (peak RSS) from ``/proc/self/status``, MiB."""
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) / 1024
+    return out
+
+
+def reset_peak() -> float:
+    """Set ``VmHWM`` to the current RSS (``clear_refs`` 5, Linux); return that RSS in MiB."""
+    before = status_mib()["VmRSS"]
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return before
+
+
 _NEIGHBOUR = """
 import os, sys
 directory, total = sys.argv[1], int(sys.argv[2])

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import _common  # noqa: F401  (puts the repo root on sys.path)
 import pyarrow as pa
-from _common import median
+from _common import median, reset_peak, status_mib
 
 SCHEMA = pa.schema(
     [
@@ -71,16 +71,6 @@ def build(root: Path, big_rows: int, small: int) -> None:
         write_deltalake(str(root / "delta"), data, mode="append")
 
 
-def status_mib() -> dict[str, float]:
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(value.split()[0]) / 1024
-    return out
-
-
 def child(side: str, root: Path) -> None:
     """Open the table, reset the peak, compact once; print JSON with the figures."""
     if side == "daemon":
@@ -107,9 +97,7 @@ def child(side: str, root: Path) -> None:
         def run() -> int:
             return table.compact().files_before
 
-    before = status_mib()["VmRSS"]
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # VmHWM := VmRSS
+    before = reset_peak()
     t0 = time.perf_counter()
     files = run()
     seconds = time.perf_counter() - t0

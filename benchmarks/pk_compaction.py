@@ -28,6 +28,7 @@ import _common  # noqa: F401  (puts the repo root on sys.path)
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from _common import reset_peak, status_mib
 
 SCHEMA = pa.schema(
     [
@@ -75,16 +76,6 @@ def build(root: Path, rows: int, runs: int, fraction: float, target: str) -> Non
         commit.commit(write.prepare_commit(), commit_identifier=version)
 
 
-def _status_mib() -> dict[str, float]:
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(value.split()[0]) / 1024
-    return out
-
-
 def child(root: Path) -> None:
     """Open the table, reset the peak, run one full compaction; print JSON figures."""
     import snaplake
@@ -96,13 +87,11 @@ def child(root: Path) -> None:
     splits = table.new_scan().plan()
     rows_in = sum(f.row_count for s in splits for f in s.files)
     runs = len(splits[0].files)
-    before = _status_mib()["VmRSS"]
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # VmHWM := VmRSS
+    before = reset_peak()
     t0 = time.perf_counter()
     result = table.compact(full=True)
     seconds = time.perf_counter() - t0
-    peak = _status_mib()["VmHWM"] - before
+    peak = status_mib()["VmHWM"] - before
     outputs = list(result.output_files)
     decoded = max(pq.read_table(p).nbytes for p in outputs) / (1 << 20)
     print(json.dumps({

@@ -59,7 +59,7 @@ from typing import Any
 
 import _common  # noqa: F401  (puts the repo root on sys.path)
 import pyarrow as pa
-from _common import median
+from _common import median, reset_peak, status_mib
 
 ROOT = Path(__file__).resolve().parent.parent
 OPTIONS = {"compaction.min.file-num": "5"}
@@ -158,21 +158,6 @@ def build_pk(root: Path, copies: int, commits: int, buckets: int) -> dict[str, i
 
 
 # ------------------------------------------------------------------------------ children
-def _status_mib() -> dict[str, float]:
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(value.split()[0]) / 1024
-    return out
-
-
-def _reset_peak() -> float:
-    before = _status_mib()["VmRSS"]
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # VmHWM := VmRSS
-    return before
 
 
 def child_in_process(root: Path, *, daemon: bool, name: str) -> dict[str, Any]:
@@ -186,11 +171,11 @@ def child_in_process(root: Path, *, daemon: bool, name: str) -> dict[str, Any]:
     import snaplake
 
     table = snaplake.FileSystemCatalog(str(root / "wh")).get_table(name)
-    before = _reset_peak()
+    before = reset_peak()
     t0 = time.perf_counter()
     result = table.compact()
     seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "peak_mib": _status_mib()["VmHWM"] - before,
+    return {"seconds": seconds, "peak_mib": status_mib()["VmHWM"] - before,
             "files_before": result.files_before, "files_after": result.files_after,
             "bytes_before": result.bytes_before}  # fmt: skip
 
@@ -252,12 +237,12 @@ def child_spark(root: Path, master: str, name: str) -> dict[str, Any]:
         assert tiny_result.snapshot_id is not None
     table = catalog.get_table(name)
     phases.clear()
-    before = _reset_peak()
+    before = reset_peak()
     print("SPARK-COMPACT-START", flush=True)
     t0 = time.perf_counter()
     result = compact(spark, table)
     seconds = time.perf_counter() - t0
-    peak = _status_mib()["VmHWM"] - before
+    peak = status_mib()["VmHWM"] - before
     spark.stop()
     return {"seconds": seconds, "peak_mib": peak, "session_s": session_s, "slots": slots,
             "plan_s": phases["plan_s"], "commit_s": phases["commit_s"],

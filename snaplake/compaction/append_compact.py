@@ -97,6 +97,38 @@ class CompactResult:
     output_files: tuple[str, ...] = ()
     duration_s: float = 0.0
 
+    @classmethod
+    def of_messages(
+        cls,
+        snapshot_id: int | None,
+        messages: Sequence[CommitMessage],
+        *,
+        rows_rewritten: int,
+        input_files: Sequence[str],
+        output_files: Sequence[str],
+        start: float,
+    ) -> CompactResult:
+        """The result of committing ``messages`` (one per bucket) as snapshot ``snapshot_id``.
+
+        Files and bytes are counted from the messages' compact increments (an
+        upgraded file counts on both sides, as in Paimon's metrics);
+        ``start`` is the ``time.monotonic()`` at which the compaction began.
+        """
+        before = [f for m in messages for f in m.compact_increment.compact_before]
+        after = [f for m in messages for f in m.compact_increment.compact_after]
+        return cls(
+            snapshot_id=snapshot_id,
+            buckets_compacted=len(messages),
+            files_before=len(before),
+            files_after=len(after),
+            bytes_before=sum(f.file_size_bytes for f in before),
+            bytes_after=sum(f.file_size_bytes for f in after),
+            rows_rewritten=rows_rewritten,
+            input_files=tuple(input_files),
+            output_files=tuple(output_files),
+            duration_s=time.monotonic() - start,
+        )
+
 
 class AppendCompactor:
     """Plan and run small-file compaction of an append table's latest snapshot.

@@ -471,19 +471,13 @@ class MergeTreeDistributedCompaction:
         except BaseException:
             self.abort(messages)
             raise
-        before = [f for m in messages for f in m.compact_increment.compact_before]
-        after = [f for m in messages for f in m.compact_increment.compact_after]
-        return CompactResult(
-            snapshot_id=committed.snapshot_id,
-            buckets_compacted=len(messages),
-            files_before=len(before),
-            files_after=len(after),
-            bytes_before=sum(f.file_size_bytes for f in before),
-            bytes_after=sum(f.file_size_bytes for f in after),
+        return CompactResult.of_messages(
+            committed.snapshot_id,
+            messages,
             rows_rewritten=sum(r.rows_rewritten for r in results),
-            input_files=tuple(p for t in tasks for p in t.paths),
-            output_files=tuple(p for r in results for p in r.written),
-            duration_s=time.monotonic() - start,
+            input_files=[p for t in tasks for p in t.paths],
+            output_files=[p for r in results for p in r.written],
+            start=start,
         )
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:

@@ -647,19 +647,13 @@ class MergeTreeCompactor:
         except BaseException:
             self.commit.file_io.delete_many(written)
             raise
-        before = [f for r in results for f in r.message.compact_increment.compact_before]
-        after = [f for r in results for f in r.message.compact_increment.compact_after]
-        res = CompactResult(
-            snapshot_id=result.snapshot_id,
-            buckets_compacted=len(results),
-            files_before=len(before),
-            files_after=len(after),
-            bytes_before=sum(f.file_size_bytes for f in before),
-            bytes_after=sum(f.file_size_bytes for f in after),
+        res = CompactResult.of_messages(
+            result.snapshot_id,
+            [r.message for r in results],
             rows_rewritten=sum(r.rows_rewritten for r in results),
-            input_files=tuple(p for t in tasks for p in t.paths),
-            output_files=tuple(written),
-            duration_s=time.monotonic() - start,
+            input_files=[p for t in tasks for p in t.paths],
+            output_files=written,
+            start=start,
         )
         logger.info(
             "LSM-compacted %d bucket(s) of %s: %d file(s) -> %d (snapshot %s, %.1f ms)",
