@@ -143,8 +143,14 @@ class FileFormat(abc.ABC):
             OSError: the file is not a valid file of this format.
         """
 
-    def read(self, source: Any, schema: pa.Schema) -> pa.Table:
-        """Read the whole file as one table of ``schema`` (see :meth:`iter_batches`)."""
+    def read(self, source: Any, schema: pa.Schema, *, use_threads: bool = False) -> pa.Table:
+        """Read the whole file as one table of ``schema`` (see :meth:`iter_batches`).
+
+        ``use_threads``: decode columns in parallel on Arrow's CPU pool, where
+        the format's reader can (Parquet): for query reads, which a dataset
+        scan would thread as well; compaction keeps the default for bounded
+        memory per task.
+        """
         pieces = list(self.iter_batches(source, schema, batch_rows=1 << 30))
         return pa.concat_tables(pieces) if pieces else schema.empty_table()
 
@@ -229,6 +235,12 @@ class ParquetFormat(FileFormat):
             compression_level=zstd_level if codec == "zstd" else None,
             store_decimal_as_integer=True,
             use_dictionary=data.num_rows > _DICTIONARY_MIN_ROWS,
+        )
+
+    def read(self, source: Any, schema: pa.Schema, *, use_threads: bool = False) -> pa.Table:
+        """See :meth:`FileFormat.read` (``use_threads`` decodes columns in parallel)."""
+        return (
+            pq.ParquetFile(source).read(columns=schema.names, use_threads=use_threads).cast(schema)
         )
 
     def iter_batches(

@@ -128,11 +128,11 @@ def _read_file(
     fmt = format_of_file(path)
     if arrow is None:
         with file_io.open_input(path) as f:
-            return fmt.read(f, schema)
+            return fmt.read(f, schema, use_threads=True)
     fs, prefix = arrow
     try:
         with fs.open_input_file(path.removeprefix(prefix)) as f:
-            return fmt.read(f, schema)
+            return fmt.read(f, schema, use_threads=True)
     except OSError as exc:  # pyarrow's own errors: typed by the FileIO
         error = file_io.translate_error(exc, path=path, operation="read")
         if error is exc:
