@@ -1,10 +1,11 @@
 """Writer process of the primary-key writer + daemon test.
 
-Usage: python tests/integration/pk_writer_proc.py ROOT SECONDS
+Usage: python tests/integration/pk_writer_proc.py ROOT SECONDS [STOP_FILE]
 
 Commits :func:`batch` ``k`` with identifier ``k`` (k = 1, 2, ...) until SECONDS
-pass, through one long-lived writer, and prints ``ACK <k> <snapshot>`` per
-commit. Any exception ends the process with a traceback and exit code 1.
+pass or STOP_FILE exists, through one long-lived writer, and prints
+``ACK <k> <snapshot>`` per commit. Any exception ends the process with a
+traceback and exit code 1.
 """
 
 from __future__ import annotations
@@ -45,14 +46,14 @@ def batch(k: int) -> tuple[list[dict[str, Any]], list[str]]:
     return rows, kinds
 
 
-def main(root: str, seconds: float) -> None:
+def main(root: str, seconds: float, stop_file: str | None = None) -> None:
     table = Table(file_io=LocalFileIO(), root=root, identifier="db.t")
     write = table.new_write(commit_user=USER)
     commit = table.new_commit(commit_user=USER)
     deadline = time.monotonic() + seconds
     k = 0
     print("WRITING", flush=True)
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (stop_file and Path(stop_file).exists()):
         k += 1
         rows, kinds = batch(k)
         write.write_arrow(to_table(rows), row_kinds=kinds)
@@ -63,4 +64,4 @@ def main(root: str, seconds: float) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]))
+    main(sys.argv[1], float(sys.argv[2]), *sys.argv[3:4])

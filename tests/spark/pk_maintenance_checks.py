@@ -151,6 +151,7 @@ def check_compact_with_concurrent_upserts(spark: Any, tmp_path: Path) -> None:
                                        "commit.max-retries": "50",
                                        "commit.max-retry-wait": "200 ms"})  # fmt: skip
     log = tmp_path / "writer.log"
+    stop = tmp_path / "stop"
 
     def acks() -> list[list[str]]:
         text = log.read_text() if log.exists() else ""
@@ -158,7 +159,7 @@ def check_compact_with_concurrent_upserts(spark: Any, tmp_path: Path) -> None:
 
     with log.open("wb") as out:
         writer = subprocess.Popen(
-            [sys.executable, str(PK_WRITER), table.root, "15"], stdout=out,
+            [sys.executable, str(PK_WRITER), table.root, "120", str(stop)], stdout=out,
             stderr=subprocess.STDOUT,
         )  # fmt: skip
         try:
@@ -167,7 +168,12 @@ def check_compact_with_concurrent_upserts(spark: Any, tmp_path: Path) -> None:
             result = compact(spark, "db.t", warehouse=str(wh))
             assert result.snapshot_id is not None and result.buckets_compacted > 0
             compacted_at = len(acks())
-            code = writer.wait(timeout=300)
+            # A few more commits on top of the compacted buckets, then stop (every
+            # snapshot is read below, each merging all level-0 runs since).
+            wait_for(lambda: len(acks()) >= compacted_at + 5 or writer.poll() is not None,
+                     timeout=120, what="the writer's commits after the compaction")  # fmt: skip
+            stop.touch()
+            code = writer.wait(timeout=120)
         finally:
             if writer.poll() is None:
                 writer.kill()
