@@ -28,14 +28,13 @@ from snaplake.compaction.maintenance import (
     maintenance_committer,
 )
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
-from snaplake.compaction.merge_tree_compact import (
+from snaplake.compaction.merge_tree_compact import MergeTreeCompactor, commit_compaction
+from snaplake.compaction.merge_tree_plan import (
     BucketCompaction,
-    MergeTreeCompactor,
     MergeTreeCompactPlanner,
     SortedRunStats,
-    commit_compaction,
-    rewrite_bucket,
 )
+from snaplake.compaction.merge_tree_rewrite import rewrite_bucket
 from snaplake.compaction.orphan_clean import (
     DEFAULT_OLDER_THAN,
     OrphanCleanResult,

@@ -24,8 +24,8 @@ picks the implementation by table kind:
 - primary-key tables: :class:`MergeTreeDistributedCompaction`, Paimon's
   universal (or full) LSM compaction with one unit per bucket (a bucket's
   compaction is one k-way merge, streamed with the in-process bounded memory),
-  planned by :class:`~snaplake.compaction.merge_tree_compact.MergeTreeCompactPlanner`,
-  rewritten by :func:`~snaplake.compaction.merge_tree_compact.rewrite_bucket`,
+  planned by :class:`~snaplake.compaction.merge_tree_plan.MergeTreeCompactPlanner`,
+  rewritten by :func:`~snaplake.compaction.merge_tree_rewrite.rewrite_bucket`,
   committed by :func:`~snaplake.compaction.merge_tree_compact.commit_compaction`
   (conflict detection with the LSM rule). A lost conflict deletes the outputs,
   never an input a unit upgraded to a new level.
@@ -48,13 +48,9 @@ from snaplake.commit.message import CommitMessage
 from snaplake.commit.table_write import abort_messages
 from snaplake.compaction.append_compact import AppendCompactor, CompactResult
 from snaplake.compaction.append_rewrite import AppendRewriter, CompactTask, output_groups
-from snaplake.compaction.merge_tree_compact import (
-    BucketCompaction,
-    MergeTreeCompactPlanner,
-    RewriteResult,
-    commit_compaction,
-    rewrite_bucket,
-)
+from snaplake.compaction.merge_tree_compact import commit_compaction
+from snaplake.compaction.merge_tree_plan import BucketCompaction, MergeTreeCompactPlanner
+from snaplake.compaction.merge_tree_rewrite import RewriteResult, rewrite_bucket
 from snaplake.errors import CommitStateUnknownError
 from snaplake.options import CoreOptions
 from snaplake.store.format.paths import PathFactory

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from snaplake.commit.file_store_commit import FileStoreCommit, FileStoreTable
 from snaplake.commit.retry import RetryPolicy
-from snaplake.compaction.merge_tree_compact import SortedRunStats, sorted_run_stats
+from snaplake.compaction.merge_tree_plan import SortedRunStats, sorted_run_stats
 from snaplake.options import CoreOptions
 from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.snapshot import Snapshot

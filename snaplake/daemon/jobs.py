@@ -44,7 +44,8 @@ from snaplake.compaction.maintenance import (
     maintenance_committer,
 )
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
-from snaplake.compaction.merge_tree_compact import MergeTreeCompactor, SortedRunStats
+from snaplake.compaction.merge_tree_compact import MergeTreeCompactor
+from snaplake.compaction.merge_tree_plan import SortedRunStats
 from snaplake.compaction.orphan_clean import OrphanCleanResult, OrphanFilesClean
 from snaplake.daemon.config import Task
 from snaplake.daemon.memory import release_memory

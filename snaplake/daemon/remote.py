@@ -30,7 +30,7 @@ from typing import Protocol
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.compaction.append_compact import AppendCompactor, CompactResult
-from snaplake.compaction.merge_tree_compact import MergeTreeCompactPlanner, SortedRunStats
+from snaplake.compaction.merge_tree_plan import MergeTreeCompactPlanner, SortedRunStats
 from snaplake.errors import SnaplakeError, UnsupportedTableError
 from snaplake.options import CoreOptions
 from snaplake.table import Table

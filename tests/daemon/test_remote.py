@@ -175,7 +175,7 @@ def _pk_due_table(**options: str) -> tuple[Any, Any]:
 
 
 def _bucket_inputs(table: Any) -> list[int]:
-    from snaplake.compaction.merge_tree_compact import MergeTreeCompactPlanner
+    from snaplake.compaction.merge_tree_plan import MergeTreeCompactPlanner
 
     plan = MergeTreeCompactPlanner(
         file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,

@@ -21,7 +21,7 @@ from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_
 from tests.pk_helpers import to_table as pk_table
 
 import snaplake
-from snaplake.compaction.merge_tree_compact import FULL_COMPACTION_PROPERTY
+from snaplake.compaction.merge_tree_plan import FULL_COMPACTION_PROPERTY
 from snaplake.spark import compact
 from snaplake.store.format.snapshot import TXN_PROPERTY_PREFIX
 from snaplake.table import Table

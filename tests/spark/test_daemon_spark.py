@@ -128,7 +128,7 @@ def test_daemon_delegates_large_primary_key_buckets_and_falls_back(tmp_path: Pat
     from tests.pk_helpers import TableModel, engine_model, sorted_rows
     from tests.spark import pk_maintenance_checks as pk
 
-    from snaplake.compaction.merge_tree_compact import MergeTreeCompactPlanner
+    from snaplake.compaction.merge_tree_plan import MergeTreeCompactPlanner
 
     wh = tmp_path / "wh"
     catalog = snaplake.FileSystemCatalog(str(wh))

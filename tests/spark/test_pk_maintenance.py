@@ -27,7 +27,7 @@ from tests.spark.conftest import spark_env
 from tests.spark.faults import FailingDataFileIO
 
 import snaplake
-from snaplake.compaction.merge_tree_compact import MergeTreeCompactPlanner
+from snaplake.compaction.merge_tree_plan import MergeTreeCompactPlanner
 from snaplake.spark import compact, remove_orphan_files
 from snaplake.spark.maintenance import compact_table
 from snaplake.table import Table

@@ -24,7 +24,7 @@ from snaplake.compaction.distributed import (
     distributed_compaction,
 )
 from snaplake.compaction.maintenance import maintenance_committer
-from snaplake.compaction.merge_tree_compact import FULL_COMPACTION_PROPERTY
+from snaplake.compaction.merge_tree_plan import FULL_COMPACTION_PROPERTY
 from snaplake.errors import CommitConflictError
 from snaplake.options import CoreOptions
 

@@ -20,14 +20,13 @@ from tests.pk_helpers import (
 import snaplake
 from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.compaction.maintenance import maintenance_committer
-from snaplake.compaction.merge_tree_compact import (
+from snaplake.compaction.merge_tree_compact import MergeTreeCompactor, commit_compaction
+from snaplake.compaction.merge_tree_plan import (
     FULL_COMPACTION_PROPERTY,
     BucketCompaction,
-    MergeTreeCompactor,
     MergeTreeCompactPlanner,
-    commit_compaction,
-    rewrite_bucket,
 )
+from snaplake.compaction.merge_tree_rewrite import rewrite_bucket
 from snaplake.errors import CommitConflictError
 from snaplake.store.format.snapshot import CommitKind
 

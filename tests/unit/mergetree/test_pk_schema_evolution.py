@@ -421,7 +421,8 @@ def test_a_stale_first_row_writer_never_compacts_newer_columns_away(catalog):
 
 
 def test_compaction_refuses_to_write_inputs_into_an_older_schema(catalog):
-    from snaplake.compaction.merge_tree_compact import MergeTreeCompactPlanner, rewrite_bucket
+    from snaplake.compaction.merge_tree_plan import MergeTreeCompactPlanner
+    from snaplake.compaction.merge_tree_rewrite import rewrite_bucket
 
     table = _create(catalog, bucket="1")
     _write(table, _v0(range(2)), 1)
