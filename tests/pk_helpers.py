@@ -141,3 +141,31 @@ def to_table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema = PK_SCHEMA) -
 
 
 _ = DELETE
+
+
+def bucket_layout(table: Any) -> list[Any]:
+    """Per bucket, each live file's (level, rows, retractions, sequence range, source)."""
+    return sorted(
+        (
+            s.partition_values,
+            s.bucket,
+            sorted(
+                (
+                    f.level,
+                    f.row_count,
+                    f.delete_row_count,
+                    f.min_sequence_number,
+                    f.max_sequence_number,
+                    f.file_source,
+                )
+                for f in s.files
+            ),
+        )
+        for s in table.new_scan().plan()
+    )
+
+
+def compact_counts(r: Any) -> tuple[Any, ...]:
+    """The CompactResult fields that must agree between two ways of running one compaction."""
+    return (r.snapshot_id, r.buckets_compacted, r.files_before, r.files_after, r.bytes_before,
+            r.rows_rewritten, len(r.input_files), len(r.output_files))  # fmt: skip

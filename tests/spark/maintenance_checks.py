@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
+import subprocess
+import sys
+import textwrap
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +23,7 @@ import pyarrow as pa
 import pytest
 from tests.daemon.procs import start_writer, writer_summary
 from tests.oracle import PaimonOracle
+from tests.spark.conftest import spark_env
 
 import snaplake
 from snaplake.spark import compact, remove_orphan_files
@@ -204,3 +209,59 @@ def check_compact_on_s3(spark: Any, endpoint: Any) -> None:
     dry = remove_orphan_files(spark, "db.remote", warehouse=warehouse, options=options,
                               older_than=timedelta(0))  # fmt: skip
     assert dry.orphan_files == remote.remove_orphan_files(older_than=timedelta(0)).orphan_files
+
+
+_REPO = Path(__file__).resolve().parents[2]
+_KILLED_DRIVER = textwrap.dedent(
+    """
+    import os, signal, sys
+    sys.path.insert(0, {repo!r})
+    from tests.spark.conftest import new_session
+    from {module} import {cls}
+    from snaplake.spark import compact
+
+    def die(self, messages, *, started=None):
+        print("KILLED-BEFORE-COMMIT", len(messages), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    {cls}.commit_rewritten = die
+    spark = new_session("local[2]")
+    compact(spark, "db.t", warehouse={warehouse!r}, full={full!r})
+    """
+)
+
+
+def check_killed_driver_leaves_only_orphans(
+    spark: Any, tmp_path: Path, wh: Path, *, committer: str, full: bool = False
+) -> tuple[Table, str]:
+    """A driver SIGKILLed after the executors wrote, before its commit: only orphans remain.
+
+    ``committer`` is ``"module.Class"`` whose ``commit_rewritten`` the driver
+    script replaces by a kill. Checks: the latest snapshot and live files are
+    unchanged, the new files are exactly what ``remove_orphan_files`` (dry run)
+    lists, and removing them restores the directory. Returns the reopened
+    table ``db.t`` and the driver's stdout.
+    """
+    table = snaplake.FileSystemCatalog(str(wh)).get_table("db.t")
+    latest = table.latest_snapshot()
+    before_files = data_files(table)
+    module, cls = committer.rsplit(".", 1)
+    script = tmp_path / "driver.py"
+    script.write_text(_KILLED_DRIVER.format(repo=str(_REPO), warehouse=str(wh), module=module,
+                                            cls=cls, full=full))  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(script)], env={**os.environ, **spark_env()},
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == -signal.SIGKILL, proc.stdout + proc.stderr
+    assert "KILLED-BEFORE-COMMIT" in proc.stdout
+    table = snaplake.FileSystemCatalog(str(wh)).get_table("db.t")
+    assert table.latest_snapshot() == latest
+    orphans = data_files(table) - before_files
+    assert orphans, "the executors wrote outputs before the driver died"
+    assert live_files(table) == before_files
+    dry = remove_orphan_files(spark, "db.t", warehouse=str(wh), older_than=timedelta(0))
+    assert {Path(p).name for p in dry.orphan_files} == orphans
+    remove_orphan_files(spark, "db.t", warehouse=str(wh), older_than=timedelta(0), dry_run=False)
+    assert data_files(table) == before_files
+    return table, proc.stdout

@@ -18,7 +18,10 @@ from tests.integration.pk_writer_proc import USER, batch
 from tests.oracle import PaimonOracle
 from tests.oracle.java_paimon import JavaPaimon, java_values, same_values
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, sorted_rows
+from tests.pk_helpers import bucket_layout as layout
+from tests.pk_helpers import compact_counts as counts
 from tests.pk_helpers import to_table as pk_table
+from tests.spark.maintenance_checks import data_files, live_files
 
 import snaplake
 from snaplake.compaction.merge_tree_plan import FULL_COMPACTION_PROPERTY
@@ -62,44 +65,6 @@ def seeded_twins(catalog: snaplake.FileSystemCatalog, *, writes: int = 4,
         upsert(local, None, k)
         upsert(remote, model, k)
     return local, remote, model
-
-
-def layout(table: Table) -> list[Any]:
-    """Per bucket, each live file's (level, rows, retractions, sequence range, source)."""
-    return sorted(
-        (
-            s.partition_values,
-            s.bucket,
-            sorted(
-                (
-                    f.level,
-                    f.row_count,
-                    f.delete_row_count,
-                    f.min_sequence_number,
-                    f.max_sequence_number,
-                    f.file_source,
-                )
-                for f in s.files
-            ),
-        )
-        for s in table.new_scan().plan()
-    )
-
-
-def counts(r: Any) -> tuple[Any, ...]:
-    """The CompactResult fields that must agree between Spark and in process."""
-    return (r.snapshot_id, r.buckets_compacted, r.files_before, r.files_after, r.bytes_before,
-            r.rows_rewritten, len(r.input_files), len(r.output_files))  # fmt: skip
-
-
-def data_files(table: Table) -> set[str]:
-    """Names of the Parquet files under a local table directory."""
-    return {p.name for p in Path(table.root).rglob("data-*.parquet")}
-
-
-def live_files(table: Table) -> set[str]:
-    """Names of the data files of the latest snapshot."""
-    return {f.file_name for s in table.new_scan().plan() for f in s.files}
 
 
 def pypaimon_rows(wh: Path, name: str) -> list[dict[str, Any]]:

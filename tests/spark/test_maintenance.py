@@ -7,23 +7,17 @@ that fails on its first attempt is retried as on a cluster.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import textwrap
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.oracle import requires_paimon
 from tests.spark import maintenance_checks as checks
-from tests.spark.conftest import spark_env
 from tests.spark.faults import FailingDataFileIO
 
 import snaplake
 from snaplake.errors import SchemaMismatchError, UnsupportedTableError
-from snaplake.spark import compact, remove_orphan_files
+from snaplake.spark import compact
 from snaplake.table import Table
 
 pytestmark = [
@@ -33,7 +27,6 @@ pytestmark = [
 ]
 
 SPARK_MASTER = "local[2,3]"
-REPO = Path(__file__).resolve().parents[2]
 
 
 @requires_paimon
@@ -87,54 +80,15 @@ def test_task_failing_on_its_first_attempt_leaves_no_extra_files(
     assert checks.by_id(table.to_arrow()) == before_rows
 
 
-_KILLED_DRIVER = textwrap.dedent(
-    """
-    import os, signal, sys
-    sys.path.insert(0, {repo!r})
-    from tests.spark.conftest import new_session
-    from snaplake.compaction.append_compact import AppendCompactor
-    from snaplake.spark import compact
-
-    def die(self, messages, *, started=None):
-        print("KILLED-BEFORE-COMMIT", len(messages), flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    AppendCompactor.commit_rewritten = die
-    spark = new_session("local[2]")
-    compact(spark, "db.t", warehouse={warehouse!r})
-    """
-)
-
-
 @pytest.mark.slow
 def test_driver_killed_before_the_commit_leaves_only_orphans(spark: Any, tmp_path: Path) -> None:
     """A driver that dies after the executors wrote: table unchanged, orphans removable."""
     wh = tmp_path / "wh"
     table = checks.seeded(snaplake.FileSystemCatalog(str(wh)), "db.t")
-    latest = table.latest_snapshot()
     before_rows = checks.by_id(table.to_arrow())
-    before_files = checks.data_files(table)
-    script = tmp_path / "driver.py"
-    script.write_text(_KILLED_DRIVER.format(repo=str(REPO), warehouse=str(wh)))
-    proc = subprocess.run(
-        [sys.executable, str(script)],
-        env={**os.environ, **spark_env()},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    table, _ = checks.check_killed_driver_leaves_only_orphans(
+        spark, tmp_path, wh, committer="snaplake.compaction.append_compact.AppendCompactor"
     )
-    assert proc.returncode == -signal.SIGKILL, proc.stdout + proc.stderr
-    assert "KILLED-BEFORE-COMMIT" in proc.stdout
-    table = snaplake.FileSystemCatalog(str(wh)).get_table("db.t")
-    assert table.latest_snapshot() == latest
-    orphans = checks.data_files(table) - before_files
-    assert orphans, "the executors wrote outputs before the driver died"
-    assert checks.live_files(table) == before_files
-    dry = remove_orphan_files(spark, "db.t", warehouse=str(wh), older_than=timedelta(0))
-    assert {Path(p).name for p in dry.orphan_files} == orphans
-    remove_orphan_files(spark, "db.t", warehouse=str(wh), older_than=timedelta(0), dry_run=False)
-    assert checks.data_files(table) == before_files
     assert checks.by_id(table.to_arrow()) == before_rows
     assert compact(spark, "db.t", warehouse=str(wh)).snapshot_id is not None
 

@@ -9,26 +9,32 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
-import subprocess
-import sys
-import textwrap
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.oracle import requires_paimon
 from tests.oracle.java_paimon import requires_java_paimon
-from tests.pk_helpers import TableModel, engine_model, make_rows, sorted_rows
+from tests.pk_helpers import (
+    TableModel,
+    bucket_layout,
+    compact_counts,
+    engine_model,
+    make_rows,
+    sorted_rows,
+)
 from tests.pk_helpers import to_table as pk_table
 from tests.spark import pk_maintenance_checks as checks
-from tests.spark.conftest import spark_env
 from tests.spark.faults import FailingDataFileIO
+from tests.spark.maintenance_checks import (
+    check_killed_driver_leaves_only_orphans,
+    data_files,
+    live_files,
+)
 
 import snaplake
 from snaplake.compaction.merge_tree_plan import MergeTreeCompactPlanner
-from snaplake.spark import compact, remove_orphan_files
+from snaplake.spark import compact
 from snaplake.spark.maintenance import compact_table
 from snaplake.table import Table
 
@@ -39,7 +45,6 @@ pytestmark = [
 ]
 
 SPARK_MASTER = "local[2,3]"
-REPO = Path(__file__).resolve().parents[2]
 
 
 @requires_paimon
@@ -80,13 +85,13 @@ def test_task_failing_on_its_first_attempt_leaves_no_extra_files(
     markers = tmp_path / "markers"
     failing = FailingDataFileIO(partition=0, attempts=(0,), after_files=1, marker_dir=str(markers))
     table = Table(file_io=failing, root=plain.root, identifier="db.t")
-    before_files = checks.data_files(table)
+    before_files = data_files(table)
     result = compact(spark, table, full=True)
     assert result.snapshot_id is not None
     assert sorted(os.listdir(markers)) == ["p0-a0-1"]  # the fault happened, once
     outputs = {Path(p).name for p in result.output_files}
-    assert checks.data_files(table) == before_files | outputs  # nothing else left behind
-    assert checks.live_files(table) == outputs  # full compaction with deletes: all rewritten
+    assert data_files(table) == before_files | outputs  # nothing else left behind
+    assert live_files(table) == outputs  # full compaction with deletes: all rewritten
     assert sorted_rows(table.to_arrow()) == model.rows()
 
 
@@ -113,12 +118,10 @@ def test_buckets_below_the_bar_are_rewritten_on_the_driver(
     with caplog.at_level(logging.INFO, logger="snaplake.spark.maintenance"):
         result = compact_table(spark, remote, local_below_bytes=bar)
     assert "spark compaction of db.remote: 2 task(s)" in caplog.text
-    assert checks.counts(result) == checks.counts(expected)
-    assert checks.layout(remote) == checks.layout(local)
+    assert compact_counts(result) == compact_counts(expected)
+    assert bucket_layout(remote) == bucket_layout(local)
     assert sorted_rows(remote.to_arrow()) == model.rows()
-    assert checks.data_files(remote) == checks.live_files(remote) | {
-        Path(p).name for p in result.input_files
-    }
+    assert data_files(remote) == live_files(remote) | {Path(p).name for p in result.input_files}
 
 
 def test_a_lost_conflict_deletes_the_outputs_never_an_upgraded_input(
@@ -152,31 +155,12 @@ def test_a_lost_conflict_deletes_the_outputs_never_an_upgraded_input(
     after = {f.file_name for m in seen for f in m.compact_increment.compact_after}
     upgraded, written = before & after, after - before
     assert upgraded and written, "the test needs an upgraded input and a merged output"
-    on_disk = checks.data_files(table)
+    on_disk = data_files(table)
     assert upgraded <= on_disk and not written & on_disk
     assert sorted_rows(table.to_arrow()) == model.rows()
-    assert on_disk == checks.live_files(table) | {  # the winner's inputs stay for expiry
+    assert on_disk == live_files(table) | {  # the winner's inputs stay for expiry
         f.file_name for s in table.new_scan(snapshot_id=3).plan() for f in s.files
     }
-
-
-_KILLED_DRIVER = textwrap.dedent(
-    """
-    import os, signal, sys
-    sys.path.insert(0, {repo!r})
-    from tests.spark.conftest import new_session
-    from snaplake.compaction.distributed import MergeTreeDistributedCompaction
-    from snaplake.spark import compact
-
-    def die(self, messages, *, started=None):
-        print("KILLED-BEFORE-COMMIT", len(messages), flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    MergeTreeDistributedCompaction.commit_rewritten = die
-    spark = new_session("local[2]")
-    compact(spark, "db.t", warehouse={warehouse!r}, full=True)
-    """
-)
 
 
 @pytest.mark.slow
@@ -187,29 +171,11 @@ def test_driver_killed_before_the_commit_leaves_only_orphans(spark: Any, tmp_pat
     model = TableModel(engine_model("deduplicate"))
     for k in range(4):
         checks.upsert(table, model, k)
-    latest = table.latest_snapshot()
-    before_files = checks.data_files(table)
-    script = tmp_path / "driver.py"
-    script.write_text(_KILLED_DRIVER.format(repo=str(REPO), warehouse=str(wh)))
-    proc = subprocess.run(
-        [sys.executable, str(script)],
-        env={**os.environ, **spark_env()},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stdout + proc.stderr
-    assert "KILLED-BEFORE-COMMIT 6" in proc.stdout
-    table = snaplake.FileSystemCatalog(str(wh)).get_table("db.t")
-    assert table.latest_snapshot() == latest
-    orphans = checks.data_files(table) - before_files
-    assert orphans, "the executors wrote outputs before the driver died"
-    assert checks.live_files(table) == before_files
-    dry = remove_orphan_files(spark, "db.t", warehouse=str(wh), older_than=timedelta(0))
-    assert {Path(p).name for p in dry.orphan_files} == orphans
-    remove_orphan_files(spark, "db.t", warehouse=str(wh), older_than=timedelta(0), dry_run=False)
-    assert checks.data_files(table) == before_files
+    table, out = check_killed_driver_leaves_only_orphans(
+        spark, tmp_path, wh, full=True,
+        committer="snaplake.compaction.distributed.MergeTreeDistributedCompaction",
+    )  # fmt: skip
+    assert "KILLED-BEFORE-COMMIT 6" in out
     assert sorted_rows(table.to_arrow()) == model.rows()
     assert compact(spark, "db.t", warehouse=str(wh)).snapshot_id is not None
     assert sorted_rows(table.to_arrow()) == model.rows()
@@ -225,7 +191,7 @@ def test_unsupported_primary_key_tables_are_refused_before_any_job(
     catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
     table = checks.create(catalog, "db.t")
     checks.upsert(table, None, 0)
-    files = checks.data_files(table)
+    files = data_files(table)
     raw = table.schema().to_json_dict()
     raw["id"] = 1
     raw["options"] = {**raw["options"], "deletion-vectors.enabled": "true"}
@@ -233,4 +199,4 @@ def test_unsupported_primary_key_tables_are_refused_before_any_job(
     with pytest.raises(UnsupportedTableError, match="deletion vectors"):
         compact(spark, "db.t", warehouse=str(tmp_path / "wh"))
     assert len(table.snapshots()) == 1
-    assert checks.data_files(table) == files
+    assert data_files(table) == files

@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, sorted_rows
+from tests.pk_helpers import (
+    PK_KEYS,
+    PK_SCHEMA,
+    TableModel,
+    bucket_layout,
+    compact_counts,
+    engine_model,
+    make_rows,
+    sorted_rows,
+)
 from tests.pk_helpers import to_table as pk_table
 
 import snaplake
@@ -64,33 +73,6 @@ def _run(job: Any, units: Any, table: Any) -> list[CommitMessage]:
     return [CommitMessage.from_bytes(m.to_bytes()) for m in messages]  # and sends back
 
 
-def _layout(table: Any) -> list[Any]:
-    """Per bucket: (level, rows, retractions, min/max sequence) of each live file."""
-    return sorted(
-        (
-            s.partition_values,
-            s.bucket,
-            sorted(
-                (
-                    f.level,
-                    f.row_count,
-                    f.delete_row_count,
-                    f.min_sequence_number,
-                    f.max_sequence_number,
-                    f.file_source,
-                )
-                for f in s.files
-            ),
-        )
-        for s in table.new_scan().plan()
-    )
-
-
-def _result_counts(r: Any) -> tuple[Any, ...]:
-    return (r.snapshot_id, r.buckets_compacted, r.files_before, r.files_after, r.bytes_before,
-            r.rows_rewritten, len(r.input_files), len(r.output_files))  # fmt: skip
-
-
 @pytest.mark.parametrize("full", [False, True])
 def test_units_rewritten_apart_give_the_in_process_result(tmp_path: Path, full: bool) -> None:
     local, remote, model = _twins(tmp_path)
@@ -103,8 +85,8 @@ def test_units_rewritten_apart_give_the_in_process_result(tmp_path: Path, full: 
     assert [u.input_bytes for u in units] == sorted((u.input_bytes for u in units), reverse=True)
     result = job.commit_rewritten(_run(job, units, remote))
     assert expected.snapshot_id is not None
-    assert _result_counts(result) == _result_counts(expected)
-    assert _layout(remote) == _layout(local)
+    assert compact_counts(result) == compact_counts(expected)
+    assert bucket_layout(remote) == bucket_layout(local)
     assert sorted_rows(remote.to_arrow()) == sorted_rows(local.to_arrow()) == model.rows()
     snap = remote.latest_snapshot()
     assert snap.commit_kind.value == "COMPACT" and snap.commit_user == "snaplake-maintenance"
