@@ -46,6 +46,20 @@ def _append_small(table: snaplake.Table, start: int, commits: int) -> None:
         committer.commit(write.prepare_commit())
 
 
+def _check_fell_back(daemon: Any, port: int) -> None:
+    """The daemon counted the cluster's failure, logged why, and stops cleanly (SIGTERM)."""
+    wait_for(
+        lambda: (sample_value(scrape(port), "snaplake_daemon_remote_failures_total",
+                              table="db.t", task="compact") or 0) >= 1,
+        timeout=30, what="the remote failure metric",
+    )  # fmt: skip
+    log = daemon.text()
+    assert "compacting in process instead" in log
+    assert "SparkConnectGrpcException" in log
+    code, _ = daemon.stop(signal.SIGTERM, timeout=60)
+    assert code == 0
+
+
 @requires_paimon
 def test_daemon_delegates_to_spark_connect_and_falls_back(tmp_path: Path) -> None:
     wh = tmp_path / "wh"
@@ -77,17 +91,8 @@ def test_daemon_delegates_to_spark_connect_and_falls_back(tmp_path: Path) -> Non
         _append_small(table, 50_000, 6)
         assert _live(table) > 12
         wait_for(lambda: _live(table) <= 4, timeout=240, what="a fallback compaction")
-        wait_for(
-            lambda: (sample_value(scrape(port), "snaplake_daemon_remote_failures_total",
-                                  table="db.t", task="compact") or 0) >= 1,
-            timeout=30, what="the remote failure metric",
-        )  # fmt: skip
-        log = daemon.text()
-        assert "compacting in process instead" in log
-        assert "SparkConnectGrpcException" in log
-        code, _ = daemon.stop(signal.SIGTERM, timeout=60)
+        _check_fell_back(daemon, port)
         daemon = None
-        assert code == 0
     finally:
         if daemon is not None:
             daemon.stop(signal.SIGKILL)
@@ -182,17 +187,8 @@ def test_daemon_delegates_large_primary_key_buckets_and_falls_back(tmp_path: Pat
             _big_month_one(table, model, seed)
         wait_for(lambda: len(_compactions(table)) > done, timeout=240,
                  what="a fallback compaction")  # fmt: skip
-        wait_for(
-            lambda: (sample_value(scrape(port), "snaplake_daemon_remote_failures_total",
-                                  table="db.t", task="compact") or 0) >= 1,
-            timeout=30, what="the remote failure metric",
-        )  # fmt: skip
-        log = daemon.text()
-        assert "compacting in process instead" in log
-        assert "SparkConnectGrpcException" in log
-        code, _ = daemon.stop(signal.SIGTERM, timeout=60)
+        _check_fell_back(daemon, port)
         daemon = None
-        assert code == 0
     finally:
         if daemon is not None:
             daemon.stop(signal.SIGKILL)
