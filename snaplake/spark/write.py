@@ -200,25 +200,26 @@ def _wait_for_tasks(
 
 
 def _delete_job_files(table: Table, token: str) -> None:
-    """Delete every data file named with ``token`` (the files of one failed job).
+    """Delete every data and changelog file named with ``token`` (the files of one failed job).
 
-    Storage: lists the table directory; deletes the matching data files.
+    Storage: lists the table directory; deletes the matching files.
     """
-    prefix = _token_prefix(token, prefix=table.schema().core_options.data_file_prefix)
+    opts = table.schema().core_options
+    prefixes = tuple(
+        _token_prefix(token, prefix=p) for p in (opts.data_file_prefix, opts.changelog_file_prefix)
+    )
     try:
         doomed = [
             st.path
             for st in table.file_io.list_files(table.root)
-            if st.path.rsplit("/", 1)[-1].startswith(prefix)
+            if st.path.rsplit("/", 1)[-1].startswith(prefixes)
         ]
         table.file_io.delete_many(doomed)
     except Exception:  # cleanup must not hide the original error; orphan clean remains
         logger.warning("could not delete the files of a failed write", exc_info=True)
         return
     if doomed:
-        logger.info(
-            "deleted %d data file(s) of a failed write to %s", len(doomed), table.identifier
-        )
+        logger.info("deleted %d file(s) of a failed write to %s", len(doomed), table.identifier)
 
 
 def _collect_classic(job: DataFrame, table: Table, token: str, timeout_s: float) -> list[Row]:

@@ -123,3 +123,28 @@ def test_batch_write_failure_leaves_nothing(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="injected failure"):
         write(_df(spark), table)
     assert data_files_on_disk(Path(table.root)) == set()
+
+
+def test_failed_job_cleanup_deletes_changelog_files_too(tmp_path: Path) -> None:
+    """The driver's cleanup after a failed job also deletes a straggler's changelog files.
+
+    A task of a primary-key table with ``changelog-producer = input`` writes a
+    data file and a changelog file per bucket; files a task wrote after its job
+    failed are found by the job's token (Spark is not needed to write them).
+    """
+    from tests.pk_helpers import PK_KEYS, PK_SCHEMA, make_rows, to_table
+
+    from snaplake.spark.write import _delete_job_files, _WriteTask
+
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    options = {"bucket": "2", "changelog-producer": "input"}
+    table = catalog.create_table("db.pk", schema=PK_SCHEMA, partition_keys=["month"],
+                                 primary_keys=PK_KEYS, options=options)  # fmt: skip
+    token = "0123456789abcdef0123456789abcdef"
+    task = _WriteTask(file_io=table.file_io, root=table.root, schema=table.schema(),
+                      commit_user="u", token=token)  # fmt: skip
+    assert list(task(iter(to_table(make_rows(0, 40)).to_batches())))  # files written
+    root = Path(table.root)
+    assert {p.name.split("-")[0] for p in root.rglob("bucket-*/*.parquet")} == {"data", "changelog"}
+    _delete_job_files(table, token)
+    assert list(root.rglob("bucket-*/*")) == []
