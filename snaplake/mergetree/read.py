@@ -18,14 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import reduce
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from snaplake.errors import SchemaMismatchError
 from snaplake.mergetree.evolution import KeyValueEvolution
 from snaplake.mergetree.kv import (
     KEY_FIELD_PREFIX,
@@ -40,7 +38,7 @@ from snaplake.mergetree.sorted_run import KeyComparator, SortedRun, interval_par
 from snaplake.store.format.data_file import DataFileMeta
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
-from snaplake.store.read.predicate import Predicate
+from snaplake.store.read.predicate import Predicate, and_expression, resolve_projection
 from snaplake.store.read.scan import Split
 
 __all__ = [
@@ -357,23 +355,16 @@ def read_primary_key_batches(
             are read by field id (``None``: every file must be in ``schema``).
 
     Raises:
-        SchemaMismatchError: an unknown column is named.
+        SchemaMismatchError: an unknown column is named, or a filter literal's
+            type does not fit its column (before anything is read).
         MergeFunctionError: the merge engine rejects a key's versions.
         FileNotFoundError: a data file of the snapshot is missing.
     """
     ctx = read_context(file_io, schema, schema_of)
     arrow = schema.arrow_schema
-    names = list(columns) if columns is not None else arrow.names
-    unknown = [c for c in [*names, *(p.column for p in predicates)] if c not in arrow.names]
-    if unknown:
-        raise SchemaMismatchError(
-            f"unknown column(s) {sorted(set(unknown))}; the table has {arrow.names}"
-        )
-    wanted = {*names, *(p.column for p in predicates)}
-    needed = [n for n in arrow.names if n in wanted]
-    expr = (
-        reduce(lambda a, b: a & b, (p.to_expression() for p in predicates)) if predicates else None
-    )
+    names, wanted = resolve_projection(arrow, columns, predicates)
+    needed = [n for n in arrow.names if n in set(wanted)]
+    expr = and_expression(predicates)
     # Paimon's batch scan of a first-row table skips level 0: its writers compact
     # every write up with lookup before committing (AbstractBatchTableScan,
     # CoreOptions.batchScanSkipLevel0).
@@ -409,8 +400,14 @@ def read_primary_key_splits(
         predicates: AND of predicates applied exactly.
         limit: Stop after this many rows (``None`` = all).
         schema_of: See :func:`read_primary_key_batches`.
+
+    Raises:
+        SchemaMismatchError: an unknown column, or a filter literal whose type
+            does not fit its column (before anything is read).
+        MergeFunctionError: the merge engine rejects a key's versions.
+        FileNotFoundError: a data file of the snapshot is missing.
     """
-    names = list(columns) if columns is not None else schema.arrow_schema.names
+    names, _ = resolve_projection(schema.arrow_schema, columns, predicates)
     out_schema = pa.schema([schema.arrow_schema.field(n) for n in names])
     parts: list[pa.Table] = []
     rows = 0

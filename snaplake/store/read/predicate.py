@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 import pyarrow as pa
@@ -21,7 +22,14 @@ import pyarrow.compute as pc
 
 from snaplake.errors import SchemaMismatchError
 
-__all__ = ["OPERATORS", "Predicate", "check_filter_types", "parse_filter"]
+__all__ = [
+    "OPERATORS",
+    "Predicate",
+    "and_expression",
+    "check_filter_types",
+    "parse_filter",
+    "resolve_projection",
+]
 
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=", "in", "not in", "is null", "is not null")
 _ALIASES = {"==": "=", "<>": "!=", "is_null": "is null", "is_not_null": "is not null",
@@ -216,3 +224,38 @@ def check_filter_types(schema: pa.Schema, predicates: Sequence[Predicate]) -> No
                 f"compared with column {p.column!r} of type {field.type}; pass a value of "
                 f"the column's type ({' '.join(str(exc).split())})"
             ) from None
+
+
+def and_expression(predicates: Sequence[Predicate]) -> pc.Expression | None:
+    """The AND of ``predicates`` as one pyarrow expression (``None`` when there are none)."""
+    if not predicates:
+        return None
+    return reduce(lambda a, b: a & b, (p.to_expression() for p in predicates))
+
+
+def resolve_projection(
+    schema: pa.Schema, columns: Sequence[str] | None, predicates: Sequence[Predicate]
+) -> tuple[list[str], list[str]]:
+    """Check a read's columns and filter against ``schema`` before anything is read.
+
+    Args:
+        schema: The read schema (Arrow).
+        columns: Columns to return (``None`` = all, in schema order).
+        predicates: The filter.
+
+    Returns:
+        ``(names, needed)``: the result's columns in order, and those plus the
+        filter's columns (each once, first mention first).
+
+    Raises:
+        SchemaMismatchError: a column is not in ``schema``, or a literal's
+            type does not fit its column (:func:`check_filter_types`).
+    """
+    names = list(columns) if columns is not None else schema.names
+    unknown = [c for c in [*names, *(p.column for p in predicates)] if c not in schema.names]
+    if unknown:
+        raise SchemaMismatchError(
+            f"unknown column(s) {sorted(set(unknown))}; the table has {schema.names}"
+        )
+    check_filter_types(schema, predicates)
+    return names, list(dict.fromkeys([*names, *(p.column for p in predicates)]))

@@ -36,7 +36,6 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from functools import reduce
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -47,7 +46,7 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.type_casts import can_widen
 from snaplake.store.format.types import DataField, DataType, to_arrow_field, to_arrow_type
 from snaplake.store.read.field_evolution import can_evolve, evolve_column, same_layout
-from snaplake.store.read.predicate import Predicate
+from snaplake.store.read.predicate import Predicate, and_expression
 
 if TYPE_CHECKING:
     from snaplake.store.read.scan import Split
@@ -393,11 +392,7 @@ class SchemaEvolution:
         """
         read_arrow = self.read_schema.arrow_schema
         target = pa.schema([read_arrow.field(n) for n in needed])
-        expr = (
-            reduce(lambda a, b: a & b, (p.to_expression() for p in predicates))
-            if predicates
-            else None
-        )
+        expr = and_expression(predicates)
         files = [(split.paths[i], split.files[i].schema_id)
                  for split in splits for i in range(len(split.files))]  # fmt: skip
 

@@ -15,31 +15,18 @@ Source: pypaimon ``TableRead.to_arrow`` (reads Parquet via pyarrow); Paimon
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from functools import partial, reduce
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 
-from snaplake.errors import SchemaMismatchError
 from snaplake.store.format.file_format import format_of_file
 from snaplake.store.io.file_io import FileIO
-from snaplake.store.read.predicate import Predicate, check_filter_types
+from snaplake.store.read.predicate import Predicate, and_expression, resolve_projection
 from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 
 __all__ = ["read_splits", "read_splits_batches"]
-
-
-def _projection(schema: pa.Schema, columns: Sequence[str] | None, predicates: Sequence[Predicate]):  # type: ignore[no-untyped-def]
-    names = list(columns) if columns is not None else schema.names
-    unknown = [c for c in list(names) + [p.column for p in predicates] if c not in schema.names]
-    if unknown:
-        raise SchemaMismatchError(
-            f"unknown column(s) {sorted(set(unknown))}; the table has {schema.names}"
-        )
-    check_filter_types(schema, predicates)
-    needed = list(dict.fromkeys(list(names) + [p.column for p in predicates]))
-    return names, needed
 
 
 def read_splits(
@@ -76,7 +63,7 @@ def read_splits(
             credentials); pyarrow's ``OSError`` s are translated by
             ``FileIO.translate_error``.
     """
-    names, needed = _projection(schema, columns, predicates)
+    names, needed = resolve_projection(schema, columns, predicates)
     if evolution is not None and evolution.needs_mapping(splits, needed):
         read_file = partial(_read_file, file_io, file_io.arrow_filesystem())
         return evolution.read(
@@ -85,9 +72,7 @@ def read_splits(
         )  # fmt: skip
     out_schema = pa.schema([schema.field(n) for n in needed])
     paths = [p for s in splits for p in s.paths]
-    expr = (
-        reduce(lambda a, b: a & b, (p.to_expression() for p in predicates)) if predicates else None
-    )
+    expr = and_expression(predicates)
     arrow = file_io.arrow_filesystem()
     if not paths:
         table = out_schema.empty_table()
@@ -155,7 +140,7 @@ def read_splits_batches(
         SchemaMismatchError: an unknown column, or a filter literal whose
             type does not fit its column (before anything is read).
     """
-    _projection(schema, columns, predicates)
+    resolve_projection(schema, columns, predicates)
     for split in splits:
         table = read_splits(
             file_io, [split], schema=schema, columns=columns, predicates=predicates,

@@ -180,3 +180,16 @@ def test_engine_refusals(tmp_path: Path) -> None:
     )  # fmt: skip
     with pytest.raises(SchemaMismatchError, match="first-row"):
         first.new_write(commit_user="u").delete_arrow(to_table(make_rows(0, 1)))
+
+
+def test_read_refuses_bad_filters_before_reading(tmp_path: Path) -> None:
+    """Unknown columns and literals of the wrong type: typed errors, as for append tables."""
+    table = _table(tmp_path, {"bucket": "2"})
+    w = table.new_write(commit_user="w")
+    w.write_arrow(to_table(make_rows(0, 10)))
+    _commit(table, w)
+    with pytest.raises(SchemaMismatchError, match="cannot be compared with column 'id'"):
+        table.to_arrow(filter=[("id", "=", "abc")])
+    with pytest.raises(SchemaMismatchError, match="unknown column"):
+        table.to_arrow(columns=["nope"])
+    assert table.to_arrow(filter=[("id", "=", 3)]).column("id").to_pylist() == [3]
