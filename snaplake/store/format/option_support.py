@@ -8,8 +8,10 @@ affects, before anything is read or written. The statuses:
 * ``refused``: any value other than the accepted ones (usually Paimon's
   default) is refused for the listed operations with
   :class:`~snaplake.errors.UnsupportedTableError`;
-* ``primary-key``: matters only to primary-key tables, which are refused as
-  a whole until primary-key support lands; Paimon ignores it on append tables;
+* ``primary-key``: matters only to primary-key tables (Paimon ignores it on
+  append tables); on a primary-key table it is honoured, or refused for the
+  operations it affects by ``TableSchema.check_primary_key_table``
+  (``snaplake/store/format/primary_key.py``; docs/primary-key-tables.md §1);
 * ``dependent``: takes effect only together with another option (or column
   type) that snaplake refuses, so it can never change what snaplake does;
 * ``layout``: changes only how bytes are laid out, never which rows a reader
@@ -276,7 +278,8 @@ _OPTIONS: tuple[OptionSupport, ...] = (
               "is off"),
     _engine("source.split.target-size", "split sizing of another engine's readers"),
     _engine("source.split.open-file-cost", "split sizing of another engine's readers"),
-    _engine("write-buffer-size", "memory of another engine's writers"),
+    _honoured("write-buffer-size", "the primary-key writer flushes a bucket's buffer at this "
+              "size; other engines' writers"),
     _engine("write-buffer-spill.max-disk-size", "memory of another engine's writers"),
     _engine("write-buffer-spillable", "memory of another engine's writers"),
     _engine("write-buffer-for-append", "memory of another engine's writers"),
@@ -347,7 +350,7 @@ _OPTIONS: tuple[OptionSupport, ...] = (
     _engine("partition.end-input-to-done", "done-markers of Flink/Spark sinks"),
     _engine("scan.plan-sort-partition", "split order of another engine's reads"),
     _honoured("primary-key", "create_table moves it into the schema's primary keys, as "
-              "Paimon does (primary-key tables are then refused)"),
+              "Paimon does"),
     _pk("primary-key.nullable", _PK),
     _honoured("partition", "create_table moves it into the schema's partition keys"),
     *(_engine(k, _LOOKUP) for k in (
@@ -362,7 +365,8 @@ _OPTIONS: tuple[OptionSupport, ...] = (
     _layout("write.batch-memory", "batch sizes of another engine's writers"),
     _engine("consumer-id", "the id a streaming reader records its progress under (snaplake "
             "honours every consumer file in expiry)"),
-    _layout("full-compaction.delta-commits", "how often a Java writer fully compacts"),
+    _honoured("full-compaction.delta-commits", "primary-key tables: compaction is full after "
+              "this many commits since the last full one; how often a Java writer compacts"),
     _engine("stream-scan-mode", "internal to Paimon's system tables"),
     _engine("batch-scan-mode", "internal to Paimon's system tables"),
     _honoured("consumer.expiration-time", "expiry ignores and removes consumers idle longer"),
@@ -461,10 +465,12 @@ _OPTIONS: tuple[OptionSupport, ...] = (
         "materialized-table.logical-refresh-mode", "materialized-table.refresh-mode",
         "materialized-table.refresh-status", "materialized-table.refresh-handler-description",
         "materialized-table.refresh-handler-bytes")),
-    _engine("alter-column-null-to-not-null.disabled", "ALTER TABLE rules; snaplake alters "
-            "no schema"),
-    _engine("disable-explicit-type-casting", "ALTER TABLE rules; snaplake alters no schema"),
-    _engine("add-column-before-partition", "ALTER TABLE rules; snaplake alters no schema"),
+    _honoured("alter-column-null-to-not-null.disabled", "alter_table's rule for making a "
+              "column NOT NULL"),
+    _honoured("disable-explicit-type-casting", "alter_table never casts explicitly (only "
+              "lossless widening), whatever the value"),
+    _honoured("add-column-before-partition", "alter_table adds columns before the first "
+              "partition column"),
     _refused("commit.strict-mode.last-safe-snapshot", "a commit-time check of other users' "
              "snapshots snaplake does not make", refused_for=_COMMIT),
     *(_layout(k, "clustering (sort order) of data files") for k in (

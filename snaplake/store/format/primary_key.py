@@ -158,6 +158,12 @@ def _refused_options(options: Mapping[str, str]) -> list[tuple[str, str, frozens
     if _set(options.get("compaction.optimization-interval")):
         out.append(("compaction.optimization-interval", "time-based full compaction",
                     _WRITE_OPS))  # fmt: skip
+    if _true(options.get("sequence.snapshot-ordering")):
+        out.append(("sequence.snapshot-ordering", "merge ordered by commit snapshot id",
+                    _ALL_OPS))  # fmt: skip
+    if _set(options.get("scan.bucket")):
+        out.append(("scan.bucket", "a read of a single bucket (snaplake reads every bucket)",
+                    frozenset({"read"})))  # fmt: skip
     if _true(options.get("pk-clustering-override")):
         out.append(("pk-clustering-override", "clustering-ordered primary-key files",
                     _ALL_OPS))  # fmt: skip

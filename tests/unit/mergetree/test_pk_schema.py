@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,14 @@ def test_primary_key_schema(tmp_path: Path) -> None:
          SchemaMismatchError, "STRING"),
         ({"primary_keys": ["id"], "options": {"bucket": "2", "bucket-key": "v"}},
          SchemaMismatchError, "bucket key"),
+        *(({"primary_keys": ["id"], "options": {"bucket": "2", key: value}},
+           UnsupportedTableError, re.escape(key)) for key, value in (
+            ("sequence.snapshot-ordering", "true"), ("data-file.thin-mode", "true"),
+            ("record-level.expire-time", "1 d"), ("compaction.force-up-level-0", "true"),
+            ("force-lookup", "true"), ("write.sequence-number-init-mode", "snapshot"),
+            ("compaction.optimization-interval", "1 h"), ("pk-clustering-override", "true"),
+            ("aggregation.remove-record-on-delete", "true"),
+            ("partial-update.remove-record-on-sequence-group", "v"))),
     ],
 )  # fmt: skip
 def test_refused_before_anything_is_written(
@@ -96,3 +105,15 @@ def test_refused_before_anything_is_written(
         catalog.create_table("db.t", schema=_SCHEMA, **kwargs)
     assert not catalog.table_exists("db.t")
     assert not any(tmp_path.iterdir())
+
+
+def test_scan_bucket_refuses_reads_only(tmp_path: Path) -> None:
+    """``scan.bucket`` (Paimon reads one bucket) is refused for reads; writes are unaffected."""
+    catalog = FileSystemCatalog(str(tmp_path))
+    table = catalog.create_table("db.t", schema=_SCHEMA, primary_keys=["id"],
+                                 options={"bucket": "2", "scan.bucket": "1"})  # fmt: skip
+    w = table.new_write(commit_user="u")
+    w.write_arrow(pa.table({"month": [1], "id": [7], "v": ["x"], "n": [2]}, schema=_SCHEMA))
+    table.new_commit(commit_user="u").commit(w.prepare_commit())
+    with pytest.raises(UnsupportedTableError, match=r"scan\.bucket"):
+        table.to_arrow()

@@ -206,6 +206,15 @@ def test_rules_are_refused_with_nothing_written(catalog, table, change, rule):
     _refused(catalog, table, change, rule=rule)
 
 
+@pytest.mark.parametrize("disabled", ["true", "false"])
+def test_no_explicit_cast_whatever_disable_explicit_type_casting_says(catalog, table, disabled):
+    """Paimon allows explicit (lossy) casts unless the option is true; snaplake never makes one."""
+    catalog.alter_table("db.t", [SchemaChange.set_option("disable-explicit-type-casting",
+                                                         disabled)])  # fmt: skip
+    _refused(catalog, table, SchemaChange.update_column_type("flight", pa.int16()),
+             rule="type-widening")  # fmt: skip
+
+
 def test_not_null_add_is_refused_on_an_empty_table_too(catalog, table):
     """Paimon refuses a NOT NULL added column on any table (rows written later would need it)."""
     _refused(catalog, table, SchemaChange.add_column("z", "BIGINT NOT NULL"), rule="not-null")
