@@ -84,6 +84,7 @@ from snaplake.store.format.schema_change import (
     UpdateColumnType,
     UpdateComment,
 )
+from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.format.type_casts import widening_refusal
 from snaplake.store.format.types import DataField, parse_field, reassign_field_ids
 
@@ -230,19 +231,20 @@ def _check_fields_options(schema: TableSchema) -> None:
                 )
 
 
-def _check_primary_key_schema(old: TableSchema, new: TableSchema) -> None:
-    """The primary-key checks of table creation, on the altered schema.
+def _check_supported(old: TableSchema, new: TableSchema) -> None:
+    """Table creation's checks (``check_supported(CREATE)``), on the altered schema.
 
-    An option snaplake does not implement is refused only when this alter
-    introduces it (a table that already had it stays alterable).
+    Something snaplake does not implement (an option value, a primary-key
+    feature) is refused only when this alter introduces it: a table that
+    already had it stays alterable.
     """
     try:
-        new.check_primary_key_table("create")
+        check_supported(new, Operation.CREATE)
     except UnsupportedTableError as exc:
         try:
-            old.check_primary_key_table("create")
+            check_supported(old, Operation.CREATE)
         except UnsupportedTableError as before:
-            if before.key == exc.key:
+            if (before.key, before.feature) == (exc.key, exc.feature):
                 return
         raise
 
@@ -485,6 +487,8 @@ def apply_schema_changes(
             ``ColumnNotFoundError`` / ``ColumnAlreadyExistsError`` for names.
         InvalidOptionError: an option value does not parse.
         UnsupportedTypeError: a type has no Paimon/Arrow equivalent.
+        UnsupportedTableError: the change introduces something snaplake
+            refuses at table creation (an option value, a primary-key feature).
 
     Source: Paimon ``SchemaManager.generateTableSchema``.
     """
@@ -505,8 +509,7 @@ def apply_schema_changes(
     try:
         new.validate()
         _check_fields_options(new)
-        if new.primary_keys:
-            _check_primary_key_schema(old, new)
+        _check_supported(old, new)
     except SchemaMismatchError as exc:
         raise SchemaChangeError(str(exc), rule="table-schema") from exc
     new.arrow_schema  # noqa: B018 - every type must map to Arrow (UnsupportedTypeError)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ from snaplake.errors import (
     SchemaChangeError,
     SchemaConflictError,
     TableNotFoundError,
+    UnsupportedTableError,
     UnsupportedTypeError,
 )
 from snaplake.store.format.schema_alter import commit_schema_changes
@@ -213,6 +215,17 @@ def test_no_explicit_cast_whatever_disable_explicit_type_casting_says(catalog, t
                                                          disabled)])  # fmt: skip
     _refused(catalog, table, SchemaChange.update_column_type("flight", pa.int16()),
              rule="type-widening")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("file.format", "lance"), ("deletion-vectors.enabled", "true"),
+     ("file.compression", "nope")],
+)  # fmt: skip
+def test_options_create_table_refuses_are_refused_by_alter_too(catalog, table, key, value):
+    """An alter must not make a table that every later read or write refuses."""
+    _refused(catalog, table, SchemaChange.set_option(key, value), error=UnsupportedTableError,
+             match=re.escape(key))  # fmt: skip
 
 
 def test_not_null_add_is_refused_on_an_empty_table_too(catalog, table):
