@@ -184,12 +184,6 @@ DYNAMIC_PARTITION_OVERWRITE = ConfigOption(
     default=True,
     doc="An overwrite without a partition spec replaces only the partitions it writes.",
 )
-WRITE_ONLY = ConfigOption(
-    key="write-only",
-    parse=_parse_bool,
-    default=False,
-    doc="Writers never run maintenance (snaplake.maintenance.inline is then off).",
-)
 CONSUMER_EXPIRATION_TIME = _opt(
     "consumer.expiration-time", parse_duration, None, "Consumers idle this long stop pinning."
 )
@@ -321,7 +315,7 @@ WRITE_ONLY = ConfigOption(
     key="write-only",
     parse=_parse_bool,
     default=False,
-    doc="Writers never compact (inline compaction skipped).",
+    doc="Writers never compact or run maintenance (snaplake.maintenance.inline is then off).",
 )
 MAINTENANCE_INLINE = ConfigOption(
     key="snaplake.maintenance.inline",

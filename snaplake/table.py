@@ -66,14 +66,15 @@ class TableScan:
     ) -> None:
         self.table = table
         self.snapshot = snapshot
-        check_supported(table.schema(), Operation.READ)  # options: the table's latest
+        latest = table.schema()
+        check_supported(latest, Operation.READ)  # options: the table's latest
         self.predicates = parse_filter(filter)
         self.columns = list(columns) if columns is not None else None
         # The latest state reads in the latest schema; time travel in the snapshot's.
         self.schema: TableSchema = (
             table.schema_manager.schema(snapshot.schema_id)
             if time_travel and snapshot is not None
-            else table.schema()
+            else latest
         )
         self._scan = FileStoreScan(
             file_io=table.file_io,

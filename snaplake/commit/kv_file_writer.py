@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +25,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from snaplake.commit.table_write import open_data_file
-from snaplake.mergetree.kv import SEQUENCE_NUMBER, VALUE_KIND, key_column, kv_schema
+from snaplake.mergetree.kv import SEQUENCE_NUMBER, VALUE_KIND, is_retract, key_column, kv_schema
 from snaplake.store.format.binary_row import encode_binary_row
-from snaplake.store.format.data_file import DataFileMeta, FileSource, SimpleStats
+from snaplake.store.format.data_file import (
+    DataFileMeta,
+    FileSource,
+    SimpleStats,
+    creation_time_now_ms,
+)
 from snaplake.store.format.file_format import DataFileSpec, FormatWriter
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
@@ -187,7 +191,7 @@ class KeyValueFileWriter:
             f.min_key = self._key_row(keys, 0)
         f.max_key = self._key_row(keys, chunk.num_rows - 1)
         f.rows += chunk.num_rows
-        f.deletes += int(np.count_nonzero((kinds == 1) | (kinds == 3)))
+        f.deletes += int(np.count_nonzero(is_retract(kinds)))
         bounds = pc.min_max(seqs)
         f.min_seq = min(f.min_seq, bounds["min"].as_py())
         f.max_seq = max(f.max_seq, bounds["max"].as_py())
@@ -301,7 +305,7 @@ class KeyValueFileWriter:
             schema_id=self.schema.id,
             level=self.level,
             extra_files=(),
-            creation_time_ms=_local_wall_clock_ms(),
+            creation_time_ms=creation_time_now_ms(),
             delete_row_count=f.deletes,
             embedded_index=None,
             file_source=self.file_source,
@@ -309,9 +313,3 @@ class KeyValueFileWriter:
             external_path=None,
         )
         self.written.append(WrittenFile(meta=meta, path=f.path))
-
-
-def _local_wall_clock_ms() -> int:
-    """Paimon's ``_CREATION_TIME``: local wall-clock time as a zone-less timestamp-millis."""
-    now_s = time.time()
-    return int((now_s + time.localtime(now_s).tm_gmtoff) * 1000)

@@ -41,6 +41,7 @@ from snaplake.store.format.data_file import (
     DataFileMeta,
     FileSource,
     SimpleStats,
+    creation_time_now_ms,
 )
 from snaplake.store.format.file_format import DataFileSpec
 from snaplake.store.format.paths import PathFactory
@@ -287,7 +288,7 @@ def new_data_file_meta(
         schema_id=schema_id,
         level=0,
         extra_files=(),
-        creation_time_ms=_local_wall_clock_ms(),
+        creation_time_ms=creation_time_now_ms(),
         delete_row_count=0,
         embedded_index=None,
         file_source=file_source,
@@ -578,9 +579,3 @@ def abort_messages(
                 )
             )
     file_io.delete_many(targets)
-
-
-def _local_wall_clock_ms() -> int:
-    """Paimon's ``_CREATION_TIME``: local wall-clock time as a zone-less timestamp-millis."""
-    now_s = time.time()
-    return int((now_s + time.localtime(now_s).tm_gmtoff) * 1000)

@@ -147,9 +147,17 @@ def parse_row_kinds(
     raise SchemaMismatchError(f"row kinds must be strings or integers, got {arr.type}")
 
 
-def is_retract(kinds: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.bool_]:
-    """True where ``_VALUE_KIND`` is ``-U`` (1) or ``-D`` (3)."""
-    values = np.asarray(kinds.to_numpy(zero_copy_only=False), dtype=np.int8)
+def is_retract(
+    kinds: pa.Array | pa.ChunkedArray | npt.NDArray[np.int8],
+) -> npt.NDArray[np.bool_]:
+    """True where ``_VALUE_KIND`` is ``-U`` (1) or ``-D`` (3); one bool per row.
+
+    Source: Paimon ``RowKind.isRetract``.
+    """
+    if isinstance(kinds, np.ndarray):
+        values = kinds
+    else:
+        values = np.asarray(kinds.to_numpy(zero_copy_only=False), dtype=np.int8)
     out: npt.NDArray[np.bool_] = (values == RowKind.UPDATE_BEFORE) | (values == RowKind.DELETE)
     return out
 

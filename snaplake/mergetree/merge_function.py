@@ -18,7 +18,6 @@ Source: Paimon ``DeduplicateMergeFunction``, ``FirstRowMergeFunction``,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +28,7 @@ import pyarrow.compute as pc
 from snaplake.errors import MergeFunctionError
 from snaplake.mergetree.aggregate import aggregate_column
 from snaplake.mergetree.groups import Groups, group_starts, sort_key_value, take_or_null
-from snaplake.mergetree.kv import KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, RowKind
+from snaplake.mergetree.kv import KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, RowKind, is_retract
 from snaplake.store.format.primary_key import MergeEngine, aggregate_functions
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.types import DataType
@@ -50,19 +49,6 @@ __all__ = [
 
 def _kinds(chunk: pa.Table) -> npt.NDArray[np.int8]:
     return np.asarray(chunk.column(VALUE_KIND).to_numpy(), dtype=np.int8)
-
-
-def _retract(kinds: npt.NDArray[np.int8]) -> npt.NDArray[np.bool_]:
-    out: npt.NDArray[np.bool_] = (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
-    return out
-
-
-def _value_names(chunk: pa.Table) -> list[str]:
-    return [
-        n
-        for n in chunk.column_names
-        if not n.startswith(KEY_FIELD_PREFIX) and n not in (SEQUENCE_NUMBER, VALUE_KIND)
-    ]
 
 
 class MergeFunction(ABC):
@@ -111,7 +97,7 @@ class DeduplicateMergeFunction(MergeFunction):
         """See :meth:`MergeFunction.merge`."""
         if not self.ignore_delete:
             return chunk.take(pa.array(groups.ends - 1)), None
-        idx = groups.last_where(~_retract(_kinds(chunk)))
+        idx = groups.last_where(~is_retract(_kinds(chunk)))
         keep = idx >= 0
         return chunk.take(pa.array(idx[keep])), keep
 
@@ -131,7 +117,7 @@ class FirstRowMergeFunction(MergeFunction):
         self, chunk: pa.Table, groups: Groups
     ) -> tuple[pa.Table, npt.NDArray[np.bool_] | None]:
         """See :meth:`MergeFunction.merge`."""
-        retract = _retract(_kinds(chunk))
+        retract = is_retract(_kinds(chunk))
         if retract.any() and not self.ignore_delete:
             raise MergeFunctionError(
                 "the first-row merge engine cannot take -U/-D rows; set 'ignore-delete' = "
@@ -161,7 +147,7 @@ class PartialUpdateMergeFunction(MergeFunction):
     ) -> tuple[pa.Table, npt.NDArray[np.bool_] | None]:
         """See :meth:`MergeFunction.merge`."""
         kinds = _kinds(chunk)
-        retract = _retract(kinds)
+        retract = is_retract(kinds)
         if retract.any() and not (self.ignore_delete or self.remove_record_on_delete):
             raise MergeFunctionError(
                 "the partial-update merge engine cannot take -U/-D rows by default; set "
@@ -226,7 +212,7 @@ class AggregateMergeFunction(MergeFunction):
         self, chunk: pa.Table, groups: Groups
     ) -> tuple[pa.Table, npt.NDArray[np.bool_] | None]:
         """See :meth:`MergeFunction.merge`."""
-        retract = _retract(_kinds(chunk))
+        retract = is_retract(_kinds(chunk))
         last = pa.array(groups.ends - 1)
         columns: list[pa.Array] = []
         for name in chunk.column_names:
@@ -362,8 +348,3 @@ def drop_retracts(table: pa.Table) -> pa.Table:
     if pc.all(keep).as_py():
         return table
     return table.filter(keep)
-
-
-def value_columns(table: pa.Table, names: Sequence[str] | None = None) -> pa.Table:
-    """The value part of a key/value table (``names``, or every value column)."""
-    return table.select(list(names) if names is not None else _value_names(table))

@@ -28,7 +28,7 @@ from snaplake.mergetree.sorted_run import java_order_key
 __all__ = ["SortMergeReader"]
 
 
-def _row_key(table: pa.Table, columns: Sequence[pa.ChunkedArray], i: int) -> tuple[Any, ...]:
+def _row_key(columns: Sequence[pa.ChunkedArray], i: int) -> tuple[Any, ...]:
     return java_order_key(c[i].as_py() for c in columns)
 
 
@@ -38,7 +38,7 @@ def _count_at_most(table: pa.Table, key_names: Sequence[str], bound: tuple[Any, 
     lo, hi = 0, table.num_rows
     while lo < hi:
         mid = (lo + hi) // 2
-        if _row_key(table, columns, mid) <= bound:
+        if _row_key(columns, mid) <= bound:
             lo = mid + 1
         else:
             hi = mid
@@ -90,7 +90,7 @@ class SortMergeReader:
                 table = buffers[i]
                 assert table is not None
                 columns = [table.column(key_column(k)) for k in key_names]
-                last = _row_key(table, columns, table.num_rows - 1)
+                last = _row_key(columns, table.num_rows - 1)
                 if bound is None or last < bound:
                     bound = last
             parts: list[pa.Table] = []

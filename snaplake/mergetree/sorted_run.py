@@ -195,10 +195,6 @@ class Levels:
                 return i + 1
         return 0 if self.level0 else -1
 
-    def all_files(self) -> list[DataFileMeta]:
-        """Every file, in sorted-run order."""
-        return [f for r in self.level_sorted_runs() for f in r.run.files]
-
 
 def interval_partition(files: Sequence[DataFileMeta], cmp: KeyComparator) -> list[list[SortedRun]]:
     """Cut files into sections of overlapping key ranges, each packed into sorted runs.

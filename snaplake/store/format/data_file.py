@@ -12,6 +12,7 @@ It imports only the standard library, so every other store module may depend on 
 from __future__ import annotations
 
 import binascii
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import IntEnum
@@ -21,6 +22,7 @@ __all__ = [
     "DATA_FILE_META_AVRO_SCHEMA",
     "EMPTY_BINARY_ROW",
     "EMPTY_STATS",
+    "creation_time_now_ms",
     "DataFileIdentifier",
     "DataFileMeta",
     "FileSource",
@@ -526,3 +528,12 @@ def data_file_meta_from_json_dict(d: Mapping[str, Any]) -> DataFileMeta:
         write_cols=_opt_tuple(d.get("writeCols")),
         write_cols_sequences=_opt_tuple(d.get("writeColsSequences")),
     )
+
+
+def creation_time_now_ms() -> int:
+    """Now as Paimon's ``_CREATION_TIME``: local wall-clock time as zone-less epoch millis.
+
+    Source: Paimon ``DataFileMeta`` (``Timestamp.fromLocalDateTime(LocalDateTime.now())``).
+    """
+    now_s = time.time()
+    return int((now_s + time.localtime(now_s).tm_gmtoff) * 1000)

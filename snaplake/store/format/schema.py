@@ -217,11 +217,15 @@ class TableSchema:
         return [str(f["name"]) for f in self.fields]
 
     def field_type(self, name: str) -> DataType:
-        """Return the Paimon type of column ``name``."""
-        for f in self.fields:
-            if f["name"] == name:
-                return parse_type(f["type"])
-        raise SchemaMismatchError(f"{name!r} is not a column of {self.field_names}")
+        """Return the Paimon type of column ``name`` (parsed once per schema).
+
+        Raises:
+            SchemaMismatchError: ``name`` is not a column.
+        """
+        try:
+            return self.field_types[name]
+        except KeyError:
+            raise SchemaMismatchError(f"{name!r} is not a column of {self.field_names}") from None
 
     @cached_property
     def bucket_keys(self) -> tuple[str, ...]:
