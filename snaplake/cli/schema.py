@@ -50,7 +50,7 @@ def _pairs(values: tuple[str, ...], *, what: str) -> list[tuple[str, str]]:
 
 
 def schema_record(identifier: str, schema: TableSchema) -> dict[str, Any]:
-    """One schema as a record: id, columns with field ids, keys, options, comment."""
+    """One schema as a record: id, columns (``<id>:<name> <TYPE>``), keys, options, comment."""
     return {
         "table": identifier,
         "schema_id": schema.id,
@@ -60,6 +60,7 @@ def schema_record(identifier: str, schema: TableSchema) -> dict[str, Any]:
         ],
         "highest_field_id": schema.highest_field_id,
         "partition_keys": list(schema.partition_keys),
+        "primary_keys": list(schema.primary_keys),
         "options": dict(schema.options),
         "comment": schema.comment,
         "time": format_time_ms(schema.time_millis),

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
 
 import click
 import pyarrow as pa
@@ -20,10 +19,10 @@ from snaplake.cli.history import snapshot_rows
 from snaplake.cli.inputs import is_csv, write_file
 from snaplake.cli.output import Column, format_size
 from snaplake.cli.parsing import parse_columns, parse_filters, parse_key_values
+from snaplake.cli.schema import schema_record
 from snaplake.commit.table_write import TableWrite
 from snaplake.errors import CommitConflictError, CommitRetriesExhaustedError
 from snaplake.store.format.data_file import FileSource
-from snaplake.table import Table
 
 __all__ = [
     "create_table",
@@ -71,21 +70,6 @@ def tables(cli: CliContext, database: str) -> None:
         columns=[Column(key="table", header="table")],
         empty=f"(no tables in {database})",
     )
-
-
-def _schema_record(table: Table) -> dict[str, Any]:
-    schema = table.schema()
-    return {
-        "table": table.identifier,
-        "schema_id": schema.id,
-        "columns": [
-            f"{f['name']} {f['type'] if isinstance(f['type'], str) else f['type'].get('type')}"
-            for f in schema.fields
-        ],
-        "partition_keys": list(schema.partition_keys),
-        "options": dict(schema.options),
-        "location": table.root,
-    }
 
 
 @click.command("create-table")
@@ -140,7 +124,10 @@ def create_table(
         primary_keys=pks,
         options=parse_key_values(options, what="--option"),
     )
-    cli.output.record(_schema_record(created), title=f"created {table}")
+    cli.output.record(
+        {**schema_record(created.identifier, created.schema()), "location": created.root},
+        title=f"created {table}",
+    )
 
 
 def _abort_quietly(writer: TableWrite) -> None:

@@ -193,9 +193,10 @@ def test_compaction_levels_read_by_pypaimon(tmp_path: Path, engine: str) -> None
 
 
 def test_snaplake_compacts_pypaimon_table(pypaimon_table: tuple[Path, TableModel]) -> None:
-    wh, _model = pypaimon_table
+    wh, model = pypaimon_table  # the model holds every write to the table so far
     table = snaplake.FileSystemCatalog(str(wh)).get_table("db.t")
-    expected = sorted_rows(table.to_arrow())
+    expected = model.rows()
+    assert sorted_rows(table.to_arrow()) == expected
     result = table.compact(full=True)
     assert result.snapshot_id is not None and result.files_before > result.files_after
     assert sorted_rows(table.to_arrow()) == expected

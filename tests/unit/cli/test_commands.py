@@ -72,8 +72,10 @@ def test_create_table_takes_the_parquet_schema(
                         "--partition-keys", "day", "--option", "bucket=-1",
                         "--option", "snapshot.num-retained.min=3")  # fmt: skip
     assert isinstance(doc, dict)
-    assert doc["columns"] == ["id BIGINT", "city STRING", "amount DOUBLE", "day DATE"]
+    assert doc["columns"] == ["0:id BIGINT", "1:city STRING", "2:amount DOUBLE", "3:day DATE"]
     assert doc["partition_keys"] == ["day"]
+    assert doc["primary_keys"] == []
+    assert doc["location"].endswith("shop.db/sales")
     assert doc["options"]["snapshot.num-retained.min"] == "3"
     table = FileSystemCatalog(warehouse).get_table("shop.sales")
     assert table.arrow_schema.names == ["id", "city", "amount", "day"]

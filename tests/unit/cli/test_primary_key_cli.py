@@ -14,8 +14,11 @@ def test_primary_key_table_through_the_cli(snaplake: Snaplake, tmp_path: Path) -
     second = tmp_path / "second.parquet"
     pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]}), first)
     pq.write_table(pa.table({"id": pa.array([2, 4], pa.int64()), "v": ["B", "d"]}), second)
-    snaplake("create-table", "db.kv", "--from-parquet", str(first), "--primary-keys", "id",
-             "--option", "bucket=2", "--option", "num-sorted-run.compaction-trigger=3")  # fmt: skip
+    created = snaplake.json("create-table", "db.kv", "--from-parquet", str(first),
+                            "--primary-keys", "id", "--option", "bucket=2",
+                            "--option", "num-sorted-run.compaction-trigger=3")  # fmt: skip
+    assert isinstance(created, dict) and created["primary_keys"] == ["id"]
+    assert created["columns"][0] == "0:id BIGINT NOT NULL"  # Paimon: primary keys are NOT NULL
     for _ in range(2):
         snaplake("write", "db.kv", str(first))
     snaplake("write", "db.kv", str(second))
