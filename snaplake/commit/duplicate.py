@@ -19,6 +19,7 @@ a snapshot range still references).
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
 
@@ -168,7 +169,7 @@ def _referenced_changelog(
     earliest = snapshot_manager.earliest_snapshot_id() or latest.id
     snaps = (snapshot_manager.try_snapshot(sid) for sid in range(latest.id, earliest - 1, -1))
     tags = (read_snapshot_file(file_io, s.path) for s in file_io.list_files(paths.tag_dir))
-    for snap in (*snaps, *tags):
+    for snap in itertools.chain(snaps, tags):  # lazily: stops once all are found
         if found == names:
             break
         if snap is None or not snap.changelog_manifest_list:

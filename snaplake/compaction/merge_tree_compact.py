@@ -231,6 +231,8 @@ def compact_new_files(
     Source: Paimon ``MergeTreeWriter.prepareCommit`` with ``lookup`` (waits
     for the forced level-0 compaction), ``ForceUpLevel0Compaction``.
     """
+    if not any(m.data_increment.new_files for m in messages):
+        return list(messages)  # nothing to lift: no schema or snapshot read
     current = schema_manager.latest()
     if current is not None and current.id > schema.id:
         # The writer was opened before an alter: compact in the current schema, so
