@@ -132,6 +132,10 @@ class KeyValueTableWrite(TableWrite):
                 first-row table, a partial-update table without
                 ``ignore-delete``/``partial-update.remove-record-on-delete``, an
                 aggregate function that cannot retract).
+            ValueError: the writer is closed.
+            MergeFunctionError: a buffer flushed on ``write-buffer-size`` holds
+                versions the merge engine rejects.
+            StorageError: writing a flushed buffer's files failed.
 
         Storage: may write level-0 data files when the buffers exceed
         ``write-buffer-size`` (invisible until committed).
@@ -198,6 +202,10 @@ class KeyValueTableWrite(TableWrite):
 
         On a first-row table (unless ``write-only``) the new files are also
         compacted up with lookup, in the same messages.
+
+        Raises:
+            MergeFunctionError: the merge engine rejects a key's versions.
+            StorageError: writing the files failed (those written are deleted).
 
         Storage: writes the buffered rows as data files (and the compaction
         outputs); on a failure of the compaction the new files are deleted.

@@ -230,8 +230,24 @@ def merge_bucket(
     With ``with_level`` every row carries :data:`LEVEL_COLUMN`, the level of
     the file its (winning) version came from.
 
+    Args:
+        ctx: The read context (schemas, key comparator, merge function).
+        sections: Groups of sorted runs whose key ranges overlap
+            (``interval_partition``); sections are merged one after another.
+        bucket: The bucket's files and their paths.
+        value_columns: Value columns to read and return.
+        batch_rows: Upper bound of rows per yielded table.
+        with_level: Add :data:`LEVEL_COLUMN`.
+
+    Raises:
+        MergeFunctionError: the merge engine rejects a key's versions.
+        FileNotFoundError: a data file is missing.
+
     Memory: a section of ``n`` runs buffers at most
     ``max(1024, min(batch_rows, 128 Ki / n))`` rows per run.
+
+    Source: Paimon ``MergeTreeReaders.readerForMergeTree`` (sections,
+    ``SortMergeReader``).
     """
     schema = ctx.kv_schema(value_columns)
     for section in sections:

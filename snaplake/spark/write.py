@@ -331,6 +331,20 @@ def primary_key_writer(
     Sequence numbers continue ``sequences`` (restored on the driver). On a
     first-row table (unless ``write-only``) the task lifts its level-0 files
     with lookup compaction (its bucket only: one task per bucket).
+
+    Args:
+        file_io: Storage of the table (the executor's copy).
+        root: The table's root path.
+        paths: The job's PathFactory (file names carry the job's token).
+        schema: The schema the driver opened the write with.
+        commit_user: The sink's commit user.
+        sequences: ``(partition, bucket)`` -> the highest sequence number in
+            the latest snapshot (from the driver).
+
+    Raises:
+        UnsupportedTableError: the table uses a feature snaplake cannot write.
+
+    Source: Paimon ``MergeTreeWriter`` per bucket (Flink's ``RowDataStoreWriteOperator``).
     """
     opts = schema.core_options
     compact_up = None
