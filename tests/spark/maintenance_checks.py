@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from tests.daemon.procs import start_writer, writer_summary
+from tests.daemon.procs import start_writer, wait_for, writer_summary
 from tests.oracle import PaimonOracle
 from tests.spark.conftest import spark_env
 
@@ -133,7 +133,8 @@ def check_compact_with_concurrent_writer(spark: Any, tmp_path: Path) -> None:
     seed = by_id(table.to_arrow())
     writer = start_writer(wh, "db.t", tmp_path, seconds=15, interval_s=0.05, rows=10)
     try:
-        time.sleep(1.0)  # the writer is committing
+        wait_for(lambda: any(s.commit_user == "writer" for s in table.snapshots()),
+                 timeout=60, what="the writer's first commit")  # fmt: skip
         result = compact(spark, "db.t", warehouse=str(wh))
         assert result.snapshot_id is not None
         code = writer.popen.wait(timeout=120)
