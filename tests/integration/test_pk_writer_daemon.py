@@ -57,7 +57,7 @@ def test_writer_and_daemon_compaction(tmp_path: Path) -> None:
         text = log.read_text()
         assert code == 0, text
         acks = [line.split() for line in text.splitlines() if line.startswith("ACK")]
-        assert len(acks) > 20
+        assert acks, text
         wait_for(
             lambda: any(s.commit_user == "snaplake-maintenance" and s.commit_kind.value == "COMPACT"
                         for s in table.snapshots()),
@@ -76,6 +76,9 @@ def test_writer_and_daemon_compaction(tmp_path: Path) -> None:
     snapshots = table.snapshots()
     compactions = [s for s in snapshots if s.commit_kind.value == "COMPACT"]
     assert compactions, "the daemon never compacted"
+    assert any(s.commit_user == USER and s.id > compactions[0].id for s in snapshots), (
+        "the writer kept committing after the daemon's first compaction"
+    )
     for snap in snapshots:
         k = int((snap.properties or {}).get(f"{TXN_PROPERTY_PREFIX}{USER}", "0"))
         assert sorted_rows(table.to_arrow(snapshot_id=snap.id)) == expected[k], snap.id
