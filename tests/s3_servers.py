@@ -409,7 +409,12 @@ class FaultProxy:
                     for k, v in headers:
                         if k.lower() not in ("content-length", "transfer-encoding", "connection"):
                             self.send_header(k, v)
-                    self.send_header("Content-Length", str(len(data)))
+                    # A HEAD answer has no body but the object's length (pyarrow reads it).
+                    upstream_length = next(
+                        (v for k, v in headers if k.lower() == "content-length"), "0"
+                    )
+                    length = upstream_length if self.command == "HEAD" else str(len(data))
+                    self.send_header("Content-Length", length)
                     self.end_headers()
                     if self.command != "HEAD":
                         self.wfile.write(data)

@@ -199,6 +199,11 @@ class FileStoreCommit:
             CommitStateUnknownError: the publish failed without telling whether
                 it landed; nothing was cleaned up. Retrying with the same
                 identifier is safe (it dedups).
+
+            Any other exception means nothing was published (a step that
+            failed after the snapshot landed is logged and the commit
+            returns); ``KeyboardInterrupt`` and ``SystemExit`` may come after
+            the publish, so they delete nothing and callers must not either.
             SchemaMismatchError: an overwrite's files lie outside its spec, or
                 files were written under a schema that can no longer be read.
             UnsupportedTableError: the table uses something snaplake cannot

@@ -54,6 +54,7 @@ from snaplake.errors import (
     CommitConflictError,
     CommitRetriesExhaustedError,
     CommitStateUnknownError,
+    CorruptMetadataError,
     FileAlreadyExistsError,
     StorageError,
 )
@@ -215,8 +216,10 @@ class SnapshotCommit:
             Per attempt: two manifest lists (three with changelog files)
             and one snapshot file (plus what the operation writes); a lost
             or failed attempt deletes its lists; any failure but an unknown
-            outcome calls
-            ``operation.abandon()``, as does a stop. Updates ``LATEST``.
+            outcome or an interrupt (``KeyboardInterrupt``, ``SystemExit``)
+            calls ``operation.abandon()``, as does a stop. Once the snapshot
+            is published nothing it references is deleted, whatever fails
+            afterwards (the hint, a listener: logged). Updates ``LATEST``.
         """
         start = self.clock() if start is None else start
         kind = operation.kind
@@ -232,7 +235,7 @@ class SnapshotCommit:
                     step, latest=latest, kind=kind, policy=policy, attempt=attempts, start=start
                 )
                 if snapshot is not None:
-                    return self._succeeded(snapshot, step, kind, attempts, start)
+                    break
                 elapsed = self.clock() - start
                 if not policy.may_retry(retries_done=attempts - 1, elapsed_s=elapsed):
                     raise CommitRetriesExhaustedError(
@@ -256,9 +259,13 @@ class SnapshotCommit:
             operation.abandon()
             self._notify(kind, CommitOutcome.EXHAUSTED, exc.attempts, start, None)
             raise
-        except BaseException:
+        except Exception:
             operation.abandon()
             raise
+        # An interrupt (KeyboardInterrupt, SystemExit) deletes nothing: it may have come
+        # after the publish, so it leaves the table as a crash would (orphan clean remains).
+        # Past this point the snapshot is published: nothing below deletes a file.
+        return self._succeeded(snapshot, step, kind, attempts, start)
 
     def _stopped(
         self, stop: CommitStop, kind: CommitKind, attempts: int, start: float
@@ -349,14 +356,21 @@ class SnapshotCommit:
 
         Raises:
             CommitStateUnknownError: the publish outcome stayed unknown.
+            CorruptMetadataError: ``latest`` is still the newest snapshot but
+                one of its manifest lists is missing.
             StorageError: writing a list failed (the attempt's files are deleted).
+            OSError: the publish failed before the commit point (the
+                attempt's files are deleted).
 
         Storage:
             Writes the base and delta manifest lists (and the changelog
             manifest list when ``changes.changelog`` is set) and the snapshot file,
             making ``changes.new_files``, the lists and their directories
             durable first; a lost race (or ``latest`` expired meanwhile)
-            deletes the lists and ``changes.attempt_manifests``.
+            deletes the lists and ``changes.attempt_manifests``. An error
+            after the snapshot landed (the temp name, the directory fsync,
+            the hint) is logged and the snapshot returned; an interrupt
+            deletes nothing.
         """
         start = self.clock() if start is None else start
         compression = changes.schema.core_options.manifest_compression
@@ -368,10 +382,13 @@ class SnapshotCommit:
                     if changes.base is not None
                     else self._base_list_bytes(latest, compression)
                 )
-            except FileNotFoundError:
-                # ``latest`` was expired (its lists deleted) while we built on it:
-                # the table moved on, which is a lost race, not a failure.
+            except FileNotFoundError as exc:
                 self.delete_manifests(written)
+                # ``latest`` was expired (its lists deleted) while we built on it: the
+                # table moved on, a lost race. The newest snapshot is never expired, so
+                # if ``latest`` still is the newest, its lists are lost: corrupt.
+                if latest is not None and not self.snapshot_manager.snapshot_exists(latest.id + 1):
+                    raise self._missing_list(latest, exc) from exc
                 return None
             base_name = self.paths.new_manifest_list_name()
             self.file_io.write_new(self.paths.manifest_path(base_name), base_bytes)
@@ -400,8 +417,8 @@ class SnapshotCommit:
             landed = self._publish(snapshot, durable, policy)
         except CommitStateUnknownError:
             raise
-        except BaseException:
-            self.delete_manifests(written)
+        except Exception:
+            self.delete_manifests(written)  # nothing was published (see _publish)
             raise
         if not landed:
             self.delete_manifests(written)
@@ -516,6 +533,12 @@ class SnapshotCommit:
                 except OSError:
                     logger.warning("read-back of %s failed", path, exc_info=True)
                 self._sleep(policy.min_wait_s)
+            except Exception as exc:
+                # FileIO.publish raises these only before the commit point, except a
+                # step after it (the temp name, the directory fsync): read back.
+                if not self._landed_after(path, data, snapshot, exc):
+                    raise
+                return True
         raise CommitStateUnknownError(
             f"publishing {path} failed {_UNCERTAIN_READBACKS} times without telling whether it "
             f"landed ({last_error}); check the table history for commit user "
@@ -525,10 +548,57 @@ class SnapshotCommit:
             snapshot_id=snapshot.id,
         ) from last_error
 
+    def _landed_after(self, path: str, data: bytes, snapshot: Snapshot, error: Exception) -> bool:
+        """Whether ``snapshot`` landed although publishing it raised ``error``.
+
+        Returns:
+            True when ``path`` holds exactly ``data`` (the error came after
+            the commit point: logged, the commit succeeded); False when
+            ``path`` is absent or holds another writer's snapshot (nothing of
+            ours was published: ``error`` stands).
+
+        Raises:
+            CommitStateUnknownError: ``path`` cannot be read back.
+        """
+        try:
+            content = self.file_io.read_bytes(path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise CommitStateUnknownError(
+                f"publishing {path} failed ({error}) and reading it back failed ({exc}); "
+                f"check the table history for commit user {snapshot.commit_user!r} identifier "
+                f"{snapshot.commit_identifier} before retrying (a retry with the same "
+                "identifier is deduplicated)",
+                commit_identifier=snapshot.commit_identifier,
+                snapshot_id=snapshot.id,
+            ) from error
+        if content != data:
+            return False
+        logger.warning(
+            "snapshot %d of %s was published, then a later step failed (%r); the commit "
+            "stands", snapshot.id, self.table_name, error, exc_info=error,
+        )  # fmt: skip
+        return True
+
+    def _missing_list(self, latest: Snapshot, error: FileNotFoundError) -> CorruptMetadataError:
+        """The error for a newest snapshot whose manifest list is missing."""
+        lists = [latest.base_manifest_list, latest.delta_manifest_list]
+        missing = next(
+            (n for n in lists if not self.file_io.exists(self.paths.manifest_path(n))), lists[0]
+        )
+        path = self.paths.manifest_path(missing)
+        return CorruptMetadataError(
+            f"snapshot {latest.id} of {self.table_name}, the newest, references {path}, which "
+            f"does not exist ({error}); the table cannot be committed to until it is repaired "
+            "(roll back to an earlier snapshot with `snaplake rollback`)",
+            path=path,
+        )
+
     def _write_latest_hint(self, snapshot_id: int) -> None:
         try:
             self.file_io.write_hint(self.paths.latest_hint_path, str(snapshot_id).encode())
-        except OSError:
+        except Exception:  # advisory; the snapshot is published whatever happens here
             logger.warning("could not update the LATEST hint (advisory only)", exc_info=True)
 
     def delete_manifests(self, names: Collection[str]) -> None:

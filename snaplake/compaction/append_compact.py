@@ -329,7 +329,7 @@ class AppendCompactor:
             result = self.commit.commit(list(merged.values()), kind=CommitKind.COMPACT)
         except CommitStateUnknownError:
             raise
-        except BaseException:
+        except Exception:  # surely not published; an interrupt may come after: keep
             self.abort(messages)
             raise
         schema = self.commit.schema_manager.latest()

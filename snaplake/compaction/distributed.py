@@ -464,7 +464,7 @@ class MergeTreeDistributedCompaction:
             committed = commit_compaction(self.commit, results, full=self._full)
         except CommitStateUnknownError:
             raise
-        except BaseException:
+        except Exception:  # surely not published; an interrupt may come after: keep
             self.abort(messages)
             raise
         return CompactResult.of_messages(

@@ -171,14 +171,15 @@ class MergeTreeCompactor:
                 except BaseException as exc:  # noqa: BLE001 - re-raised after cleanup
                     errors.append(exc)
         written = [p for r in results for p in r.written]
+        if errors:
+            self.commit.file_io.delete_many(written)
+            raise errors[0]
+        full = plan.full and self.task_filter is None and self.planner.partition_filter is None
         try:
-            if errors:
-                raise errors[0]
-            full = plan.full and self.task_filter is None and self.planner.partition_filter is None
             result = commit_compaction(self.commit, results, full=full)
         except CommitStateUnknownError:
             raise
-        except BaseException:
+        except Exception:  # surely not published; an interrupt may come after: keep
             self.commit.file_io.delete_many(written)
             raise
         res = CompactResult.of_messages(

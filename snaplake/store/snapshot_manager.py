@@ -14,29 +14,33 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from snaplake.errors import SnapshotNotFoundError
+from snaplake.errors import CorruptMetadataError, SnapshotNotFoundError
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileIO
 
-__all__ = ["SnapshotManager", "read_snapshot_file"]
+__all__ = ["SnapshotManager", "decode_snapshot_file", "read_snapshot_file"]
 
 logger = logging.getLogger(__name__)
 
 
-def read_snapshot_file(file_io: FileIO, path: str) -> Snapshot | None:
+def read_snapshot_file(
+    file_io: FileIO, path: str, *, snapshot_id: int | None = None
+) -> Snapshot | None:
     """Read the snapshot JSON at ``path`` (a ``snapshot-<id>`` or a ``tag-<name>`` file).
 
     Args:
         file_io: Storage of the table.
         path: Full path of the file.
+        snapshot_id: The id the file's name gives (``snapshot-<id>``), checked
+            against its content; ``None`` for a tag.
 
     Returns:
         The decoded snapshot, or ``None`` when no file is at ``path``.
 
     Raises:
-        CorruptMetadataError: the file exists but is not a valid snapshot JSON
-            (``.path`` names it).
+        CorruptMetadataError: the file exists but is not a valid snapshot JSON,
+            or holds another id than its name (``.path`` names it).
 
     Storage:
         One ``read_bytes`` of ``path``.
@@ -49,7 +53,27 @@ def read_snapshot_file(file_io: FileIO, path: str) -> Snapshot | None:
         data = file_io.read_bytes(path)
     except FileNotFoundError:
         return None
-    return Snapshot.from_bytes(data, path=path)
+    return decode_snapshot_file(data, path=path, snapshot_id=snapshot_id)
+
+
+def decode_snapshot_file(data: bytes, *, path: str, snapshot_id: int | None) -> Snapshot:
+    """Decode the bytes of ``path``; check the id its name gives (``None``: a tag).
+
+    A ``snapshot-<N>`` holding another id would make every commit build
+    ``snapshot-<id+1>`` on it and lose the race for that name forever.
+
+    Raises:
+        CorruptMetadataError: undecodable, or the id differs from the name's.
+    """
+    snap = Snapshot.from_bytes(data, path=path)
+    if snapshot_id is not None and snap.id != snapshot_id:
+        raise CorruptMetadataError(
+            f"{path} holds snapshot id {snap.id}, not {snapshot_id} as its name says; the "
+            "file was copied or edited by hand: restore it from a backup or roll the table "
+            "back to an earlier snapshot",
+            path=path,
+        )
+    return snap
 
 
 class SnapshotManager:
@@ -125,9 +149,12 @@ class SnapshotManager:
         """Read ``snapshot-<id>``; ``None`` if it does not exist.
 
         Raises:
-            CorruptMetadataError: the file exists but cannot be decoded.
+            CorruptMetadataError: the file exists but cannot be decoded, or holds
+                another id than its name.
         """
-        return read_snapshot_file(self.file_io, self.paths.snapshot_path(snapshot_id))
+        return read_snapshot_file(
+            self.file_io, self.paths.snapshot_path(snapshot_id), snapshot_id=snapshot_id
+        )
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
         """Read ``snapshot-<id>``.
@@ -182,7 +209,7 @@ class SnapshotManager:
                     while self.snapshot_exists(sid + 1):
                         sid += 1
                     if sid == hint:
-                        return Snapshot.from_bytes(data, path=path)
+                        return decode_snapshot_file(data, path=path, snapshot_id=sid)
             if sid is None:
                 ids = self.list_snapshot_ids()
                 if not ids:

@@ -146,7 +146,10 @@ class FileIO(abc.ABC):
         Raises:
             FileAlreadyExistsError: ``path`` already exists (the race was lost).
             FileNotFoundError: one of ``files`` does not exist; nothing was published.
-            OSError: making the files durable failed; nothing was published.
+            OSError: making the files durable failed, and nothing was published;
+                or a step after the commit point failed (removing the temp
+                name, syncing ``path``'s directory) and ``path`` is published.
+                Callers tell the two apart by reading ``path`` back.
             StorageError: as :meth:`write_if_absent`.
         """
         self._publish(path, data, files, directories)

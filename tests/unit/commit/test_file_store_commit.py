@@ -250,12 +250,17 @@ def test_base_list_reuse_across_committers(table):
 def test_latest_expired_during_the_attempt_is_a_lost_race(table):
     """Expiry removed the lists of the snapshot we built on: re-read latest and retry."""
     _committer(table, "a").commit(_messages(table, rows(0, 3)), commit_identifier=1)
-    table.file_io.inject_fault(
-        "read", path_contains="manifest-list", error=lambda p: FileNotFoundError(p)
-    )
+    later = _messages(table, rows(20, 3), user="c")
+
+    def expired(path):
+        # Another writer commits snapshot 2, then expiry deletes snapshot 1's lists.
+        _committer(table, "c").commit(later, commit_identifier=1)
+        return FileNotFoundError(path)
+
+    table.file_io.inject_fault("read", path_contains="manifest-list", error=expired)
     result = _committer(table, "b").commit(_messages(table, rows(10, 3)), commit_identifier=1)
-    assert result.attempts == 2
-    assert table.to_arrow().num_rows == 6
+    assert result.attempts == 2 and result.snapshot_id == 3
+    assert table.to_arrow().num_rows == 9
 
 
 # ---------------------------------------------------------------- duplicates (issue 10, item 10)
