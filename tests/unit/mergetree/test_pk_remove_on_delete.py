@@ -16,6 +16,7 @@ files agrees with snaplake there.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,9 @@ OPTIONS = {
 }
 
 
-def _write(table: Any, rows: list[tuple[int, str | None, int | None]], kind: str = "+I") -> None:
+def _write(
+    table: Any, rows: Sequence[tuple[int, str | None, int | None]], kind: str = "+I"
+) -> None:
     data = pa.table(
         {
             "k": pa.array([r[0] for r in rows], pa.int64()),
