@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +70,7 @@ from snaplake.store.format.types import DataType
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 
-__all__ = ["CheckResult", "FileMismatch", "check_file", "check_snapshot_files"]
+__all__ = ["CheckResult", "FileMismatch", "check_snapshot_files"]
 
 _BATCH_ROWS = 65_536
 _EPOCH = dt.date(1970, 1, 1)
@@ -188,26 +188,6 @@ def check_snapshot_files(
     )
 
 
-def check_file(
-    file_io: FileIO, path: str, meta: DataFileMeta, schema: TableSchema
-) -> list[FileMismatch]:
-    """Compare one data file with its :class:`DataFileMeta`.
-
-    Args:
-        file_io: Storage of the table.
-        path: Full path of the file.
-        meta: Its manifest entry's file record.
-        schema: The schema it was written with (``meta.schema_id``).
-
-    Returns:
-        The mismatches found (empty when the file agrees).
-
-    Raises:
-        StorageError: the storage failed while reading.
-    """
-    return _check_file(file_io, path, meta, schema)[0]
-
-
 # ------------------------------------------------------------------------- content
 
 
@@ -265,13 +245,13 @@ def _layout(meta: DataFileMeta, schema: TableSchema) -> tuple[_Layout, list[str]
     )
 
 
-def _batches(file_io: FileIO, path: str, layout: _Layout) -> Any:
+def _batches(file_io: FileIO, path: str, layout: _Layout) -> Iterator[pa.Table]:
     if layout.key_names:
         return read_kv_file(file_io, path, layout.arrow_schema, batch_rows=_BATCH_ROWS)
     return _plain_batches(file_io, path, layout.arrow_schema)
 
 
-def _plain_batches(file_io: FileIO, path: str, schema: pa.Schema) -> Any:
+def _plain_batches(file_io: FileIO, path: str, schema: pa.Schema) -> Iterator[pa.Table]:
     fmt = format_of_file(path)
     with file_io.open_input(path) as source:
         yield from fmt.iter_batches(source, schema, batch_rows=_BATCH_ROWS)

@@ -43,6 +43,7 @@ def test_check_pypaimon_tables(tmp_path: Path) -> None:
     types, names = table.schema().value_types, table.schema().field_names
     i = names.index("distance")
     real_max = decode_binary_row(meta.value_stats.max_values, types)[i]
+    assert isinstance(real_max, float)
     lower = with_bound(meta.value_stats, types, i, which="max", value=real_max - 1)
     rewrite_entry(table, meta.file_name, value_stats=lower)
     [m] = table.check().mismatches
