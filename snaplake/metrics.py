@@ -219,6 +219,9 @@ _METRICS: tuple[_Spec, ...] = (
           "Manifest files replaced by manifest merges."),
     _Spec("files_compacted", Counter, "snaplake_files_compacted", ("table",),
           "Small data files rewritten by compaction."),
+    _Spec("check_bad_files", Gauge, "snaplake_check_bad_files", ("table",),
+          "Live data files whose content contradicts their manifest entry (stats, key "
+          "range, row count, size), as found by the daemon's last check run."),
     _Spec("remote_failures", Counter, "snaplake_daemon_remote_failures", ("table", "task", "error"),
           "Maintenance runs handed to a remote engine (Spark Connect) that failed and ran in "
           "process instead, by exception class."),
@@ -331,6 +334,7 @@ class SnaplakeMetrics:
     files_deleted: Counter
     manifests_merged: Counter
     files_compacted: Counter
+    check_bad_files: Gauge
     remote_failures: Counter
     last_success: Gauge
     build_info: Gauge

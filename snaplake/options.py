@@ -280,7 +280,12 @@ PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = ConfigOption(
     key="partial-update.remove-record-on-delete",
     parse=_parse_bool,
     default=False,
-    doc="A -D row removes the whole row of a partial-update table.",
+    doc=(
+        "A -D row removes the whole row of a partial-update table. As in Paimon, the reset "
+        "lasts only while the -D is merged with the older versions: a compaction below the "
+        "top level that merges the -D with a later version of the key leaves one +I, and "
+        "older levels' non-null values fill its nulls again (docs/primary-key-tables.md §5)."
+    ),
 )
 NUM_SORTED_RUNS_COMPACTION_TRIGGER = _opt(
     "num-sorted-run.compaction-trigger", int, 5, "Sorted runs per bucket that trigger compaction."

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from snaplake.compaction.append_compact import CompactResult
+    from snaplake.compaction.check import CheckResult
     from snaplake.compaction.expire import ExpireResult
     from snaplake.compaction.manifest_merge import MergeResult
     from snaplake.compaction.orphan_clean import OrphanCleanResult
@@ -494,6 +495,38 @@ class Table:
             older_than=older_than,
         )
         return clean.plan() if dry_run else clean.execute()
+
+    def check(self, *, snapshot_id: int | None = None) -> CheckResult:
+        """Verify every live data file of a snapshot against its manifest entry.
+
+        Reads each file in full and compares its size, row count, value stats
+        (and on primary-key tables key stats, key range, sequence range and
+        delete count) with what the manifest records; readers trust those, so
+        a lying entry loses or duplicates rows. Repairs nothing.
+
+        Args:
+            snapshot_id: The snapshot to check (default: the latest).
+
+        Returns:
+            Counts and every mismatch (``result.ok`` when there is none).
+
+        Raises:
+            SnapshotNotFoundError: ``snapshot_id`` is not retained.
+            CorruptMetadataError: a manifest or schema of the snapshot is undecodable.
+            StorageError: the storage failed.
+
+        Storage:
+            Reads only; see :func:`snaplake.compaction.check.check_snapshot_files`.
+        """
+        from snaplake.compaction.check import check_snapshot_files
+
+        snap = self.latest_snapshot() if snapshot_id is None else self.snapshot(snapshot_id)
+        return check_snapshot_files(
+            file_io=self.file_io,
+            paths=self.paths,
+            schema_manager=self.schema_manager,
+            snapshot=snap,
+        )
 
     def compact(
         self, *, full: bool = False, partition_filter: Mapping[str, Any] | None = None

@@ -12,7 +12,8 @@ Exit codes (every command):
 - 2: usage error (bad option, argument or filter; no warehouse);
 - 3: commit conflict or commit retries exhausted (``CommitConflictError``,
   ``CommitRetriesExhaustedError``): nothing was committed;
-- 4: table, database, snapshot or tag not found.
+- 4: table, database, snapshot or tag not found;
+- 5: ``check`` found a data file that contradicts its manifest entry.
 
 The library never configures logging; this module does, from ``--log-level``
 or ``SNAPLAKE_LOG_LEVEL``.
@@ -158,7 +159,7 @@ def cli(
     Tables are named DB.TABLE inside the warehouse. Exit codes: 0 ok,
     1 unexpected error or a refused change, 2 usage error, 3 commit or
     schema conflict or retries exhausted, 4 table/database/snapshot/tag not
-    found.
+    found, 5 check found a data file contradicting its manifest entry.
     """
     level = (log_level or "warning").lower()
     _configure_logging(level)
@@ -174,7 +175,7 @@ def cli(
 
 
 def _register() -> None:
-    from snaplake.cli import maintenance, schema, tables
+    from snaplake.cli import check, maintenance, schema, tables
 
     for command in (
         tables.databases,
@@ -186,6 +187,7 @@ def _register() -> None:
         tables.files,
         *schema.COMMANDS,
         *maintenance.COMMANDS,
+        check.check,
     ):
         cli.add_command(command)
 

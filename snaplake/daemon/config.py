@@ -51,6 +51,10 @@ A file looks like this (every key is optional except ``[[warehouse]]``)::
     older_than = "1 d"
     dry_run = false
 
+    [tasks.check]                   # off by default: reads every live data file
+    enabled = true
+    interval = "7 d"
+
 Durations use Paimon's syntax (``"30 s"``, ``"1 min"``, ``"1 h"``, ``"1 d"``).
 Keys spelled like Paimon table options (``"manifest.merge-min-count"``) are
 **defaults**: a table's own options win over them.
@@ -119,6 +123,7 @@ class Task(StrEnum):
     COMPACT = "compact"
     EXPIRE_SNAPSHOTS = "expire_snapshots"
     ORPHAN_CLEAN = "orphan_clean"
+    CHECK = "check"
 
 
 # Paimon table options each task reads (defaults the daemon may set).
@@ -133,6 +138,7 @@ _TASK_OPTIONS: Mapping[Task, tuple[ConfigOption[Any], ...]] = {
         SNAPSHOT_EXPIRE_LIMIT,
     ),
     Task.ORPHAN_CLEAN: (),
+    Task.CHECK: (),
 }  # fmt: skip
 
 _DEFAULT_INTERVALS: Mapping[Task, timedelta] = {
@@ -141,7 +147,11 @@ _DEFAULT_INTERVALS: Mapping[Task, timedelta] = {
     Task.COMPACT: timedelta(minutes=5),
     Task.EXPIRE_SNAPSHOTS: timedelta(minutes=1),
     Task.ORPHAN_CLEAN: timedelta(days=1),
+    Task.CHECK: timedelta(days=1),
 }
+
+_OFF_BY_DEFAULT = frozenset({Task.CHECK})
+"""Tasks that run only with ``enabled = true`` (the check reads every live data file)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -421,7 +431,7 @@ def _parse_task(
     sec = root.sub(task.value)
     settings = TaskSettings(
         task=task,
-        enabled=sec.boolean("enabled", default=True),
+        enabled=sec.boolean("enabled", default=task not in _OFF_BY_DEFAULT),
         interval=sec.duration("interval", _DEFAULT_INTERVALS[task]),
     )
     for option in _TASK_OPTIONS[task]:

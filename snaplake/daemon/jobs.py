@@ -18,6 +18,8 @@ the maintenance operation raises; the scheduler's job boundary
 - :func:`expire_snapshots_job`: expire by ``snapshot.num-retained.*`` /
   ``snapshot.time-retained`` / ``snapshot.expire.limit``.
 - :func:`orphan_clean_job`: delete unreferenced files older than a grace period.
+- :func:`check_job`: verify every live data file of the latest snapshot
+  against its manifest entry (``Table.check``); one warning per bad file.
 
 Imports no apscheduler and no prometheus_client (metrics are recorded through
 :class:`snaplake.metrics.SnaplakeMetrics`).
@@ -35,6 +37,7 @@ from typing import Protocol
 
 from snaplake.compaction.append_compact import CompactResult
 from snaplake.compaction.capped_compact import CappedCompactor
+from snaplake.compaction.check import CheckResult
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
 from snaplake.compaction.maintenance import (
     MAINTENANCE_RETRY_POLICY,
@@ -56,11 +59,13 @@ from snaplake.store.format.paths import count_file_types
 from snaplake.table import Table
 
 __all__ = [
+    "CheckJobResult",
     "CompactJobResult",
     "ExpireJobResult",
     "JobResult",
     "ManifestMergeJobResult",
     "OrphanCleanJobResult",
+    "check_job",
     "compact_job",
     "expire_snapshots_job",
     "merge_manifests_job",
@@ -241,6 +246,33 @@ class OrphanCleanJobResult:
         """One log line."""
         total = sum(self.files_deleted.values())
         return f"{total} orphan file(s) {'found' if self.dry_run else 'deleted'}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckJobResult:
+    """Result of :func:`check_job`.
+
+    Attributes:
+        table: ``db.table``.
+        check: What the check found.
+    """
+
+    table: str
+    check: CheckResult
+    task: Task = Task.CHECK
+
+    @property
+    def acted(self) -> bool:
+        """Always False: a check changes nothing."""
+        return False
+
+    def summary(self) -> str:
+        """One log line."""
+        c = self.check
+        return (
+            f"{c.files_checked} data file(s) of snapshot {c.snapshot_id} checked, "
+            f"{len(c.bad_files)} contradict their manifest entries"
+        )
 
 
 # ------------------------------------------------------------------------- jobs
@@ -524,6 +556,38 @@ def orphan_clean_job(
     )
 
 
+def check_job(table: Table) -> CheckJobResult:
+    """Verify every live data file of the latest snapshot against its manifest entry.
+
+    Logs one WARNING per bad file (its path and the fields that disagree);
+    the count goes to ``snaplake_check_bad_files{table}``.
+
+    Args:
+        table: The table to check.
+
+    Returns:
+        The check's result.
+
+    Raises:
+        CorruptMetadataError: a manifest or schema is undecodable.
+        StorageError: the storage failed.
+
+    Storage: reads the latest snapshot's manifests and every live data file;
+    writes nothing (see ``Table.check``).
+    """
+    result = table.check()
+    fields: dict[str, list[str]] = {}
+    for m in result.mismatches:
+        fields.setdefault(m.path, []).append(f"{m.field}[{m.column}]" if m.column else m.field)
+    for path, names in fields.items():
+        logger.warning(
+            "check of %s: data file %s contradicts its manifest entry in %s (snapshot %s); "
+            "readers trust those facts: rewrite the file or restore the table",
+            table.identifier, path, ", ".join(names), result.snapshot_id,
+        )  # fmt: skip
+    return CheckJobResult(table=table.identifier, check=result)
+
+
 # ----------------------------------------------------------------- job boundary
 def record_job_result(
     metrics: SnaplakeMetrics, result: JobResult, *, duration_s: float, now_s: float
@@ -562,6 +626,8 @@ def record_job_result(
         for file_type, n in result.files_deleted.items():
             if n:
                 metrics.files_deleted.labels(table, file_type).inc(n)
+    elif isinstance(result, CheckJobResult):
+        metrics.check_bad_files.labels(table).set(len(result.check.bad_files))
 
 
 def run_job(

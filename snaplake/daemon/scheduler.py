@@ -48,6 +48,7 @@ from snaplake.daemon.config import DaemonConfig, Task, WarehouseConfig
 from snaplake.daemon.health import HealthState
 from snaplake.daemon.jobs import (
     JobResult,
+    check_job,
     compact_job,
     expire_snapshots_job,
     merge_manifests_job,
@@ -397,7 +398,7 @@ class MaintenanceDaemon:
         now = datetime.now(UTC)
         for task in self.config.enabled_tasks():
             interval = self.config.tasks[task].interval
-            if task is Task.ORPHAN_CLEAN:
+            if task in (Task.ORPHAN_CLEAN, Task.CHECK):
                 first = now + interval  # daily work: not at every restart
             else:
                 first = now + timedelta(seconds=self._rng.uniform(0, 1))
@@ -471,6 +472,8 @@ class MaintenanceDaemon:
                     older_than=config.daemon.orphan_older_than,
                     dry_run=config.daemon.orphan_dry_run,
                 )
+            if task is Task.CHECK:
+                return check_job(table)
             raise ValueError(f"no job for task {task}")  # pragma: no cover
 
         return job

@@ -135,7 +135,11 @@ class PartialUpdateMergeFunction(MergeFunction):
     Attributes:
         ignore_delete: Skip retractions (the first version still seeds the row).
         remove_record_on_delete: A ``-D`` resets the row to its own values
-            (``partial-update.remove-record-on-delete``).
+            (``partial-update.remove-record-on-delete``). As in Paimon, a group
+            with a later ``+I``/``+U`` after the ``-D`` folds into ``+I``: a
+            compaction below the top level that merges them therefore loses
+            the reset, and older levels fill the nulls at the next merge
+            (docs/primary-key-tables.md §5).
     """
 
     ignore_delete: bool = False

@@ -21,7 +21,8 @@ def test_minimal_config_fills_every_default():
     assert cfg.warehouses[0].tables == ("*",)
     assert cfg.tasks[Task.ORPHAN_CLEAN].interval == timedelta(days=1)
     assert cfg.daemon.orphan_older_than == timedelta(days=1)
-    assert all(cfg.tasks[t].enabled for t in Task)
+    assert all(cfg.tasks[t].enabled for t in Task if t is not Task.CHECK)
+    assert not cfg.tasks[Task.CHECK].enabled  # reads every data file: only when asked
     assert cfg.default_options == {}
     # Paimon defaults apply when neither the daemon nor the table sets a key.
     assert cfg.effective_options({}).manifest_merge_min_count == 30

@@ -50,7 +50,8 @@ def test_discovery_selects_tables_and_two_daemons_split_nothing_twice():
     assert first.health.readiness().ok
     # Every held table got its jobs, one per enabled task.
     jobs = {j.id.split(":")[0] for j in first.scheduler.get_jobs()}
-    assert {t.value for t in Task} <= jobs
+    assert {t.value for t in first.config.enabled_tasks()} <= jobs
+    assert Task.CHECK.value not in jobs  # off unless enabled
     first._release_all()
     second.lease_round()
     assert second.held_tables() == ["db.a", "db.b", "other.c"]

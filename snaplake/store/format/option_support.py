@@ -313,9 +313,11 @@ _OPTIONS: tuple[OptionSupport, ...] = (
         "changelog-producer", "changelog-producer.row-deduplicate",
         "changelog-producer.row-deduplicate-ignore-fields", "table-read.sequence-number.enabled",
         "key-value.sequence_number.enabled", "sequence.field", "sequence.field.sort-order",
-        "sequence.snapshot-ordering", "aggregation.remove-record-on-delete",
-        "partial-update.remove-record-on-delete",
-        "partial-update.remove-record-on-sequence-group", "rowkind.field")),
+        "sequence.snapshot-ordering", "aggregation.remove-record-on-delete")),
+    _pk("partial-update.remove-record-on-delete", _PK + "; as in Paimon, a -D resets a "
+        "key only until a compaction below the top level merges it with a later version "
+        "(older non-null values then show again): compact fully before re-inserting"),
+    *(_pk(k, _PK) for k in ("partial-update.remove-record-on-sequence-group", "rowkind.field")),
     # reads that select other rows -------------------------------------------------------
     _refused("scan.mode", "a batch read of another snapshot or of changes; snaplake reads "
              "the snapshot the caller names", "default", "latest-full", "full", "latest",
