@@ -107,8 +107,11 @@ class _WriteTask:
 
     Holds only picklable configuration (the FileIO carries no client).
     Yields one record batch of serialised CommitMessages, or nothing when the
-    partition had no rows. On any exception it deletes every file this
-    attempt wrote, then re-raises, so a retried attempt leaves no orphans.
+    partition had no rows. With a :class:`VersionCheck` each batch is checked
+    (the rows arrive sorted by it) before it is written; ``order_only``
+    columns are dropped after the check. On any exception it deletes every
+    file this attempt wrote, then re-raises, so a retried attempt leaves no
+    orphans.
     """
 
     def __init__(
