@@ -13,6 +13,7 @@ Python code (``except LookupError``, ``except FileExistsError``) keeps working::
     ├── TagNotFoundError (LookupError)             no tag of that name
     ├── InvalidOptionError (ValueError)            unknown/unparsable option; .key, .value
     ├── SchemaMismatchError (ValueError)           Arrow data vs table schema
+    ├── AmbiguousOrderError (ValueError)           a Spark write's versions of a key unordered
     ├── SchemaChangeError (ValueError)             alter_table refused by a rule; .rule
     │   ├── ColumnNotFoundError (LookupError)      the change names a missing column; .column
     │   ├── ColumnAlreadyExistsError               add/rename onto an existing name; .column
@@ -41,6 +42,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 __all__ = [
+    "AmbiguousOrderError",
     "CommitConflictError",
     "CommitError",
     "CommitRetriesExhaustedError",
@@ -127,6 +129,17 @@ class InvalidOptionError(SnaplakeError, ValueError):
 
 class SchemaMismatchError(SnaplakeError, ValueError):
     """Raised before any file is written when Arrow data does not fit the table schema."""
+
+
+class AmbiguousOrderError(SnaplakeError, ValueError):
+    """Raised when a write holds several versions of one primary key and nothing orders them.
+
+    A Spark write cannot tell which of two rows of one key is newer (Spark
+    hands rows over in no defined order); the message names the key and
+    says how to order them (``order_by=...``, the table option
+    ``sequence.field``, or deduplicating first). Nothing is committed and
+    the write's files are deleted.
+    """
 
 
 class SchemaChangeError(SnaplakeError, ValueError):

@@ -46,6 +46,7 @@ from snaplake.mergetree.merge_function import (
     merge_function_for,
     merge_sorted,
 )
+from snaplake.options import CoreOptions
 from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.primary_key import RETRACTABLE_FUNCTIONS, MergeEngine
@@ -53,7 +54,7 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 
-__all__ = ["KeyValueTableWrite", "SequenceRestore", "restore_max_sequences"]
+__all__ = ["KeyValueTableWrite", "SequenceRestore", "dropped_row_kinds", "restore_max_sequences"]
 
 SequenceRestore = Callable[[], Mapping[tuple[bytes, int], int]]
 """Returns ``{(partition, bucket): max sequence number}`` of the latest snapshot's live files."""
@@ -238,13 +239,11 @@ class KeyValueTableWrite(TableWrite):
         return parse_row_kinds(row_kinds, table.num_rows)
 
     def _filter_kinds(self, table: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
-        opts = self.schema.core_options
-        drop = None
-        if opts.ignore_delete:
-            drop = pc.or_(pc.equal(kinds, 1), pc.equal(kinds, 3))
-        elif opts.ignore_update_before:
-            drop = pc.equal(kinds, 1)
-        if drop is None or not pc.any(drop).as_py():
+        dropped = dropped_row_kinds(self.schema.core_options)
+        if not dropped:
+            return table, kinds
+        drop = pc.is_in(kinds, value_set=pa.array(sorted(dropped), pa.int8()))
+        if not pc.any(drop).as_py():
             return table, kinds
         keep = pc.invert(drop)
         return table.filter(keep), kinds.filter(keep)
@@ -360,6 +359,20 @@ class KeyValueTableWrite(TableWrite):
             writer.abort()
             raise
         return [w.meta for w in written]
+
+
+def dropped_row_kinds(options: CoreOptions) -> frozenset[int]:
+    """The ``_VALUE_KIND`` bytes a writer drops before writing (``-U`` = 1, ``-D`` = 3).
+
+    ``ignore-delete`` drops ``-U`` and ``-D``; ``ignore-update-before`` drops ``-U``.
+
+    Source: Paimon ``RowKindFilter``.
+    """
+    if options.ignore_delete:
+        return frozenset({1, 3})
+    if options.ignore_update_before:
+        return frozenset({1})
+    return frozenset()
 
 
 def restore_max_sequences(scan: FileStoreScan) -> dict[tuple[bytes, int], int]:

@@ -19,6 +19,7 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.table import Table
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "is_connect",
     "resolve_table",
     "spark_schema_of",
+    "with_missing_columns",
 ]
 
 _CONNECT_SESSION_MODULE = "pyspark.sql.connect.session"
@@ -179,3 +181,42 @@ def check_spark_schema(
             "filter them with isNotNull() (Spark then marks them non-nullable) or pass "
             "check_nullability=False to check the values on the executors instead"
         )
+
+
+def with_missing_columns(df: DataFrame, schema: TableSchema, identifier: str) -> DataFrame:
+    """Return ``df`` with a NULL column for every nullable table column it lacks.
+
+    A stream keeps writing after ``alter_table`` added a nullable column: the
+    new column is NULL in its rows, as in rows written before the alter.
+    Names match exactly (as :func:`check_spark_schema` matches them).
+
+    Args:
+        df: The rows to write (classic or Spark Connect).
+        schema: The table schema the rows will be written with.
+        identifier: The table (for messages).
+
+    Raises:
+        SchemaMismatchError: a NOT NULL table column is missing (no value
+            could be invented for it).
+
+    Source:
+        Delta Lake's write path (``mergeSchema`` or not): columns of the
+        table that the DataFrame lacks are written as null; Iceberg's Spark
+        writer does the same for optional columns.
+    """
+    from pyspark.sql import functions as f
+
+    present = set(df.columns)
+    missing = [field for field in schema.arrow_schema if field.name not in present]
+    if not missing:
+        return df
+    required = [field.name for field in missing if not field.nullable]
+    if required:
+        raise SchemaMismatchError(
+            f"the DataFrame lacks column(s) {required}, which are NOT NULL in table "
+            f"{identifier}; add them (nullable columns the DataFrame lacks are written as NULL)"
+        )
+    spark_types = spark_schema_of(pa.schema(missing))
+    return df.withColumns(
+        {field.name: f.lit(None).cast(field.dataType) for field in spark_types.fields}
+    )

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitResult
 from snaplake.spark._common import connect_mode, is_connect, resolve_table
+from snaplake.spark.ordering import normalize_order_by
 from snaplake.spark.write import commit_or_abort, write_messages
 from snaplake.table import Table
 
@@ -148,11 +149,26 @@ class SnaplakeSink:
             rows are upserted by key, repartitioned so that one task writes
             each (partition, bucket). Tables with ``rowkind.field`` take the
             kinds from that table column instead.
+        order_by: Primary-key tables: column(s) of the micro-batch ordering
+            the versions of a key (e.g. the change log's sequence number or
+            position); within a batch, rows of a key get sequence numbers in
+            this order (ascending; a ``-U`` before the other kinds of an equal
+            value), so the newest version wins whatever order Spark delivers
+            the rows in. Columns the table lacks steer the order only and are
+            not written. Without it, and without the table's
+            ``sequence.field``, a batch holding two different rows of one
+            key fails with ``AmbiguousOrderError`` (an aggregation table whose
+            functions ignore order excepted); see :mod:`snaplake.spark.ordering`.
+
+    Missing columns: table columns a batch lacks (e.g. one ``alter_table``
+    added while the stream runs) are written as NULL when nullable; a
+    missing NOT NULL column fails the batch with ``SchemaMismatchError``.
 
     Raises:
         ValueError: an identifier without a warehouse, an empty
-            ``commit_user``, or no ``commit_user`` while this process runs
-            pyspark in Spark Connect mode (``pyspark.sql.utils.is_remote()``).
+            ``commit_user``, an empty or repeated ``order_by``, or no
+            ``commit_user`` while this process runs pyspark in Spark Connect
+            mode (``pyspark.sql.utils.is_remote()``).
         TableNotFoundError: the table does not exist.
 
     Source:
@@ -172,9 +188,11 @@ class SnaplakeSink:
         on_batch: Callable[[SinkBatchResult], None] | None = None,
         merge_schema: bool = False,
         row_kind_column: str | None = None,
+        order_by: str | Sequence[str] | None = None,
     ) -> None:
         if commit_user is not None and not commit_user:
             raise ValueError("commit_user must be a non-empty string or None")
+        self.order_by = normalize_order_by(order_by)
         if commit_user is None and connect_mode():
             raise ValueError(_CONNECT_NEEDS_USER)
         self.table = resolve_table(table_or_identifier, warehouse=warehouse, options=options)
@@ -205,6 +223,7 @@ class SnaplakeSink:
             "on_batch": self.on_batch,
             "merge_schema": self.merge_schema,
             "row_kind_column": self.row_kind_column,
+            "order_by": self.order_by,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -224,6 +243,7 @@ class SnaplakeSink:
         self.on_batch = state["on_batch"]
         self.merge_schema = state.get("merge_schema", False)
         self.row_kind_column = state.get("row_kind_column")
+        self.order_by = state.get("order_by", ())
         self._states = {}
         self._states_lock = threading.Lock()
 
@@ -283,9 +303,15 @@ class SnaplakeSink:
                 before ``df`` is read. The query fails.
             SchemaMismatchError: the batch does not fit the table (the
                 message names the columns; with ``merge_schema`` only columns
-                that cannot widen); raised on the driver before any Spark job
-                runs (or, for values with ``check_nullability=False``, after
-                the executors deleted their files). The query fails.
+                that cannot widen; a missing NOT NULL column); raised on the
+                driver before any Spark job runs (or, for values with
+                ``check_nullability=False``, after the executors deleted their
+                files). The query fails.
+            AmbiguousOrderError: the batch holds several different versions
+                of a key and neither ``order_by`` nor the table's
+                ``sequence.field`` orders them (or they tie on ``order_by``);
+                nothing is committed, the batch's files are deleted. The
+                query fails; restart it with ``order_by``.
             CommitConflictError: cannot happen for appends (kept for safety).
             CommitRetriesExhaustedError: the commit kept losing races; the
                 batch's files were deleted. Restarting the query retries it.
@@ -348,6 +374,7 @@ class SnaplakeSink:
             check_nullability=self.check_nullability,
             merge_schema=self.merge_schema,
             row_kind_column=self.row_kind_column,
+            order_by=self.order_by or None,
         )
         written = time.perf_counter()
         if not messages:

@@ -42,9 +42,15 @@ from snaplake.commit.result import CommitResult
 from snaplake.commit.schema_merge import merge_data_schema
 from snaplake.commit.table_write import TableWrite, abort_messages
 from snaplake.compaction.merge_tree_compact import compact_new_files
-from snaplake.errors import CommitStateUnknownError, SchemaMismatchError
+from snaplake.errors import AmbiguousOrderError, CommitStateUnknownError, SchemaMismatchError
 from snaplake.spark._common import arrow_schema_of as spark_arrow_schema
-from snaplake.spark._common import check_spark_schema, is_connect, resolve_table
+from snaplake.spark._common import (
+    check_spark_schema,
+    is_connect,
+    resolve_table,
+    with_missing_columns,
+)
+from snaplake.spark.ordering import VersionCheck, normalize_order_by, plan_version_order
 from snaplake.store.format.bucket import bucket_ids
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
@@ -64,6 +70,7 @@ logger = logging.getLogger(__name__)
 
 _MESSAGE_SCHEMA = pa.schema([pa.field("message", pa.binary(), nullable=False)])
 _SCHEMA_ERROR_MARK = "snaplake.errors.SchemaMismatchError"
+_ORDER_ERROR_MARK = "snaplake.errors.AmbiguousOrderError"
 
 
 class _BatchPathFactory(PathFactory):
@@ -100,8 +107,11 @@ class _WriteTask:
 
     Holds only picklable configuration (the FileIO carries no client).
     Yields one record batch of serialised CommitMessages, or nothing when the
-    partition had no rows. On any exception it deletes every file this
-    attempt wrote, then re-raises, so a retried attempt leaves no orphans.
+    partition had no rows. With a :class:`VersionCheck` each batch is checked
+    (the rows arrive sorted by it) before it is written; ``order_only``
+    columns are dropped after the check. On any exception it deletes every
+    file this attempt wrote, then re-raises, so a retried attempt leaves no
+    orphans.
     """
 
     def __init__(
@@ -114,6 +124,8 @@ class _WriteTask:
         token: str,
         row_kind_column: str | None = None,
         sequences: Mapping[tuple[bytes, int], int] | None = None,
+        versions: VersionCheck | None = None,
+        order_only: Sequence[str] = (),
     ) -> None:
         self.file_io = file_io
         self.root = root
@@ -122,6 +134,8 @@ class _WriteTask:
         self.token = token
         self.row_kind_column = row_kind_column
         self.sequences = dict(sequences or {})
+        self.versions = versions
+        self.order_only = tuple(order_only)
 
     def _writer(self) -> TableWrite:
         paths = _BatchPathFactory(self.root, token=self.token)
@@ -140,11 +154,16 @@ class _WriteTask:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         write = self._writer()
+        check = self.versions.new_checker() if self.versions is not None else None
         messages: list[CommitMessage] = []
         try:
             for batch in batches:
                 if BUCKET_COLUMN in batch.schema.names:
                     batch = batch.drop_columns([BUCKET_COLUMN])
+                if check is not None:
+                    check(batch)
+                if self.order_only:
+                    batch = batch.drop_columns(list(self.order_only))
                 kinds = None
                 if self.row_kind_column is not None:
                     kinds = batch.column(self.row_kind_column)
@@ -380,13 +399,21 @@ def write_messages(
     straggler_timeout_s: float = 120.0,
     merge_schema: bool = False,
     row_kind_column: str | None = None,
+    order_by: str | Sequence[str] | None = None,
 ) -> tuple[list[CommitMessage], TableSchema]:
     """Write ``df`` into data files on the executors and return their CommitMessages.
 
     A primary-key table's rows are first repartitioned by (partition keys,
     Paimon bucket), so one task writes each bucket: its sequence numbers
     continue the bucket's, restored once on the driver from the latest
-    snapshot and shipped to the tasks.
+    snapshot and shipped to the tasks. Where versions of a key need an order
+    (see :mod:`snaplake.spark.ordering`), each task then sorts its rows by key
+    and ``order_by`` (Spark's ``sortWithinPartitions``, which spills), numbers
+    them in that order, and refuses a key whose versions nothing orders.
+
+    Table columns the DataFrame lacks are written as NULL when the table
+    column is nullable (e.g. a column added by ``alter_table`` while a
+    stream runs), as Delta does.
 
     Nothing is committed: the caller commits the messages or aborts them.
     Every data file of the job is named with a random per-job token; when
@@ -415,6 +442,13 @@ def write_messages(
         row_kind_column: Primary-key tables: a column of ``df`` (not of the
             table) holding each row's kind (``'+I' '-U' '+U' '-D'`` or 0..3);
             tables with ``rowkind.field`` take the kinds from their own column.
+        order_by: Primary-key tables: column(s) of ``df`` ordering the
+            versions of a key (e.g. a change log's sequence number); rows of
+            a key get sequence numbers in this order (ascending; a ``-U``
+            before the other kinds of an equal value). Columns the table
+            lacks are used for ordering only, never written (``merge_schema``
+            does not add them). Without it, and without the table's
+            ``sequence.field``, a key may have only one version per write.
 
     Returns:
         The messages (one per partition and bucket and task) and the schema
@@ -423,9 +457,15 @@ def write_messages(
     Raises:
         SchemaMismatchError: the DataFrame does not fit the table (checked on
             the driver before any job runs; the message names the columns;
-            with ``merge_schema`` only columns that cannot widen), or, with
+            with ``merge_schema`` only columns that cannot widen; a missing
+            NOT NULL column), a bad ``order_by`` column, or, with
             ``check_nullability=False``, a NOT NULL column held a null. No
             file is left behind.
+        AmbiguousOrderError: a key has several different versions and neither
+            ``order_by`` nor ``sequence.field`` orders them, versions tie on
+            ``order_by``, or an ``order_by`` value is null (found by the
+            tasks; the job's files are deleted, nothing is committed).
+        ValueError: an empty or repeated ``order_by``.
         UnsupportedTableError: the table is one snaplake cannot write
             (``check_supported``), refused on the driver before any job runs.
         Exception: whatever the Spark job raised (a ``Py4JJavaError`` or
@@ -436,30 +476,43 @@ def write_messages(
         Writes data files (``file.format``) under the table (invisible until
         committed); after a failure, lists the table and deletes them again.
     """
+    order = normalize_order_by(order_by)
+    table_columns = set(table.schema().field_names)
+    # columns that steer the write but are not written (nor added by merge_schema)
+    steering = [c for c in (row_kind_column, *order) if c is not None and c not in table_columns]
+    order_only = [c for c in order if c in steering and c != row_kind_column]
     if merge_schema:
         merge_data_schema(
             table.schema_manager,
-            spark_arrow_schema(
-                df.drop(row_kind_column).schema if row_kind_column in df.columns else df.schema
-            ),
+            spark_arrow_schema(df.drop(*[c for c in steering if c in df.columns]).schema),
             has_snapshots=table.latest_snapshot() is not None,
             identifier=table.identifier,
         )
     schema = table.schema()
     check_supported(schema, Operation.WRITE)  # on the driver, before any job runs
-    data_schema = df.schema
     if row_kind_column is not None:
         if row_kind_column not in df.columns:
             raise SchemaMismatchError(f"row_kind_column {row_kind_column!r} is not a column")
         if not schema.primary_keys:
             raise SchemaMismatchError("row kinds need a primary-key table")
-        data_schema = df.drop(row_kind_column).schema
+    versions = plan_version_order(
+        schema,
+        identifier=table.identifier,
+        order_by=order,
+        kind_column=row_kind_column,
+        data_columns=df.columns,
+        data_types=[f.dataType.simpleString() for f in df.schema.fields],
+    )
+    df = with_missing_columns(df, schema, table.identifier)
+    data_schema = df.drop(*[c for c in steering if c in df.columns]).schema
     check_spark_schema(data_schema, schema, check_nullability=check_nullability)
     token = secrets.token_hex(8)
     sequences = None
     if schema.primary_keys:
         schema.check_primary_key_table("write")
         df, sequences = _by_bucket(df, table, schema)
+        if versions is not None:
+            df = versions.sort(df)
     task = _WriteTask(
         file_io=table.file_io,
         root=table.root,
@@ -468,6 +521,8 @@ def write_messages(
         token=token,
         row_kind_column=row_kind_column,
         sequences=sequences,
+        versions=versions,
+        order_only=order_only,
     )
     job = df.mapInArrow(task, "message binary")
     try:
@@ -476,24 +531,27 @@ def write_messages(
         else:
             rows = _collect_classic(job, table, token, straggler_timeout_s)
     except Exception as exc:
-        if _SCHEMA_ERROR_MARK in str(exc):
+        text = str(exc)
+        if _ORDER_ERROR_MARK in text:
+            raise AmbiguousOrderError(_relayed_text(text, _ORDER_ERROR_MARK)) from exc
+        if _SCHEMA_ERROR_MARK in text:
             raise SchemaMismatchError(
                 f"a micro-batch row does not fit table {table.identifier}: "
-                f"{_schema_error_text(str(exc))}"
+                f"{_relayed_text(text, _SCHEMA_ERROR_MARK)}"
             ) from exc
         raise
     return [CommitMessage.from_bytes(bytes(r[0])) for r in rows], schema
 
 
-def _schema_error_text(text: str) -> str:
-    """Extract the SchemaMismatchError message from a Python traceback Spark relayed.
+def _relayed_text(text: str, mark: str) -> str:
+    """Extract the message of the error named ``mark`` from a Python traceback Spark relayed.
 
-    The executor's traceback ends with ``snaplake.errors.SchemaMismatchError: <message>``.
+    The executor's traceback ends with ``snaplake.errors.<Error>: <message>``.
     """
-    start = text.rfind(_SCHEMA_ERROR_MARK + ": ")
+    start = text.rfind(mark + ": ")
     if start < 0:
         return text
-    return text[start + len(_SCHEMA_ERROR_MARK) + 2 :].splitlines()[0]
+    return text[start + len(mark) + 2 :].splitlines()[0]
 
 
 def commit_or_abort(
@@ -575,6 +633,7 @@ def write(
     check_nullability: bool = True,
     merge_schema: bool = False,
     row_kind_column: str | None = None,
+    order_by: str | Sequence[str] | None = None,
 ) -> CommitResult:
     """Write a DataFrame into a table as one snapshot (a batch job, not a stream).
 
@@ -610,20 +669,30 @@ def write(
             ``SchemaMismatchError`` naming the columns.
         row_kind_column: Primary-key tables: the column of ``df`` holding
             row kinds (see :func:`write_messages`).
+        order_by: Primary-key tables: column(s) of ``df`` ordering the
+            versions of a key; required (unless the table has
+            ``sequence.field``) when ``df`` holds several different rows of
+            one key (see :func:`write_messages`). Table columns ``df`` lacks
+            are written as NULL when nullable.
 
     Returns:
         The commit result (``snapshot_id`` ``None`` when an append had no rows
         and the table is empty).
 
     Raises:
-        SchemaMismatchError: the data does not fit the table, or lies outside
-            a static ``overwrite_partitions`` spec; no file is left behind.
+        SchemaMismatchError: the data does not fit the table (e.g. lacks a
+            NOT NULL column), or lies outside a static ``overwrite_partitions``
+            spec; no file is left behind.
+        AmbiguousOrderError: several different rows of one key and nothing
+            orders them (see ``order_by``); nothing is committed, no file is
+            left behind.
         CommitConflictError: an overwrite raced a commit that removed the
             files it replaces.
         CommitRetriesExhaustedError: the commit kept losing races; the files
             were deleted, retry the write.
         CommitStateUnknownError: the outcome is unknown; files are kept.
-        ValueError: a bad ``mode`` / ``overwrite_partitions`` combination.
+        ValueError: a bad ``mode`` / ``overwrite_partitions`` combination,
+            an empty or repeated ``order_by``.
         TableNotFoundError: no such table.
 
     Storage:
@@ -660,6 +729,7 @@ def write(
         check_nullability=check_nullability,
         merge_schema=merge_schema,
         row_kind_column=row_kind_column,
+        order_by=order_by,
     )
     commit = target.new_commit(commit_user=user)
     result = commit_or_abort(
