@@ -33,6 +33,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -164,6 +165,8 @@ class MaintenanceDaemon:
         self._active: dict[str, float] = {}
         self._active_cv = threading.Condition()
         self._rng = random.Random()
+        #: This process's lease nonce: two daemons with one (copied) id are two holders.
+        self.instance = uuid.uuid4().hex
         self.remote: RemoteCompaction | None = None
         if d.compact_engine != "in-process" and d.spark_remote is not None:
             self.remote = RemoteCompaction(
@@ -203,8 +206,8 @@ class MaintenanceDaemon:
             next_run_time=now + d.lease_renew_interval,
         )  # fmt: skip
         logger.info(
-            "snaplake daemon %s starting: %d warehouse(s), tasks %s, metrics on %s",
-            d.daemon_id, len(self.config.warehouses),
+            "snaplake daemon %s (instance %s) starting: %d warehouse(s), tasks %s, metrics on %s",
+            d.daemon_id, self.instance, len(self.config.warehouses),
             ",".join(t.value for t in self.config.enabled_tasks()),
             self.server.url if self.server else "(not served)",
         )  # fmt: skip
@@ -334,8 +337,9 @@ class MaintenanceDaemon:
         table = FileSystemCatalog(wh.uri, options=wh.options).get_table(identifier)
         d = self.config.daemon
         lease = TableLease(
-            file_io=table.file_io, table_root=table.root, owner=d.daemon_id, ttl=d.lease_ttl
-        )
+            file_io=table.file_io, table_root=table.root, owner=d.daemon_id,
+            nonce=self.instance, ttl=d.lease_ttl,
+        )  # fmt: skip
         watcher = TableWatcher(
             table,
             metrics=self.metrics,

@@ -151,6 +151,46 @@ def start_daemon(config_text: str, workdir: Path, name: str, port: int) -> Proc:
     return proc
 
 
+_METRICS_URL = re.compile(r"metrics on http://127\.0\.0\.1:(\d+)")
+
+
+def start_daemon_file(cfg: Path, workdir: Path, name: str) -> Proc:
+    """Start a daemon from the existing config file ``cfg`` (``listen`` port 0 allowed).
+
+    The port is read from the daemon's "starting ... metrics on URL" log line; returns once
+    ``/readyz`` answered (200 or 503: the first discovery and lease round have run).
+    """
+    log = workdir / f"{name}.log"
+    popen = subprocess.Popen(
+        [sys.executable, "-m", "snaplake.daemon", "--config", str(cfg)],
+        cwd=REPO,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    proc = Proc(popen=popen, log=log)
+
+    def port() -> int:
+        found = _METRICS_URL.search(proc.text())
+        return int(found.group(1)) if found else 0
+
+    wait_for(lambda: not proc.alive() or port() > 0, timeout=30, what=f"daemon {name}'s port")
+    assert proc.alive(), proc.text()
+    proc.port = port()
+
+    def first_round_done() -> bool:
+        status, body = http_get(f"http://127.0.0.1:{proc.port}/readyz")
+        return status in (200, 503) and "discovering" not in body
+
+    wait_for(
+        lambda: not proc.alive() or first_round_done(),
+        timeout=30,
+        what=f"daemon {name}'s first lease round",
+    )
+    assert proc.alive(), proc.text()
+    return proc
+
+
 def start_writer(
     warehouse: Path,
     table: str,

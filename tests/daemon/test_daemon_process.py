@@ -32,6 +32,7 @@ from tests.daemon.procs import (
     sample_value,
     scrape,
     start_daemon,
+    start_daemon_file,
     start_prometheus,
     start_writer,
     wait_for,
@@ -451,6 +452,56 @@ def test_two_daemons_never_maintain_one_table_at_once(tmp_path):
     finally:
         a.stop(signal.SIGKILL)
         b.stop(signal.SIGKILL)
+
+
+def test_two_daemons_from_one_config_file_never_share_a_table(tmp_path):
+    """A copied config (same [daemon] id): exactly one process maintains the table; the
+    other takes it over only once the crashed holder's lease has expired."""
+    warehouse = tmp_path / "wh"
+    table = _create(warehouse, "db.t", {"manifest.merge-min-count": "3"})
+    for i in range(3):
+        _append(table, 10 * i, 10, ident=i + 1)
+    cfg = tmp_path / "snaplake.toml"
+    cfg.write_text(daemon_config(warehouse, daemon_id="copied", port=0, lease_ttl="4 s",
+                                 lease_renew="1 s"))  # fmt: skip
+    probe = TableLease(file_io=table.file_io, table_root=table.root, owner="probe", ttl=_TTL)
+
+    def held(proc: Proc) -> float | None:
+        return sample_value(scrape(proc.port), "snaplake_table_lease_held", table="db.t")
+
+    a = start_daemon_file(cfg, tmp_path, "a")
+    b: Proc | None = None
+    try:
+        wait_for(lambda: held(a) == 1, timeout=30, what="daemon a to lease db.t")
+        b = start_daemon_file(cfg, tmp_path, "b")  # returns after b's first lease round
+        assert held(b) == 0, b.text()[-3000:]
+        assert held(a) == 1
+        wait_for(lambda: bool(_maintained_by(a.text())), timeout=30, what="a to maintain db.t")
+        first = probe.current()
+        assert first is not None
+        assert (first.owner, first.generation) == ("copied", 1)
+        assert f"instance {first.nonce}" in a.text()
+        assert "now maintains db.t" not in b.text()
+        assert "same id 'copied'" in b.text()  # b says why it waits
+
+        a.stop(signal.SIGKILL)
+        wait_for(lambda: held(b) == 1, timeout=30, what="b to take db.t over")
+        second = probe.current()
+        assert second is not None
+        assert second.generation == 2
+        assert second.nonce != first.nonce
+        assert f"instance {second.nonce}" in b.text()
+        assert second.acquired_ms > first.expires_ms  # only after a's lease expired
+        wait_for(lambda: bool(_maintained_by(b.text())), timeout=30, what="b to maintain db.t")
+        assert min(_maintained_by(b.text())["db.t"]) * 1000 >= second.acquired_ms - 1
+        assert a.text().count("now maintains db.t") == 1
+        assert b.text().count("now maintains db.t") == 1
+        code, _ = b.stop(signal.SIGTERM)
+        assert code == 0, b.text()[-3000:]
+    finally:
+        a.stop(signal.SIGKILL)
+        if b is not None:
+            b.stop(signal.SIGKILL)
 
 
 # -------------------------------------------------------------------- failing table
