@@ -22,6 +22,13 @@ the leases, and exit 0; a job still running after the grace period is
 abandoned by exiting the process, which is safe because every maintenance
 action publishes through an atomic snapshot commit (its unpublished files
 become orphans for orphan clean).
+
+Test hook: with ``SNAPLAKE_DAEMON_TEST_GATE=DIR`` in the environment, a job of
+task ``T`` on table ``db.t`` for which the file ``DIR/T@db.t.hold`` exists
+first creates ``DIR/T@db.t.waiting``, then waits (counted as a running job)
+until the hold file is deleted. Tests use it to stop a daemon during a job
+without depending on how long the job takes; without the variable, or
+without a hold file, nothing changes.
 """
 
 from __future__ import annotations
@@ -69,6 +76,8 @@ __all__ = ["MaintenanceDaemon", "lower_thread_priority"]
 logger = logging.getLogger(__name__)
 
 _MISFIRE_GRACE_S = 30
+_TEST_GATE_ENV = "SNAPLAKE_DAEMON_TEST_GATE"
+_TEST_GATE_POLL_S = 0.02
 
 _job_thread = threading.local()
 
@@ -167,6 +176,7 @@ class MaintenanceDaemon:
         self._rng = random.Random()
         #: This process's lease nonce: two daemons with one (copied) id are two holders.
         self.instance = uuid.uuid4().hex
+        self._test_gate = os.environ.get(_TEST_GATE_ENV) or None
         self.remote: RemoteCompaction | None = None
         if d.compact_engine != "in-process" and d.spark_remote is not None:
             self.remote = RemoteCompaction(
@@ -450,10 +460,24 @@ class MaintenanceDaemon:
             return
         lower_thread_priority(self.config.daemon.job_nice)
         with self._tracked(f"{task.value}:{name}"):
+            self._wait_at_test_gate(task, name)
             logger.debug("%s of %s started", task.value, name)
             run_job(self._job(state.table, task), table=name, task=task, metrics=self.metrics)
             release_memory()  # a compaction's buffers are not needed until the next run
             logger.debug("%s of %s finished", task.value, name)
+
+    def _wait_at_test_gate(self, task: Task, name: str) -> None:
+        """The ``SNAPLAKE_DAEMON_TEST_GATE`` hook (module docstring); tests only."""
+        if self._test_gate is None:
+            return
+        hold = os.path.join(self._test_gate, f"{task.value}@{name}.hold")
+        if not os.path.exists(hold):
+            return
+        with open(os.path.join(self._test_gate, f"{task.value}@{name}.waiting"), "w"):
+            pass
+        logger.info("%s of %s waits for the test gate %s", task.value, name, hold)
+        while os.path.exists(hold):
+            time.sleep(_TEST_GATE_POLL_S)
 
     def _job(self, table: Table, task: Task) -> Callable[[], JobResult]:
         config = self.config

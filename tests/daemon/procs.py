@@ -130,7 +130,10 @@ class Proc:
         return code, time.monotonic() - t0
 
 
-def start_daemon(config_text: str, workdir: Path, name: str, port: int) -> Proc:
+def start_daemon(
+    config_text: str, workdir: Path, name: str, port: int, *, env: dict[str, str] | None = None
+) -> Proc:
+    """Start a daemon with ``config_text``; ``env`` adds environment variables."""
     cfg = workdir / f"{name}.toml"
     cfg.write_text(config_text)
     log = workdir / f"{name}.log"
@@ -139,7 +142,7 @@ def start_daemon(config_text: str, workdir: Path, name: str, port: int) -> Proc:
         cwd=REPO,
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)},
     )
     proc = Proc(popen=popen, log=log, port=port)
     wait_for(
