@@ -53,7 +53,9 @@ def run(config_path: str, *, check_only: bool = False, log_level: str | None = N
 
     Args:
         config_path: Path of the TOML file.
-        check_only: Validate, print the effective settings to stdout, and return.
+        check_only: Validate, print the effective settings to stdout, then
+            every configured table found now with the options it is maintained
+            with, and the configured names that match nothing; and return.
         log_level: Overrides the file's ``log_level``.
 
     Running changes the process: Arrow's default memory pool becomes the
@@ -73,7 +75,10 @@ def run(config_path: str, *, check_only: bool = False, log_level: str | None = N
         sys.stderr.write(f"snaplake daemon: invalid configuration: {exc}\n")
         return 2
     if check_only:
+        from snaplake.daemon.discovery import describe_tables  # pyarrow only when asked
+
         sys.stdout.write(describe_config(config))
+        sys.stdout.write(describe_tables(config))
         return 0
     configure_logging((log_level or config.log_level).upper())
     # Before pyarrow is loaded (the scheduler imports it): allocator and lean imports.

@@ -52,7 +52,8 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.blocking import BlockingScheduler
 
 from snaplake.catalog import FileSystemCatalog
-from snaplake.daemon.config import DaemonConfig, Task, WarehouseConfig
+from snaplake.daemon.config import DaemonConfig, Task, WarehouseConfig, format_duration
+from snaplake.daemon.discovery import list_warehouse, missing_reason
 from snaplake.daemon.health import HealthState
 from snaplake.daemon.jobs import (
     JobResult,
@@ -169,6 +170,7 @@ class MaintenanceDaemon:
             },
         )
         self._tables: dict[str, _TableState] = {}
+        self._missing: dict[int, tuple[str, ...]] = {}  # warehouse index -> missing patterns
         self._stopping = threading.Event()
         self._signals = 0
         self._active: dict[str, float] = {}
@@ -303,19 +305,37 @@ class MaintenanceDaemon:
 
     # ------------------------------------------------------------ discovery
     def discover(self) -> None:
-        """Find the tables to maintain (the ``discover`` job), then run a lease round."""
+        """Find the tables to maintain (the ``discover`` job), then run a lease round.
+
+        Each configured ``tables`` entry that names nothing (see
+        :mod:`snaplake.daemon.discovery`) is logged as a warning at every
+        discovery, exported as ``snaplake_daemon_missing_tables`` and named
+        by ``/readyz`` (503 while any is missing).
+        """
         if self._stopping.is_set():
             return
         found: dict[str, tuple[WarehouseConfig, str]] = {}
+        every = format_duration(self.config.daemon.discovery_interval)
         for index, wh in enumerate(self.config.warehouses):
             try:
-                for identifier in self._list_tables(wh):
-                    found[f"{index}:{identifier}"] = (wh, identifier)
+                listing = list_warehouse(wh, index=index)
             except Exception:  # job boundary: one warehouse must not stop the others
-                logger.exception("listing tables of warehouse #%d failed; keeping the known tables",
+                logger.exception("listing tables of warehouse[%d] failed; keeping the known tables",
                              index)  # fmt: skip
                 found.update({k: (wh, s.table.identifier) for k, s in self._tables.items()
                               if k.startswith(f"{index}:")})  # fmt: skip
+                continue  # the missing names of this warehouse stay as last seen
+            found.update({f"{index}:{t}": (wh, t) for t in listing.found})
+            self._missing[index] = listing.missing
+            for pattern in wh.tables:
+                self.metrics.missing_tables.labels(str(index), pattern).set(
+                    1 if pattern in listing.missing else 0
+                )
+            for pattern in listing.missing:
+                logger.warning(
+                    "warehouse[%d] %s: %s; nothing to maintain for %r (looking again every %s)",
+                    index, wh.uri, missing_reason(pattern), pattern, every,
+                )  # fmt: skip
         for key in sorted(set(self._tables) - set(found)):
             logger.info("table %s is gone; stopping its maintenance", key)
             self._drop(self._tables.pop(key))
@@ -331,17 +351,13 @@ class MaintenanceDaemon:
         self.metrics.daemon_tables.set(len(self._tables))
         self.lease_round()
 
-    def _list_tables(self, wh: WarehouseConfig) -> list[str]:
-        catalog = FileSystemCatalog(wh.uri, options=wh.options)
-        if set(wh.tables) == set(wh.explicit_tables):
-            return [t for t in wh.explicit_tables if wh.selects(t) and catalog.table_exists(t)]
-        out = []
-        for db in catalog.list_databases():
-            for name in catalog.list_tables(db):
-                identifier = f"{db}.{name}"
-                if wh.selects(identifier):
-                    out.append(identifier)
-        return out
+    def missing(self) -> list[str]:
+        """Configured ``tables`` entries that name nothing, as ``"<pattern> (warehouse[i])"``."""
+        return [
+            f"{pattern} (warehouse[{index}])"
+            for index, patterns in sorted(self._missing.items())
+            for pattern in patterns
+        ]
 
     def _track(self, key: str, wh: WarehouseConfig, identifier: str) -> _TableState:
         table = FileSystemCatalog(wh.uri, options=wh.options).get_table(identifier)
@@ -403,7 +419,9 @@ class MaintenanceDaemon:
             elif not holds:
                 self.metrics.lease_held.labels(name).set(0)
         self.health.control_ran(
-            tables_known=len(self._tables), tables_held=sum(s.held for s in self._tables.values())
+            tables_known=len(self._tables),
+            tables_held=sum(s.held for s in self._tables.values()),
+            missing=tuple(self.missing()),
         )
         trim_malloc()
 

@@ -519,6 +519,41 @@ def test_two_daemons_from_one_config_file_never_share_a_table(tmp_path):
             b.stop(signal.SIGKILL)
 
 
+# -------------------------------------------------------------------- missing table
+def test_a_missing_configured_table_is_logged_and_keeps_the_daemon_unready(tmp_path):
+    warehouse = tmp_path / "wh"
+    _append(_create(warehouse, "cdc.status", {}), 0, 10)
+    cfg = tmp_path / "snaplake.toml"
+    cfg.write_text(daemon_config(warehouse, daemon_id="typo", port=0,
+                                 tables=("cdc.status", "cdc.statuz")))  # fmt: skip
+    daemon = start_daemon_file(cfg, tmp_path, "d")
+    try:
+        status, body = http_get(f"http://127.0.0.1:{daemon.port}/readyz")
+        assert status == 503, body
+        assert "cdc.statuz (warehouse[0])" in body
+        assert "maintaining 1 of 1 table(s)" in body
+        assert http_get(f"http://127.0.0.1:{daemon.port}/healthz")[0] == 200
+        exposition = scrape(daemon.port)
+        assert sample_value(exposition, "snaplake_daemon_missing_tables", table="cdc.statuz") == 1
+        assert sample_value(exposition, "snaplake_daemon_missing_tables", table="cdc.status") == 0
+        warnings = log_events(daemon.text(), r"table cdc\.statuz does not exist")
+        assert warnings, daemon.text()[-3000:]
+        assert all(" WARNING " in line for line in daemon.text().splitlines()
+                   if "cdc.statuz does not exist" in line)  # fmt: skip
+
+        _append(_create(warehouse, "cdc.statuz", {}), 0, 10)  # found at the next discovery
+        wait_for(lambda: http_get(f"http://127.0.0.1:{daemon.port}/readyz")[0] == 200,
+                 timeout=60, what="the daemon to find cdc.statuz")  # fmt: skip
+        body = http_get(f"http://127.0.0.1:{daemon.port}/readyz")[1]
+        assert "maintaining 2 of 2 table(s)" in body
+        assert sample_value(scrape(daemon.port), "snaplake_daemon_missing_tables",
+                            table="cdc.statuz") == 0  # fmt: skip
+        code, _ = daemon.stop(signal.SIGTERM)
+        assert code == 0
+    finally:
+        daemon.stop(signal.SIGKILL)
+
+
 # -------------------------------------------------------------------- failing table
 def test_a_corrupt_table_does_not_stop_the_others(tmp_path):
     warehouse = tmp_path / "wh"
