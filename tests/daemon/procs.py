@@ -200,6 +200,7 @@ def start_writer(
     workdir: Path,
     *,
     seconds: float,
+    commits: int = 0,
     interval_s: float = 0.0,
     rows: int = 20,
     metrics_port: int = 0,
@@ -209,7 +210,8 @@ def start_writer(
     log = workdir / f"{name}.log"
     cmd = [
         sys.executable, str(WRITER), "--warehouse", str(warehouse), "--table", table,
-        "--seconds", str(seconds), "--interval-s", str(interval_s), "--rows", str(rows),
+        "--seconds", str(seconds), "--commits", str(commits), "--interval-s", str(interval_s),
+        "--rows", str(rows),
         "--summary", str(workdir / f"{name}.json"), "--metrics-port", str(metrics_port),
     ]  # fmt: skip
     if hold:
