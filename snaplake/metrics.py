@@ -236,6 +236,9 @@ _METRICS: tuple[_Spec, ...] = (
           "Epoch seconds when the daemon started."),
     _Spec("daemon_tables", Gauge, "snaplake_daemon_tables", (),
           "Tables the daemon is configured to maintain (discovered)."),
+    _Spec("missing_tables", Gauge, "snaplake_daemon_missing_tables", ("warehouse", "table"),
+          "1 for each configured tables entry (table is the entry as written, warehouse its "
+          "[[warehouse]] index) that names no existing table, database or warehouse, else 0."),
     _Spec("lease_held", Gauge, "snaplake_table_lease_held", ("table",),
           "1 if this daemon holds the table's maintenance lease."),
     _Spec("lease_acquired", Counter, "snaplake_lease_acquisitions", ("table",),
@@ -244,6 +247,10 @@ _METRICS: tuple[_Spec, ...] = (
           "Maintenance leases lost to another daemon."),
 )
 # fmt: on
+
+#: Metrics whose ``table`` label is a configured ``tables`` entry, not a maintained table:
+#: :meth:`SnaplakeMetrics.forget_table` (a lease lost, a table dropped) leaves them alone.
+_CONFIGURED_TABLE_METRICS = frozenset({"missing_tables"})
 
 
 class _FreshnessCollector(Collector):
@@ -341,6 +348,7 @@ class SnaplakeMetrics:
     daemon_up: Gauge
     daemon_start_time: Gauge
     daemon_tables: Gauge
+    missing_tables: Gauge
     lease_held: Gauge
     lease_acquired: Counter
     lease_lost: Counter
@@ -356,7 +364,7 @@ class SnaplakeMetrics:
         for spec in _METRICS:
             metric = spec.build(registry)
             setattr(self, spec.attr, metric)
-            if "table" in spec.labels:
+            if "table" in spec.labels and spec.attr not in _CONFIGURED_TABLE_METRICS:
                 self._per_table.append(metric)
         self._freshness = _FreshnessCollector(clock)
         registry.register(self._freshness)

@@ -21,7 +21,6 @@ or ``SNAPLAKE_LOG_LEVEL``.
 
 from __future__ import annotations
 
-import logging
 import sys
 import traceback
 from typing import Any
@@ -42,6 +41,7 @@ from snaplake.errors import (
     TableNotFoundError,
     TagNotFoundError,
 )
+from snaplake.logging_setup import configure_logging
 
 __all__ = [
     "EXIT_CONFLICT",
@@ -103,13 +103,7 @@ class _SnaplakeGroup(click.Group):
 
 
 def _configure_logging(level: str) -> None:
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(_LOG_FORMAT))
-    root.addHandler(handler)
-    root.setLevel(level.upper())
+    configure_logging(level, fmt=_LOG_FORMAT)  # shared with the daemon: never logs credentials
 
 
 @click.group(cls=_SnaplakeGroup, context_settings={"help_option_names": ["-h", "--help"]})

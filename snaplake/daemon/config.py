@@ -96,12 +96,15 @@ from snaplake.options import (
 
 __all__ = [
     "DEFAULT_LISTEN",
+    "TASK_OPTIONS",
     "DaemonConfig",
     "DaemonSettings",
     "Task",
     "TaskSettings",
     "WarehouseConfig",
     "describe_config",
+    "format_duration",
+    "format_size",
     "load_config",
     "parse_config",
 ]
@@ -126,8 +129,8 @@ class Task(StrEnum):
     CHECK = "check"
 
 
-# Paimon table options each task reads (defaults the daemon may set).
-_TASK_OPTIONS: Mapping[Task, tuple[ConfigOption[Any], ...]] = {
+#: Paimon table options each task reads (defaults the daemon may set).
+TASK_OPTIONS: Mapping[Task, tuple[ConfigOption[Any], ...]] = {
     Task.WATCH: (),
     Task.MANIFEST_MERGE: (
         MANIFEST_MERGE_MIN_COUNT, MANIFEST_TARGET_FILE_SIZE, MANIFEST_FULL_COMPACTION_SIZE,
@@ -434,7 +437,7 @@ def _parse_task(
         enabled=sec.boolean("enabled", default=task not in _OFF_BY_DEFAULT),
         interval=sec.duration("interval", _DEFAULT_INTERVALS[task]),
     )
-    for option in _TASK_OPTIONS[task]:
+    for option in TASK_OPTIONS[task]:
         value = sec.raw(option.key)
         if value is None:
             continue
@@ -491,7 +494,8 @@ def _without_params(remote: str) -> str:
     return base + (";<hidden>" if sep else "")
 
 
-def _fmt_size(n: int) -> str:
+def format_size(n: int) -> str:
+    """Render bytes with the largest unit dividing them (``"128 mb"``), else as a bare number."""
     for unit, size in (("tb", 1 << 40), ("gb", 1 << 30), ("mb", 1 << 20), ("kb", 1 << 10)):
         if n >= size and n % size == 0:
             return f"{n // size} {unit}"
@@ -639,7 +643,8 @@ def load_config(path: str) -> DaemonConfig:
     return parse_config(data, source=path)
 
 
-def _fmt_duration(value: timedelta) -> str:
+def format_duration(value: timedelta) -> str:
+    """Render a duration in Paimon's syntax with the largest unit dividing it (``"5 min"``)."""
     seconds = value.total_seconds()
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size and seconds % size == 0:
@@ -651,7 +656,10 @@ def describe_config(config: DaemonConfig) -> str:
     """Render the effective settings as TOML, with every default filled in.
 
     Credentials in warehouse options (keys mentioning key, secret, token,
-    password or credential) are shown as ``"<hidden>"``.
+    password or credential) are shown as ``"<hidden>"``. Paimon defaults that
+    depend on the table (``target-file-size``) are a comment giving both
+    values; ``--check-config`` adds each table's effective values
+    (:func:`snaplake.daemon.discovery.describe_tables`).
     """
     d = config.daemon
     lines = [
@@ -661,10 +669,10 @@ def describe_config(config: DaemonConfig) -> str:
         "[daemon]",
         f'id = "{d.daemon_id}"',
         f"workers = {d.workers}",
-        f'discovery_interval = "{_fmt_duration(d.discovery_interval)}"',
-        f'lease_ttl = "{_fmt_duration(d.lease_ttl)}"',
-        f'lease_renew_interval = "{_fmt_duration(d.lease_renew_interval)}"',
-        f'shutdown_grace = "{_fmt_duration(d.shutdown_grace)}"',
+        f'discovery_interval = "{format_duration(d.discovery_interval)}"',
+        f'lease_ttl = "{format_duration(d.lease_ttl)}"',
+        f'lease_renew_interval = "{format_duration(d.lease_renew_interval)}"',
+        f'shutdown_grace = "{format_duration(d.shutdown_grace)}"',
         f"metadata_cache_records = {d.metadata_cache_records}",
         f"polars = {'true' if d.polars else 'false'}",
         f"job_nice = {d.job_nice}",
@@ -692,24 +700,32 @@ def describe_config(config: DaemonConfig) -> str:
             "",
             f"[tasks.{task.value}]",
             f"enabled = {'true' if t.enabled else 'false'}",
-            f'interval = "{_fmt_duration(t.interval)}"',
+            f'interval = "{format_duration(t.interval)}"',
         ]
         if task is Task.WATCH:
-            lines.append(f'files_interval = "{_fmt_duration(d.files_interval)}"')
+            lines.append(f'files_interval = "{format_duration(d.files_interval)}"')
         if task is Task.COMPACT:
             lines.append(f"max_files_per_bucket = {d.compact_max_files}")
             lines.append(f'engine = "{d.compact_engine}"')
             if d.spark_remote is not None:
                 lines.append(f'spark.remote = "{_without_params(d.spark_remote)}"')
-                lines.append(f'spark.min-input-bytes = "{_fmt_size(d.spark_min_input_bytes)}"')
+                lines.append(f'spark.min-input-bytes = "{format_size(d.spark_min_input_bytes)}"')
         if task is Task.ORPHAN_CLEAN:
-            lines.append(f'older_than = "{_fmt_duration(d.orphan_older_than)}"')
+            lines.append(f'older_than = "{format_duration(d.orphan_older_than)}"')
             lines.append(f"dry_run = {'true' if d.orphan_dry_run else 'false'}")
-        for option in _TASK_OPTIONS[task]:
+        for option in TASK_OPTIONS[task]:
             origin = "daemon default" if option.key in config.default_options else "Paimon default"
             value = config.default_options.get(option.key)
+            if value is None and option is TARGET_FILE_SIZE:
+                # Paimon's default depends on the table (CoreOptions.targetFileSize(hasPrimaryKey));
+                # a comment, so that feeding this output back sets no daemon default.
+                lines.append(
+                    f'# "{option.key}": Paimon default, {format_size(256 << 20)} for append tables '
+                    f"and {format_size(128 << 20)} for primary-key tables; table options win"
+                )
+                continue
             if value is None:
                 typed = effective.get(option)
-                value = _fmt_duration(typed) if isinstance(typed, timedelta) else str(typed)
+                value = format_duration(typed) if isinstance(typed, timedelta) else str(typed)
             lines.append(f'"{option.key}" = "{value}"  # {origin}; table options win')
     return "\n".join(lines) + "\n"

@@ -4,8 +4,13 @@
   lease renewal) ran recently. A wedged scheduler fails it, so an orchestrator
   restarts the process; a slow maintenance job does not (it runs on another
   thread pool).
-- ``/readyz`` (readiness): the first discovery and lease round finished and the
-  daemon is not shutting down.
+- ``/readyz`` (readiness): the first discovery and lease round finished, the
+  daemon is not shutting down, and every configured ``tables`` entry names an
+  existing table (database, warehouse): a typo in the configuration keeps the
+  pod unready (a rollout waiting for readiness stops there) while liveness
+  stays OK (no restart loop) and the tables that exist are maintained. The
+  body names what is missing; the daemon becomes ready at the first discovery
+  that finds it.
 
 This module imports neither apscheduler nor prometheus_client.
 """
@@ -41,17 +46,28 @@ class HealthState:
     _stopping: bool = False
     _tables_held: int = 0
     _tables_known: int = 0
+    _missing: tuple[str, ...] = ()
 
     def started(self) -> None:
         """Mark the scheduler as started."""
         with self._lock:
             self._started = self.clock()
 
-    def control_ran(self, *, tables_known: int, tables_held: int) -> None:
-        """Record a finished discovery/lease round; the first one makes the daemon ready."""
+    def control_ran(
+        self, *, tables_known: int, tables_held: int, missing: tuple[str, ...] = ()
+    ) -> None:
+        """Record a finished discovery/lease round; the first one makes the daemon ready.
+
+        Args:
+            tables_known: Tables discovered.
+            tables_held: Tables whose lease this daemon holds.
+            missing: Configured ``tables`` entries that name nothing (readiness
+                fails while there is one).
+        """
         with self._lock:
             self._last_control = self.clock()
             self._tables_known, self._tables_held = tables_known, tables_held
+            self._missing = missing
             self._ready = True
 
     def stopping(self) -> None:
@@ -80,7 +96,11 @@ class HealthState:
                 return HealthStatus(ok=False, detail="shutting down")
             if not self._ready:
                 return HealthStatus(ok=False, detail="discovering tables")
-            return HealthStatus(
-                ok=True,
-                detail=f"ready: maintaining {self._tables_held} of {self._tables_known} table(s)",
-            )
+            maintaining = f"maintaining {self._tables_held} of {self._tables_known} table(s)"
+            if self._missing:
+                return HealthStatus(
+                    ok=False,
+                    detail=f"not ready: configured but missing: {', '.join(self._missing)}; "
+                    f"{maintaining}",
+                )
+            return HealthStatus(ok=True, detail=f"ready: {maintaining}")

@@ -44,6 +44,7 @@ from snaplake.compaction.maintenance import (
     FileCounts,
     count_files,
     count_manifests,
+    count_sorted_runs,
     maintenance_committer,
 )
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
@@ -148,7 +149,11 @@ class CompactJobResult:
         engine: Where it ran: ``"in-process"`` or the remote engine (``"spark"``).
         remote_failure: Exception class of a failed remote attempt (then it
             ran in process), else ``None``.
-        sorted_runs: Primary-key tables: sorted runs per bucket before compacting.
+        sorted_runs: Primary-key tables: sorted runs per bucket of the planned
+            snapshot (before compacting).
+        sorted_runs_after: Primary-key tables: sorted runs per bucket of the
+            latest snapshot after the run (the planned ones when nothing was
+            compacted); the daemon's ``snaplake_sorted_runs_max`` gauges.
     """
 
     table: str
@@ -157,6 +162,7 @@ class CompactJobResult:
     engine: str = "in-process"
     remote_failure: str | None = None
     sorted_runs: SortedRunStats | None = None
+    sorted_runs_after: SortedRunStats | None = None
     task: Task = Task.COMPACT
 
     @property
@@ -170,20 +176,46 @@ class CompactJobResult:
         return self.compaction.files_before if self.acted and self.compaction else 0
 
     def summary(self) -> str:
-        """One log line."""
+        """One log line: what the plan saw, then what was compacted.
+
+        Primary-key tables also get the sorted runs after the run. Universal
+        compaction also picks buckets under the run trigger (size
+        amplification, size ratio), so "0 buckets over the trigger" and files
+        compacted are not a contradiction; the line keeps the two apart.
+        """
         where = (f" on {self.engine}" if self.acted and self.engine != "in-process" else "") + (
             f" ({self.remote_failure} remotely)" if self.remote_failure else ""
         )
+        c = self.compaction if self.acted else None
         if self.sorted_runs is not None:
             runs = self.sorted_runs
-            return (
-                f"{self.files.data_files} data file(s), at most {runs.max_sorted_runs} sorted "
-                f"run(s) per bucket, {runs.buckets_over_trigger} bucket(s) over the trigger, "
-                f"{self.files_compacted} compacted" + where
+            line = (
+                f"{self.files.data_files} data file(s); planned: at most {runs.max_sorted_runs} "
+                f"sorted run(s) per bucket, {runs.buckets_over_trigger} bucket(s) over "
+                "num-sorted-run.compaction-trigger; "
             )
-        return (
-            f"{self.files.data_files} data file(s), {self.files.small_files} small, "
-            f"{self.files.buckets_due} bucket(s) due, {self.files_compacted} compacted" + where
+            if c is None:
+                return line + "nothing to compact" + where
+            line += (
+                f"compacted {c.files_before} file(s) of {c.buckets_compacted} bucket(s) into "
+                f"{c.files_after}{where}"
+            )
+            after = self.sorted_runs_after
+            if after is not None:
+                line += (
+                    f"; now: at most {after.max_sorted_runs} sorted run(s) per bucket, "
+                    f"{after.buckets_over_trigger} bucket(s) over the trigger"
+                )
+            return line
+        line = (
+            f"{self.files.data_files} data file(s), {self.files.small_files} small; planned: "
+            f"{self.files.buckets_due} bucket(s) due; "
+        )
+        if c is None:
+            return line + "nothing to compact" + where
+        return line + (
+            f"compacted {c.files_before} file(s) of {c.buckets_compacted} bucket(s) into "
+            f"{c.files_after}{where}"
         )
 
 
@@ -354,6 +386,10 @@ def _lsm_compact_job(
             return CompactJobResult(
                 table=table.identifier, files=counts, engine=remote.name,
                 compaction=outcome.result if acted else None, sorted_runs=outcome.sorted_runs,
+                sorted_runs_after=(
+                    count_sorted_runs(table, table.latest_snapshot(), options=options)
+                    if acted else outcome.sorted_runs
+                ),
             )  # fmt: skip
         failure = outcome.failure
     compactor = MergeTreeCompactor(
@@ -361,12 +397,17 @@ def _lsm_compact_job(
     )
     result = compactor.execute()
     plan = compactor.last_plan
+    planned = plan.runs if plan is not None else SortedRunStats()
+    acted = result.snapshot_id is not None
     return CompactJobResult(
         table=table.identifier,
         files=counts,
-        compaction=result if result.snapshot_id is not None else None,
+        compaction=result if acted else None,
         remote_failure=failure,
-        sorted_runs=plan.runs if plan is not None else SortedRunStats(),
+        sorted_runs=planned,
+        sorted_runs_after=(
+            count_sorted_runs(table, table.latest_snapshot(), options=options) if acted else planned
+        ),
     )
 
 
@@ -616,6 +657,11 @@ def record_job_result(
             metrics.files_compacted.labels(table).inc(result.files_compacted)
         if result.remote_failure:
             metrics.remote_failures.labels(table, task, result.remote_failure).inc()
+        if result.sorted_runs_after is not None:  # fresher than the watcher's files_interval
+            metrics.sorted_runs_max.labels(table).set(result.sorted_runs_after.max_sorted_runs)
+            metrics.buckets_over_trigger.labels(table).set(
+                result.sorted_runs_after.buckets_over_trigger
+            )
     elif isinstance(result, ExpireJobResult):
         if result.snapshots_expired:
             metrics.snapshots_expired.labels(table).inc(result.snapshots_expired)

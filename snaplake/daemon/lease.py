@@ -2,15 +2,22 @@
 
 A lease is a small JSON file ``<table>/.snaplake/lease-<generation>``::
 
-    {"owner": "maint-a", "generation": 7, "acquired_ms": ..., "expires_ms": ...,
-     "released": false}
+    {"owner": "maint-a", "nonce": "3f2a...", "generation": 7, "acquired_ms": ...,
+     "expires_ms": ..., "released": false}
+
+``owner`` is the configured daemon id (for people); ``nonce`` is drawn at random
+by each daemon process when it starts, so two processes started from one copied
+configuration (same id) are two holders: the holder is ``(owner, nonce)``.
 
 - **Acquire**: read the newest generation ``g``. If there is none, or it is
   released, or it expired more than ``clock_skew`` ago, create
   ``lease-<g+1>`` with ``write_if_absent``: of several daemons racing for the
   same table exactly one wins, on local disk and on S3 alike. The winner
   deletes the older generations.
-- **Renew**: the holder rewrites its own generation file with a later expiry,
+- **Renew**: only the process that created a generation holds it: another
+  process, even with the same daemon id (a copied config, or the same daemon
+  restarted after a crash), waits for the expiry like any other daemon. The
+  holder rewrites its own generation file with a later expiry,
   after checking that no newer generation exists and that its lease has not
   lapsed (a daemon paused for longer than the TTL gives the table up rather
   than renewing over a successor).
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -54,6 +62,8 @@ class LeaseState:
 
     Attributes:
         owner: Daemon id of the holder.
+        nonce: Random id of the holder's process (drawn at daemon start); ``""``
+            in lease files written before nonces existed.
         generation: Increases with every acquisition of the table.
         acquired_ms: When the holder acquired it, epoch milliseconds.
         expires_ms: Until when it is valid unless renewed, epoch milliseconds.
@@ -65,6 +75,7 @@ class LeaseState:
     acquired_ms: int
     expires_ms: int
     released: bool = False
+    nonce: str = ""
 
     def is_free(self, *, now_ms: int, clock_skew_ms: int) -> bool:
         """Tell whether another daemon may take the lease over now."""
@@ -75,6 +86,7 @@ class LeaseState:
         return encode_json(
             {
                 "owner": self.owner,
+                "nonce": self.nonce,
                 "generation": self.generation,
                 "acquired_ms": self.acquired_ms,
                 "expires_ms": self.expires_ms,
@@ -97,6 +109,7 @@ class LeaseState:
                 acquired_ms=int(doc["acquired_ms"]),
                 expires_ms=int(doc["expires_ms"]),
                 released=bool(doc.get("released", False)),
+                nonce=str(doc.get("nonce", "")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptMetadataError(f"{path} is not a lease file ({exc})", path=path) from exc
@@ -112,6 +125,8 @@ class TableLease:
         file_io: Storage of the table.
         table_root: Path of the table directory.
         owner: This daemon's id.
+        nonce: This daemon process's random id (one per process, shared by
+            the leases of all its tables); a fresh ``uuid4`` when ``None``.
         ttl: Validity of an acquisition or renewal.
         clock_skew: Extra time a lease stays taken after its expiry, to
             absorb clock differences between hosts.
@@ -124,6 +139,7 @@ class TableLease:
         file_io: FileIO,
         table_root: str,
         owner: str,
+        nonce: str | None = None,
         ttl: timedelta,
         clock_skew: timedelta = timedelta(seconds=1),
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
@@ -133,13 +149,18 @@ class TableLease:
         self.file_io = file_io
         self.directory = f"{table_root.rstrip('/')}/{LEASE_DIR}"
         self.owner = owner
+        self.nonce = nonce if nonce is not None else uuid.uuid4().hex
         self.ttl_ms = int(ttl.total_seconds() * 1000)
         self.skew_ms = int(clock_skew.total_seconds() * 1000)
         self._clock_ms = clock_ms
         self._held: LeaseState | None = None
+        self._warned_twin = False
 
     def __repr__(self) -> str:
-        return f"TableLease({self.directory!r}, owner={self.owner!r}, held={self.held})"
+        return (
+            f"TableLease({self.directory!r}, owner={self.owner!r}, nonce={self.nonce!r}, "
+            f"held={self.held})"
+        )
 
     def _path(self, generation: int) -> str:
         return f"{self.directory}/{_PREFIX}{generation}"
@@ -175,7 +196,11 @@ class TableLease:
         return held is not None and self._clock_ms() < held.expires_ms
 
     def try_acquire(self) -> bool:
-        """Take the lease if it is free; renew it if this daemon already holds it.
+        """Take the lease if it is free; renew it if this process already holds it.
+
+        A lease held by another process is not taken before it is released or
+        expired, even when that process has the same daemon id (the first
+        time, a warning says the id is shared).
 
         Returns:
             Whether this daemon holds the lease afterwards.
@@ -200,18 +225,21 @@ class TableLease:
                 owner="?", generation=generations[-1] if generations else 0,
                 acquired_ms=0, expires_ms=0, released=True,
             )  # fmt: skip
-        if latest is not None and latest.owner == self.owner and not latest.released:
-            # Our own lease from an earlier incarnation with the same id: it is ours.
-            state = replace(latest, expires_ms=now + self.ttl_ms)
-            self.file_io.write_bytes(self._path(state.generation), state.to_bytes(), overwrite=True)
-            self._held = state
-            return True
         if latest is not None and not latest.is_free(now_ms=now, clock_skew_ms=self.skew_ms):
+            if latest.owner == self.owner and latest.nonce != self.nonce and not self._warned_twin:
+                self._warned_twin = True
+                logger.warning(
+                    "lease %s is held by another daemon process with the same id %r "
+                    "(instance %s; this one is instance %s): it is taken over only once "
+                    "released or expired. Give each daemon its own [daemon] id.",
+                    self.directory, self.owner, latest.nonce or "?", self.nonce,
+                )  # fmt: skip
             return False
         generation = (latest.generation if latest else 0) + 1
         state = LeaseState(
-            owner=self.owner, generation=generation, acquired_ms=now, expires_ms=now + self.ttl_ms
-        )
+            owner=self.owner, nonce=self.nonce, generation=generation, acquired_ms=now,
+            expires_ms=now + self.ttl_ms,
+        )  # fmt: skip
         try:
             self.file_io.write_if_absent(self._path(generation), state.to_bytes())
         except FileAlreadyExistsError:
@@ -219,9 +247,10 @@ class TableLease:
         self._held = state
         if latest is not None:
             logger.info(
-                "lease %s generation %d acquired by %s (previous holder %s, %s)",
-                self.directory, generation, self.owner, latest.owner,
-                "released" if latest.released else "expired",
+                "lease %s generation %d acquired by %s (instance %s; previous holder %s, "
+                "instance %s, %s)",
+                self.directory, generation, self.owner, self.nonce, latest.owner,
+                latest.nonce or "?", "released" if latest.released else "expired",
             )  # fmt: skip
         for old in self._generations():
             if old < generation:

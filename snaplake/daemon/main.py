@@ -10,11 +10,11 @@ import argparse
 import logging
 import os
 import sys
-import time
 
 from snaplake.daemon.config import describe_config, load_config
 from snaplake.daemon.memory import prepare_process
 from snaplake.errors import InvalidOptionError
+from snaplake.logging_setup import configure_logging as shared_configure_logging
 
 __all__ = ["configure_logging", "main", "run"]
 
@@ -26,20 +26,15 @@ _FORMAT = "%(asctime)s.%(msecs)03dZ %(levelname)s %(name)s [%(threadName)s] %(me
 def configure_logging(level: str) -> None:
     """Send log records at ``level`` and above to stderr, with UTC timestamps.
 
+    Credentials never reach the log: the AWS SDK's loggers stay at INFO or
+    above (:func:`snaplake.logging_setup.configure_logging`, shared with the CLI).
+
     Args:
         level: ``DEBUG``, ``INFO``, ``WARNING``, ``ERROR`` or ``CRITICAL``.
     """
-    handler = logging.StreamHandler(sys.stderr)
-    formatter = logging.Formatter(_FORMAT, datefmt="%Y-%m-%dT%H:%M:%S")
-    formatter.converter = time.gmtime
-    handler.setFormatter(formatter)
-    root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
-    root.addHandler(handler)
-    root.setLevel(level)
+    shared_configure_logging(level, fmt=_FORMAT, datefmt="%Y-%m-%dT%H:%M:%S", utc=True)
     # apscheduler's per-run INFO lines would drown the daemon's own.
-    logging.getLogger("apscheduler").setLevel(max(logging.WARNING, root.level))
+    logging.getLogger("apscheduler").setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 def run(config_path: str, *, check_only: bool = False, log_level: str | None = None) -> int:
@@ -53,7 +48,9 @@ def run(config_path: str, *, check_only: bool = False, log_level: str | None = N
 
     Args:
         config_path: Path of the TOML file.
-        check_only: Validate, print the effective settings to stdout, and return.
+        check_only: Validate, print the effective settings to stdout, then
+            every configured table found now with the options it is maintained
+            with, and the configured names that match nothing; and return.
         log_level: Overrides the file's ``log_level``.
 
     Running changes the process: Arrow's default memory pool becomes the
@@ -73,7 +70,10 @@ def run(config_path: str, *, check_only: bool = False, log_level: str | None = N
         sys.stderr.write(f"snaplake daemon: invalid configuration: {exc}\n")
         return 2
     if check_only:
+        from snaplake.daemon.discovery import describe_tables  # pyarrow only when asked
+
         sys.stdout.write(describe_config(config))
+        sys.stdout.write(describe_tables(config))
         return 0
     configure_logging((log_level or config.log_level).upper())
     # Before pyarrow is loaded (the scheduler imports it): allocator and lean imports.

@@ -22,6 +22,13 @@ the leases, and exit 0; a job still running after the grace period is
 abandoned by exiting the process, which is safe because every maintenance
 action publishes through an atomic snapshot commit (its unpublished files
 become orphans for orphan clean).
+
+Test hook: with ``SNAPLAKE_DAEMON_TEST_GATE=DIR`` in the environment, a job of
+task ``T`` on table ``db.t`` for which the file ``DIR/T@db.t.hold`` exists
+first creates ``DIR/T@db.t.waiting``, then waits (counted as a running job)
+until the hold file is deleted. Tests use it to stop a daemon during a job
+without depending on how long the job takes; without the variable, or
+without a hold file, nothing changes.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -44,7 +52,8 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.blocking import BlockingScheduler
 
 from snaplake.catalog import FileSystemCatalog
-from snaplake.daemon.config import DaemonConfig, Task, WarehouseConfig
+from snaplake.daemon.config import DaemonConfig, Task, WarehouseConfig, format_duration
+from snaplake.daemon.discovery import list_warehouse, missing_reason
 from snaplake.daemon.health import HealthState
 from snaplake.daemon.jobs import (
     JobResult,
@@ -69,6 +78,8 @@ __all__ = ["MaintenanceDaemon", "lower_thread_priority"]
 logger = logging.getLogger(__name__)
 
 _MISFIRE_GRACE_S = 30
+_TEST_GATE_ENV = "SNAPLAKE_DAEMON_TEST_GATE"
+_TEST_GATE_POLL_S = 0.02
 
 _job_thread = threading.local()
 
@@ -160,11 +171,15 @@ class MaintenanceDaemon:
             },
         )
         self._tables: dict[str, _TableState] = {}
+        self._missing: dict[int, tuple[str, ...]] = {}  # warehouse index -> missing patterns
         self._stopping = threading.Event()
         self._signals = 0
         self._active: dict[str, float] = {}
         self._active_cv = threading.Condition()
         self._rng = random.Random()
+        #: This process's lease nonce: two daemons with one (copied) id are two holders.
+        self.instance = uuid.uuid4().hex
+        self._test_gate = os.environ.get(_TEST_GATE_ENV) or None
         self.remote: RemoteCompaction | None = None
         if d.compact_engine != "in-process" and d.spark_remote is not None:
             self.remote = RemoteCompaction(
@@ -204,8 +219,8 @@ class MaintenanceDaemon:
             next_run_time=now + d.lease_renew_interval,
         )  # fmt: skip
         logger.info(
-            "snaplake daemon %s starting: %d warehouse(s), tasks %s, metrics on %s",
-            d.daemon_id, len(self.config.warehouses),
+            "snaplake daemon %s (instance %s) starting: %d warehouse(s), tasks %s, metrics on %s",
+            d.daemon_id, self.instance, len(self.config.warehouses),
             ",".join(t.value for t in self.config.enabled_tasks()),
             self.server.url if self.server else "(not served)",
         )  # fmt: skip
@@ -291,19 +306,37 @@ class MaintenanceDaemon:
 
     # ------------------------------------------------------------ discovery
     def discover(self) -> None:
-        """Find the tables to maintain (the ``discover`` job), then run a lease round."""
+        """Find the tables to maintain (the ``discover`` job), then run a lease round.
+
+        Each configured ``tables`` entry that names nothing (see
+        :mod:`snaplake.daemon.discovery`) is logged as a warning at every
+        discovery, exported as ``snaplake_daemon_missing_tables`` and named
+        by ``/readyz`` (503 while any is missing).
+        """
         if self._stopping.is_set():
             return
         found: dict[str, tuple[WarehouseConfig, str]] = {}
+        every = format_duration(self.config.daemon.discovery_interval)
         for index, wh in enumerate(self.config.warehouses):
             try:
-                for identifier in self._list_tables(wh):
-                    found[f"{index}:{identifier}"] = (wh, identifier)
+                listing = list_warehouse(wh, index=index)
             except Exception:  # job boundary: one warehouse must not stop the others
-                logger.exception("listing tables of warehouse #%d failed; keeping the known tables",
+                logger.exception("listing tables of warehouse[%d] failed; keeping the known tables",
                              index)  # fmt: skip
                 found.update({k: (wh, s.table.identifier) for k, s in self._tables.items()
                               if k.startswith(f"{index}:")})  # fmt: skip
+                continue  # the missing names of this warehouse stay as last seen
+            found.update({f"{index}:{t}": (wh, t) for t in listing.found})
+            self._missing[index] = listing.missing
+            for pattern in wh.tables:
+                self.metrics.missing_tables.labels(str(index), pattern).set(
+                    1 if pattern in listing.missing else 0
+                )
+            for pattern in listing.missing:
+                logger.warning(
+                    "warehouse[%d] %s: %s; nothing to maintain for %r (looking again every %s)",
+                    index, wh.uri, missing_reason(pattern), pattern, every,
+                )  # fmt: skip
         for key in sorted(set(self._tables) - set(found)):
             logger.info("table %s is gone; stopping its maintenance", key)
             self._drop(self._tables.pop(key))
@@ -319,24 +352,21 @@ class MaintenanceDaemon:
         self.metrics.daemon_tables.set(len(self._tables))
         self.lease_round()
 
-    def _list_tables(self, wh: WarehouseConfig) -> list[str]:
-        catalog = FileSystemCatalog(wh.uri, options=wh.options)
-        if set(wh.tables) == set(wh.explicit_tables):
-            return [t for t in wh.explicit_tables if wh.selects(t) and catalog.table_exists(t)]
-        out = []
-        for db in catalog.list_databases():
-            for name in catalog.list_tables(db):
-                identifier = f"{db}.{name}"
-                if wh.selects(identifier):
-                    out.append(identifier)
-        return out
+    def missing(self) -> list[str]:
+        """Configured ``tables`` entries that name nothing, as ``"<pattern> (warehouse[i])"``."""
+        return [
+            f"{pattern} (warehouse[{index}])"
+            for index, patterns in sorted(self._missing.items())
+            for pattern in patterns
+        ]
 
     def _track(self, key: str, wh: WarehouseConfig, identifier: str) -> _TableState:
         table = FileSystemCatalog(wh.uri, options=wh.options).get_table(identifier)
         d = self.config.daemon
         lease = TableLease(
-            file_io=table.file_io, table_root=table.root, owner=d.daemon_id, ttl=d.lease_ttl
-        )
+            file_io=table.file_io, table_root=table.root, owner=d.daemon_id,
+            nonce=self.instance, ttl=d.lease_ttl,
+        )  # fmt: skip
         watcher = TableWatcher(
             table,
             metrics=self.metrics,
@@ -390,7 +420,9 @@ class MaintenanceDaemon:
             elif not holds:
                 self.metrics.lease_held.labels(name).set(0)
         self.health.control_ran(
-            tables_known=len(self._tables), tables_held=sum(s.held for s in self._tables.values())
+            tables_known=len(self._tables),
+            tables_held=sum(s.held for s in self._tables.values()),
+            missing=tuple(self.missing()),
         )
         trim_malloc()
 
@@ -447,10 +479,24 @@ class MaintenanceDaemon:
             return
         lower_thread_priority(self.config.daemon.job_nice)
         with self._tracked(f"{task.value}:{name}"):
+            self._wait_at_test_gate(task, name)
             logger.debug("%s of %s started", task.value, name)
             run_job(self._job(state.table, task), table=name, task=task, metrics=self.metrics)
             release_memory()  # a compaction's buffers are not needed until the next run
             logger.debug("%s of %s finished", task.value, name)
+
+    def _wait_at_test_gate(self, task: Task, name: str) -> None:
+        """The ``SNAPLAKE_DAEMON_TEST_GATE`` hook (module docstring); tests only."""
+        if self._test_gate is None:
+            return
+        hold = os.path.join(self._test_gate, f"{task.value}@{name}.hold")
+        if not os.path.exists(hold):
+            return
+        with open(os.path.join(self._test_gate, f"{task.value}@{name}.waiting"), "w"):
+            pass
+        logger.info("%s of %s waits for the test gate %s", task.value, name, hold)
+        while os.path.exists(hold):
+            time.sleep(_TEST_GATE_POLL_S)
 
     def _job(self, table: Table, task: Task) -> Callable[[], JobResult]:
         config = self.config

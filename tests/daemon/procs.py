@@ -130,7 +130,10 @@ class Proc:
         return code, time.monotonic() - t0
 
 
-def start_daemon(config_text: str, workdir: Path, name: str, port: int) -> Proc:
+def start_daemon(
+    config_text: str, workdir: Path, name: str, port: int, *, env: dict[str, str] | None = None
+) -> Proc:
+    """Start a daemon with ``config_text``; ``env`` adds environment variables."""
     cfg = workdir / f"{name}.toml"
     cfg.write_text(config_text)
     log = workdir / f"{name}.log"
@@ -139,7 +142,7 @@ def start_daemon(config_text: str, workdir: Path, name: str, port: int) -> Proc:
         cwd=REPO,
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)},
     )
     proc = Proc(popen=popen, log=log, port=port)
     wait_for(
@@ -151,12 +154,53 @@ def start_daemon(config_text: str, workdir: Path, name: str, port: int) -> Proc:
     return proc
 
 
+_METRICS_URL = re.compile(r"metrics on http://127\.0\.0\.1:(\d+)")
+
+
+def start_daemon_file(cfg: Path, workdir: Path, name: str) -> Proc:
+    """Start a daemon from the existing config file ``cfg`` (``listen`` port 0 allowed).
+
+    The port is read from the daemon's "starting ... metrics on URL" log line; returns once
+    ``/readyz`` answered (200 or 503: the first discovery and lease round have run).
+    """
+    log = workdir / f"{name}.log"
+    popen = subprocess.Popen(
+        [sys.executable, "-m", "snaplake.daemon", "--config", str(cfg)],
+        cwd=REPO,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    proc = Proc(popen=popen, log=log)
+
+    def port() -> int:
+        found = _METRICS_URL.search(proc.text())
+        return int(found.group(1)) if found else 0
+
+    wait_for(lambda: not proc.alive() or port() > 0, timeout=30, what=f"daemon {name}'s port")
+    assert proc.alive(), proc.text()
+    proc.port = port()
+
+    def first_round_done() -> bool:
+        status, body = http_get(f"http://127.0.0.1:{proc.port}/readyz")
+        return status in (200, 503) and "discovering" not in body
+
+    wait_for(
+        lambda: not proc.alive() or first_round_done(),
+        timeout=30,
+        what=f"daemon {name}'s first lease round",
+    )
+    assert proc.alive(), proc.text()
+    return proc
+
+
 def start_writer(
     warehouse: Path,
     table: str,
     workdir: Path,
     *,
     seconds: float,
+    commits: int = 0,
     interval_s: float = 0.0,
     rows: int = 20,
     metrics_port: int = 0,
@@ -166,7 +210,8 @@ def start_writer(
     log = workdir / f"{name}.log"
     cmd = [
         sys.executable, str(WRITER), "--warehouse", str(warehouse), "--table", table,
-        "--seconds", str(seconds), "--interval-s", str(interval_s), "--rows", str(rows),
+        "--seconds", str(seconds), "--commits", str(commits), "--interval-s", str(interval_s),
+        "--rows", str(rows),
         "--summary", str(workdir / f"{name}.json"), "--metrics-port", str(metrics_port),
     ]  # fmt: skip
     if hold:

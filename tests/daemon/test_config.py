@@ -208,3 +208,44 @@ def test_spark_engine_settings_and_check_config(tmp_path, capsys):
     hidden = describe_config(cfg)
     assert "s3cr3t" not in hidden and 'spark.remote = "sc://spark:15002/;<hidden>"' in hidden
     assert 'engine = "in-process"' in describe_config(parse_config(MINIMAL))
+
+
+def test_check_config_prints_each_tables_effective_target_file_size(tmp_path, capsys):
+    """Paimon's target-file-size default is 128 mb for primary-key tables, 256 mb otherwise."""
+    import pyarrow as pa
+
+    import snaplake
+
+    warehouse = tmp_path / "wh"
+    catalog = snaplake.FileSystemCatalog(str(warehouse))
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    catalog.create_table("db.pk", schema=schema, primary_keys=["id"], options={"bucket": "1"})
+    catalog.create_table("db.log", schema=schema)
+    catalog.create_table("db.own", schema=schema, options={"target-file-size": "64 mb"})
+    path = tmp_path / "check.toml"
+    path.write_text(
+        f'[[warehouse]]\nuri = "{warehouse}"\ntables = ["db.*", "db.typo"]\n'
+        '[tasks.compact]\n"compaction.min.file-num" = 7\n'
+    )
+    assert main(["--config", str(path), "--check-config"]) == 0
+    out: str = capsys.readouterr().out
+
+    def block(identifier: str) -> str:
+        start = out.index(f"# warehouse[0] {identifier} (")
+        end = out.find("\n# warehouse[0] ", start + 1)
+        return out[start : end if end > 0 else len(out)]
+
+    assert "(primary-key table)" in block("db.pk")
+    assert '"target-file-size" = "128 mb"  # Paimon default for primary-key tables' in block(
+        "db.pk"
+    )
+    assert '"target-file-size" = "256 mb"  # Paimon default for append tables' in block("db.log")
+    assert '"target-file-size" = "64 mb"  # table option' in block("db.own")
+    assert '"compaction.min.file-num" = "7"  # daemon default' in block("db.log")
+    assert "# warehouse[0] MISSING db.typo: table db.typo does not exist" in out
+    # No single target-file-size is claimed for every table, and the output stays valid TOML.
+    assert '\n"target-file-size" = ' not in out
+    assert "128 mb for primary-key tables" in out
+    again = parse_config(tomllib.loads(out))
+    assert "target-file-size" not in again.default_options
+    assert again.default_options["compaction.min.file-num"] == "7"

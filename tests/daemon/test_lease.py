@@ -27,11 +27,11 @@ def env(request, tmp_path):
     return LocalFileIO(fsync=False), str(tmp_path / "db.db" / "t")
 
 
-def _lease(env, owner, clock, ttl_s=10):
+def _lease(env, owner, clock, ttl_s=10, nonce=None):
     file_io, root = env
     return TableLease(
         file_io=file_io, table_root=root, owner=owner, ttl=timedelta(seconds=ttl_s),
-        clock_skew=timedelta(seconds=1), clock_ms=clock,
+        clock_skew=timedelta(seconds=1), clock_ms=clock, nonce=nonce,
     )  # fmt: skip
 
 
@@ -95,12 +95,71 @@ def test_release_lets_another_daemon_take_over_at_once(env):
     assert b.current().generation == 2
 
 
-def test_restart_with_same_id_reclaims_own_lease(env):
+def test_same_process_renews_its_own_lease(env):
     clock = Clock()
-    assert _lease(env, "a", clock).try_acquire()
+    a = _lease(env, "a", clock, nonce="n1")
+    assert a.try_acquire()
+    clock.ms += 5_000
+    assert a.try_acquire()
+    state = a.current()
+    assert (state.owner, state.nonce, state.generation) == ("a", "n1", 1)
+    assert state.expires_ms == clock.ms + 10_000
+
+
+def test_second_daemon_with_the_same_id_does_not_share_the_lease(env, caplog):
+    """A copied config (same [daemon] id): the other process is another holder."""
+    clock = Clock()
+    a, twin = _lease(env, "a", clock, nonce="n1"), _lease(env, "a", clock, nonce="n2")
+    assert a.try_acquire()
+    with caplog.at_level("WARNING", logger="snaplake.daemon.lease"):
+        assert not twin.try_acquire()
+        clock.ms += 5_000
+        assert a.try_acquire()
+        assert not twin.try_acquire()
+    assert not twin.held
+    assert a.held
+    warnings = [r.getMessage() for r in caplog.records if "same id" in r.getMessage()]
+    assert len(warnings) == 1, warnings  # once, not at every round
+    assert (a.current().nonce, a.current().generation) == ("n1", 1)
+
+
+def test_crashed_daemon_with_the_same_id_is_taken_over_only_after_expiry(env):
+    clock = Clock()
+    assert _lease(env, "a", clock, nonce="crashed").try_acquire()
+    restarted = _lease(env, "a", clock, nonce="new")
+    assert not restarted.try_acquire()
+    clock.ms += 10_500  # expired, within the clock-skew allowance
+    assert not restarted.try_acquire()
+    clock.ms += 1_000
+    assert restarted.try_acquire()
+    state = restarted.current()
+    assert (state.owner, state.nonce, state.generation) == ("a", "new", 2)
+
+
+def test_restart_with_same_id_after_release_takes_over_at_once(env):
+    clock = Clock()
+    old = _lease(env, "a", clock)
+    assert old.try_acquire()
+    old.release()
     again = _lease(env, "a", clock)
     assert again.try_acquire()
-    assert again.current().generation == 1
+    assert again.current().generation == 2
+
+
+def test_lease_without_nonce_is_another_holder(env):
+    """A lease file written before nonces existed blocks until it expires."""
+    file_io, root = env
+    file_io.write_bytes(
+        f"{root}/{LEASE_DIR}/lease-1",
+        b'{"owner": "a", "generation": 1, "acquired_ms": 1000000, "expires_ms": 1010000}',
+        overwrite=True,
+    )
+    clock = Clock()
+    a = _lease(env, "a", clock)
+    assert not a.try_acquire()
+    clock.ms += 11_001
+    assert a.try_acquire()
+    assert a.current().generation == 2
 
 
 def test_unreadable_lease_is_taken_over(env):

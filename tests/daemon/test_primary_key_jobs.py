@@ -83,3 +83,87 @@ def test_inline_mode_compacts_after_each_commit() -> None:
     for i in range(4):
         _upsert(write_only, model, i)
     assert all(s.commit_kind.value == "APPEND" for s in write_only.snapshots())
+
+
+def _runs(metrics: SnaplakeMetrics) -> tuple[float, float]:
+    return (
+        metrics.sorted_runs_max.labels("db.t")._value.get(),
+        metrics.buckets_over_trigger.labels("db.t")._value.get(),
+    )
+
+
+def test_compact_job_refreshes_the_sorted_run_gauges() -> None:
+    """The gauges follow each compaction run, not only the watcher's files_interval count."""
+    from snaplake.daemon.config import Task
+    from snaplake.daemon.jobs import run_job
+
+    table = _pk_table(**{"num-sorted-run.compaction-trigger": "10"})
+    model = TableModel(engine_model("deduplicate"))
+    _upsert(table, model, 0)
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    watcher = TableWatcher(table, metrics=metrics, options=lambda: CoreOptions(table.options),
+                           files_interval=timedelta(hours=1))  # fmt: skip
+    watcher.poll()
+    assert _runs(metrics) == (1, 0)
+    for i in range(1, 5):
+        _upsert(table, model, i)
+    watcher.poll()  # files_interval not due: the gauge is stale
+    assert _runs(metrics) == (1, 0)
+
+    def compact() -> Any:
+        return compact_job(table, options=CoreOptions(table.options))
+
+    below = run_job(compact, table="db.t", task=Task.COMPACT, metrics=metrics)
+    assert below is not None and not below.acted  # 5 runs < trigger 10: nothing compacted
+    assert _runs(metrics) == (5, 0)
+
+    table = _pk_table(**{"num-sorted-run.compaction-trigger": "3"})
+    for i in range(5):
+        _upsert(table, model, i)
+    watcher = TableWatcher(table, metrics=metrics, options=lambda: CoreOptions(table.options),
+                           files_interval=timedelta(hours=1))  # fmt: skip
+    watcher.poll()
+    planned_max, planned_over = _runs(metrics)
+    assert planned_max == 5
+    assert planned_over > 0
+    done = run_job(compact, table="db.t", task=Task.COMPACT, metrics=metrics)
+    assert done is not None and done.acted
+    after = count_sorted_runs(table, table.latest_snapshot(), options=CoreOptions(table.options))
+    assert _runs(metrics) == (after.max_sorted_runs, after.buckets_over_trigger)
+    assert after.max_sorted_runs < 5
+
+
+def test_compact_summary_says_what_was_planned_and_what_was_compacted() -> None:
+    """Universal compaction may compact buckets under the run trigger (size amplification):
+    the log line must not read "0 bucket(s) over the trigger, 65 compacted"."""
+    from snaplake.compaction.append_compact import CompactResult
+    from snaplake.compaction.maintenance import FileCounts
+    from snaplake.compaction.merge_tree_plan import SortedRunStats
+    from snaplake.daemon.jobs import CompactJobResult
+
+    result = CompactJobResult(
+        table="db.t",
+        files=FileCounts(data_files=80, small_files=70, buckets_due=0, small_threshold_bytes=1),
+        compaction=CompactResult(
+            snapshot_id=9, buckets_compacted=2, files_before=65, files_after=2
+        ),
+        sorted_runs=SortedRunStats(buckets=2, max_sorted_runs=3, buckets_over_trigger=0),
+        sorted_runs_after=SortedRunStats(buckets=2, max_sorted_runs=1, buckets_over_trigger=0),
+    )
+    line = result.summary()
+    assert "0 bucket(s) over the trigger, 65 compacted" not in line
+    assert line == (
+        "80 data file(s); planned: at most 3 sorted run(s) per bucket, 0 bucket(s) over "
+        "num-sorted-run.compaction-trigger; compacted 65 file(s) of 2 bucket(s) into 2; "
+        "now: at most 1 sorted run(s) per bucket, 0 bucket(s) over the trigger"
+    )
+    idle = CompactJobResult(
+        table="db.t",
+        files=FileCounts(data_files=4, small_files=4, buckets_due=0, small_threshold_bytes=1),
+        sorted_runs=SortedRunStats(buckets=2, max_sorted_runs=2, buckets_over_trigger=0),
+        sorted_runs_after=SortedRunStats(buckets=2, max_sorted_runs=2, buckets_over_trigger=0),
+    )
+    assert idle.summary() == (
+        "4 data file(s); planned: at most 2 sorted run(s) per bucket, 0 bucket(s) over "
+        "num-sorted-run.compaction-trigger; nothing to compact"
+    )

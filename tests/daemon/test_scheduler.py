@@ -114,3 +114,51 @@ def test_dropped_table_is_forgotten():
     daemon.discover()
     assert daemon.held_tables() == ["db.a"]
     assert not [j for j in daemon.scheduler.get_jobs() if "db.b" in j.id]
+
+
+def test_missing_configured_tables_are_logged_counted_and_not_ready(caplog):
+    """A typo in ``tables`` (or a database or warehouse that does not exist) is never silent."""
+    uri = _warehouse(["db.a", "cdc.status"])
+    daemon = _daemon(uri, "d1", tables=["db.a", "cdc.statuz", "nodb.*", "db.skip_me"])
+    empty = f"memory://empty{next(_names)}"
+    doc = {
+        "daemon": {"id": "d2"},
+        "warehouse": [{"uri": empty, "tables": ["*"]}],
+    }
+    nothing = MaintenanceDaemon(
+        parse_config(doc), metrics=SnaplakeMetrics(registry=CollectorRegistry()), serve_http=False
+    )
+    with caplog.at_level("WARNING", logger="snaplake.daemon.scheduler"):
+        daemon.discover()
+        nothing.discover()
+    text = caplog.text
+    assert "table cdc.statuz does not exist" in text
+    assert "database nodb of pattern nodb.* does not exist" in text
+    assert "the warehouse holds no database" in text
+    assert "db.skip_me" not in text  # excluded: not missing
+    missing = daemon.metrics.missing_tables
+    assert missing.labels("0", "cdc.statuz")._value.get() == 1
+    assert missing.labels("0", "nodb.*")._value.get() == 1
+    assert missing.labels("0", "db.a")._value.get() == 0
+    assert nothing.metrics.missing_tables.labels("0", "*")._value.get() == 1
+    ready = daemon.health.readiness()
+    assert not ready.ok
+    assert "cdc.statuz (warehouse[0])" in ready.detail
+    assert "nodb.* (warehouse[0])" in ready.detail
+    assert "maintaining 1 of 1 table(s)" in ready.detail
+    assert daemon.health.liveness().ok
+    assert daemon.held_tables() == ["db.a"]  # the tables that exist are maintained
+
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="snaplake.daemon.scheduler"):
+        daemon.discover()
+    assert "table cdc.statuz does not exist" in caplog.text  # at every discovery
+
+    catalog = snaplake.FileSystemCatalog(uri)
+    append(catalog.create_table("cdc.statuz", schema=SCHEMA, partition_keys=["month"]), 1)
+    catalog.create_database("nodb")
+    daemon.discover()
+    assert missing.labels("0", "cdc.statuz")._value.get() == 0
+    assert missing.labels("0", "nodb.*")._value.get() == 0
+    assert daemon.health.readiness().ok
+    assert daemon.held_tables() == ["cdc.statuz", "db.a"]

@@ -1,10 +1,13 @@
 """A writer process for the daemon tests and the soak benchmark.
 
 Usage: python tests/daemon/writer_proc.py --warehouse W --table db.t --seconds 60
-       [--interval-s 0.1] [--rows 20] [--months 2] [--metrics-port P] [--summary S.json] [--hold]
+       [--commits N] [--interval-s 0.1] [--rows 20] [--months 2] [--metrics-port P]
+       [--summary S.json] [--hold]
 
 Appends ``rows`` rows per commit (ids ``i * rows ..``) with ``commit_identifier = i + 1``
-for ``seconds`` seconds, one commit every ``interval-s`` at most (0 = as fast as it can).
+for ``seconds`` seconds or until ``commits`` commits were attempted (0 = no limit; tests use
+a count, so that what was written does not depend on the machine's speed), one commit every
+``interval-s`` at most (0 = as fast as it can).
 Serves ``snaplake.metrics`` on ``metrics-port``. Writes a JSON summary (commits, failures,
 per-commit latency and wall-clock time) and, with ``--hold``, keeps serving metrics until
 SIGTERM so that Prometheus can still scrape it.
@@ -45,6 +48,7 @@ def main() -> int:
     p.add_argument("--warehouse", required=True)
     p.add_argument("--table", required=True)
     p.add_argument("--seconds", type=float, required=True)
+    p.add_argument("--commits", type=int, default=0)
     p.add_argument("--interval-s", type=float, default=0.0)
     p.add_argument("--rows", type=int, default=20)
     p.add_argument("--months", type=int, default=2)
@@ -70,7 +74,11 @@ def main() -> int:
     start = time.time()
     deadline = time.monotonic() + args.seconds
     print("WRITING", flush=True)
-    while time.monotonic() < deadline and not stop.is_set():
+    while (
+        time.monotonic() < deadline
+        and not stop.is_set()
+        and not (args.commits and i >= args.commits)
+    ):
         t0 = time.monotonic()
         try:
             write = table.new_write(commit_user=args.user)

@@ -1,11 +1,12 @@
 """Worker processes for the maintenance concurrency test.
 
-Usage: python tests/integration/maintenance_proc.py writer|maintainer ROOT SECONDS
+Usage: python tests/integration/maintenance_proc.py writer|maintainer ROOT SECONDS [STOP_FILE]
 
-``writer`` appends 7 rows per commit (ids ``7k..7k+6``, identifier ``k``) until
-SECONDS pass and prints ``ACK <k> <snapshot>`` per commit. ``maintainer`` loops
-compact + merge + expire and prints one ``RUN ...`` line per iteration. Any
-exception ends the process with a traceback and a non-zero exit code.
+``writer`` appends 7 rows per commit (ids ``7k..7k+6``, identifier ``k``) and prints
+``ACK <k> <snapshot>`` per commit. ``maintainer`` loops compact + merge + expire and
+prints one ``RUN ...`` line per iteration. Both run until STOP_FILE exists (the test
+creates it once enough happened) or, at the latest, until SECONDS pass. Any exception
+ends the process with a traceback and a non-zero exit code.
 """
 
 from __future__ import annotations
@@ -23,11 +24,15 @@ from snaplake.store.io.local_file_io import LocalFileIO
 from snaplake.table import Table
 
 
-def writer(table: Table, seconds: float) -> None:
+def _running(deadline: float, stop_file: str | None) -> bool:
+    return time.monotonic() < deadline and not (stop_file and Path(stop_file).exists())
+
+
+def writer(table: Table, seconds: float, stop_file: str | None = None) -> None:
     commit = table.new_commit(commit_user="writer")
     deadline = time.monotonic() + seconds
     k = 0
-    while time.monotonic() < deadline:
+    while _running(deadline, stop_file):
         w = table.new_write(commit_user="writer")
         w.write_arrow(rows(7 * k, 7))
         result = commit.commit(w.prepare_commit(), commit_identifier=k)
@@ -44,9 +49,9 @@ def _attempt(op, default):
         return default
 
 
-def maintainer(table: Table, seconds: float) -> None:
+def maintainer(table: Table, seconds: float, stop_file: str | None = None) -> None:
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while _running(deadline, stop_file):
         c = _attempt(table.compact, None)
         m = _attempt(table.merge_manifests, None)
         e = table.expire_snapshots()  # expiry publishes nothing: it never loses a race
@@ -59,5 +64,6 @@ def maintainer(table: Table, seconds: float) -> None:
 
 if __name__ == "__main__":
     mode, root, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    stop = sys.argv[4] if len(sys.argv) > 4 else None
     tbl = Table(file_io=LocalFileIO(), root=root, identifier="db.t")
-    {"writer": writer, "maintainer": maintainer}[mode](tbl, secs)
+    {"writer": writer, "maintainer": maintainer}[mode](tbl, secs, stop)

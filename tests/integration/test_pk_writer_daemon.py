@@ -1,7 +1,10 @@
-"""A writer process upserts into a primary-key table for 30 s while the daemon compacts it.
+"""A writer process upserts into a primary-key table while the daemon compacts it.
 
-No writer commit may fail; every retained snapshot's merged view equals the
-model (the writer's batches up to the identifier the snapshot carries).
+The writer runs until it has made MIN_COMMITS commits, the daemon has compacted and the
+writer has committed after that compaction (then the test stops it through a stop file),
+however long that takes on this machine. No writer commit may fail; every retained
+snapshot's merged view equals the model (the writer's batches up to the identifier the
+snapshot carries).
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from snaplake.catalog import FileSystemCatalog
 from snaplake.store.format.snapshot import TXN_PROPERTY_PREFIX
 
 PROC = Path(__file__).with_name("pk_writer_proc.py")
-SECONDS = 30.0
+MIN_COMMITS = 60  # writer commits before it is stopped (several daemon compactions)
+MAX_SECONDS = 300.0  # a safety cap only: the test stops the writer through the stop file
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 
 def test_writer_and_daemon_compaction(tmp_path: Path) -> None:
@@ -47,22 +51,34 @@ def test_writer_and_daemon_compaction(tmp_path: Path) -> None:
         tmp_path, "daemon", port,
     )  # fmt: skip
     log = tmp_path / "writer.log"
+    stop = tmp_path / "stop"
+
+    def written_after_a_compaction() -> bool:
+        snaps = table.snapshots()
+        first = next((s.id for s in snaps if s.commit_user == "snaplake-maintenance"
+                      and s.commit_kind.value == "COMPACT"), None)  # fmt: skip
+        if first is None or sum(s.commit_user == USER for s in snaps) < MIN_COMMITS:
+            return False
+        return any(s.commit_user == USER and s.id > first for s in snaps)
+
     try:
         with log.open("wb") as out:
             writer = subprocess.Popen(
-                [sys.executable, str(PROC), table.root, str(SECONDS)],
+                [sys.executable, str(PROC), table.root, str(MAX_SECONDS), str(stop)],
                 stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
-            code = writer.wait(timeout=SECONDS + 120)
+            try:
+                wait_for(
+                    lambda: writer.poll() is not None or written_after_a_compaction(),
+                    timeout=MAX_SECONDS, what="a daemon compaction and a writer commit after it",
+                )  # fmt: skip
+            finally:
+                stop.touch()
+            code = writer.wait(timeout=120)
         text = log.read_text()
         assert code == 0, text
         acks = [line.split() for line in text.splitlines() if line.startswith("ACK")]
         assert acks, text
-        wait_for(
-            lambda: any(s.commit_user == "snaplake-maintenance" and s.commit_kind.value == "COMPACT"
-                        for s in table.snapshots()),
-            timeout=30, what="a daemon compaction",
-        )  # fmt: skip
     finally:
         exit_code, _ = daemon.stop(signal.SIGTERM)
     assert exit_code == 0, daemon.text()

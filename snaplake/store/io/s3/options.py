@@ -7,7 +7,7 @@ here talks to a server or imports boto3.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from snaplake.errors import InvalidOptionError
@@ -86,13 +86,17 @@ def parse_int(key: str, value: str, *, minimum: int) -> int:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class S3Settings:
-    """Parsed ``s3.*`` options; empty strings mean "not set, ask the AWS chain"."""
+    """Parsed ``s3.*`` options; empty strings mean "not set, ask the AWS chain".
+
+    ``secret_access_key`` and ``session_token`` are left out of ``repr`` (a
+    settings object in a log line or a traceback never shows them).
+    """
 
     endpoint: str
     region: str
     access_key_id: str
-    secret_access_key: str
-    session_token: str
+    secret_access_key: str = field(repr=False)
+    session_token: str = field(repr=False)
     path_style: bool | None
     max_attempts: int | None
     connect_timeout_s: float
