@@ -61,7 +61,7 @@ def test_non_numeric_count_is_corrupt_metadata_naming_the_file(table, key, value
 def test_malformed_txn_property_is_corrupt_metadata_naming_the_file(table, value):
     path = table.paths.snapshot_path(1)
     _edit_json(path, lambda d: d["properties"].__setitem__("snaplake.txn.u", value))
-    with pytest.raises(CorruptMetadataError, match="snaplake.txn.u") as info:
+    with pytest.raises(CorruptMetadataError, match=r"snaplake\.txn\.u") as info:
         table.latest_snapshot()
     assert info.value.path == path
     with pytest.raises(CorruptMetadataError) as info:
