@@ -511,10 +511,14 @@ class TableWrite:
                 exc_info=True,
             )
             return
+        deleted = (
+            f"deleted the {files} data file(s) it had written since the last prepare_commit and "
+            if files
+            else ""
+        )
         exc.add_note(
-            f"snaplake: the writer deleted the {files} data file(s) it had written since the "
-            "last prepare_commit and dropped its buffered rows; write them again with a new "
-            "writer"
+            f"snaplake: the writer {deleted}dropped its buffered rows; write them again with a "
+            "new writer"
         )
 
     def _flush(self, buf: _BucketBuffer) -> None:

@@ -304,9 +304,9 @@ class TableSchema:
         """
         out: dict[str, DataType] = {}
         for f in self.fields:
-            name = str(f.get("name"))
+            name = str(f["name"])
             with self._types_of_file(name):
-                out[name] = parse_type(f.get("type"))
+                out[name] = parse_type(f["type"])
         return out
 
     @property
