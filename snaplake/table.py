@@ -264,6 +264,10 @@ class Table:
         Args:
             commit_user: The user that will commit the messages.
 
+        The primary-key writer reads the latest snapshot's manifests at its
+        first write (to continue the sequence numbers); a missing one raises
+        ``CorruptMetadataError`` naming it from that ``write_arrow``.
+
         Raises:
             UnsupportedTableError: a primary-key table snaplake cannot write.
         """
@@ -275,12 +279,18 @@ class Table:
                 latest = self.latest_snapshot()
                 if latest is None:
                     return {}
-                return restore_max_sequences(
-                    FileStoreScan(
-                        file_io=self.file_io, paths=self.paths,
-                        schema_manager=self.schema_manager, snapshot=latest,
-                    )
-                )  # fmt: skip
+                with MissingFileCheck(
+                    file_io=self.file_io,
+                    paths=self.paths,
+                    schema_manager=self.schema_manager,
+                    snapshot=latest,
+                ).reading():  # a missing manifest: typed, named
+                    return restore_max_sequences(
+                        FileStoreScan(
+                            file_io=self.file_io, paths=self.paths,
+                            schema_manager=self.schema_manager, snapshot=latest,
+                        )
+                    )  # fmt: skip
 
             compact_up = None
             opts = schema.core_options

@@ -147,6 +147,20 @@ def test_deleted_live_manifest_is_corruption_naming_it(tmp_path):
         list(table.to_batches())
 
 
+def test_primary_key_writer_names_a_deleted_live_manifest(tmp_path):
+    table = _table((str(tmp_path / "wh"), {}), primary_key=True)
+    latest = table.latest_snapshot()
+    assert latest is not None
+    metas = read_manifest_list(table.file_io, table.paths.manifest_path(latest.base_manifest_list))
+    manifest = table.paths.manifest_path(metas[0].file_name)
+    os.unlink(manifest)
+    metadata_cache.clear()
+    writer = table.new_write(commit_user="u")
+    with pytest.raises(CorruptMetadataError) as info:
+        writer.write_arrow(rows(100, 3))  # restores the sequence numbers from the latest
+    assert info.value.path == manifest
+
+
 def test_deleted_list_of_the_latest_snapshot_is_corruption_naming_it(tmp_path):
     table = _table((str(tmp_path / "wh"), {}))
     latest = table.latest_snapshot()
