@@ -213,17 +213,27 @@ class LocalFileIO(FileIO):
 
         An overwrite (hint files, leases) is atomic but not fsynced: such files
         are advisory. Without ``overwrite`` this is :meth:`write_new`.
+
+        Raises:
+            FileAlreadyExistsError: ``overwrite`` is false and ``path`` exists.
+            StorageError: the write failed (a full disk: ``path`` is unchanged).
         """
         if not overwrite:
             self.write_new(path, data)
             return
-        tmp, fd, _ = self._write_tmp(path, data)
-        os.close(fd)
         try:
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+            tmp, fd, _ = self._write_tmp(path, data)
+            os.close(fd)
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError as exc:
+            error = _typed_error(exc, path=path, operation="write")
+            if error is exc:
+                raise
+            raise error from exc
 
     def write_hint(self, path: str, data: bytes) -> None:
         """Overwrite the hint at ``path`` in place; see :meth:`FileIO.write_hint`.

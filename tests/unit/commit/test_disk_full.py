@@ -172,6 +172,10 @@ class _FullDiskFileIO(LocalFileIO):
         self.budget.take(path, len(data))
         super()._write_exclusive(path, data, sync=sync)
 
+    def _write_tmp(self, path: str, data: bytes) -> tuple[str, int, list[str]]:
+        self.budget.take(path, len(data))
+        return super()._write_tmp(path, data)
+
 
 class Disk:
     """A warehouse on a disk the test can fill; ``kind`` is ``tmpfs`` or ``injected``."""
@@ -317,3 +321,15 @@ def test_manifest_write_on_a_full_disk_names_the_manifest(disk):
     disk.free()
     table.new_commit(commit_user="u").commit(messages, commit_identifier=1)
     assert table.to_arrow().num_rows == 30
+
+
+def test_overwrite_on_a_full_disk_names_the_file_and_keeps_the_old_content(disk):
+    table = _create(disk, primary_key=False)
+    table.set_consumer("job-a", next_snapshot=1)
+    disk.fill(leave=0)
+    with pytest.raises(StorageError) as info:
+        table.set_consumer("job-a", next_snapshot=2)
+    assert info.value.path == table.paths.consumer_path("job-a")
+    assert "disk is full" in str(info.value)
+    disk.free()
+    assert table.consumers() == {"job-a": 1}
