@@ -540,7 +540,10 @@ class TableWrite:
         try:
             size = write_data_file(file_io=self.file_io, path=path, data=data, spec=self._spec)
         except BaseException:
-            self.file_io.delete_many([path])  # a streamed file may be left partly written
+            try:
+                self.file_io.delete_many([path])  # a streamed file may be left partly written
+            except Exception:  # the write's own error is the one to report
+                logger.warning("could not delete the partly written %s", path, exc_info=True)
             raise
         stats = compute_value_stats(
             data, self.schema.value_types, stats_mode=self.schema.core_options.metadata_stats_mode
