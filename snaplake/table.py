@@ -27,6 +27,7 @@ from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.missing_files import MissingFileCheck
 from snaplake.store.read.predicate import parse_filter
 from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
@@ -52,7 +53,14 @@ class TableScan:
 
     Built by :meth:`Table.new_scan`; see there for the arguments.
     ``schema`` is the TableSchema the rows are read in (the latest, or with
-    ``time_travel`` the snapshot's).
+    ``time_travel`` the snapshot's). ``tag`` names the tag the snapshot was
+    read through, if any.
+
+    A file that vanishes between planning and reading raises a typed error
+    (:class:`~snaplake.store.read.missing_files.MissingFileCheck`):
+    ``SnapshotNotFoundError`` when the snapshot expired (or is being
+    expired) meanwhile, ``TagNotFoundError`` when the tag was deleted,
+    ``CorruptMetadataError`` naming the file when the snapshot still uses it.
     """
 
     def __init__(
@@ -64,9 +72,14 @@ class TableScan:
         filter: Any,
         columns: Sequence[str] | None,
         time_travel: bool = False,
+        tag: str | None = None,
     ) -> None:
         self.table = table
         self.snapshot = snapshot
+        self._missing = MissingFileCheck(
+            file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
+            snapshot=snapshot, tag=tag,
+        )  # fmt: skip
         latest = table.schema()
         check_supported(latest, Operation.READ)  # options: the table's latest
         self.predicates = parse_filter(filter)
@@ -92,49 +105,65 @@ class TableScan:
         """Return the live files grouped by (partition, bucket), after pruning.
 
         Raises:
-            CorruptMetadataError: a manifest list or manifest is undecodable.
+            CorruptMetadataError: a manifest list or manifest is undecodable,
+                or missing while the snapshot still uses it.
+            SnapshotNotFoundError: the snapshot expired meanwhile.
         """
-        return self._scan.plan()
+        with self._missing.reading():
+            return self._scan.plan()
 
     def to_arrow(self, *, limit: int | None = None) -> pa.Table:
         """Read the planned rows into one Arrow table (exactly filtered).
 
         A primary-key table returns the merged view: one row per key, merged
         by the table's merge engine, deleted keys absent.
+
+        Raises:
+            SnapshotNotFoundError: the snapshot expired (or is being expired)
+                while it was read.
+            CorruptMetadataError: a file the snapshot uses is missing (``.path``).
         """
         schema = self.schema
-        if schema.primary_keys:
-            return read_primary_key_splits(
-                self.table.file_io, self.plan(), schema=schema, columns=self.columns,
-                predicates=self.predicates, limit=limit,
-                schema_of=self.table.schema_manager.schema,
-            )  # fmt: skip
-        return read_splits(
-            self.table.file_io,
-            self.plan(),
-            schema=self.schema.arrow_schema,
-            columns=self.columns,
-            predicates=self.predicates,
-            limit=limit,
-            evolution=self.evolution,
-        )
+        with self._missing.reading():
+            if schema.primary_keys:
+                return read_primary_key_splits(
+                    self.table.file_io, self.plan(), schema=schema, columns=self.columns,
+                    predicates=self.predicates, limit=limit,
+                    schema_of=self.table.schema_manager.schema,
+                )  # fmt: skip
+            return read_splits(
+                self.table.file_io,
+                self.plan(),
+                schema=self.schema.arrow_schema,
+                columns=self.columns,
+                predicates=self.predicates,
+                limit=limit,
+                evolution=self.evolution,
+            )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """Yield the planned rows as record batches, one split at a time."""
+        """Yield the planned rows as record batches, one split at a time.
+
+        Raises:
+            SnapshotNotFoundError: as :meth:`to_arrow`, also while iterating.
+            CorruptMetadataError: as :meth:`to_arrow`.
+        """
         schema = self.schema
         if schema.primary_keys:
             tables = read_primary_key_batches(
                 self.table.file_io, self.plan(), schema=schema, columns=self.columns,
                 predicates=self.predicates, schema_of=self.table.schema_manager.schema,
             )  # fmt: skip
-            return (b for t in tables for b in t.to_batches())
-        return read_splits_batches(
-            self.table.file_io,
-            self.plan(),
-            schema=self.schema.arrow_schema,
-            columns=self.columns,
-            predicates=self.predicates,
-            evolution=self.evolution,
+            return self._missing.batches(b for t in tables for b in t.to_batches())
+        return self._missing.batches(
+            read_splits_batches(
+                self.table.file_io,
+                self.plan(),
+                schema=self.schema.arrow_schema,
+                columns=self.columns,
+                predicates=self.predicates,
+                evolution=self.evolution,
+            )
         )
 
 
@@ -236,6 +265,10 @@ class Table:
         Args:
             commit_user: The user that will commit the messages.
 
+        The primary-key writer reads the latest snapshot's manifests at its
+        first write (to continue the sequence numbers); a missing one raises
+        ``CorruptMetadataError`` naming it from that ``write_arrow``.
+
         Raises:
             UnsupportedTableError: a primary-key table snaplake cannot write.
         """
@@ -247,12 +280,18 @@ class Table:
                 latest = self.latest_snapshot()
                 if latest is None:
                     return {}
-                return restore_max_sequences(
-                    FileStoreScan(
-                        file_io=self.file_io, paths=self.paths,
-                        schema_manager=self.schema_manager, snapshot=latest,
-                    )
-                )  # fmt: skip
+                with MissingFileCheck(
+                    file_io=self.file_io,
+                    paths=self.paths,
+                    schema_manager=self.schema_manager,
+                    snapshot=latest,
+                ).reading():  # a missing manifest: typed, named
+                    return restore_max_sequences(
+                        FileStoreScan(
+                            file_io=self.file_io, paths=self.paths,
+                            schema_manager=self.schema_manager, snapshot=latest,
+                        )
+                    )  # fmt: skip
 
             compact_up = None
             opts = schema.core_options
@@ -377,7 +416,7 @@ class Table:
             snap = self._resolve_snapshot(snapshot_id, as_of)
         return TableScan(
             self, snap, partition_filter=partition_filter, filter=filter, columns=columns,
-            time_travel=tag is not None or snapshot_id is not None or as_of is not None,
+            time_travel=tag is not None or snapshot_id is not None or as_of is not None, tag=tag,
         )  # fmt: skip
 
     def to_arrow(

@@ -133,7 +133,7 @@ def create_table(
 def _abort_quietly(writer: TableWrite) -> None:
     """Delete the data files written so far; the original error stays the one reported."""
     try:
-        writer.abort(writer.prepare_commit())
+        writer.abort()  # the files rolled so far; buffered rows are dropped, never written
     except Exception:  # best-effort cleanup; orphan clean removes leftovers
         logger.warning("could not delete the data files of the failed write", exc_info=True)
 

@@ -249,9 +249,14 @@ class KeyValueFileWriter:
                     dictionary_pagesize_limit=_DICTIONARY_PAGE_BYTES,
                 )
             )
-        except BaseException:
-            stack.close()
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                stack.close()
             self.file_io.delete_many([path])
+            if isinstance(exc, OSError):  # pyarrow's own errors (a full disk): typed by the FileIO
+                error = self.file_io.translate_error(exc, path=path, operation="write")
+                if error is not exc:
+                    raise error from exc
             raise
         self._open = _Open(
             name=name,
@@ -269,7 +274,13 @@ class KeyValueFileWriter:
             return
         data = pa.concat_tables(f.pending)
         f.pending, f.pending_rows, f.pending_bytes = [], 0, 0
-        f.writer.write(data)
+        try:
+            f.writer.write(data)
+        except OSError as exc:  # pyarrow's own errors (a full disk): typed by the FileIO
+            error = self.file_io.translate_error(exc, path=f.path, operation="write")
+            if error is exc:
+                raise
+            raise error from exc
 
     def _finish(self) -> None:
         f = self._open
@@ -279,6 +290,8 @@ class KeyValueFileWriter:
             self._flush_row_group(f)
             f.stack.close()  # closes the Parquet writer, then creates the file
         except BaseException:
+            with contextlib.suppress(Exception):
+                f.stack.close()  # the row group failed: the stream is still open
             self.file_io.delete_many([f.path])
             raise
         key_stats = f.key_stats.result()

@@ -133,16 +133,18 @@ class KeyValueTableWrite(TableWrite):
                 first-row table, a partial-update table without
                 ``ignore-delete``/``partial-update.remove-record-on-delete``, an
                 aggregate function that cannot retract).
-            ValueError: the writer is closed.
+            ValueError: the writer is closed or failed before.
             MergeFunctionError: a buffer flushed on ``write-buffer-size`` holds
                 versions the merge engine rejects.
-            StorageError: writing a flushed buffer's files failed.
+            StorageError: writing a flushed buffer's files failed (``.path``
+                names the file). After this or a ``MergeFunctionError`` the
+                writer has deleted its unprepared files and dropped its rows
+                (see :class:`~snaplake.commit.table_write.TableWrite`).
 
         Storage: may write level-0 data files when the buffers exceed
         ``write-buffer-size`` (invisible until committed).
         """
-        if self._closed:
-            raise ValueError("this TableWrite is closed; create a new one with table.new_write()")
+        self._check_usable()
         table = conform_to_schema(data, self.schema)
         kinds = self._kinds(table, row_kinds)
         kinds_arr = pa.array(kinds, type=pa.int8())
@@ -206,17 +208,22 @@ class KeyValueTableWrite(TableWrite):
 
         Raises:
             MergeFunctionError: the merge engine rejects a key's versions.
-            StorageError: writing the files failed (those written are deleted).
+            StorageError: writing the files failed (``.path`` names the file).
+                After this or a ``MergeFunctionError`` every file written since
+                the last ``prepare_commit`` is deleted and the writer refuses
+                further writes (see :class:`~snaplake.commit.table_write.TableWrite`).
+            ValueError: the writer failed before.
 
         Storage: writes the buffered rows as data files (and the compaction
-        outputs); on a failure of the compaction the new files are deleted.
+        outputs); on a failure deletes them.
         """
         messages = super().prepare_commit()
         if self._compact_up is None or not messages:
             return messages
         try:
             return self._compact_up(messages)
-        except BaseException:
+        except BaseException as exc:
+            self._failed = exc
             self.abort(messages)
             raise
 
@@ -308,7 +315,7 @@ class KeyValueTableWrite(TableWrite):
         # write buffers share a pool and the biggest owner is flushed).
         while sum(b.nbytes for b in self._buffers.values()) >= self._write_buffer:
             largest = max(self._buffers.values(), key=lambda b: b.nbytes)
-            self._flush(largest)
+            self._flush_or_discard([largest])
 
     def _flush(self, buf: _BucketBuffer) -> None:
         if not buf.chunks:

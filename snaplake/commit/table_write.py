@@ -320,6 +320,13 @@ class TableWrite:
     Not thread-safe; use one per task. Reusable: after ``prepare_commit`` it
     starts collecting the next batch.
 
+    A failure while writing data files (a full disk, refused credentials, a
+    merge error of a primary-key flush) leaves no files behind: the writer
+    deletes every data file it wrote since the last ``prepare_commit``, drops
+    its buffered rows, re-raises, and from then on refuses ``write_arrow`` and
+    ``prepare_commit`` (``ValueError``); write those rows again with a new
+    writer. Messages already returned by ``prepare_commit`` are not touched.
+
     Args:
         file_io: Storage of the table.
         paths: The table's PathFactory.
@@ -359,6 +366,7 @@ class TableWrite:
         self._next_sequence = 0
         self._sequence_lock = threading.Lock()
         self._closed = False
+        self._failed: BaseException | None = None
 
     def write_arrow(
         self,
@@ -381,12 +389,15 @@ class TableWrite:
             SchemaMismatchError: before any file is written, when the data does
                 not fit the schema or a row kind is not ``+I``.
             UnsupportedTypeError: a partition value cannot be encoded.
+            StorageError: writing a rolled data file failed (``.path`` names
+                it); the writer discarded its unprepared files and rows (see
+                the class docstring).
+            ValueError: the writer is closed or failed before.
 
         Storage: may write data files under
         ``<partition>/bucket-<b>/`` (invisible until committed).
         """
-        if self._closed:
-            raise ValueError("this TableWrite is closed; create a new one with table.new_write()")
+        self._check_usable()
         if row_kinds is not None and parse_row_kinds(row_kinds, data.num_rows).any():
             raise SchemaMismatchError(
                 "an append table takes only +I rows; -U/+U/-D need a primary-key table"
@@ -453,7 +464,62 @@ class TableWrite:
         buf.chunks.append(data)
         buf.nbytes += data.nbytes
         if buf.nbytes >= self._target:
-            self._flush(buf)
+            self._flush_or_discard([buf])
+
+    def _check_usable(self) -> None:
+        """Refuse a closed or failed writer (``ValueError``)."""
+        if self._closed:
+            raise ValueError("this TableWrite is closed; create a new one with table.new_write()")
+        if self._failed is not None:
+            raise ValueError(
+                "this TableWrite failed writing its data files "
+                f"({type(self._failed).__name__}: {self._failed}); it deleted the files it had "
+                "written since the last prepare_commit and dropped its buffered rows: write "
+                "those rows again with a new writer from table.new_write()"
+            ) from self._failed
+
+    def _flush_or_discard(self, buffers: Sequence[_BucketBuffer]) -> None:
+        """Flush ``buffers`` (in parallel when several); on a failure discard and re-raise.
+
+        Raises:
+            BaseException: whatever a flush raised, after :meth:`_discard`.
+        """
+        try:
+            if len(buffers) > 1:  # encoding (pyarrow) releases the GIL: write buckets in parallel
+                with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+                    list(pool.map(self._flush, buffers))  # the pool waits for every flush
+            else:
+                for buf in buffers:
+                    self._flush(buf)
+        except BaseException as exc:
+            self._discard(exc)
+            raise
+
+    def _discard(self, exc: BaseException) -> None:
+        """Delete the unprepared files, drop the buffers and refuse further writes.
+
+        Storage: deletes the data and changelog files written since the last
+        ``prepare_commit`` (a failed delete is logged; orphan clean removes it).
+        """
+        self._failed = exc
+        files = sum(len(b.files) + len(b.changelog_files) for b in self._buffers.values())
+        try:
+            self.abort()
+        except Exception:  # the write's own error is the one to report
+            logger.warning(
+                "could not delete the data files of a failed write; orphan clean removes them",
+                exc_info=True,
+            )
+            return
+        deleted = (
+            f"deleted the {files} data file(s) it had written since the last prepare_commit and "
+            if files
+            else ""
+        )
+        exc.add_note(
+            f"snaplake: the writer {deleted}dropped its buffered rows; write them again with a "
+            "new writer"
+        )
 
     def _flush(self, buf: _BucketBuffer) -> None:
         if not buf.chunks:
@@ -471,7 +537,14 @@ class TableWrite:
             extension=self._spec.extension, prefix=self._spec.prefix
         )
         path = self.paths.data_file_path(buf.partition_path, buf.bucket, name)
-        size = write_data_file(file_io=self.file_io, path=path, data=data, spec=self._spec)
+        try:
+            size = write_data_file(file_io=self.file_io, path=path, data=data, spec=self._spec)
+        except BaseException:
+            try:
+                self.file_io.delete_many([path])  # a streamed file may be left partly written
+            except Exception:  # the write's own error is the one to report
+                logger.warning("could not delete the partly written %s", path, exc_info=True)
+            raise
         stats = compute_value_stats(
             data, self.schema.value_types, stats_mode=self.schema.core_options.metadata_stats_mode
         )
@@ -499,15 +572,21 @@ class TableWrite:
             rows were written). Pass them to ``FileStoreCommit.commit`` or, if
             they will never be committed, to :meth:`abort`.
 
-        Storage: writes the remaining buffered rows as data files.
+        Raises:
+            StorageError: writing a data file failed (``.path`` names it); every
+                data file written since the last ``prepare_commit`` was deleted
+                and the buffered rows dropped (see the class docstring).
+            ValueError: the writer failed before.
+
+        Storage: writes the remaining buffered rows as data files; on a
+        failure deletes them and the files rolled since the last call.
         """
+        if self._failed is not None:
+            self._check_usable()
         buffers = list(self._buffers.values())
-        if len(buffers) > 1:  # encoding (pyarrow) releases the GIL: write buckets in parallel
-            with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-                list(pool.map(self._flush, buffers))
+        self._flush_or_discard(buffers)
         messages = []
         for buf in buffers:
-            self._flush(buf)
             if buf.files or buf.changelog_files:
                 messages.append(
                     CommitMessage(

@@ -136,3 +136,34 @@ def test_demo_ci_variant_passes_its_checks_and_says_what_next(tmp_path: Path) ->
     assert "check flight_status equals flights minus the cancelled (every column): OK" in text
     assert "check route_stats equals a pandas group-by: OK" in text
     assert "check pypaimon reads route_stats exactly: OK" in text
+    _run_readme_command_line(warehouse, tmp_path / "readme")
+
+
+def _run_readme_command_line(warehouse: Path, workdir: Path) -> None:
+    """Run the README's "Command line" block against the demo's warehouse (issue 18, item 12).
+
+    Every command must exit 0 and print something. The input files it names
+    (``f.parquet``, ``f1.parquet``, ``f2.csv``) are made in the working directory.
+    """
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+    from tests.readme_blocks import blocks_of, cli_commands, flights
+
+    workdir.mkdir()
+    pq.write_table(flights(), workdir / "f.parquet")
+    pq.write_table(flights(), workdir / "f1.parquet")
+    pacsv.write_csv(flights(), workdir / "f2.csv")
+    (block,) = blocks_of("cli")
+    program = Path(sys.executable).parent / "snaplake"
+    for argv in cli_commands(block, warehouse=str(warehouse)):
+        assert argv[0] == "snaplake", argv
+        done = subprocess.run(
+            [str(program), *argv[1:]],
+            cwd=workdir,
+            env={**os.environ, **spark_env()},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, (f"README.md:{block.line}", argv, done.stdout, done.stderr)
+        assert done.stdout.strip(), argv

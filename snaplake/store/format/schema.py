@@ -9,7 +9,8 @@ create-if-absent so two creators cannot both win).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -22,6 +23,7 @@ from snaplake.errors import (
     SchemaMismatchError,
     TableAlreadyExistsError,
     UnsupportedFormatVersionError,
+    UnsupportedTypeError,
 )
 from snaplake.options import CoreOptions
 from snaplake.store.format.binary_row import decode_binary_row
@@ -61,6 +63,13 @@ class TableSchema:
             ``file.format``.
         comment: Optional table comment.
         time_millis: Creation time, epoch milliseconds.
+        source_path: The ``schema-<N>`` file it was read from (``None`` when
+            built in memory); errors about its column types name it. Not
+            part of equality and not copied by ``dataclasses.replace``.
+
+    Types are parsed on first use, so a table whose schema holds a type
+    snaplake does not know still opens (snapshots, tags, expiry); reading or
+    writing it raises ``UnsupportedTypeError`` naming the column and the file.
     """
 
     version: int = SCHEMA_VERSION
@@ -72,6 +81,23 @@ class TableSchema:
     options: Mapping[str, str] = field(default_factory=dict)
     comment: str | None = None
     time_millis: int = 0
+    source_path: str | None = field(default=None, init=False, compare=False, repr=False)
+
+    @contextmanager
+    def _types_of_file(self, column: str | None = None) -> Iterator[None]:
+        """Re-raise an ``UnsupportedTypeError`` naming the column and the schema file."""
+        try:
+            yield
+        except UnsupportedTypeError as exc:
+            if self.source_path is None and column is None:
+                raise
+            where = f"column {column!r} of " if column is not None else ""
+            file = self.source_path or f"schema-{self.id}"
+            raise UnsupportedTypeError(
+                f"{where}schema file {file}: {exc}; snaplake cannot read or write a column of "
+                "this type (a type of a newer Paimon, or a hand-edited file): upgrade snaplake "
+                "or correct the file"
+            ) from exc
 
     @classmethod
     def from_arrow(
@@ -198,13 +224,25 @@ class TableSchema:
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:
-        """The Arrow schema data files are written and read with."""
-        return arrow_schema_from_fields(list(self.fields))
+        """The Arrow schema data files are written and read with.
+
+        Raises:
+            UnsupportedTypeError: a column type cannot be parsed (names the file).
+        """
+        self.field_types  # noqa: B018 - names the column of an unknown type
+        with self._types_of_file():
+            return arrow_schema_from_fields(list(self.fields))
 
     @cached_property
     def data_fields(self) -> tuple[DataField, ...]:
-        """The fields parsed (ids, names, Paimon types), in schema order."""
-        return parse_fields(list(self.fields))
+        """The fields parsed (ids, names, Paimon types), in schema order.
+
+        Raises:
+            UnsupportedTypeError: a field cannot be parsed (names the file).
+        """
+        self.field_types  # noqa: B018 - names the column of an unknown type
+        with self._types_of_file():
+            return parse_fields(list(self.fields))
 
     @cached_property
     def core_options(self) -> CoreOptions:
@@ -258,8 +296,18 @@ class TableSchema:
 
     @cached_property
     def field_types(self) -> dict[str, DataType]:
-        """Column name -> Paimon type, in schema order."""
-        return {str(f["name"]): parse_type(f["type"]) for f in self.fields}
+        """Column name -> Paimon type, in schema order.
+
+        Raises:
+            UnsupportedTypeError: a column's type cannot be parsed (names the
+                column and the schema file).
+        """
+        out: dict[str, DataType] = {}
+        for f in self.fields:
+            name = str(f["name"])
+            with self._types_of_file(name):
+                out[name] = parse_type(f["type"])
+        return out
 
     @property
     def trimmed_primary_keys(self) -> tuple[str, ...]:
@@ -298,7 +346,7 @@ class TableSchema:
     @cached_property
     def value_types(self) -> tuple[DataType, ...]:
         """Paimon types of every column, in order."""
-        return tuple(parse_type(f["type"]) for f in self.fields)
+        return tuple(self.field_types.values())
 
     def partition_path(self, values: Sequence[Any]) -> str:
         """Directory of a partition (``k1=v1/k2=v2``; ``""`` when unpartitioned).
@@ -364,7 +412,7 @@ class TableSchema:
                 options.setdefault("bucket", "1")
             if version <= 2:
                 options.setdefault("file.format", "orc")
-            return cls(
+            schema = cls(
                 version=version,
                 id=int(data["id"]),
                 fields=tuple(data["fields"]),
@@ -379,6 +427,9 @@ class TableSchema:
             raise CorruptMetadataError(
                 f"{path} is not a valid Paimon schema ({type(exc).__name__}: {exc})", path=path
             ) from exc
+        if path != "<memory>":
+            object.__setattr__(schema, "source_path", path)
+        return schema
 
 
 def _split_keys(text: str) -> tuple[str, ...]:

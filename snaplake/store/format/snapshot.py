@@ -10,6 +10,7 @@ Source: Paimon ``org.apache.paimon.Snapshot`` (field names, version 3,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -29,6 +30,8 @@ __all__ = [
 SNAPSHOT_VERSION = 3
 BATCH_COMMIT_IDENTIFIER = 9223372036854775807
 TXN_PROPERTY_PREFIX = "snaplake.txn."
+
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
 class CommitKind(StrEnum):
@@ -85,13 +88,13 @@ class Snapshot:
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def txn_map(self) -> dict[str, int]:
-        """Return ``{commit_user: last identifier}`` carried in ``properties``."""
-        props = self.properties or {}
-        return {
-            k[len(TXN_PROPERTY_PREFIX) :]: int(v)
-            for k, v in props.items()
-            if k.startswith(TXN_PROPERTY_PREFIX)
-        }
+        """Return ``{commit_user: last identifier}`` carried in ``properties``.
+
+        Raises:
+            ValueError: a ``snaplake.txn.*`` value is not an integer (a decoded
+                snapshot file never has one: :meth:`from_json_dict` refuses it).
+        """
+        return _txn_map(self.properties or {})
 
     def to_json_dict(self) -> dict[str, Any]:
         """Return the Paimon JSON object (optional keys omitted when ``None``)."""
@@ -128,7 +131,10 @@ class Snapshot:
 
         Raises:
             UnsupportedFormatVersionError: ``version`` is newer than 3.
-            CorruptMetadataError: a required key is missing or mistyped.
+            CorruptMetadataError: a required key is missing or mistyped, an
+                optional number (``totalRecordCount``, a list size, ...) is not
+                an integer, or a ``snaplake.txn.*`` property is not one
+                (``.path`` names the file).
         """
         if not isinstance(data, Mapping):
             raise CorruptMetadataError(f"{path} does not hold a JSON object", path=path)
@@ -143,31 +149,33 @@ class Snapshot:
         try:
             kind = CommitKind(data["commitKind"])
             props = data.get("properties")
+            if props is not None and not isinstance(props, Mapping):
+                raise TypeError(f"properties must be an object, got {props!r}")
+            properties = {str(k): str(v) for k, v in props.items()} if props is not None else None
+            _txn_map(properties or {})
             extra = {k: v for k, v in data.items() if k not in _JSON_KEYS}
             return cls(
                 version=version,
                 id=int(data["id"]),
                 schema_id=int(data["schemaId"]),
                 base_manifest_list=str(data["baseManifestList"]),
-                base_manifest_list_size=data.get("baseManifestListSize"),
+                base_manifest_list_size=_optional_int(data, "baseManifestListSize"),
                 delta_manifest_list=str(data["deltaManifestList"]),
-                delta_manifest_list_size=data.get("deltaManifestListSize"),
+                delta_manifest_list_size=_optional_int(data, "deltaManifestListSize"),
                 changelog_manifest_list=data.get("changelogManifestList"),
-                changelog_manifest_list_size=data.get("changelogManifestListSize"),
+                changelog_manifest_list_size=_optional_int(data, "changelogManifestListSize"),
                 index_manifest=data.get("indexManifest"),
                 commit_user=str(data["commitUser"]),
                 commit_identifier=int(data["commitIdentifier"]),
                 commit_kind=kind,
                 time_millis=int(data["timeMillis"]),
-                total_record_count=data.get("totalRecordCount"),
-                delta_record_count=data.get("deltaRecordCount"),
-                changelog_record_count=data.get("changelogRecordCount"),
-                watermark=data.get("watermark"),
+                total_record_count=_optional_int(data, "totalRecordCount"),
+                delta_record_count=_optional_int(data, "deltaRecordCount"),
+                changelog_record_count=_optional_int(data, "changelogRecordCount"),
+                watermark=_optional_int(data, "watermark"),
                 statistics=data.get("statistics"),
-                properties=(
-                    {str(k): str(v) for k, v in props.items()} if props is not None else None
-                ),
-                next_row_id=data.get("nextRowId"),
+                properties=properties,
+                next_row_id=_optional_int(data, "nextRowId"),
                 extra=extra,
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -183,6 +191,38 @@ class Snapshot:
     def from_bytes(cls, data: bytes, *, path: str) -> Snapshot:
         """Decode the bytes of ``path``; see :meth:`from_json_dict` for errors."""
         return cls.from_json_dict(decode_json(data, path=path), path=path)
+
+
+def _optional_int(data: Mapping[str, Any], key: str) -> int | None:
+    """``data[key]`` when it is an integer, ``None`` when absent or null.
+
+    Raises:
+        TypeError: any other value (a string, a float, a boolean).
+    """
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{key} must be an integer, got {value!r}")
+    return value
+
+
+def _txn_map(properties: Mapping[str, str]) -> dict[str, int]:
+    """``{commit_user: identifier}`` from the ``snaplake.txn.<user>`` properties.
+
+    Raises:
+        ValueError: a value is not a decimal integer (naming the key).
+    """
+    out: dict[str, int] = {}
+    for key, value in properties.items():
+        if key.startswith(TXN_PROPERTY_PREFIX):
+            if _INTEGER.fullmatch(value) is None:
+                raise ValueError(
+                    f"property {key} = {value!r} is not an integer (the last commit identifier "
+                    "of that commit user)"
+                )
+            out[key[len(TXN_PROPERTY_PREFIX) :]] = int(value)
+    return out
 
 
 _JSON_KEYS = frozenset(

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import threading
 import uuid
@@ -77,6 +78,46 @@ def _forget_pool() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_pool)
+
+
+_ARROW_LOCAL_PATH = re.compile(r"local file '([^']+)'")
+
+_HINTS = {
+    errno.ENOSPC: "the disk is full: free space (or move the warehouse) and write again",
+    errno.EDQUOT: "the disk quota is used up: free space or raise the quota and write again",
+    errno.EROFS: "the filesystem is mounted read-only",
+    errno.EIO: "the disk reported an I/O error: check the device",
+}
+
+
+def _typed_error(exc: OSError, *, path: str, operation: str) -> BaseException:
+    """The error to raise for ``exc`` from ``operation`` on local ``path``.
+
+    ``FileNotFoundError`` and snaplake's own errors stay as they are (a
+    ``FileNotFoundError`` without a file name gets one); ``PermissionError``
+    becomes ``StorageAccessError``; every other ``OSError`` (a full disk,
+    EIO) becomes ``StorageError`` naming ``path`` and, for a full disk,
+    saying so.
+    """
+    if isinstance(exc, StorageError):
+        return exc
+    if isinstance(exc, FileNotFoundError):
+        if exc.filename:
+            return exc
+        return FileNotFoundError(errno.ENOENT, f"no file at {path} ({exc})", path)
+    if isinstance(exc, PermissionError):
+        return StorageAccessError(
+            f"{operation} of {path} was refused ({exc.strerror or exc}); check the owner and "
+            "mode of the file and its directory",
+            path=path,
+            operation=operation,
+        )
+    hint = _HINTS.get(exc.errno or 0)
+    return StorageError(
+        f"{operation} of {path} failed: {exc.strerror or exc}" + (f"; {hint}" if hint else ""),
+        path=path,
+        operation=operation,
+    )
 
 
 def _tmp_name(path: str) -> str:
@@ -142,9 +183,15 @@ class LocalFileIO(FileIO):
         return hash(("local", self._fsync))
 
     def read_bytes(self, path: str) -> bytes:
-        """Return the content of ``path``; raises ``FileNotFoundError`` if absent."""
-        with open(path, "rb") as f:
-            return f.read()
+        """Return the content of ``path``; see :meth:`FileIO.read_bytes`."""
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError as exc:
+            error = _typed_error(exc, path=path, operation="read")
+            if error is exc:
+                raise
+            raise error from exc
 
     def _write_tmp(self, path: str, data: bytes) -> tuple[str, int, list[str]]:
         """Write ``data`` next to ``path``: (temp name, open fd, created dirs' parents)."""
@@ -166,17 +213,27 @@ class LocalFileIO(FileIO):
 
         An overwrite (hint files, leases) is atomic but not fsynced: such files
         are advisory. Without ``overwrite`` this is :meth:`write_new`.
+
+        Raises:
+            FileAlreadyExistsError: ``overwrite`` is false and ``path`` exists.
+            StorageError: the write failed (a full disk: ``path`` is unchanged).
         """
         if not overwrite:
             self.write_new(path, data)
             return
-        tmp, fd, _ = self._write_tmp(path, data)
-        os.close(fd)
         try:
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+            tmp, fd, _ = self._write_tmp(path, data)
+            os.close(fd)
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError as exc:
+            error = _typed_error(exc, path=path, operation="write")
+            if error is exc:
+                raise
+            raise error from exc
 
     def write_hint(self, path: str, data: bytes) -> None:
         """Overwrite the hint at ``path`` in place; see :meth:`FileIO.write_hint`.
@@ -279,9 +336,16 @@ class LocalFileIO(FileIO):
 
         Raises:
             FileAlreadyExistsError: ``path`` exists (a name was reused: a bug).
+            StorageError: the write failed (a full disk: nothing is left at ``path``).
         """
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        self._write_exclusive(path, data, sync=False)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            self._write_exclusive(path, data, sync=False)
+        except OSError as exc:
+            error = _typed_error(exc, path=path, operation="write")
+            if error is exc:
+                raise
+            raise error from exc
 
     def open_input(self, path: str) -> IO[bytes]:
         """Open ``path`` for reading; raises ``FileNotFoundError`` if absent."""
@@ -349,3 +413,24 @@ class LocalFileIO(FileIO):
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
         """Return pyarrow's ``LocalFileSystem`` and an empty prefix."""
         return pafs.LocalFileSystem(), ""
+
+    def translate_error(self, exc: OSError, *, path: str, operation: str) -> BaseException:
+        """Map an ``OSError`` of pyarrow's local filesystem; see :meth:`FileIO.translate_error`.
+
+        pyarrow's errors name no file (``OSError(28, 'Error writing bytes to
+        file. Detail: [errno 28] No space left on device')``) or name it only
+        in the message (``Failed to open local file '/wh/...'``): the one the
+        message names wins over ``path``.
+
+        Returns:
+            ``FileNotFoundError`` with its ``filename`` set, ``StorageAccessError``
+            for a refused permission, ``StorageError`` naming the file
+            otherwise (a full disk says so).
+        """
+        text = str(exc)
+        match = _ARROW_LOCAL_PATH.search(text)
+        if match is not None:
+            path = match.group(1)
+        elif isinstance(exc, FileNotFoundError) and os.path.isabs(text):
+            path = text  # a dataset over missing files: the message is the path
+        return _typed_error(exc, path=path, operation=operation)

@@ -18,6 +18,7 @@ computed); the listing is snaplake's own.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 from typing import Any
 
@@ -129,8 +130,10 @@ class PartitionDirectories:
             path = found.get(f.file_name)
             if path is None:
                 raise FileNotFoundError(
+                    errno.ENOENT,
                     f"data file {f.file_name} of partition {list(values)} bucket {bucket} is in "
-                    f"no partition directory below {self.paths.root}"
+                    f"no partition directory below {self.paths.root}",
+                    f.file_name,
                 )
             out.append(path)
         return out

@@ -270,7 +270,10 @@ class FileStoreScan:
 
         Raises:
             CorruptMetadataError: a manifest list or manifest cannot be decoded.
-            FileNotFoundError: a referenced metadata file is missing.
+            FileNotFoundError: a referenced metadata file is missing (the
+                snapshot expired meanwhile, or damage:
+                :class:`~snaplake.store.read.missing_files.MissingFileCheck`
+                tells which).
         """
         metas = [m for m in self.manifest_metas() if self._manifest_may_match(m)]
         live = merge_live_entries(self.read_entries(metas))

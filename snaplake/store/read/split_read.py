@@ -57,8 +57,9 @@ def read_splits(
     Raises:
         SchemaMismatchError: an unknown column is named, or a filter literal's
             type does not fit its column (before anything is read).
-        FileNotFoundError: a data file of the snapshot is missing (it was
-            deleted by something other than snaplake's expiry).
+        FileNotFoundError: a data file is missing (``filename`` names it);
+            :class:`~snaplake.store.read.missing_files.MissingFileCheck` tells
+            an expired snapshot from a damaged one (``Table`` reads use it).
         StorageError: the storage failed (``StorageAccessError`` for refused
             credentials); pyarrow's ``OSError`` s are translated by
             ``FileIO.translate_error``.
