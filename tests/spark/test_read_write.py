@@ -281,7 +281,7 @@ def test_readme_spark_blocks_run(spark: Any, tmp_path: Path) -> None:
         "df": spark.read.schema(SPARK_DDL).parquet(str(landing)).where("month = 1"),
         "wh": warehouse,
     }
-    stream, maintenance = blocks_of("spark")
+    stream, cdc, maintenance = blocks_of("spark")
     code = rewrite(
         stream,
         {
@@ -301,4 +301,21 @@ def test_readme_spark_blocks_run(spark: Any, tmp_path: Path) -> None:
     assert namespace["df"].count() >= 3  # month 1 of the overwrite (and maybe of the stream)
     table = snaplake.FileSystemCatalog(warehouse).get_table("demo.flights")
     assert {s.commit_kind for s in table.snapshots()} >= {"APPEND", "OVERWRITE"}
+    # The primary-key block: two versions of flight 11 in one write, ordered by order_by.
+    snaplake.FileSystemCatalog(warehouse).create_table(
+        "cdc.flights",
+        schema=pa.schema([pa.field("flight", pa.int32(), nullable=False), ("dest", pa.string())]),
+        primary_keys=["flight"],
+        options={"bucket": "2"},
+    )
+    namespace["changes"] = spark.createDataFrame(
+        [(11, "MIA", "+U", 2, 0), (11, "BOS", "+I", 1, 0), (12, "ORD", "+I", 1, 1)],
+        "flight int not null, dest string, op string, commit_ts long, pos long",
+    )
+    exec(compile(cdc.code, f"README.md:{cdc.line}", "exec"), namespace)
+    cdc_rows = snaplake.FileSystemCatalog(warehouse).get_table("cdc.flights").to_arrow()
+    assert sorted(cdc_rows.to_pylist(), key=lambda r: r["flight"]) == [
+        {"flight": 11, "dest": "MIA"},
+        {"flight": 12, "dest": "ORD"},
+    ]
     exec(compile(maintenance.code, f"README.md:{maintenance.line}", "exec"), namespace)
