@@ -45,7 +45,7 @@ def cli_message(exc: BaseException, *, table: str | None) -> str | None:
             f"('snaplake create-table {exc.database}.TABLE --from-parquet FILE' creates one)"
         )
     if isinstance(exc, TableAlreadyExistsError):
-        return f"{_statement(exc)}; 'snaplake write {name} FILES' appends to it"
+        return f"{_statement(exc)}; 'snaplake write {name} FILES' writes into it"
     if isinstance(exc, SnapshotNotFoundError):
         return (
             f"{_statement(exc)}; 'snaplake snapshots {name}' lists the retained snapshots, "

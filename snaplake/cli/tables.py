@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from snaplake.cli.context import CliContext, TableIdentifier, pass_cli
 from snaplake.cli.history import snapshot_rows
-from snaplake.cli.inputs import is_csv, write_file
+from snaplake.cli.inputs import is_csv, read_parquet_schema, write_file
 from snaplake.cli.output import Column, format_size
 from snaplake.cli.parsing import parse_columns, parse_filters, parse_key_values
 from snaplake.cli.schema import schema_record
@@ -111,9 +111,9 @@ def create_table(
     The database is created if absent. No data is written; use ``write``.
 
     Exit codes: 0 created; 1 the table exists, a type cannot be stored or an
-    option is invalid; 2 bad arguments.
+    option is invalid; 2 bad arguments (a file that is not Parquet).
     """
-    schema = pq.read_schema(parquet_file).remove_metadata()
+    schema = read_parquet_schema(parquet_file, option="--from-parquet")
     keys = [k.strip() for k in (partition_keys or "").split(",") if k.strip()]
     pks = [k.strip() for k in (primary_keys or "").split(",") if k.strip()]
     cli.table_identifier = table
@@ -164,7 +164,11 @@ def _abort_quietly(writer: TableWrite) -> None:
 def write(
     cli: CliContext, *, table: str, files: tuple[Path, ...], file_format: str, commit_user: str
 ) -> None:
-    """Append the rows of FILES (Parquet or CSV) to TABLE in one commit.
+    """Write the rows of FILES (Parquet or CSV) into TABLE in one commit.
+
+    An append table gets the rows appended; a primary-key table upserts
+    them (a row replaces the row with the same key, or merges into it by
+    the table's merge-engine).
 
     CSV files are read with the table's column types. Columns are matched by
     name; a missing, extra or incompatible column aborts before the commit

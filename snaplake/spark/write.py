@@ -478,7 +478,7 @@ def write_messages(
     except Exception as exc:
         if _SCHEMA_ERROR_MARK in str(exc):
             raise SchemaMismatchError(
-                f"a micro-batch row does not fit table {table.identifier}: "
+                f"a DataFrame row does not fit table {table.identifier}: "
                 f"{_schema_error_text(str(exc))}"
             ) from exc
         raise

@@ -235,6 +235,18 @@ def test_nullable_column_into_not_null_field(spark: Any, tmp_path: Path) -> None
     assert table.to_arrow().num_rows == 20
 
 
+def test_a_batch_write_error_speaks_of_the_dataframe(spark: Any, tmp_path: Path) -> None:
+    """Issue 18 item 14: a batch ``write()`` said "a micro-batch row does not fit"."""
+    table = _strict_table(tmp_path)
+    rows = [(None if i == 3 else i, 1, 0.5) for i in range(8)]
+    with_null = spark.createDataFrame(rows, ROWS_SPARK_DDL)
+    with pytest.raises(SchemaMismatchError, match="NOT NULL in the table") as info:
+        write(with_null, table, check_nullability=False)
+    assert str(info.value).startswith(f"a DataFrame row does not fit table {table.identifier}")
+    assert "micro-batch" not in str(info.value)
+    assert data_files_on_disk(Path(table.root)) == set()
+
+
 @pytest.mark.s3
 def test_sink_and_read_on_s3(spark: Any, tmp_path: Path) -> None:
     """Executors write and read an s3:// warehouse through the picklable FileIO (no s3a jars)."""
