@@ -168,6 +168,11 @@ def parse_literal(text: str, arrow_type: pa.DataType, *, column: str) -> Any:
             return value
         if pa.types.is_binary(t) or pa.types.is_large_binary(t):
             return raw.encode("utf-8")
+        if pa.types.is_fixed_size_binary(t):  # BINARY(n): exactly n bytes
+            data = raw.encode("utf-8")
+            if len(data) != t.byte_width:
+                raise ValueError(f"BINARY({t.byte_width}) values have {t.byte_width} bytes")
+            return data
         if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
             return raw
     except (ValueError, ArithmeticError) as exc:
