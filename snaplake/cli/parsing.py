@@ -61,8 +61,9 @@ def parse_key_values(pairs: Iterable[str], *, what: str) -> dict[str, str]:
     """Turn ``["k=v", ...]`` into a dict; later keys win.
 
     The value is never echoed in an error (catalog options carry secrets);
-    an item without ``=`` is named only when it is an option key
-    (``--option bucket``), since it may be a value typed without its key.
+    an ``--option`` item without ``=`` is named only when it is an option
+    key (``--option bucket``), since it may be a secret typed without its
+    key; items of other options (``--rename-column``) are always named.
 
     Raises:
         click.BadParameter: an item has no ``=`` or an empty key.
@@ -74,7 +75,7 @@ def parse_key_values(pairs: Iterable[str], *, what: str) -> dict[str, str]:
             raise click.BadParameter(f"{what} must look like KEY=VALUE; the key is empty")
         if not sep:
             text = pair.strip()
-            if _looks_like_key(text):
+            if what != "--option" or _looks_like_key(text):  # only --option holds secrets
                 raise click.BadParameter(
                     f"{what} must look like KEY=VALUE; {text!r} has no value: write "
                     f"{what} {text}=VALUE"

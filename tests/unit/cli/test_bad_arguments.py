@@ -107,3 +107,8 @@ def test_write_help_says_primary_key_tables_upsert(snaplake: Snaplake) -> None:
     out = snaplake("write", "--help").stdout
     assert "Append the rows" not in out
     assert "upserts" in out
+
+
+def test_other_pairs_without_a_value_are_named(snaplake: Snaplake, sales_table: str) -> None:
+    result = snaplake("alter-table", sales_table, "--rename-column", "city", expect=EXIT_USAGE)
+    assert "'city' has no value: write --rename-column city=VALUE" in result.stderr
