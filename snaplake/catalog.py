@@ -209,7 +209,9 @@ class FileSystemCatalog:
             UnsupportedTableError: a primary-key table snaplake cannot write
                 (``bucket = -1``, or an option it does not implement).
             UnsupportedTypeError: a column type has no Paimon equivalent.
-            InvalidOptionError: an option value does not parse.
+            InvalidOptionError: an option value does not parse, or a
+                ``fields.<column>.*`` option names no column (a typo or the
+                wrong case; ``alter_table`` refuses the same keys).
             UnsupportedTableError: the table would use something snaplake
                 cannot write yet: primary keys (``options={"primary-key": ...}``),
                 a BINARY partition key or an option value snaplake refuses

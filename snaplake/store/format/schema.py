@@ -159,7 +159,8 @@ class TableSchema:
                 column, a name repeats, ``partition`` is given twice, or the primary
                 key breaks Paimon's rules (see :func:`check_primary_key_table`).
             UnsupportedTypeError: a column type has no Paimon equivalent.
-            InvalidOptionError: an option value does not parse.
+            InvalidOptionError: an option value does not parse, or a
+                ``fields.<column>.*`` key names no column (:func:`check_field_options`).
             UnsupportedTableError: a primary-key table snaplake cannot write
                 (e.g. ``bucket = -1``).
         """
