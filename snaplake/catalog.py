@@ -17,6 +17,7 @@ import pyarrow as pa
 from snaplake.errors import (
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
+    InvalidNameError,
     TableAlreadyExistsError,
     TableNotFoundError,
 )
@@ -31,14 +32,25 @@ from snaplake.table import Table
 
 __all__ = ["FileSystemCatalog", "parse_identifier"]
 
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]*")
 
 
 def _check_name(kind: str, name: str) -> str:
-    if not _NAME.match(name):
-        raise ValueError(
+    """Return ``name`` if the whole of it is letters, digits, ``_`` and ``-``.
+
+    A full match: a name with a final newline is refused (``re.match`` with
+    ``$`` would accept it, and create a second directory that lists like the
+    first).
+
+    Raises:
+        InvalidNameError: any other character, or an empty name.
+    """
+    if not _NAME.fullmatch(name):
+        raise InvalidNameError(
             f"invalid {kind} name {name!r}: use letters, digits, '_' and '-' "
-            "(it becomes a directory name)"
+            "(it becomes a directory name)",
+            kind=kind,
+            name=name,
         )
     return name
 
@@ -47,11 +59,16 @@ def parse_identifier(identifier: str) -> tuple[str, str]:
     """Split ``"db.table"`` into ``("db", "table")``.
 
     Raises:
-        ValueError: not exactly two non-empty dotted parts with valid names.
+        InvalidNameError: not exactly two dotted parts, or a part that is
+            not a valid name (letters, digits, ``_``, ``-``).
     """
     parts = identifier.split(".")
     if len(parts) != 2:
-        raise ValueError(f"table identifier {identifier!r} must look like 'database.table'")
+        raise InvalidNameError(
+            f"table identifier {identifier!r} must look like 'database.table'",
+            kind="table identifier",
+            name=identifier,
+        )
     return _check_name("database", parts[0]), _check_name("table", parts[1])
 
 
@@ -91,6 +108,7 @@ class FileSystemCatalog:
         """Create database ``name``.
 
         Raises:
+            InvalidNameError: ``name`` is not letters, digits, ``_`` and ``-``.
             FileExistsError: it exists and ``ignore_if_exists`` is false.
 
         Storage: writes ``<warehouse>/<name>.db/.snaplake-database`` (object
@@ -184,12 +202,16 @@ class FileSystemCatalog:
             ignore_if_exists: Return the existing table instead of failing.
 
         Raises:
+            InvalidNameError: ``identifier`` is not ``database.table`` with
+                names of letters, digits, ``_`` and ``-``.
             TableAlreadyExistsError: the table exists and ``ignore_if_exists`` is false.
             SchemaMismatchError: bad partition, primary or bucket key.
             UnsupportedTableError: a primary-key table snaplake cannot write
                 (``bucket = -1``, or an option it does not implement).
             UnsupportedTypeError: a column type has no Paimon equivalent.
-            InvalidOptionError: an option value does not parse.
+            InvalidOptionError: an option value does not parse, or a
+                ``fields.<column>.*`` option names no column (a typo or the
+                wrong case; ``alter_table`` refuses the same keys).
             UnsupportedTableError: the table would use something snaplake
                 cannot write yet: primary keys (``options={"primary-key": ...}``),
                 a BINARY partition key or an option value snaplake refuses

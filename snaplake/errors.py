@@ -12,6 +12,7 @@ Python code (``except LookupError``, ``except FileExistsError``) keeps working::
     ├── SnapshotNotFoundError (LookupError)        snapshot id never written or expired
     ├── TagNotFoundError (LookupError)             no tag of that name
     ├── InvalidOptionError (ValueError)            unknown/unparsable option; .key, .value
+    ├── InvalidNameError (ValueError)              a database/table/tag/consumer name; .kind, .name
     ├── SchemaMismatchError (ValueError)           Arrow data vs table schema
     ├── AmbiguousOrderError (ValueError)           a Spark write's versions of a key unordered
     ├── SchemaChangeError (ValueError)             alter_table refused by a rule; .rule
@@ -53,6 +54,7 @@ __all__ = [
     "DatabaseNotEmptyError",
     "DatabaseNotFoundError",
     "FileAlreadyExistsError",
+    "InvalidNameError",
     "InvalidOptionError",
     "MergeFunctionError",
     "SchemaChangeError",
@@ -125,6 +127,22 @@ class InvalidOptionError(SnaplakeError, ValueError):
         super().__init__(message)
         self.key = key
         self.value = value
+
+
+class InvalidNameError(SnaplakeError, ValueError):
+    """Raised for a database, table, tag or consumer name that cannot name a file.
+
+    Names become directory or file names (``<db>.db/<table>``,
+    ``tag/tag-<name>``, ``consumer/consumer-<id>``), so they are checked in
+    full before anything is written; the message says which characters are
+    allowed. ``kind`` is ``"database"``, ``"table"``, ``"tag"`` or
+    ``"consumer id"``; ``name`` is the refused name.
+    """
+
+    def __init__(self, message: str, *, kind: str, name: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.name = name
 
 
 class SchemaMismatchError(SnaplakeError, ValueError):

@@ -729,10 +729,18 @@ class CoreOptions:
 
     def field_aggregate_function(self, field: str) -> str | None:
         """``fields.<field>.aggregate-function``, else ``fields.default-aggregate-function``."""
-        value = self.field_option(field, "aggregate-function")
-        if value is None:
-            value = self.raw.get("fields.default-aggregate-function")
+        value = self.raw.get(self.field_aggregate_function_key(field))
         return value.strip() if value is not None else None
+
+    def field_aggregate_function_key(self, field: str) -> str:
+        """The key :meth:`field_aggregate_function` reads for ``field`` (for messages).
+
+        ``fields.<field>.aggregate-function`` when it is set, else
+        ``fields.default-aggregate-function``: an error about the function
+        names the key the user wrote.
+        """
+        key = f"fields.{field}.aggregate-function"
+        return key if key in self.raw else "fields.default-aggregate-function"
 
     def field_flag(self, field: str, suffix: str) -> bool:
         """A boolean ``fields.<field>.<suffix>`` option (``ignore-retract``, ``distinct``).

@@ -9,7 +9,7 @@ Exit codes (every command):
 
 - 0: success;
 - 1: unexpected error (one line on stderr; the traceback with ``--log-level debug``);
-- 2: usage error (bad option, argument or filter; no warehouse);
+- 2: usage error (bad option, argument, name or filter; no warehouse);
 - 3: commit conflict or commit retries exhausted (``CommitConflictError``,
   ``CommitRetriesExhaustedError``): nothing was committed;
 - 4: table, database, snapshot or tag not found;
@@ -35,6 +35,7 @@ from snaplake.errors import (
     CommitConflictError,
     CommitRetriesExhaustedError,
     DatabaseNotFoundError,
+    InvalidNameError,
     SchemaConflictError,
     SnaplakeError,
     SnapshotNotFoundError,
@@ -66,6 +67,8 @@ _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 def exit_code_for(exc: BaseException) -> int:
     """Map an exception raised by a command to the process exit code."""
+    if isinstance(exc, InvalidNameError):  # a table, tag or consumer name given as an argument
+        return EXIT_USAGE
     if isinstance(exc, CommitConflictError | CommitRetriesExhaustedError | SchemaConflictError):
         return EXIT_CONFLICT
     if isinstance(

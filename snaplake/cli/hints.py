@@ -17,7 +17,7 @@ from snaplake.errors import (
     TagNotFoundError,
 )
 
-__all__ = ["cli_message"]
+__all__ = ["cli_message", "with_tag_hint"]
 
 
 def _statement(exc: BaseException) -> str:
@@ -45,12 +45,37 @@ def cli_message(exc: BaseException, *, table: str | None) -> str | None:
             f"('snaplake create-table {exc.database}.TABLE --from-parquet FILE' creates one)"
         )
     if isinstance(exc, TableAlreadyExistsError):
-        return f"{_statement(exc)}; 'snaplake write {name} FILES' appends to it"
+        return f"{_statement(exc)}; 'snaplake write {name} FILES' writes into it"
     if isinstance(exc, SnapshotNotFoundError):
+        if " --tag " in _statement(exc):  # with_tag_hint named the tag that holds it
+            return _statement(exc)
         return (
             f"{_statement(exc)}; 'snaplake snapshots {name}' lists the retained snapshots, "
-            f"'snaplake tag list {name}' the tags"
+            f"'snaplake tag list {name}' the tags ('snaplake read {name} --tag NAME' reads "
+            "a tagged version after its snapshot expired)"
         )
     if isinstance(exc, TagNotFoundError):
         return f"{_statement(exc)}; 'snaplake tag list {name}' lists the tags"
     return None
+
+
+def with_tag_hint(
+    exc: SnapshotNotFoundError, *, tag: str, command: str, table: str
+) -> SnapshotNotFoundError:
+    """Return ``exc`` restated for an expired snapshot that tag ``tag`` still holds.
+
+    The new message names the command that reads the tagged version
+    (``snaplake read db.t --tag v1``); :func:`cli_message` keeps it and adds
+    the usual hint.
+
+    Args:
+        exc: The error of ``--snapshot N``.
+        tag: A tag on snapshot ``N``.
+        command: The command that failed (``read``, ``files``).
+        table: The ``db.table`` it read.
+    """
+    return SnapshotNotFoundError(
+        f"{_statement(exc)}, but tag {tag!r} holds it: 'snaplake {command} {table} "
+        f"--tag {tag}' reads it",
+        snapshot_id=exc.snapshot_id,
+    )

@@ -24,7 +24,14 @@ import pyarrow.parquet as pq
 from snaplake.commit.table_write import TableWrite
 from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
 
-__all__ = ["CSV_SUFFIXES", "InputFileError", "is_csv", "read_csv", "write_file"]
+__all__ = [
+    "CSV_SUFFIXES",
+    "InputFileError",
+    "is_csv",
+    "read_csv",
+    "read_parquet_schema",
+    "write_file",
+]
 
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst", ".tsv")
 _PARQUET_BATCH_ROWS = 256 * 1024
@@ -55,6 +62,32 @@ def is_csv(path: Path, file_format: str) -> bool:
     if file_format != "auto":
         return file_format == "csv"
     return path.name.lower().endswith(CSV_SUFFIXES)
+
+
+def read_parquet_schema(path: Path, *, option: str) -> pa.Schema:
+    """Return the Arrow schema of Parquet file ``path`` (without its metadata).
+
+    Args:
+        path: The file ``option`` names.
+        option: The command-line option that names it, for the message.
+
+    Raises:
+        click.BadParameter: the file is not a readable Parquet file
+            (exit code 2); for a CSV name the message says to convert it.
+    """
+    try:
+        return pq.read_schema(path).remove_metadata()
+    except (pa.ArrowException, OSError) as exc:
+        if is_csv(path, "auto"):
+            why = (
+                "a CSV file has no column types to create a table from; save a sample of it "
+                "as Parquet for the schema, then 'snaplake write' appends the CSV rows"
+            )
+        else:
+            why = _arrow_message(exc)
+        raise click.BadParameter(
+            f"{path} is not a Parquet file: {why}", param_hint=option
+        ) from None
 
 
 def _arrow_message(exc: BaseException) -> str:

@@ -190,7 +190,7 @@ def _tag_row(info: Any) -> dict[str, Any]:
 def tag_create(cli: CliContext, *, table: str, name: str, snapshot_id: int | None) -> None:
     """Tag a snapshot of TABLE as NAME.
 
-    Exit codes: 0 created; 1 the tag exists or the name is invalid; 4 no
+    Exit codes: 0 created; 1 the tag exists; 2 the name is invalid; 4 no
     such table or snapshot.
     """
     info = cli.table(table).create_tag(name, snapshot_id=snapshot_id)

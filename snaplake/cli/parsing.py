@@ -24,6 +24,7 @@ import click
 import pyarrow as pa
 
 from snaplake.options import parse_duration
+from snaplake.store.format.option_support import option_support
 from snaplake.store.read.predicate import Predicate
 
 __all__ = [
@@ -43,12 +44,26 @@ _NULL = re.compile(r"^\s*([A-Za-z_][\w.$-]*)\s+is\s+(not\s+)?null\s*$", re.I)
 _AND = re.compile(r"\s+and\s+", re.I)
 _OR = re.compile(r"\s+or\s+", re.I)
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_OPTION_KEY = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
+
+
+def _looks_like_key(text: str) -> bool:
+    """Tell whether an item without ``=`` is an option key, safe to echo (never a secret).
+
+    True for a Paimon table option snaplake knows (``bucket``) or a
+    lower-case dotted key (``s3.endpoint``); a bare value such as a
+    password is not shown.
+    """
+    return bool(_OPTION_KEY.fullmatch(text)) and ("." in text or option_support(text) is not None)
 
 
 def parse_key_values(pairs: Iterable[str], *, what: str) -> dict[str, str]:
     """Turn ``["k=v", ...]`` into a dict; later keys win.
 
-    The value is never echoed in an error (catalog options carry secrets).
+    The value is never echoed in an error (catalog options carry secrets);
+    an ``--option`` item without ``=`` is named only when it is an option
+    key (``--option bucket``), since it may be a secret typed without its
+    key; items of other options (``--rename-column``) are always named.
 
     Raises:
         click.BadParameter: an item has no ``=`` or an empty key.
@@ -56,9 +71,19 @@ def parse_key_values(pairs: Iterable[str], *, what: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            shown = key.strip() if sep else "(no '=')"
-            raise click.BadParameter(f"{what} must look like KEY=VALUE; got key {shown!r}")
+        if not key.strip():
+            raise click.BadParameter(f"{what} must look like KEY=VALUE; the key is empty")
+        if not sep:
+            text = pair.strip()
+            if what != "--option" or _looks_like_key(text):  # only --option holds secrets
+                raise click.BadParameter(
+                    f"{what} must look like KEY=VALUE; {text!r} has no value: write "
+                    f"{what} {text}=VALUE"
+                )
+            raise click.BadParameter(
+                f"{what} must look like KEY=VALUE; an item has no '=' (not shown: it may "
+                "be a secret)"
+            )
         out[key.strip()] = value
     return out
 
@@ -144,6 +169,11 @@ def parse_literal(text: str, arrow_type: pa.DataType, *, column: str) -> Any:
             return value
         if pa.types.is_binary(t) or pa.types.is_large_binary(t):
             return raw.encode("utf-8")
+        if pa.types.is_fixed_size_binary(t):  # BINARY(n): exactly n bytes
+            data = raw.encode("utf-8")
+            if len(data) != t.byte_width:
+                raise ValueError(f"BINARY({t.byte_width}) values have {t.byte_width} bytes")
+            return data
         if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
             return raw
     except (ValueError, ArithmeticError) as exc:

@@ -14,6 +14,7 @@ import click
 from snaplake.cli.context import CliContext, TableIdentifier, pass_cli
 from snaplake.cli.output import Column, format_time_ms
 from snaplake.cli.parsing import parse_key_values
+from snaplake.errors import UnsupportedTypeError
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.schema_change import SchemaChange
 from snaplake.store.format.types import parse_field
@@ -28,21 +29,45 @@ def _split_name(text: str, *, what: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
+def _type_error(exc: UnsupportedTypeError, *, what: str) -> click.BadParameter:
+    return click.BadParameter(
+        f"{exc}; write a Paimon type such as INT, BIGINT, DOUBLE, STRING, BYTES, DATE, "
+        "TIMESTAMP(6) or DECIMAL(10, 2)",
+        param_hint=what,
+    )
+
+
 def parse_add_column(text: str) -> SchemaChange:
     """Parse ``"NAME TYPE [FIRST | AFTER COLUMN]"`` (TYPE in Paimon's SQL spelling).
 
     Raises:
-        click.BadParameter: not of that shape.
-        UnsupportedTypeError: TYPE is not a Paimon type.
+        click.BadParameter: not of that shape, or TYPE is not a Paimon type
+            (exit code 2).
     """
     name, rest = _split_name(text, what="--add-column")
     words = rest.split()
     upper = [w.upper() for w in words]
-    if upper[-1:] == ["FIRST"]:
-        return SchemaChange.add_column(name, " ".join(words[:-1]), first=True)
-    if len(words) >= 3 and upper[-2] == "AFTER":
-        return SchemaChange.add_column(name, " ".join(words[:-2]), after=words[-1])
-    return SchemaChange.add_column(name, rest)
+    try:
+        if upper[-1:] == ["FIRST"]:
+            return SchemaChange.add_column(name, " ".join(words[:-1]), first=True)
+        if len(words) >= 3 and upper[-2] == "AFTER":
+            return SchemaChange.add_column(name, " ".join(words[:-2]), after=words[-1])
+        return SchemaChange.add_column(name, rest)
+    except UnsupportedTypeError as exc:
+        raise _type_error(exc, what="--add-column") from None
+
+
+def _parse_update_type(text: str) -> SchemaChange:
+    """Parse ``"NAME TYPE"`` of ``--update-column-type``.
+
+    Raises:
+        click.BadParameter: not of that shape, or TYPE is not a Paimon type.
+    """
+    name, type_text = _split_name(text, what="--update-column-type")
+    try:
+        return SchemaChange.update_column_type(name, type_text)
+    except UnsupportedTypeError as exc:
+        raise _type_error(exc, what="--update-column-type") from None
 
 
 def _pairs(values: tuple[str, ...], *, what: str) -> list[tuple[str, str]]:
@@ -128,9 +153,7 @@ def alter_table(
     """
     changes: list[SchemaChange] = [parse_add_column(text) for text in add]
     changes += [SchemaChange.rename_column(o, n) for o, n in _pairs(rename, what="--rename-column")]
-    for text in retype:
-        name, type_text = _split_name(text, what="--update-column-type")
-        changes.append(SchemaChange.update_column_type(name, type_text))
+    changes += [_parse_update_type(text) for text in retype]
     changes += [SchemaChange.update_column_nullability(n, nullable=True) for n in nullable]
     changes += [SchemaChange.update_column_nullability(n, nullable=False) for n in not_null]
     changes += [

@@ -15,14 +15,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from snaplake.cli.context import CliContext, TableIdentifier, pass_cli
+from snaplake.cli.hints import with_tag_hint
 from snaplake.cli.history import snapshot_rows
-from snaplake.cli.inputs import is_csv, write_file
+from snaplake.cli.inputs import is_csv, read_parquet_schema, write_file
 from snaplake.cli.output import Column, format_size
 from snaplake.cli.parsing import parse_columns, parse_filters, parse_key_values
 from snaplake.cli.schema import schema_record
 from snaplake.commit.table_write import TableWrite
-from snaplake.errors import CommitConflictError, CommitRetriesExhaustedError
+from snaplake.compaction.tags import TagManager
+from snaplake.errors import (
+    CommitConflictError,
+    CommitRetriesExhaustedError,
+    SnapshotNotFoundError,
+)
 from snaplake.store.format.data_file import FileSource
+from snaplake.store.format.snapshot import Snapshot
+from snaplake.table import Table
 
 __all__ = [
     "create_table",
@@ -111,9 +119,9 @@ def create_table(
     The database is created if absent. No data is written; use ``write``.
 
     Exit codes: 0 created; 1 the table exists, a type cannot be stored or an
-    option is invalid; 2 bad arguments.
+    option is invalid; 2 bad arguments (a file that is not Parquet).
     """
-    schema = pq.read_schema(parquet_file).remove_metadata()
+    schema = read_parquet_schema(parquet_file, option="--from-parquet")
     keys = [k.strip() for k in (partition_keys or "").split(",") if k.strip()]
     pks = [k.strip() for k in (primary_keys or "").split(",") if k.strip()]
     cli.table_identifier = table
@@ -164,7 +172,11 @@ def _abort_quietly(writer: TableWrite) -> None:
 def write(
     cli: CliContext, *, table: str, files: tuple[Path, ...], file_format: str, commit_user: str
 ) -> None:
-    """Append the rows of FILES (Parquet or CSV) to TABLE in one commit.
+    """Write the rows of FILES (Parquet or CSV) into TABLE in one commit.
+
+    An append table gets the rows appended; a primary-key table upserts
+    them (a row replaces the row with the same key, or merges into it by
+    the table's merge-engine).
 
     CSV files are read with the table's column types. Columns are matched by
     name; a missing, extra or incompatible column aborts before the commit
@@ -219,9 +231,40 @@ def write(
     )
 
 
+_TAG_HELP = "Read the snapshot tagged NAME (readable after the snapshot expired)."
+
+
+def _time_travel(
+    source: Table, *, snapshot_id: int | None, tag: str | None, command: str
+) -> Snapshot | None:
+    """Return the snapshot ``--snapshot`` or ``--tag`` selects (``None``: neither given).
+
+    Raises:
+        click.UsageError: both were given (exit code 2).
+        SnapshotNotFoundError: the snapshot was never written or expired;
+            when a tag still holds it, the message names the command that
+            reads the tag.
+        TagNotFoundError: no such tag.
+    """
+    if snapshot_id is not None and tag is not None:
+        raise click.UsageError("give --snapshot or --tag, not both")
+    if tag is not None:
+        return TagManager(source.file_io, source.paths).get(tag)
+    if snapshot_id is None:
+        return None
+    try:
+        return source.snapshot(snapshot_id)
+    except SnapshotNotFoundError as exc:
+        holders = [t.name for t in source.list_tags() if t.snapshot_id == snapshot_id]
+        if not holders:
+            raise
+        raise with_tag_hint(exc, tag=holders[0], command=command, table=source.identifier) from exc
+
+
 @click.command()
 @click.argument("table", type=TableIdentifier())
 @click.option("--snapshot", "snapshot_id", type=int, default=None, help="Read this snapshot id.")
+@click.option("--tag", default=None, metavar="NAME", help=_TAG_HELP)
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="Read at most N rows.")
 @click.option("--columns", default=None, help="Columns to read: a,b (default all).")
 @click.option(
@@ -242,23 +285,25 @@ def read(
     *,
     table: str,
     snapshot_id: int | None,
+    tag: str | None,
     limit: int | None,
     columns: str | None,
     filters: tuple[str, ...],
     to_parquet: Path | None,
 ) -> None:
-    """Read rows of TABLE (the latest snapshot unless --snapshot).
+    """Read rows of TABLE (the latest snapshot unless --snapshot or --tag).
 
     Text output shows a table of at most 100 rows unless --limit is given;
     JSON output is an array of records (all rows).
 
-    Exit codes: 0 ok; 2 bad column or filter (an unbalanced quote too); 4 no
-    such warehouse, table or snapshot.
+    Exit codes: 0 ok; 2 bad column or filter (an unbalanced quote too), or
+    both --snapshot and --tag; 4 no such warehouse, table, snapshot or tag.
     """
     source = cli.table(table)
+    snap = _time_travel(source, snapshot_id=snapshot_id, tag=tag, command="read")
     schema = (  # time travel reads in the schema the snapshot was committed with
-        source.schema_manager.schema(source.snapshot(snapshot_id).schema_id).arrow_schema
-        if snapshot_id is not None
+        source.schema_manager.schema(snap.schema_id).arrow_schema
+        if snap is not None
         else source.arrow_schema
     )
     cap = limit
@@ -266,6 +311,7 @@ def read(
         cap = TEXT_ROW_CAP + 1
     data = source.to_arrow(
         snapshot_id=snapshot_id,
+        tag=tag,
         columns=parse_columns(columns, schema=schema),
         filter=parse_filters(filters, schema=schema) or None,
         limit=cap,
@@ -340,16 +386,19 @@ _FILE_COLUMNS = [
 @click.command()
 @click.argument("table", type=TableIdentifier())
 @click.option("--snapshot", "snapshot_id", type=int, default=None, help="List this snapshot.")
+@click.option("--tag", default=None, metavar="NAME", help="List the snapshot tagged NAME.")
 @pass_cli
-def files(cli: CliContext, *, table: str, snapshot_id: int | None) -> None:
-    """List the live data files of TABLE (the latest snapshot unless --snapshot).
+def files(cli: CliContext, *, table: str, snapshot_id: int | None, tag: str | None) -> None:
+    """List the live data files of TABLE (the latest snapshot unless --snapshot or --tag).
 
-    Exit codes: 0 ok; 4 no such table or snapshot.
+    Exit codes: 0 ok; 2 both --snapshot and --tag; 4 no such table,
+    snapshot or tag.
     """
     source = cli.table(table)
+    _time_travel(source, snapshot_id=snapshot_id, tag=tag, command="files")
     keys = source.partition_keys
     rows = []
-    for split in source.new_scan(snapshot_id=snapshot_id).plan():
+    for split in source.new_scan(snapshot_id=snapshot_id, tag=tag).plan():
         partition = "/".join(f"{k}={v}" for k, v in zip(keys, split.partition_values, strict=True))
         for meta, path in zip(split.files, split.paths, strict=True):
             source_kind = (

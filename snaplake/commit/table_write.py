@@ -71,6 +71,8 @@ def _family(t: pa.DataType) -> str:
         return "string"
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
         return "binary"
+    if pa.types.is_fixed_size_binary(t):
+        return "binary"
     if pa.types.is_signed_integer(t):
         return "int"
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
@@ -83,10 +85,15 @@ def arrow_type_fits(actual: pa.DataType, expected: pa.DataType) -> bool:
 
     True for the same type, narrower signed integers, any string or binary
     flavour (``large_``/``_view``), lists of fitting elements, and timestamps
-    of the same unit and time-zone-ness.
+    of the same unit and time-zone-ness. Binary data fits a BINARY(n)
+    column (``fixed_size_binary(n)``) when every value has n bytes, which the
+    cast in :func:`conform_to_schema` checks; ``fixed_size_binary`` data
+    fits any VARBINARY/BYTES column.
     """
     if actual == expected:
         return True
+    if pa.types.is_fixed_size_binary(expected):
+        return _family(actual) == "binary"
     fa, fe = _family(actual), _family(expected)
     if fa != fe:
         # timestamps: same unit and same tz-ness; zone names may differ
@@ -146,8 +153,25 @@ def conform_to_schema(data: pa.Table | pa.RecordBatch, schema: TableSchema) -> p
                 f"column {f.name!r} is NOT NULL in the table but the data has "
                 f"{col.null_count} null(s); fill or drop them before writing"
             )
-        columns.append(col if col.type == f.type else col.cast(f.type))
+        columns.append(col if col.type == f.type else _cast_column(col, f))
     return pa.Table.from_arrays(columns, schema=expected)
+
+
+def _cast_column(col: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
+    """Cast a fitting column; BINARY(n) refuses values of another length.
+
+    Raises:
+        SchemaMismatchError: a value does not have the n bytes of a BINARY(n)
+            column (``fixed_size_binary(n)``).
+    """
+    try:
+        return col.cast(field.type)
+    except pa.ArrowInvalid as exc:
+        raise SchemaMismatchError(
+            f"column {field.name!r} is {field.type} (Paimon BINARY(n): exactly n bytes per "
+            f"value) but the data has values of another length ({exc}); pad or trim them, or "
+            "store them in a BYTES column"
+        ) from exc
 
 
 def _group_ids(table: pa.Table, keys: Sequence[str], buckets: np.ndarray | None) -> np.ndarray:

@@ -16,7 +16,7 @@ import re
 
 import orjson
 
-from snaplake.errors import CorruptMetadataError
+from snaplake.errors import CorruptMetadataError, InvalidNameError
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.io.file_io import FileIO, FileStatus
 
@@ -25,7 +25,7 @@ __all__ = ["ConsumerManager"]
 logger = logging.getLogger(__name__)
 
 _PREFIX = "consumer-"
-_VALID_ID = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_VALID_ID = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
 class ConsumerManager:
@@ -49,14 +49,17 @@ class ConsumerManager:
                 later snapshot.
 
         Raises:
-            ValueError: invalid id or snapshot number.
+            InvalidNameError: the id has another character (checked in full).
+            ValueError: ``next_snapshot`` is below 1.
 
         Storage:
             Overwrites ``consumer/consumer-<id>`` (atomically).
         """
-        if not _VALID_ID.match(consumer_id):
-            raise ValueError(
-                f"invalid consumer id {consumer_id!r}: use letters, digits, '_', '.' and '-'"
+        if not _VALID_ID.fullmatch(consumer_id):
+            raise InvalidNameError(
+                f"invalid consumer id {consumer_id!r}: use letters, digits, '_', '.' and '-'",
+                kind="consumer id",
+                name=consumer_id,
             )
         if next_snapshot < 1:
             raise ValueError(f"next_snapshot must be >= 1, got {next_snapshot}")

@@ -19,7 +19,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from snaplake.errors import FileAlreadyExistsError, TagNotFoundError
+from snaplake.errors import FileAlreadyExistsError, InvalidNameError, TagNotFoundError
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileIO
@@ -30,7 +30,7 @@ __all__ = ["TagInfo", "TagManager"]
 logger = logging.getLogger(__name__)
 
 _TAG_PREFIX = "tag-"
-_VALID_NAME = re.compile(r"^[^/\\\s][^/\\]*$")
+_VALID_NAME = re.compile(r"[^/\\\s][^/\\\x00-\x1f\x7f]*")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,10 +55,19 @@ class TagInfo:
 
 
 def _check_name(name: str) -> str:
-    if not name or name.strip() != name or not _VALID_NAME.match(name) or name.isdigit():
-        raise ValueError(
-            f"invalid tag name {name!r}: use a non-blank name without '/', '\\' or "
-            "surrounding spaces that is not only digits (digits look like snapshot ids)"
+    """Return ``name`` if it can name a tag file (the whole name is checked).
+
+    Raises:
+        InvalidNameError: blank, surrounding spaces, a slash or backslash, a
+            control character (a newline), or only digits.
+    """
+    if not name or name.strip() != name or not _VALID_NAME.fullmatch(name) or name.isdigit():
+        raise InvalidNameError(
+            f"invalid tag name {name!r}: use a non-blank name without '/', '\\', control "
+            "characters or surrounding spaces that is not only digits (digits look like "
+            "snapshot ids)",
+            kind="tag",
+            name=name,
         )
     return name
 

@@ -112,7 +112,7 @@ __all__ = [
 DEFAULT_LISTEN = "127.0.0.1:9464"
 COMPACT_ENGINES = ("in-process", "spark")
 DEFAULT_SPARK_MIN_INPUT_BYTES = 1 << 30
-_CONNECT_URL = re.compile(r"^sc://[^/:;]+(:\d{1,5})?(/.*)?$")
+_CONNECT_URL = re.compile(r"sc://[^/:;\s]+(:\d{1,5})?(/.*)?")
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _MAX_NICE = 19
 _SECRET_HINTS = ("secret", "password", "token", "credential", "key")
@@ -480,7 +480,7 @@ def _parse_engine(source: str, sec: _Section) -> tuple[str, str | None, int]:
     if not remote:
         reason = "is required with engine = 'spark' (Spark Connect's 'sc://host:port')"
         raise _err(source, spark.key("remote"), None, reason)
-    if not _CONNECT_URL.match(remote):
+    if not _CONNECT_URL.fullmatch(remote):
         raise _err(source, spark.key("remote"), _without_params(remote),
                    "must be a Spark Connect address 'sc://host:port'")  # fmt: skip
     min_input = spark.size("min-input-bytes", DEFAULT_SPARK_MIN_INPUT_BYTES)

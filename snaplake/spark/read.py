@@ -32,6 +32,7 @@ from snaplake.mergetree.read import read_primary_key_batches
 from snaplake.spark._common import is_connect, resolve_table, spark_schema_of
 from snaplake.store.format.file_format import format_of_file
 from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.types import variable_binary_schema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.io.local_file_io import LocalFileIO
 from snaplake.store.read.predicate import Predicate
@@ -69,6 +70,11 @@ class _ReadTask:
         self.mappings = dict(mappings or {})
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        out = variable_binary_schema(self.schema)  # Spark has no fixed-size binary
+        for batch in self._read(batches):
+            yield batch if batch.schema == out else batch.cast(out)
+
+    def _read(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             ids = (
                 batch.column("schema_id").to_pylist() if "schema_id" in batch.schema.names else None
@@ -117,7 +123,9 @@ class _MergeReadTask:
         self.schemas = dict(schemas)  # the files' schemas, for reads by field id
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        out = pa.schema([self.schema.arrow_schema.field(n) for n in self.columns])
+        out = variable_binary_schema(  # Spark has no fixed-size binary
+            pa.schema([self.schema.arrow_schema.field(n) for n in self.columns])
+        )
         for batch in batches:
             chosen = [self.splits[i] for i in batch.column("split").to_pylist()]
             for table in read_primary_key_batches(

@@ -536,7 +536,7 @@ def write_messages(
             raise AmbiguousOrderError(_relayed_text(text, _ORDER_ERROR_MARK)) from exc
         if _SCHEMA_ERROR_MARK in text:
             raise SchemaMismatchError(
-                f"a micro-batch row does not fit table {table.identifier}: "
+                f"a DataFrame row does not fit table {table.identifier}: "
                 f"{_relayed_text(text, _SCHEMA_ERROR_MARK)}"
             ) from exc
         raise

@@ -151,3 +151,58 @@ def test_pypaimon_finds_files_under_our_partition_spelling(tmp_path, key):
     table = catalog.create_table(f"db.by_{key}", schema=SCHEMA, partition_keys=[key])
     _commit(table, rows(0, 40))
     _assert_same_rows(table.to_arrow(), PaimonOracle(tmp_path).read(f"db.by_{key}"))
+
+
+_BINARY = pa.schema(
+    [pa.field("id", pa.int64(), nullable=False), ("b", pa.binary(4)), ("v", pa.binary())]
+)
+
+
+def _binary_rows(start: int, count: int, *, b_type: pa.DataType | None = None) -> pa.Table:
+    b_type = b_type or pa.binary(4)
+    ids = list(range(start, start + count))
+    return pa.table(
+        {
+            "id": ids,
+            "b": pa.array([None if i % 7 == 0 else i.to_bytes(4, "big") for i in ids], b_type),
+            "v": [bytes([i % 256]) * (i % 5) for i in ids],
+        },
+        schema=_BINARY.set(1, pa.field("b", b_type)),
+    )
+
+
+def test_binary_n_reads_and_appends_as_fixed_size_binary(tmp_path):
+    """Issue 18 item 11: a pypaimon BINARY(4) column read as ``binary``, and an append of
+    ``fixed_size_binary(4)`` data to it was refused."""
+    oracle = PaimonOracle(tmp_path)
+    oracle.create_table("db.bin", _BINARY, options={"metadata.stats-mode": "full"})
+    oracle.write("db.bin", _binary_rows(0, 50), commits=2)
+    schema_file = (tmp_path / "db.db" / "bin" / "schema" / "schema-0").read_text()
+    assert '"BINARY(4)"' in schema_file  # pypaimon's own mapping of fixed_size_binary(4)
+    table = snaplake.FileSystemCatalog(str(tmp_path)).get_table("db.bin")
+    assert table.arrow_schema.field("b").type == pa.binary(4)
+    assert _sorted(table.to_arrow()).equals(_binary_rows(0, 50))
+    _commit(table, _binary_rows(50, 30), ident=1)  # fixed_size_binary(4), as the table reads
+    _commit(table, _binary_rows(80, 10, b_type=pa.binary()), ident=2)  # 4-byte binary values
+    with pytest.raises(snaplake.SchemaMismatchError, match="exactly n bytes"):
+        _commit(table, _binary_rows(90, 1, b_type=pa.binary()).set_column(
+            1, "b", pa.array([b"abc"], pa.binary())))  # fmt: skip
+    assert _sorted(table.to_arrow()).equals(_binary_rows(0, 90))
+    hit = table.to_arrow(filter=("b", "=", (33).to_bytes(4, "big")))  # pypaimon's stats too
+    assert hit.column("id").to_pylist() == [33]
+    _assert_same_rows(_binary_rows(0, 90), oracle.read("db.bin"))
+
+
+def test_a_table_created_from_fixed_size_binary_round_trips(tmp_path):
+    """snaplake writes ``BINARY(4)`` for ``fixed_size_binary(4)`` (as pypaimon does); both
+    read the rows back, snaplake as ``fixed_size_binary(4)``."""
+    catalog = snaplake.FileSystemCatalog(str(tmp_path))
+    table = catalog.create_table("db.ours", schema=_BINARY, options={"bucket": "-1"})
+    assert table.schema().fields[1]["type"] == "BINARY(4)"
+    assert table.arrow_schema == _BINARY
+    _commit(table, _binary_rows(0, 40))
+    assert _sorted(table.to_arrow()).equals(_binary_rows(0, 40))
+    oracle = PaimonOracle(tmp_path)
+    _assert_same_rows(_binary_rows(0, 40), oracle.read("db.ours"))
+    oracle.write("db.ours", _binary_rows(40, 10))
+    assert _sorted(table.to_arrow()).equals(_binary_rows(0, 50))

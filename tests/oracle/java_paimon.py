@@ -18,8 +18,9 @@ same way, so a test compares ``JavaRead.rows`` with what it wrote.
 Paimon 0.9 limitations (bugs of that reader, not of the tables; checked by
 ``tests/integration/test_java_paimon_reads.py``):
 
-- TIMESTAMP(9) (Parquet INT96) and BINARY(n) columns: not readable (snaplake
-  writes neither: it refuses ``timestamp("ns")`` and ``fixed_size_binary``).
+- TIMESTAMP(9) (Parquet INT96) and BINARY(n) columns stored as Parquet
+  FIXED_LEN_BYTE_ARRAY (pypaimon's files): not readable (snaplake refuses
+  ``timestamp("ns")`` and stores BINARY(n) as BYTE_ARRAY, as Java does).
 - A ROW value whose fields are all NULL reads back as a NULL ROW.
 - Parquet with snappy compression needs pyspark's ``snappy-java`` jar on the
   class path (included).

@@ -235,6 +235,41 @@ def test_nullable_column_into_not_null_field(spark: Any, tmp_path: Path) -> None
     assert table.to_arrow().num_rows == 20
 
 
+def test_a_batch_write_error_speaks_of_the_dataframe(spark: Any, tmp_path: Path) -> None:
+    """Issue 18 item 14: a batch ``write()`` said "a micro-batch row does not fit"."""
+    table = _strict_table(tmp_path)
+    rows = [(None if i == 3 else i, 1, 0.5) for i in range(8)]
+    with_null = spark.createDataFrame(rows, ROWS_SPARK_DDL)
+    with pytest.raises(SchemaMismatchError, match="NOT NULL in the table") as info:
+        write(with_null, table, check_nullability=False)
+    assert str(info.value).startswith(f"a DataFrame row does not fit table {table.identifier}")
+    assert "micro-batch" not in str(info.value)
+    assert data_files_on_disk(Path(table.root)) == set()
+
+
+def test_binary_n_tables_read_and_write_through_spark(spark: Any, tmp_path: Path) -> None:
+    """Issue 18 item 11: BINARY(n) reads as ``fixed_size_binary(n)``, which Spark lacks; every
+    read path hands Spark ``binary`` (``BinaryType``) and writes take Spark's binary."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("b", pa.binary(4))])
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    data = pa.table({"id": [1, 2], "b": pa.array([b"abcd", None], pa.binary(4))}, schema=schema)
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("parquet", {}),  # Spark's own Parquet reader
+        ("orc", {"options": {"file.format": "orc"}}),  # the mapInArrow file reader
+        ("keyed", {"primary_keys": ["id"], "options": {"bucket": "1"}}),  # merge on read
+    ]
+    for name, kwargs in cases:
+        table = catalog.create_table(f"db.{name}", schema=schema, **kwargs)
+        w = table.new_write(commit_user="u")
+        w.write_arrow(data)
+        table.new_commit(commit_user="u").commit(w.prepare_commit())
+        rows = sorted(read(spark, table).collect())
+        assert [(r.id, r.b) for r in rows] == [(1, bytearray(b"abcd")), (2, None)], name
+        more = spark.createDataFrame([(3, bytearray(b"wxyz"))], "id long, b binary")
+        write(more, table, check_nullability=False)
+        assert table.to_arrow().sort_by("id").column("b").to_pylist() == [b"abcd", None, b"wxyz"]
+
+
 @pytest.mark.s3
 def test_sink_and_read_on_s3(spark: Any, tmp_path: Path) -> None:
     """Executors write and read an s3:// warehouse through the picklable FileIO (no s3a jars)."""

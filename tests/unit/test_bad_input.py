@@ -11,6 +11,7 @@ from tests.helpers import SCHEMA, rows
 import snaplake
 from snaplake.errors import (
     CorruptMetadataError,
+    InvalidNameError,
     SchemaMismatchError,
     UnsupportedTypeError,
 )
@@ -126,3 +127,32 @@ def test_awkward_partition_values_are_escaped(tmp_path, value):
     else:
         assert got.column("v").to_pylist() == [1]
     assert sorted(t.to_arrow().column("v").to_pylist()) == [1, 2]
+
+
+@pytest.mark.parametrize("name", ["db.t\n", "db\n.t", "db.t\r", "db.t\x00"])
+def test_names_are_matched_in_full(tmp_path, name):
+    """A final newline used to pass the name check (``$`` matches before it)."""
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    catalog.create_table("db.t", schema=SCHEMA)
+    with pytest.raises(InvalidNameError, match="invalid") as info:
+        catalog.create_table(name, schema=SCHEMA)
+    assert info.value.name in (name, *name.split("."))
+    assert catalog.list_tables("db") == ["t"]
+
+
+def test_tag_and_consumer_names_are_matched_in_full(table):
+    for bad in ["v1\n", "v1\nv2", "v\x001"]:
+        with pytest.raises(InvalidNameError, match="invalid tag name"):
+            table.create_tag(bad)
+    with pytest.raises(InvalidNameError, match="invalid consumer id"):
+        table.set_consumer("reader\n", next_snapshot=1)
+    assert table.list_tags() == []
+    assert table.consumers() == {}
+
+
+def test_snapshot_and_schema_file_names_are_matched_in_full():
+    from snaplake.store.format.paths import PathFactory
+
+    assert PathFactory.parse_snapshot_id("snapshot-3") == 3
+    assert PathFactory.parse_snapshot_id("snapshot-3\n") is None
+    assert PathFactory.parse_schema_id("schema-0\n") is None

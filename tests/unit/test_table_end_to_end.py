@@ -220,3 +220,29 @@ def test_inline_maintenance_option_merges_and_expires_after_commits(catalog):
     assert any(s.commit_kind == snaplake.CommitKind.COMPACT for s in snaps)
     assert len(table.new_scan()._scan.manifest_metas()) < 12
     assert sorted_ids(table.to_arrow()) == list(range(120))
+
+
+def _keys(*ids):
+    return pa.array([i.to_bytes(4, "big") for i in ids], pa.binary(4))
+
+
+def test_binary_n_columns_as_bucket_keys_and_primary_keys(catalog):
+    """Issue 18 item 11: ``fixed_size_binary(n)`` tables hash, prune, merge and compact."""
+    schema = pa.schema([pa.field("k", pa.binary(4), nullable=False), ("v", pa.int64())])
+    bucketed = catalog.create_table(
+        "db.bucketed", schema=schema, options={"bucket": "3", "bucket-key": "k"}
+    )
+    _append(bucketed, pa.table({"k": _keys(*range(30)), "v": list(range(30))}, schema=schema))
+    assert sorted(bucketed.to_arrow().column("v").to_pylist()) == list(range(30))
+    hit = bucketed.to_arrow(filter=("k", "=", (7).to_bytes(4, "big")))
+    assert hit.to_pylist() == [{"k": (7).to_bytes(4, "big"), "v": 7}]
+    keyed = catalog.create_table("db.keyed", schema=schema, primary_keys=["k"],
+                                 options={"bucket": "2"})  # fmt: skip
+    for round_ in range(3):
+        data = pa.table({"k": _keys(*range(10)), "v": [round_] * 10}, schema=schema)
+        _append(keyed, data, ident=round_)
+    assert keyed.to_arrow().column("v").to_pylist() == [2] * 10
+    keyed.compact(full=True)
+    merged = keyed.to_arrow().sort_by("k")
+    assert merged.schema == schema
+    assert merged.column("k").equals(pa.chunked_array([_keys(*range(10))]))

@@ -67,7 +67,7 @@ def _avro_type(t: pa.DataType, name: str) -> Any:
         return "double"
     if pa.types.is_string(t):
         return "string"
-    if pa.types.is_binary(t):
+    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):  # BINARY(n) too, as Java
         return "bytes"
     if pa.types.is_decimal128(t):
         return {

@@ -196,6 +196,8 @@ def _binary_parts(
     t = column.type
     if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
         column = pc.cast(column, pa.large_binary())
+    elif pa.types.is_fixed_size_binary(t):  # BINARY(n)
+        column = pc.cast(column, pa.binary())
     elif pa.types.is_string(t):
         column = column.view(pa.binary())
     elif pa.types.is_large_string(t):

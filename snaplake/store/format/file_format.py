@@ -11,10 +11,13 @@ What each format writes, and why (readable by Java Paimon and pypaimon alike):
 
 * **parquet**: pyarrow's writer, DECIMAL(p <= 9 | 18) stored as INT32 | INT64
   as Java's ``ParquetRowDataWriter`` does (Java Paimon 0.9 cannot read
-  pyarrow's default fixed-length encoding of them); ``file.compression`` =
+  pyarrow's default fixed-length encoding of them); BINARY(n) (Arrow
+  ``fixed_size_binary(n)``) stored as BYTE_ARRAY, as Java's
+  ``ParquetSchemaConverter`` does (pypaimon writes FIXED_LEN_BYTE_ARRAY;
+  both read back); ``file.compression`` =
   ``zstd`` (level ``file.compression.zstd-level``), ``snappy``, ``gzip``,
   ``brotli``, ``lz4`` / ``lz4_raw``, ``none`` / ``uncompressed``.
-* **orc**: ``pyarrow.orc`` with Java's ORC types: TIME as ORC ``int``
+* **orc**: ``pyarrow.orc`` with Java's ORC types: BINARY(n) as ``binary``, TIME as ORC ``int``
   (milliseconds), TIMESTAMP as ``timestamp``, TIMESTAMP WITH LOCAL TIME ZONE
   as ``timestamp`` holding the UTC wall clock (Java's default
   ``orc.timestamp-ltz.legacy.type = true``; ``false`` writes
@@ -51,7 +54,7 @@ import pyarrow.parquet as pq
 
 from snaplake.options import CoreOptions
 from snaplake.store.format import avro_data
-from snaplake.store.format.types import DataType, TypeRoot
+from snaplake.store.format.types import DataType, TypeRoot, variable_binary_schema
 
 __all__ = [
     "DataFileSpec",
@@ -170,12 +173,18 @@ _PARQUET_CODECS = {
 }
 
 
+def _to_parquet(data: pa.Table) -> pa.Table:
+    """``data`` as written: BINARY(n) as ``binary`` (Java's BYTE_ARRAY; no copy otherwise)."""
+    target = variable_binary_schema(data.schema)
+    return data if target == data.schema else data.cast(target)
+
+
 class _ParquetWriter(_Writer):
     def __init__(self, writer: pq.ParquetWriter) -> None:
         self._writer = writer
 
     def write(self, data: pa.Table) -> None:
-        self._writer.write_table(data, row_group_size=max(1, data.num_rows))
+        self._writer.write_table(_to_parquet(data), row_group_size=max(1, data.num_rows))
 
     def close(self) -> None:
         self._writer.close()
@@ -207,7 +216,7 @@ class ParquetFormat(FileFormat):
         return _ParquetWriter(
             pq.ParquetWriter(
                 stream,
-                schema,
+                variable_binary_schema(schema),
                 compression=codec,
                 compression_level=zstd_level if codec == "zstd" else None,
                 store_decimal_as_integer=True,
@@ -229,7 +238,7 @@ class ParquetFormat(FileFormat):
         """
         codec = _PARQUET_CODECS[compression.lower()]
         pq.write_table(
-            data,
+            _to_parquet(data),
             stream,
             compression=codec,
             compression_level=zstd_level if codec == "zstd" else None,
@@ -273,6 +282,8 @@ def _orc_arrow_type(t: pa.DataType, *, ltz_legacy: bool) -> pa.DataType:
     """The Arrow type pyarrow writes as the ORC type Java Paimon uses."""
     if pa.types.is_time(t):
         return pa.int32()
+    if pa.types.is_fixed_size_binary(t):
+        return pa.binary()
     if pa.types.is_timestamp(t) and t.tz is not None and ltz_legacy:
         return pa.timestamp(t.unit)
     if pa.types.is_list(t):

@@ -164,10 +164,10 @@ def _bucket(value: str) -> bool:
 
 def _stats_mode(value: str) -> bool:
     mode = value.strip().lower()
-    return mode in ("none", "counts", "full") or bool(_TRUNCATE.match(mode))
+    return mode in ("none", "counts", "full") or bool(_TRUNCATE.fullmatch(mode))
 
 
-_TRUNCATE = re.compile(r"^truncate\(\d*[1-9]\d*\)$")
+_TRUNCATE = re.compile(r"truncate\(\d*[1-9]\d*\)")
 _ENGINE_STREAM = "streaming source/sink behaviour of Flink or Spark jobs"
 _LOOKUP = "lookup joins and lookup caches of another engine"
 _PK = "primary-key tables only (see docs/primary-key-tables.md)"

@@ -34,8 +34,8 @@ __all__ = [
 ]
 
 DATABASE_SUFFIX = ".db"
-_SNAPSHOT_RE = re.compile(r"^snapshot-(\d+)$")
-_SCHEMA_RE = re.compile(r"^schema-(\d+)$")
+_SNAPSHOT_RE = re.compile(r"snapshot-(\d+)")  # used with fullmatch: no "snapshot-1\n"
+_SCHEMA_RE = re.compile(r"schema-(\d+)")
 
 
 def file_type(path: str) -> str:
@@ -109,7 +109,7 @@ class PathFactory:
     @staticmethod
     def parse_schema_id(name: str) -> int | None:
         """Return N for a file named ``schema-N``, else ``None``."""
-        match = _SCHEMA_RE.match(name)
+        match = _SCHEMA_RE.fullmatch(name)
         return int(match.group(1)) if match else None
 
     # snapshots ----------------------------------------------------------
@@ -125,7 +125,7 @@ class PathFactory:
     @staticmethod
     def parse_snapshot_id(name: str) -> int | None:
         """Return N for a file named ``snapshot-N``, else ``None``."""
-        match = _SNAPSHOT_RE.match(name)
+        match = _SNAPSHOT_RE.fullmatch(name)
         return int(match.group(1)) if match else None
 
     @property

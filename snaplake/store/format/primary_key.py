@@ -365,11 +365,13 @@ def check_primary_key_table(
         for name in names:
             func = core.field_aggregate_function(name)
             if func is not None and func != "last_non_null_value" and name not in primary_keys:
+                key = core.field_aggregate_function_key(name)
                 raise InvalidOptionError(
-                    f"partial-update column {name!r} has aggregate function {func!r}; Paimon "
-                    "needs a sequence group for aggregation in partial-update, and sequence "
-                    "groups are not supported; use merge-engine = aggregation",
-                    key=f"fields.{name}.aggregate-function",
+                    f"partial-update column {name!r} has aggregate function {func!r} "
+                    f"(option {key!r}); Paimon needs a sequence group for aggregation in "
+                    "partial-update, and sequence groups are not supported; use "
+                    "merge-engine = aggregation",
+                    key=key,
                     value=func,
                 )
     if engine == MergeEngine.AGGREGATION:
@@ -408,7 +410,7 @@ def aggregate_functions(
             out[name] = PRIMARY_KEY_FUNCTION
             continue
         func = core.field_aggregate_function(name) or "last_non_null_value"
-        key = f"fields.{name}.aggregate-function"
+        key = core.field_aggregate_function_key(name)  # the key the user wrote
         if func == "count":
             raise InvalidOptionError(
                 f"{key} = 'count': Paimon has no 'count' aggregate function (its docs count "
@@ -439,8 +441,10 @@ def aggregate_functions(
             or (func in ("min", "max") and dtype.is_nested)
         )
         if wrong:
+            own = f"fields.{name}.aggregate-function"
+            hint = "" if key == own else f"; set {own} to a function that fits it"
             raise InvalidOptionError(
-                f"{key} = {func!r} does not fit column {name!r} of type {dtype.sql()}",
+                f"{key} = {func!r} does not fit column {name!r} of type {dtype.sql()}{hint}",
                 key=key,
                 value=func,
             )

@@ -8,6 +8,7 @@ create-if-absent so two creators cannot both win).
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ import pyarrow as pa
 from snaplake.errors import (
     CorruptMetadataError,
     FileAlreadyExistsError,
+    InvalidOptionError,
     SchemaMismatchError,
     TableAlreadyExistsError,
     UnsupportedFormatVersionError,
@@ -44,9 +46,58 @@ from snaplake.store.format.types import (
 )
 from snaplake.store.io.file_io import FileIO
 
-__all__ = ["SCHEMA_VERSION", "SchemaManager", "TableSchema"]
+__all__ = ["SCHEMA_VERSION", "SchemaManager", "TableSchema", "check_field_options"]
 
 SCHEMA_VERSION = 3
+
+_FIELDS_PREFIX = "fields."
+_DEFAULT_AGG_FUNCTION = "default-aggregate-function"
+
+
+def check_field_options(field_names: Sequence[str], options: Mapping[str, str]) -> None:
+    """Refuse ``fields.<columns>.<suffix>`` options that name a column the table lacks.
+
+    The one check table creation and ``alter_table`` share: a key such as
+    ``fields.distnace.aggregate-function`` (a typo) or
+    ``fields.X.ignore-retract`` (column ``x``: names are case-sensitive)
+    would otherwise be stored and silently ignored. ``<columns>`` is the
+    text between the first and the second dot, comma-separated (sequence
+    groups name several); ``fields.default-aggregate-function`` names none.
+
+    Args:
+        field_names: The table's top-level column names.
+        options: The table options.
+
+    Raises:
+        InvalidOptionError: a key names a missing column; ``key`` is the
+            option key, the message suggests the column meant (a different
+            case or a close spelling) and says to fix or remove the option.
+
+    Source: Paimon ``SchemaValidation.validateFieldsPrefix``.
+    """
+    names = set(field_names)
+    for key in sorted(options):
+        if not key.startswith(_FIELDS_PREFIX):
+            continue
+        head = key.split(".")[1]
+        for column in head.split(","):
+            if column == _DEFAULT_AGG_FUNCTION or column in names:
+                continue
+            raise InvalidOptionError(
+                f"option {key!r} names column {column!r}, which the table does not have"
+                f"{_did_you_mean(column, field_names)}; fix the column name in the key or "
+                f"remove the option (the columns are {list(field_names)})",
+                key=key,
+                value=options[key],
+            )
+
+
+def _did_you_mean(column: str, field_names: Sequence[str]) -> str:
+    same_case = [n for n in field_names if n.lower() == column.lower()]
+    if same_case:
+        return f" (did you mean {same_case[0]!r}? column names are case-sensitive)"
+    close = difflib.get_close_matches(column, list(field_names), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,7 +185,8 @@ class TableSchema:
                 column, a name repeats, ``partition`` is given twice, or the primary
                 key breaks Paimon's rules (see :func:`check_primary_key_table`).
             UnsupportedTypeError: a column type has no Paimon equivalent.
-            InvalidOptionError: an option value does not parse.
+            InvalidOptionError: an option value does not parse, or a
+                ``fields.<column>.*`` key names no column (:func:`check_field_options`).
             UnsupportedTableError: a primary-key table snaplake cannot write
                 (e.g. ``bucket = -1``).
         """
@@ -156,6 +208,7 @@ class TableSchema:
                 )
         opts = {"bucket": "-1", **dict(options or {})}
         opts.setdefault("file.format", "parquet")
+        check_field_options(names, opts)  # before the key checks, as alter_table does
         core = CoreOptions(opts)
         fields_json, highest = fields_from_arrow(schema)
         fields = tuple(fields_json)
@@ -190,10 +243,12 @@ class TableSchema:
             SchemaMismatchError: no column, a repeated name, a partition or
                 bucket key that is not a column, a nested bucket key, or an
                 invalid ``bucket``.
-            InvalidOptionError: an option value does not parse.
+            InvalidOptionError: an option value does not parse, or a
+                ``fields.<column>.*`` key names a missing column
+                (:func:`check_field_options`).
 
-        Source: Paimon ``SchemaValidation.validateTableSchema`` (``validateBucket``)
-        and ``TableSchema`` (bucket keys must be columns).
+        Source: Paimon ``SchemaValidation.validateTableSchema`` (``validateBucket``,
+        ``validateFieldsPrefix``) and ``TableSchema`` (bucket keys must be columns).
         """
         names = self.field_names
         if not names:
@@ -221,6 +276,7 @@ class TableSchema:
                     raise SchemaMismatchError(f"bucket key {key!r} is not a column of {names}")
                 if self.field_type(key).is_nested:
                     raise SchemaMismatchError(f"bucket key {key!r} has a nested type")
+        check_field_options(names, self.options)
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:

@@ -61,6 +61,7 @@ from typing import Any
 from snaplake.errors import (
     ColumnAlreadyExistsError,
     ColumnNotFoundError,
+    InvalidOptionError,
     SchemaChangeError,
     SchemaConflictError,
     SchemaMismatchError,
@@ -68,7 +69,7 @@ from snaplake.errors import (
     TableNotFoundError,
     UnsupportedTableError,
 )
-from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.schema import SchemaManager, TableSchema, check_field_options
 from snaplake.store.format.schema_change import (
     AddColumn,
     DropColumn,
@@ -213,22 +214,6 @@ def _refuse_option_columns(draft: _Draft, name: str, action: str) -> None:
             "has snapshots)",
             rule="option-column",
         )
-
-
-def _check_fields_options(schema: TableSchema) -> None:
-    """Paimon ``SchemaValidation.validateFieldsPrefix``: ``fields.<cols>.<x>`` names columns."""
-    names = set(schema.field_names)
-    for key in schema.options:
-        if not key.startswith("fields."):
-            continue
-        head = key.split(".")[1] if key.count(".") >= 1 else ""
-        for col in head.split(","):
-            if col != "default-aggregate-function" and col not in names:
-                raise SchemaChangeError(
-                    f"option {key!r} names column {col!r}, which the table does not have "
-                    f"(columns: {sorted(names)}); Paimon refuses such options",
-                    rule="option-column",
-                )
 
 
 def _check_supported(old: TableSchema, new: TableSchema) -> None:
@@ -506,9 +491,12 @@ def apply_schema_changes(
         comment=draft.comment,
         time_millis=int(time.time() * 1000) if time_millis is None else time_millis,
     )
+    try:  # the check create_table makes (in validate), first: its rule is option-column
+        check_field_options(new.field_names, new.options)
+    except InvalidOptionError as exc:
+        raise SchemaChangeError(str(exc), rule="option-column") from exc
     try:
         new.validate()
-        _check_fields_options(new)
         _check_supported(old, new)
     except SchemaMismatchError as exc:
         raise SchemaChangeError(str(exc), rule="table-schema") from exc

@@ -62,7 +62,7 @@ __all__ = [
 DEFAULT_STATS_MODE = "truncate(16)"
 """Paimon's default ``metadata.stats-mode``."""
 
-_TRUNCATE_RE = re.compile(r"^truncate\((\d+)\)$")
+_TRUNCATE_RE = re.compile(r"truncate\((\d+)\)")
 _MAX_CODE_POINT = 0x10FFFF
 _SURROGATES = range(0xD800, 0xE000)
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -182,7 +182,7 @@ def _parse_mode(stats_mode: str, *, key: str = "metadata.stats-mode") -> int | s
         return mode
     if mode == "full":
         return None
-    m = _TRUNCATE_RE.match(mode)
+    m = _TRUNCATE_RE.fullmatch(mode)
     if m is None or int(m.group(1)) <= 0:
         raise InvalidOptionError(
             f"{key} {stats_mode!r} is not none, counts, full or truncate(N>0)",

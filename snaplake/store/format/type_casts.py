@@ -136,6 +136,33 @@ def widening_refusal(source: DataType, target: DataType) -> str | None:
             f"use {'VARCHAR' if t is TypeRoot.CHAR else 'VARBINARY'}(n) instead"
         )
     return (
-        f"{source} cannot become {target} without losing information; only these "
-        f"widenings are allowed:\n{WIDENINGS}\nAdd a new column and fill it instead"
+        f"{source} cannot become {target} without losing information; {source} "
+        f"{_widens_to(source)}. To change it anyway, add a column of the new type, fill it "
+        "and drop this one"
     )
+
+
+def _widens_to(source: DataType) -> str:
+    """What ``source`` may become, in one short phrase (its line of :data:`WIDENINGS`)."""
+    s = source.root
+    if s in _INTEGER_DIGITS:
+        wider = [r.value for r, rank in _INTEGER_RANK.items() if rank > _INTEGER_RANK[s]]
+        wider += ["FLOAT"] if s in _EXACT_IN_FLOAT else []
+        wider += ["DOUBLE"] if s in _EXACT_IN_DOUBLE else []
+        wider.append(f"DECIMAL(p, s) with p - s >= {_INTEGER_DIGITS[s]}")
+        return "widens only to " + " or ".join(filter(None, (", ".join(wider[:-1]), wider[-1])))
+    phrases = {
+        TypeRoot.FLOAT: "widens only to DOUBLE",
+        TypeRoot.DECIMAL: "widens only to DECIMAL(p', s') with s' >= s and p' - s' >= p - s",
+        TypeRoot.CHAR: "widens only to VARCHAR(m) or STRING with m >= its length",
+        TypeRoot.VARCHAR: "widens only to VARCHAR(m) or STRING with m >= its length",
+        TypeRoot.BINARY: "widens only to VARBINARY(m) or BYTES with m >= its length",
+        TypeRoot.VARBINARY: "widens only to VARBINARY(m) or BYTES with m >= its length",
+        TypeRoot.TIME: "widens only to TIME(p') with p' >= p",
+        TypeRoot.TIMESTAMP: "widens only to TIMESTAMP(p') with p <= p' <= 6",
+        TypeRoot.TIMESTAMP_LTZ: "widens only to TIMESTAMP_LTZ(p') with p <= p' <= 6",
+        TypeRoot.ARRAY: "changes only by widening its element type",
+        TypeRoot.MULTISET: "changes only by widening its element type",
+        TypeRoot.MAP: "changes only by widening its value type",
+    }
+    return phrases.get(s, "has no wider type")

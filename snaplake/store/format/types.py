@@ -21,7 +21,8 @@ pypaimon)::
     FLOAT / DOUBLE                    pa.float32() / pa.float64()
     DECIMAL(p, s)                     pa.decimal128(p, s)
     CHAR(n) / VARCHAR(n) / STRING     pa.string()
-    BINARY(n) / VARBINARY(n) / BYTES  pa.binary()
+    BINARY(n)                         pa.binary(n) (fixed_size_binary; pypaimon: pa.binary())
+    VARBINARY(n) / BYTES              pa.binary()
     DATE                              pa.date32()
     TIME(p)                           pa.time32("ms")
     TIMESTAMP(p)                      pa.timestamp(u), u = s (p=0), ms (1-3), us (4-6), ns (7-9)
@@ -32,7 +33,10 @@ pypaimon)::
 
 Writing (Arrow to Paimon) accepts the canonical Arrow types above plus
 ``large_string``/``string_view`` (STRING), ``large_binary``/``binary_view``
-(BYTES) and ``large_list``/``list_view`` (ARRAY). Nanosecond timestamps are
+(BYTES) and ``large_list``/``list_view`` (ARRAY). ``fixed_size_binary(n)``
+is ``BINARY(n)`` both ways, so a table created from it reads back as it
+(pypaimon maps it to ``BINARY(n)`` too, but reads ``BINARY(n)`` as
+``pa.binary()``: snaplake keeps the length). Nanosecond timestamps are
 refused: Paimon stores TIMESTAMP(7..9) in Parquet as INT96, which snaplake does
 not write. Unsigned integers, dictionaries, durations and the other Arrow types
 with no lossless Paimon counterpart raise :class:`UnsupportedTypeError` naming
@@ -69,6 +73,8 @@ __all__ = [
     "reassign_field_ids",
     "to_arrow_field",
     "to_arrow_type",
+    "variable_binary_schema",
+    "variable_binary_type",
 ]
 
 MAX_LENGTH = 2147483647
@@ -554,7 +560,8 @@ def data_type_from_arrow(pa_type: pa.DataType, *, nullable: bool = True) -> Data
     Source:
         pypaimon ``PyarrowFieldParser.to_paimon_type``, except that
         ``large_binary`` maps to BYTES (pypaimon: BLOB), nanosecond timestamps
-        and ``fixed_size_binary`` are refused, and time32("ms") maps to TIME(3).
+        are refused, and time32("ms") maps to TIME(3); ``fixed_size_binary(n)``
+        maps to BINARY(n) as in pypaimon.
     """
     t = pa.types
     simple: DataType | None = None
@@ -576,6 +583,8 @@ def data_type_from_arrow(pa_type: pa.DataType, *, nullable: bool = True) -> Data
         simple = DataType(root=TypeRoot.VARCHAR, length=MAX_LENGTH)
     elif t.is_binary(pa_type) or t.is_large_binary(pa_type) or t.is_binary_view(pa_type):
         simple = DataType(root=TypeRoot.VARBINARY, length=MAX_LENGTH)
+    elif t.is_fixed_size_binary(pa_type) and pa_type.byte_width >= 1:
+        simple = DataType(root=TypeRoot.BINARY, length=pa_type.byte_width)
     elif t.is_date32(pa_type):
         simple = DataType(root=TypeRoot.DATE)
     elif t.is_decimal128(pa_type):
@@ -636,7 +645,7 @@ def data_type_from_arrow(pa_type: pa.DataType, *, nullable: bool = True) -> Data
         raise _refuse(pa_type, "cast to pa.time32('ms')")
     if t.is_duration(pa_type) or t.is_interval(pa_type):
         raise _refuse(pa_type, "cast to pa.int64() (a count of the unit)")
-    if t.is_fixed_size_binary(pa_type):
+    if t.is_fixed_size_binary(pa_type):  # byte width 0: Paimon's BINARY holds >= 1 byte
         raise _refuse(pa_type, "cast to pa.binary()")
     if t.is_fixed_size_list(pa_type):
         raise _refuse(pa_type, "cast to pa.list_(value_type)")
@@ -744,7 +753,9 @@ def to_arrow_type(dtype: DataType) -> pa.DataType:
         UnsupportedTypeError: MULTISET, VARIANT and BLOB have no Arrow mapping in snaplake.
 
     Source:
-        pypaimon ``PyarrowFieldParser.from_paimon_type``.
+        pypaimon ``PyarrowFieldParser.from_paimon_type``, except that BINARY(n)
+        reads as ``pa.binary(n)`` (pypaimon: ``pa.binary()``), the inverse of
+        :func:`data_type_from_arrow`.
     """
     root = dtype.root
     simple = {
@@ -757,13 +768,14 @@ def to_arrow_type(dtype: DataType) -> pa.DataType:
         TypeRoot.DOUBLE: pa.float64(),
         TypeRoot.CHAR: pa.string(),
         TypeRoot.VARCHAR: pa.string(),
-        TypeRoot.BINARY: pa.binary(),
         TypeRoot.VARBINARY: pa.binary(),
         TypeRoot.DATE: pa.date32(),
         TypeRoot.TIME: pa.time32("ms"),
     }
     if root in simple:
         return simple[root]
+    if root is TypeRoot.BINARY:
+        return pa.binary(dtype.length or 1)
     if root is TypeRoot.DECIMAL:
         return pa.decimal128(dtype.precision or 10, dtype.scale or 0)
     if root is TypeRoot.TIMESTAMP:
@@ -794,6 +806,33 @@ def to_arrow_field(field: DataField) -> pa.Field:
     return pa.field(
         field.name, to_arrow_type(field.type), nullable=field.type.nullable, metadata=metadata
     )
+
+
+def variable_binary_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with every ``fixed_size_binary(n)`` (BINARY(n)), nested ones too, as ``binary``.
+
+    The form BINARY(n) takes where fixed-size binary is not wanted: Parquet
+    data files (Java Paimon writes BYTE_ARRAY) and Spark (``BinaryType``);
+    the values are the same bytes, and a cast back to the table's type
+    restores the fixed size.
+    """
+    if pa.types.is_fixed_size_binary(t):
+        return pa.binary()
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(variable_binary_type(t.value_type)))
+    if pa.types.is_map(t):
+        return pa.map_(
+            t.key_field.with_type(variable_binary_type(t.key_type)),
+            t.item_field.with_type(variable_binary_type(t.item_type)),
+        )
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(variable_binary_type(f.type)) for f in t])
+    return t
+
+
+def variable_binary_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with :func:`variable_binary_type` applied to every field."""
+    return pa.schema([f.with_type(variable_binary_type(f.type)) for f in schema])
 
 
 def arrow_schema_from_fields(fields: Sequence[Mapping[str, Any] | DataField]) -> pa.Schema:

@@ -116,3 +116,9 @@ def test_partition_spec() -> None:
     assert spec == {"day": dt.date(2024, 1, 1), "city": None}
     with pytest.raises(click.BadParameter, match="not a partition key"):
         parse_partition_spec(["id=1"], schema=SCHEMA, partition_keys=["day"])
+
+
+def test_binary_n_literals_have_n_bytes() -> None:
+    assert parse_literal("'abcd'", pa.binary(4), column="b") == b"abcd"
+    with pytest.raises(click.BadParameter, match="BINARY\\(4\\) values have 4 bytes"):
+        parse_literal("abc", pa.binary(4), column="b")

@@ -28,6 +28,7 @@ _SCHEMA = pa.schema(
         ("b", pa.bool_()),
         ("s", pa.string()),
         ("bin", pa.binary()),
+        ("fbin", pa.binary(3)),
         ("d10", pa.decimal128(10, 2)),
         ("d38", pa.decimal128(38, 6)),
         ("day", pa.date32()),
@@ -52,6 +53,7 @@ def _rows(n: int = 50) -> pa.Table:
         "b": [i % 2 == 0 for i in range(n)],
         "s": [None if i % 4 == 0 else f"s{i}" * (i % 9) for i in range(n)],
         "bin": [bytes([i, 255 - i]) for i in range(n)],
+        "fbin": [None if i % 9 == 0 else bytes([i, 0, 255 - i]) for i in range(n)],
         "d10": [Decimal(i * 37 - 900) / 100 for i in range(n)],
         "d38": [None if i % 6 == 0 else Decimal(-(2**100) + i) / 10**6 for i in range(n)],
         "day": [dt.date(1969, 12, 20) + dt.timedelta(days=i * 40) for i in range(n)],
@@ -191,4 +193,24 @@ def test_parquet_stores_short_decimals_as_integers_like_java():
     schema = pq.ParquetFile(pa.BufferReader(body)).schema
     assert schema.column(_SCHEMA.get_field_index("d10")).physical_type == "INT64"
     assert schema.column(_SCHEMA.get_field_index("d38")).physical_type == "FIXED_LEN_BYTE_ARRAY"
+    assert back.equals(_rows(5))
+
+
+def test_binary_n_is_stored_as_java_stores_it():
+    """Issue 18 item 11: BINARY(n) (``fixed_size_binary(n)``) in every format, as Java writes it:
+    Parquet BYTE_ARRAY (``ParquetSchemaConverter``), ORC ``binary``, Avro ``bytes``."""
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+
+    body, back = _round_trip("parquet", _rows(5))
+    schema = pq.ParquetFile(pa.BufferReader(body)).schema
+    assert schema.column(_SCHEMA.get_field_index("fbin")).physical_type == "BYTE_ARRAY"
+    assert back.schema.field("fbin").type == pa.binary(3)
+    body, back = _round_trip("orc", _rows(5))
+    assert orc.ORCFile(pa.BufferReader(body)).schema.field("fbin").type == pa.binary()
+    assert back.equals(_rows(5))
+    body, back = _round_trip("avro", _rows(5))
+    writer_schema: Any = fastavro.reader(io.BytesIO(body)).writer_schema
+    by_name = {f["name"]: f["type"] for f in writer_schema["fields"]}
+    assert by_name["fbin"] == ["null", "bytes"]
     assert back.equals(_rows(5))
