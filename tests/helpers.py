@@ -54,3 +54,19 @@ def avro_records(data: bytes) -> list[dict[str, Any]]:
         assert isinstance(rec, dict), rec  # a record schema decodes to dicts
         out.append(rec)
     return out
+
+
+def referenced_files(table: Any) -> list[str]:
+    """Every manifest list, manifest and data file the retained snapshots of ``table`` reference."""
+    from snaplake.store.format.manifest_list import decode_manifest_list
+
+    paths: list[str] = []
+    for snap in table.snapshots():
+        for name in (snap.base_manifest_list, snap.delta_manifest_list):
+            path = table.paths.manifest_path(name)
+            paths.append(path)
+            metas = decode_manifest_list(table.file_io.read_bytes(path), path=path)
+            paths += [table.paths.manifest_path(m.file_name) for m in metas]
+        for split in table.new_scan(snapshot_id=snap.id).plan():
+            paths += split.paths
+    return paths

@@ -13,11 +13,11 @@ from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
+from tests.helpers import referenced_files
 from tests.integration.s3.conftest import SCHEMA, S3Warehouse
 from tests.s3_servers import FaultRule, fault_proxy
 
 from snaplake.commit.result import add_commit_listener, remove_commit_listener
-from snaplake.store.format.manifest_list import decode_manifest_list
 from snaplake.store.io.s3.file_io import S3FileIO
 from snaplake.table import Table
 
@@ -43,19 +43,6 @@ def _append(table: Table, data: pa.Table, identifier: int):
     return table.new_commit(commit_user="u").commit(
         write.prepare_commit(), commit_identifier=identifier
     )
-
-
-def _referenced_keys(table: Table) -> list[str]:
-    paths = []
-    for snap in table.snapshots():
-        for name in (snap.base_manifest_list, snap.delta_manifest_list):
-            path = table.paths.manifest_path(name)
-            paths.append(path)
-            metas = decode_manifest_list(table.file_io.read_bytes(path), path=path)
-            paths += [table.paths.manifest_path(m.file_name) for m in metas]
-        for split in table.new_scan(snapshot_id=snap.id).plan():
-            paths += split.paths
-    return paths
 
 
 def _is_put_of(name: str):
@@ -125,7 +112,7 @@ def test_failure_after_the_snapshot_put_keeps_it(warehouse: S3Warehouse, monkeyp
         proxy.clear()
         latest = table.latest_snapshot()
         assert latest is not None and latest.id == 2
-        for path in _referenced_keys(table):
+        for path in referenced_files(table):
             assert table.file_io.exists(path), f"{path} is referenced but was deleted"
         assert sorted(table.to_arrow().column("id").to_pylist()) == [0, 1, 2, 3, 100, 101, 102, 103]
         replay = table.new_commit(commit_user="u").commit(messages, commit_identifier=2)

@@ -14,12 +14,11 @@ import os
 from collections.abc import Callable
 
 import pytest
-from tests.helpers import SCHEMA, rows, sorted_ids
+from tests.helpers import SCHEMA, referenced_files, rows, sorted_ids
 
 import snaplake
 from snaplake.commit.result import add_commit_listener, remove_commit_listener
 from snaplake.errors import CorruptMetadataError
-from snaplake.store.format.manifest_list import decode_manifest_list
 from snaplake.store.io import local_file_io
 
 STEPS = ["unlink-temp", "directory-fsync", "latest-hint", "listener"]
@@ -45,20 +44,6 @@ def _append(table, data, identifier: int):
     return table.new_commit(commit_user="u").commit(
         write.prepare_commit(), commit_identifier=identifier
     )
-
-
-def _referenced_files(table) -> list[str]:
-    """Every manifest list, manifest and data file the retained snapshots reference."""
-    paths = []
-    for snap in table.snapshots():
-        for name in (snap.base_manifest_list, snap.delta_manifest_list):
-            path = table.paths.manifest_path(name)
-            paths.append(path)
-            metas = decode_manifest_list(table.file_io.read_bytes(path), path=path)
-            paths += [table.paths.manifest_path(m.file_name) for m in metas]
-        for split in table.new_scan(snapshot_id=snap.id).plan():
-            paths += split.paths
-    return paths
 
 
 def _inject(monkeypatch, request, table, step: str, error) -> list[str]:
@@ -134,7 +119,7 @@ def test_failure_after_the_link_keeps_the_published_snapshot(
         assert interrupted is None, interrupted
         assert result.snapshot_id == 2 and not result.was_duplicate
     assert table.latest_snapshot().id == 2
-    for path in _referenced_files(table):
+    for path in referenced_files(table):
         assert os.path.exists(path), f"{path} is referenced by a snapshot but was deleted"
     assert sorted_ids(table.to_arrow()) == list(range(6)) + list(range(100, 106))
     # A replay of the identifier is a duplicate; the next commit lands.
@@ -211,6 +196,6 @@ def test_compaction_interrupted_after_the_link_keeps_its_outputs(table, monkeypa
         assert error_name == "keyboard-interrupt"
     assert hits, "the fault was not reached"
     assert table.latest_snapshot().commit_kind.value == "COMPACT"
-    for path in _referenced_files(table):
+    for path in referenced_files(table):
         assert os.path.exists(path), f"{path} is referenced by a snapshot but was deleted"
     assert len(table.to_arrow()) == 6 + 15
