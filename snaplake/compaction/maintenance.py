@@ -106,21 +106,31 @@ def count_files(
     Args:
         table: The table.
         snapshot: Usually the latest snapshot; ``None`` = empty table.
-        options: Effective options (``target-file-size``,
+        options: Effective options (``target-file-size``, whose default is
+            128 MB on primary-key tables and 256 MB otherwise,
             ``compaction.small-file-ratio``, ``compaction.min.file-num``).
 
-    Storage: reads every manifest of the snapshot.
+    Storage: reads every manifest of the snapshot (the latest schema when
+    ``snapshot`` is ``None``).
+
+    Source: Paimon ``CoreOptions.targetFileSize(hasPrimaryKey)``.
     """
-    threshold = int(options.target_file_size_bytes * options.compaction_small_file_ratio)
+    scan = None
     if snapshot is None:
+        schema = table.schema_manager.latest()
+    else:
+        scan = FileStoreScan(
+            file_io=table.file_io,
+            paths=table.paths,
+            schema_manager=table.schema_manager,
+            snapshot=snapshot,
+        )
+        schema = scan.schema
+    target = options.target_file_size(has_primary_key=bool(schema and schema.primary_keys))
+    threshold = int(target * options.compaction_small_file_ratio)
+    if scan is None:
         return FileCounts(data_files=0, small_files=0, buckets_due=0,
                           small_threshold_bytes=threshold)  # fmt: skip
-    scan = FileStoreScan(
-        file_io=table.file_io,
-        paths=table.paths,
-        schema_manager=table.schema_manager,
-        snapshot=snapshot,
-    )
     small: dict[tuple[bytes, int], int] = {}
     types = scan.schema.partition_types if scan.schema is not None else ()
     total = 0

@@ -11,7 +11,7 @@ from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_
 from tests.pk_helpers import to_table as pk_table
 
 import snaplake
-from snaplake.compaction.maintenance import count_sorted_runs
+from snaplake.compaction.maintenance import count_files, count_sorted_runs
 from snaplake.daemon.jobs import compact_job
 from snaplake.daemon.watcher import TableWatcher
 from snaplake.metrics import SnaplakeMetrics
@@ -167,3 +167,16 @@ def test_compact_summary_says_what_was_planned_and_what_was_compacted() -> None:
         "4 data file(s); planned: at most 2 sorted run(s) per bucket, 0 bucket(s) over "
         "num-sorted-run.compaction-trigger; nothing to compact"
     )
+
+
+def test_small_files_are_counted_against_the_primary_key_target_size() -> None:
+    """Without ``target-file-size`` a primary-key table's target is 128 MB, as in Paimon."""
+    table = _pk_table()
+    _upsert(table, TableModel(engine_model("deduplicate")), 0)
+    opts = CoreOptions(table.options)
+    ratio = opts.compaction_small_file_ratio
+    assert count_files(table, None, options=opts).small_threshold_bytes == int((128 << 20) * ratio)
+    counts = count_files(table, table.latest_snapshot(), options=opts)
+    assert counts.small_threshold_bytes == int((128 << 20) * ratio)
+    sized = CoreOptions({**table.options, "target-file-size": "1 mb"})
+    assert count_files(table, None, options=sized).small_threshold_bytes == int((1 << 20) * ratio)
