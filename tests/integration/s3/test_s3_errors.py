@@ -18,7 +18,12 @@ from tests.s3_servers import fault_proxy
 
 import snaplake
 from snaplake.commit.table_write import write_data_file
-from snaplake.errors import StorageAccessError, StorageError, UnsafeStorageError
+from snaplake.errors import (
+    CorruptMetadataError,
+    StorageAccessError,
+    StorageError,
+    UnsafeStorageError,
+)
 from snaplake.store.format.file_format import DataFileSpec, file_format
 from snaplake.store.io.s3.file_io import S3FileIO
 from snaplake.store.read.split_read import read_splits
@@ -92,14 +97,15 @@ def test_missing_bucket_is_a_storage_error_naming_the_bucket(warehouse):
         read_splits(good.file_io, splits, schema=good.arrow_schema)
 
 
-def test_missing_data_file_reads_as_file_not_found_with_its_path(warehouse):
+def test_missing_live_data_file_reads_as_corrupt_metadata_with_its_path(warehouse):
+    """A file the latest snapshot uses, deleted outside maintenance: corrupt, named (18.9a)."""
     table = warehouse.catalog().create_table("db.t", schema=SCHEMA)
     _append(table, _data())
     victim = next(k for k in warehouse.list_keys() if k.endswith(".parquet"))
     warehouse.endpoint.client().delete_object(Bucket=warehouse.bucket, Key=victim)
-    with pytest.raises(FileNotFoundError) as info:
+    with pytest.raises(CorruptMetadataError) as info:
         table.to_arrow()
-    assert victim in str(info.value)
+    assert victim in str(info.value) and info.value.path.endswith(victim)
 
 
 @pytest.fixture
