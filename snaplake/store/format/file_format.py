@@ -173,10 +173,24 @@ _PARQUET_CODECS = {
 }
 
 
+_last_parquet_schema: tuple[pa.Schema, pa.Schema] | None = None
+"""The last (schema, written schema) pair: every file of a table has the same schema."""
+
+
 def _to_parquet(data: pa.Table) -> pa.Table:
-    """``data`` as written: BINARY(n) as ``binary`` (Java's BYTE_ARRAY; no copy otherwise)."""
-    target = variable_binary_schema(data.schema)
-    return data if target == data.schema else data.cast(target)
+    """``data`` as written: BINARY(n) as ``binary`` (Java's BYTE_ARRAY; no copy otherwise).
+
+    The written schema is remembered for the last schema seen (an equality
+    check is ~0.05 µs, rebuilding it ~40 µs per file on the commit path).
+    """
+    global _last_parquet_schema
+    last = _last_parquet_schema  # one read: writer threads may replace it meanwhile
+    if last is not None and last[0].equals(data.schema):
+        target = last[1]
+    else:
+        target = variable_binary_schema(data.schema)
+        _last_parquet_schema = (data.schema, target)
+    return data if target.equals(data.schema) else data.cast(target)
 
 
 class _ParquetWriter(_Writer):
