@@ -536,11 +536,14 @@ class SnapshotCommit:
             except Exception as exc:
                 # FileIO.publish raises these only before the commit point, except a
                 # step after it (the temp name, the directory fsync): read back.
-                if not self._landed_after(path, data, snapshot, exc):
-                    raise
-                return True
+                if self._landed_after(path, data, snapshot, exc):
+                    return True
+                if last_error is not None and not self.file_io.exists(path):
+                    last_error = StorageError(str(exc), path=path, operation="publish")
+                    break  # an earlier uncertain attempt may still land: keep everything
+                raise
         raise CommitStateUnknownError(
-            f"publishing {path} failed {_UNCERTAIN_READBACKS} times without telling whether it "
+            f"publishing {path} failed without telling whether it "
             f"landed ({last_error}); check the table history for commit user "
             f"{snapshot.commit_user!r} identifier {snapshot.commit_identifier} before retrying "
             "(a retry with the same identifier is deduplicated)",

@@ -18,8 +18,9 @@ from tests.helpers import SCHEMA, referenced_files, rows, sorted_ids
 
 import snaplake
 from snaplake.commit.result import add_commit_listener, remove_commit_listener
-from snaplake.errors import CorruptMetadataError
+from snaplake.errors import CommitStateUnknownError, CorruptMetadataError, StorageError
 from snaplake.store.io import local_file_io
+from snaplake.store.io.memory_file_io import InMemoryFileIO
 
 STEPS = ["unlink-temp", "directory-fsync", "latest-hint", "listener"]
 ERRORS: dict[str, Callable[[], BaseException]] = {
@@ -199,3 +200,28 @@ def test_compaction_interrupted_after_the_link_keeps_its_outputs(table, monkeypa
     for path in referenced_files(table):
         assert os.path.exists(path), f"{path} is referenced by a snapshot but was deleted"
     assert len(table.to_arrow()) == 6 + 15
+
+
+def test_certain_error_after_an_uncertain_attempt_keeps_everything():
+    """An uncertain publish, then an error that would be certain alone: the first may land."""
+    catalog = snaplake.FileSystemCatalog("memory://after-uncertain")
+    table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
+    fio = table.file_io
+    assert isinstance(fio, InMemoryFileIO)
+    fio.inject_fault(
+        "write_if_absent", path_contains="snapshot-1",
+        error=lambda p: StorageError("timeout", path=p, operation="write_if_absent"),
+    )  # fmt: skip
+    fio.inject_fault(
+        "write_if_absent", path_contains="snapshot-1", nth=2,
+        error=lambda p: OSError(errno.EIO, "injected EIO"),
+    )  # fmt: skip
+    write = table.new_write(commit_user="u")
+    write.write_arrow(rows(0, 3))
+    messages = write.prepare_commit()
+    with pytest.raises(CommitStateUnknownError):
+        table.new_commit(commit_user="u").commit(messages, commit_identifier=1)
+    manifests = [s.path for s in fio.list_files(table.paths.manifest_dir)]
+    assert len(manifests) == 3  # the delta manifest and both lists stay for a late landing
+    assert table.new_commit(commit_user="u").commit(messages, commit_identifier=1).snapshot_id == 1
+    assert table.to_arrow().num_rows == 3
