@@ -130,12 +130,10 @@ class Proc:
         return code, time.monotonic() - t0
 
 
-def start_daemon(
-    config_text: str, workdir: Path, name: str, port: int, *, env: dict[str, str] | None = None
+def _spawn_daemon(
+    cfg: Path, workdir: Path, name: str, *, env: dict[str, str] | None = None
 ) -> Proc:
-    """Start a daemon with ``config_text``; ``env`` adds environment variables."""
-    cfg = workdir / f"{name}.toml"
-    cfg.write_text(config_text)
+    """Run ``python -m snaplake.daemon --config cfg``, logging to ``workdir/<name>.log``."""
     log = workdir / f"{name}.log"
     popen = subprocess.Popen(
         [sys.executable, "-m", "snaplake.daemon", "--config", str(cfg)],
@@ -144,7 +142,17 @@ def start_daemon(
         stderr=subprocess.STDOUT,
         env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO)},
     )
-    proc = Proc(popen=popen, log=log, port=port)
+    return Proc(popen=popen, log=log)
+
+
+def start_daemon(
+    config_text: str, workdir: Path, name: str, port: int, *, env: dict[str, str] | None = None
+) -> Proc:
+    """Start a daemon with ``config_text``; ``env`` adds environment variables."""
+    cfg = workdir / f"{name}.toml"
+    cfg.write_text(config_text)
+    proc = _spawn_daemon(cfg, workdir, name, env=env)
+    proc.port = port
     wait_for(
         lambda: not proc.alive() or http_get(f"http://127.0.0.1:{port}/readyz")[0] == 200,
         timeout=30,
@@ -163,15 +171,7 @@ def start_daemon_file(cfg: Path, workdir: Path, name: str) -> Proc:
     The port is read from the daemon's "starting ... metrics on URL" log line; returns once
     ``/readyz`` answered (200 or 503: the first discovery and lease round have run).
     """
-    log = workdir / f"{name}.log"
-    popen = subprocess.Popen(
-        [sys.executable, "-m", "snaplake.daemon", "--config", str(cfg)],
-        cwd=REPO,
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    proc = Proc(popen=popen, log=log)
+    proc = _spawn_daemon(cfg, workdir, name)
 
     def port() -> int:
         found = _METRICS_URL.search(proc.text())
