@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
+from snaplake.commit.schema_alter import commit_schema_changes
 from snaplake.errors import (
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
@@ -23,11 +24,10 @@ from snaplake.errors import (
 )
 from snaplake.store.format.paths import DATABASE_SUFFIX, PathFactory, database_path, table_path
 from snaplake.store.format.schema import SchemaManager, TableSchema
-from snaplake.store.format.schema_alter import commit_schema_changes
 from snaplake.store.format.schema_change import SchemaChange
-from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import resolve_file_io
 from snaplake.store.snapshot_manager import SnapshotManager
+from snaplake.store.support import Operation, check_supported
 from snaplake.table import Table
 
 __all__ = ["FileSystemCatalog", "parse_identifier"]
@@ -215,7 +215,7 @@ class FileSystemCatalog:
             UnsupportedTableError: the table would use something snaplake
                 cannot write yet: primary keys (``options={"primary-key": ...}``),
                 a BINARY partition key or an option value snaplake refuses
-                (:func:`snaplake.store.format.support.check_supported`).
+                (:func:`snaplake.store.support.check_supported`).
 
         Storage: writes ``schema/schema-0`` create-if-absent (two concurrent
         creators cannot both win).
@@ -279,7 +279,7 @@ class FileSystemCatalog:
             ValueError: no changes.
             SchemaChangeError: a change breaks a rule (partition/primary keys,
                 type widening, NOT NULL, last value column, immutable options;
-                see :mod:`snaplake.store.format.schema_alter`). Nothing written.
+                see :mod:`snaplake.commit.schema_alter`). Nothing written.
             SchemaConflictError: a concurrent alter won and these changes clash
                 with it (e.g. both renamed one column). Nothing written.
             InvalidOptionError: an option value does not parse. Nothing written.

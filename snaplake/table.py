@@ -18,14 +18,11 @@ import pyarrow as pa
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
-from snaplake.commit.table_write import TableWrite
-from snaplake.compaction.tags import TagManager
 from snaplake.errors import SnapshotNotFoundError, TableNotFoundError
 from snaplake.mergetree.read import read_primary_key_batches, read_primary_key_splits
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
-from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.missing_files import MissingFileCheck
 from snaplake.store.read.predicate import parse_filter
@@ -33,6 +30,9 @@ from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.split_read import read_splits, read_splits_batches
 from snaplake.store.snapshot_manager import SnapshotManager
+from snaplake.store.support import Operation, check_supported
+from snaplake.store.tags import TagManager
+from snaplake.write.table_write import TableWrite
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from snaplake.compaction.expire import ExpireResult
     from snaplake.compaction.manifest_merge import MergeResult
     from snaplake.compaction.orphan_clean import OrphanCleanResult
-    from snaplake.compaction.rollback import RollbackResult
-    from snaplake.compaction.tags import TagInfo
+    from snaplake.store.rollback import RollbackResult
+    from snaplake.store.tags import TagInfo
 
 __all__ = ["Table", "TableScan"]
 
@@ -177,7 +177,7 @@ class Table:
 
     Opening a table and reading its metadata (schema, snapshots, tags) always
     works; reads, writes, commits and maintenance first call
-    :func:`snaplake.store.format.support.check_supported` and raise
+    :func:`snaplake.store.support.check_supported` and raise
     ``UnsupportedTableError`` for a table snaplake cannot handle yet (a
     primary-key table, a refused option), before any file is touched.
 
@@ -258,7 +258,7 @@ class Table:
         """Return a TableWrite writing data files with the latest schema.
 
         On a primary-key table it is a
-        :class:`~snaplake.commit.kv_write.KeyValueTableWrite`:
+        :class:`~snaplake.write.kv_write.KeyValueTableWrite`:
         ``write_arrow(rows, row_kinds=...)`` upserts (and retracts),
         ``delete_arrow(keys)`` deletes.
 
@@ -274,7 +274,7 @@ class Table:
         """
         schema = self.schema()
         if schema.primary_keys:
-            from snaplake.commit.kv_write import KeyValueTableWrite, restore_max_sequences
+            from snaplake.write.kv_write import KeyValueTableWrite, restore_max_sequences
 
             def restore() -> dict[tuple[bytes, int], int]:
                 latest = self.latest_snapshot()
@@ -650,9 +650,9 @@ class Table:
             TagNotFoundError: no such tag.
 
         Storage:
-            See :func:`snaplake.compaction.rollback_to`.
+            See :func:`snaplake.store.rollback.rollback_to`.
         """
-        from snaplake.compaction.rollback import rollback_to
+        from snaplake.store.rollback import rollback_to
 
         return rollback_to(
             file_io=self.file_io,
@@ -670,7 +670,7 @@ class Table:
         Storage:
             Overwrites ``consumer/consumer-<id>``.
         """
-        from snaplake.compaction.consumers import ConsumerManager
+        from snaplake.store.consumers import ConsumerManager
 
         ConsumerManager(self.file_io, self.paths).set_consumer(
             consumer_id, next_snapshot=next_snapshot
@@ -678,7 +678,7 @@ class Table:
 
     def consumers(self) -> dict[str, int]:
         """Return ``{consumer_id: nextSnapshot}`` of every consumer."""
-        from snaplake.compaction.consumers import ConsumerManager
+        from snaplake.store.consumers import ConsumerManager
 
         return ConsumerManager(self.file_io, self.paths).consumers()
 

@@ -21,8 +21,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from snaplake.commit.table_write import TableWrite
 from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
+from snaplake.write.table_write import TableWrite
 
 __all__ = [
     "CSV_SUFFIXES",

@@ -21,8 +21,6 @@ from snaplake.cli.inputs import is_csv, read_parquet_schema, write_file
 from snaplake.cli.output import Column, format_size
 from snaplake.cli.parsing import parse_columns, parse_filters, parse_key_values
 from snaplake.cli.schema import schema_record
-from snaplake.commit.table_write import TableWrite
-from snaplake.compaction.tags import TagManager
 from snaplake.errors import (
     CommitConflictError,
     CommitRetriesExhaustedError,
@@ -30,7 +28,9 @@ from snaplake.errors import (
 )
 from snaplake.store.format.data_file import FileSource
 from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.tags import TagManager
 from snaplake.table import Table
+from snaplake.write.table_write import TableWrite
 
 __all__ = [
     "create_table",

@@ -46,11 +46,11 @@ from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.read.schema_evolution import check_files_readable
 from snaplake.store.snapshot_manager import SnapshotManager
+from snaplake.store.support import Operation, check_supported
 
 __all__ = ["FileStoreCommit", "FileStoreTable"]
 
@@ -207,7 +207,7 @@ class FileStoreCommit:
             SchemaMismatchError: an overwrite's files lie outside its spec, or
                 files were written under a schema that can no longer be read.
             UnsupportedTableError: the table uses something snaplake cannot
-                commit to (:func:`snaplake.store.format.support.check_supported`);
+                commit to (:func:`snaplake.store.support.check_supported`);
                 nothing was written.
 
         Storage:

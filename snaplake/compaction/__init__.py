@@ -1,7 +1,8 @@
-"""Table maintenance: manifest merge, expiry, orphan clean, compaction, tags, rollback.
+"""Table maintenance: manifest merge, expiry, orphan clean, compaction, inline maintenance.
 
-Also consumers and inline maintenance. Compaction rewrites small files of
-append tables and runs the LSM compaction of primary-key tables.
+Tags, consumers and rollback live beside the snapshot manager
+(``snaplake.store``). Compaction rewrites small files of append tables and
+runs the LSM compaction of primary-key tables.
 
 Each operation is a separate commit by the ``snaplake-maintenance`` user (or a
 pure deletion) and returns a frozen result dataclass. This package imports
@@ -11,7 +12,6 @@ pure deletion) and returns a frozen result dataclass. This package imports
 from snaplake.compaction.append_compact import AppendCompactor, CompactResult, CompactTask
 from snaplake.compaction.append_rewrite import AppendRewriter
 from snaplake.compaction.capped_compact import CappedCompactor
-from snaplake.compaction.consumers import ConsumerManager
 from snaplake.compaction.distributed import (
     DistributedCompaction,
     RewriteUnit,
@@ -40,8 +40,6 @@ from snaplake.compaction.orphan_clean import (
     OrphanCleanResult,
     OrphanFilesClean,
 )
-from snaplake.compaction.rollback import RollbackResult, rollback_to
-from snaplake.compaction.tags import TagInfo, TagManager
 
 __all__ = [
     "DEFAULT_OLDER_THAN",
@@ -53,7 +51,6 @@ __all__ = [
     "BucketCompaction",
     "CompactResult",
     "CompactTask",
-    "ConsumerManager",
     "DistributedCompaction",
     "ExpireResult",
     "ExpireSnapshots",
@@ -66,16 +63,12 @@ __all__ = [
     "OrphanCleanResult",
     "OrphanFilesClean",
     "RewriteUnit",
-    "RollbackResult",
     "SortedRunStats",
-    "TagInfo",
-    "TagManager",
     "commit_compaction",
     "rewrite_bucket",
     "distributed_compaction",
     "count_files",
     "count_manifests",
     "maintenance_committer",
-    "rollback_to",
     "run_inline_maintenance",
 ]

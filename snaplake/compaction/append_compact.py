@@ -49,16 +49,16 @@ from typing import Any
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage, CompactIncrement
-from snaplake.commit.table_write import abort_messages
 from snaplake.compaction.append_rewrite import AppendRewriter, CompactTask
 from snaplake.errors import CommitStateUnknownError, UnsupportedTableError
 from snaplake.store.format.data_file import DataFileMeta
 from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind
-from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan, Split
+from snaplake.store.support import Operation, check_supported
+from snaplake.write.table_write import abort_messages
 
 __all__ = ["AppendCompactor", "CompactResult", "CompactTask"]
 

@@ -36,7 +36,6 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from snaplake.commit.message import CommitMessage, CompactIncrement
-from snaplake.commit.table_write import new_data_file_meta, open_data_file
 from snaplake.store.format.data_file import (
     DataFileMeta,
     FileSource,
@@ -48,6 +47,7 @@ from snaplake.store.format.stats import SimpleStatsParts, ValueStatsCollector
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
+from snaplake.write.table_write import new_data_file_meta, open_data_file
 
 __all__ = ["AppendRewriter", "CompactTask", "output_groups"]
 

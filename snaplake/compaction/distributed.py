@@ -45,7 +45,6 @@ from typing import Any, Protocol
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
-from snaplake.commit.table_write import abort_messages
 from snaplake.compaction.append_compact import AppendCompactor, CompactResult
 from snaplake.compaction.append_rewrite import AppendRewriter, CompactTask, output_groups
 from snaplake.compaction.merge_tree_compact import commit_compaction
@@ -56,6 +55,7 @@ from snaplake.options import CoreOptions
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager
 from snaplake.store.io.file_io import FileIO
+from snaplake.write.table_write import abort_messages
 
 __all__ = [
     "DEFAULT_MAX_UNIT_BYTES",

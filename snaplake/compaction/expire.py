@@ -46,10 +46,9 @@ from snaplake.compaction._io import (
     read_entries_strict,
     read_list_strict,
 )
-from snaplake.compaction.consumers import ConsumerManager
-from snaplake.compaction.tags import TagManager
 from snaplake.errors import CorruptMetadataError, InvalidOptionError, UnsupportedTableError
 from snaplake.options import CoreOptions
+from snaplake.store.consumers import ConsumerManager
 from snaplake.store.format.avro import decompress_block, parse_container
 from snaplake.store.format.manifest import FileKind, ManifestEntry
 from snaplake.store.format.manifest_list import ManifestFileMeta
@@ -57,11 +56,12 @@ from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
-from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.format.types import DataType
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import merge_live_entries
 from snaplake.store.snapshot_manager import SnapshotManager
+from snaplake.store.support import Operation, check_supported
+from snaplake.store.tags import TagManager
 
 __all__ = ["ExpireResult", "ExpireSnapshots"]
 

@@ -57,7 +57,7 @@ from snaplake.store.format.manifest_list import ManifestFileMeta
 from snaplake.store.format.manifest_writer import write_manifest
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
-from snaplake.store.format.support import Operation, check_supported
+from snaplake.store.support import Operation, check_supported
 
 __all__ = ["ManifestFileMerger", "MergeResult"]
 

@@ -21,7 +21,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from snaplake.commit.kv_file_writer import KeyValueFileWriter
 from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.compaction.merge_tree_plan import BucketCompaction
 from snaplake.errors import SchemaMismatchError
@@ -39,6 +38,7 @@ from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
+from snaplake.write.kv_file_writer import KeyValueFileWriter
 
 __all__ = ["RewriteResult", "rewrite_bucket"]
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from snaplake.catalog import FileSystemCatalog
-from snaplake.commit.table_write import conform_to_schema
 from snaplake.errors import SchemaMismatchError
 from snaplake.store.format.schema import TableSchema
 from snaplake.table import Table
+from snaplake.write.table_write import conform_to_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -39,7 +39,6 @@ import pyarrow as pa
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
-from snaplake.commit.table_write import abort_messages
 from snaplake.compaction.append_compact import CompactResult
 from snaplake.compaction.distributed import (
     DEFAULT_MAX_UNIT_BYTES,
@@ -60,6 +59,7 @@ from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager
 from snaplake.store.io.file_io import FileIO
 from snaplake.table import Table
+from snaplake.write.table_write import abort_messages
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -40,12 +40,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from snaplake.commit.kv_write import dropped_row_kinds
 from snaplake.errors import AmbiguousOrderError, SchemaMismatchError
 from snaplake.mergetree.kv import parse_row_kinds
 from snaplake.mergetree.merge_function import AggregateMergeFunction, merge_function_for
 from snaplake.store.format.primary_key import PRIMARY_KEY_FUNCTION
 from snaplake.store.format.schema import TableSchema
+from snaplake.write.kv_write import dropped_row_kinds
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

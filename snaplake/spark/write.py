@@ -1,6 +1,6 @@
 """Write a Spark DataFrame into a snaplake table: executors write files, the driver commits.
 
-Each Spark task runs a :class:`snaplake.commit.table_write.TableWrite` over
+Each Spark task runs a :class:`snaplake.write.table_write.TableWrite` over
 its partition's Arrow batches (``mapInArrow``), so the files have the same
 partition/bucket layout and statistics as a plain Python write, and returns
 its ``CommitMessage`` bytes. The driver collects them and commits once.
@@ -36,11 +36,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 
 from snaplake.commit.file_store_commit import FileStoreCommit
-from snaplake.commit.kv_write import KeyValueTableWrite, restore_max_sequences
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
-from snaplake.commit.schema_merge import merge_data_schema
-from snaplake.commit.table_write import TableWrite, abort_messages
 from snaplake.compaction.merge_tree_compact import compact_new_files
 from snaplake.errors import AmbiguousOrderError, CommitStateUnknownError, SchemaMismatchError
 from snaplake.spark._common import arrow_schema_of as spark_arrow_schema
@@ -54,11 +51,14 @@ from snaplake.spark.ordering import VersionCheck, normalize_order_by, plan_versi
 from snaplake.store.format.bucket import bucket_ids
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
-from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.snapshot_manager import SnapshotManager
+from snaplake.store.support import Operation, check_supported
 from snaplake.table import Table
+from snaplake.write.kv_write import KeyValueTableWrite, restore_max_sequences
+from snaplake.write.schema_merge import merge_data_schema
+from snaplake.write.table_write import TableWrite, abort_messages
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -436,7 +436,7 @@ def write_messages(
             its files. Unused under Spark Connect.
         merge_schema: First alter the table so the DataFrame fits: new
             columns are added (nullable), wider types widen the column where
-            the rules allow (see :mod:`snaplake.commit.schema_merge`). The
+            the rules allow (see :mod:`snaplake.write.schema_merge`). The
             alter is committed before any file is written and is not
             repeated when the same data comes again.
         row_kind_column: Primary-key tables: a column of ``df`` (not of the

@@ -20,10 +20,10 @@ from tests.oracle import PaimonOracle, requires_paimon
 
 import snaplake
 from snaplake.cli import cli
-from snaplake.commit.table_write import TableWrite
 from snaplake.compaction.expire import ExpireSnapshots
 from snaplake.compaction.orphan_clean import OrphanFilesClean
 from snaplake.errors import UnsupportedTableError
+from snaplake.write.table_write import TableWrite
 
 pytestmark = [pytest.mark.integration, requires_paimon]
 

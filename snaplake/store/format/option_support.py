@@ -65,7 +65,7 @@ class OptionStatus(StrEnum):
 
 
 ALL_OPERATIONS = frozenset({"create", "read", "write", "commit", "maintenance"})
-"""The operation names of :class:`snaplake.store.format.support.Operation`."""
+"""The operation names of :class:`snaplake.store.support.Operation`."""
 
 _CHANGES = frozenset({"create", "write", "commit", "maintenance"})
 

@@ -1,6 +1,6 @@
 """SchemaChange: the changes ``catalog.alter_table`` applies, built with its static methods.
 
-A list of changes turns schema N into schema N+1 (:mod:`snaplake.store.format.schema_alter`
+A list of changes turns schema N into schema N+1 (:mod:`snaplake.commit.schema_alter`
 applies them by Paimon's rules and writes the new schema file).
 
 Source: Paimon / pypaimon ``SchemaChange`` (the same kinds and factory names),

@@ -10,7 +10,7 @@ directory that could hold the partition (``<key>=...`` for the BINARY
 components, the computed name for the others) it lists ``bucket-<b>`` and
 looks the files up by name (data file names are unique UUIDs). Only tables
 with BINARY partition keys take this path; snaplake only reads them
-(:func:`snaplake.store.format.support.check_supported`).
+(:func:`snaplake.store.support.check_supported`).
 
 Source: Paimon ``InternalRowPartitionComputer`` (why the names cannot be
 computed); the listing is snaplake's own.

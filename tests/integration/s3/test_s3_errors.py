@@ -17,7 +17,6 @@ from tests.integration.s3.conftest import SCHEMA, S3Warehouse
 from tests.s3_servers import fault_proxy
 
 import snaplake
-from snaplake.commit.table_write import write_data_file
 from snaplake.errors import (
     CorruptMetadataError,
     StorageAccessError,
@@ -28,6 +27,7 @@ from snaplake.store.format.file_format import DataFileSpec, file_format
 from snaplake.store.io.s3.file_io import S3FileIO
 from snaplake.store.read.split_read import read_splits
 from snaplake.table import Table
+from snaplake.write.table_write import write_data_file
 
 pytestmark = [pytest.mark.integration, pytest.mark.s3]
 

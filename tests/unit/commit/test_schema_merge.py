@@ -6,9 +6,9 @@ import pyarrow as pa
 import pytest
 
 import snaplake
-from snaplake.commit.schema_merge import merge_data_schema, schema_changes_for
 from snaplake.errors import SchemaMismatchError
 from snaplake.store.format.schema_change import AddColumn, UpdateColumnType
+from snaplake.write.schema_merge import merge_data_schema, schema_changes_for
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("month", pa.int32()),
                     ("v", pa.int16()), ("f", pa.float32()), ("s", pa.string())])  # fmt: skip

@@ -16,12 +16,12 @@ from tests.helpers import sorted_ids
 from tests.unit.compaction.conftest import FAST, append
 
 import snaplake
-from snaplake.commit.table_write import new_data_file_meta
 from snaplake.compaction import append_rewrite
 from snaplake.compaction.append_compact import AppendCompactor
 from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.stats import compute_value_stats
+from snaplake.write.table_write import new_data_file_meta
 
 WIDE = pa.schema(
     [

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from tests.unit.compaction.conftest import append
 
-from snaplake.compaction.consumers import ConsumerManager
 from snaplake.errors import CorruptMetadataError
+from snaplake.store.consumers import ConsumerManager
 
 
 def test_set_read_and_delete_consumers(make_table):

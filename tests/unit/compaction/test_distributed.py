@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from tests.helpers import sorted_ids
 from tests.unit.compaction.conftest import append
 
-from snaplake.commit.table_write import new_data_file_meta
 from snaplake.compaction.append_rewrite import CompactTask, output_groups
 from snaplake.compaction.distributed import (
     AppendRewriteUnit,
@@ -25,6 +24,7 @@ from snaplake.errors import CommitConflictError, UnsupportedTableError
 from snaplake.store.format.data_file import EMPTY_BINARY_ROW, DataFileMeta, FileSource
 from snaplake.store.format.stats import SimpleStatsParts
 from snaplake.store.read.scan import Split
+from snaplake.write.table_write import new_data_file_meta
 
 
 def _run_units(table, units):

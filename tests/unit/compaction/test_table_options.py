@@ -14,10 +14,10 @@ from tests.helpers import SCHEMA, rows, sorted_ids
 from tests.unit.compaction.conftest import append
 
 from snaplake.catalog import FileSystemCatalog
-from snaplake.compaction.consumers import ConsumerManager
 from snaplake.compaction.expire import ExpireSnapshots
 from snaplake.compaction.inline import run_inline_maintenance
 from snaplake.errors import InvalidOptionError, UnsupportedTableError
+from snaplake.store.consumers import ConsumerManager
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.option_support import (
     OptionStatus,
@@ -27,7 +27,7 @@ from snaplake.store.format.option_support import (
 )
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind
-from snaplake.store.format.support import Operation, check_supported
+from snaplake.store.support import Operation, check_supported
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 

@@ -4,9 +4,9 @@ import pytest
 from tests.helpers import sorted_ids
 from tests.unit.compaction.conftest import append
 
-from snaplake.compaction.tags import TagManager
 from snaplake.errors import FileAlreadyExistsError, SnapshotNotFoundError, TagNotFoundError
 from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.tags import TagManager
 
 
 def test_create_list_read_and_delete_tags(make_table):

@@ -454,7 +454,7 @@ def test_small_data_file_is_one_request_and_a_large_one_streams(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from snaplake.commit.table_write import write_data_file
+    from snaplake.write.table_write import write_data_file
 
     fault, endpoint = proxy
     bucket = moto_s3.new_bucket()

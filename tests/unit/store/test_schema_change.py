@@ -11,6 +11,7 @@ import pytest
 
 import snaplake
 from snaplake import SchemaChange
+from snaplake.commit.schema_alter import commit_schema_changes
 from snaplake.errors import (
     ColumnAlreadyExistsError,
     ColumnNotFoundError,
@@ -21,7 +22,6 @@ from snaplake.errors import (
     UnsupportedTableError,
     UnsupportedTypeError,
 )
-from snaplake.store.format.schema_alter import commit_schema_changes
 
 SCHEMA = pa.schema(
     [

@@ -10,7 +10,7 @@ import pytest
 import snaplake
 from snaplake.errors import SchemaMismatchError, UnsupportedTableError
 from snaplake.store.format.schema import TableSchema
-from snaplake.store.format.support import Operation, check_supported
+from snaplake.store.support import Operation, check_supported
 
 _SCHEMA = pa.schema([("id", pa.int64()), ("b", pa.binary()), ("v", pa.string())])
 

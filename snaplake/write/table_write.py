@@ -47,8 +47,8 @@ from snaplake.store.format.file_format import DataFileSpec
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.stats import SimpleStatsParts, compute_value_stats
-from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.io.file_io import FileIO
+from snaplake.store.support import Operation, check_supported
 
 __all__ = [
     "TableWrite",
@@ -359,9 +359,9 @@ class TableWrite:
 
     Raises:
         UnsupportedTableError: the table uses something snaplake cannot write
-            (:func:`snaplake.store.format.support.check_supported`).
+            (:func:`snaplake.store.support.check_supported`).
         UnsupportedTableError: ``schema`` has primary keys (their writer is
-            :class:`snaplake.commit.kv_write.KeyValueTableWrite`).
+            :class:`snaplake.write.kv_write.KeyValueTableWrite`).
     """
 
     _writes_key_value: ClassVar[bool] = False

@@ -23,13 +23,13 @@ import logging
 
 import pyarrow as pa
 
-from snaplake.commit.table_write import arrow_type_fits
+from snaplake.commit.schema_alter import commit_schema_changes
 from snaplake.errors import SchemaConflictError, SchemaMismatchError, UnsupportedTypeError
 from snaplake.store.format.schema import SchemaManager, TableSchema
-from snaplake.store.format.schema_alter import commit_schema_changes
 from snaplake.store.format.schema_change import SchemaChange
 from snaplake.store.format.type_casts import can_widen
 from snaplake.store.format.types import data_type_from_arrow
+from snaplake.write.table_write import arrow_type_fits
 
 __all__ = ["merge_data_schema", "schema_changes_for"]
 

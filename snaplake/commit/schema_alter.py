@@ -85,9 +85,9 @@ from snaplake.store.format.schema_change import (
     UpdateColumnType,
     UpdateComment,
 )
-from snaplake.store.format.support import Operation, check_supported
 from snaplake.store.format.type_casts import widening_refusal
 from snaplake.store.format.types import DataField, parse_field, reassign_field_ids
+from snaplake.store.support import Operation, check_supported
 
 __all__ = ["IMMUTABLE_OPTIONS", "apply_schema_changes", "commit_schema_changes"]
 

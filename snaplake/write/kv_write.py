@@ -34,9 +34,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from snaplake.commit.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter
 from snaplake.commit.message import CommitMessage
-from snaplake.commit.table_write import TableWrite, _BucketBuffer, conform_to_schema
 from snaplake.errors import SchemaMismatchError
 from snaplake.mergetree.groups import sort_key_value
 from snaplake.mergetree.kv import RowKind, parse_row_kinds, to_key_value
@@ -53,6 +51,8 @@ from snaplake.store.format.primary_key import RETRACTABLE_FUNCTIONS, MergeEngine
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
+from snaplake.write.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter
+from snaplake.write.table_write import TableWrite, _BucketBuffer, conform_to_schema
 
 __all__ = ["KeyValueTableWrite", "SequenceRestore", "dropped_row_kinds", "restore_max_sequences"]
 
@@ -120,7 +120,7 @@ class KeyValueTableWrite(TableWrite):
 
         Args:
             data: Rows whose columns match the table schema by name (see
-                :func:`~snaplake.commit.table_write.conform_to_schema`).
+                :func:`~snaplake.write.table_write.conform_to_schema`).
             row_kinds: One kind per row: ``'+I' '-U' '+U' '-D'`` strings or
                 int8 0..3 (``None`` = all ``+I``). Not allowed together with
                 the ``rowkind.field`` option, which takes the kinds from that
@@ -139,7 +139,7 @@ class KeyValueTableWrite(TableWrite):
             StorageError: writing a flushed buffer's files failed (``.path``
                 names the file). After this or a ``MergeFunctionError`` the
                 writer has deleted its unprepared files and dropped its rows
-                (see :class:`~snaplake.commit.table_write.TableWrite`).
+                (see :class:`~snaplake.write.table_write.TableWrite`).
 
         Storage: may write level-0 data files when the buffers exceed
         ``write-buffer-size`` (invisible until committed).
@@ -211,7 +211,7 @@ class KeyValueTableWrite(TableWrite):
             StorageError: writing the files failed (``.path`` names the file).
                 After this or a ``MergeFunctionError`` every file written since
                 the last ``prepare_commit`` is deleted and the writer refuses
-                further writes (see :class:`~snaplake.commit.table_write.TableWrite`).
+                further writes (see :class:`~snaplake.write.table_write.TableWrite`).
             ValueError: the writer failed before.
 
         Storage: writes the buffered rows as data files (and the compaction

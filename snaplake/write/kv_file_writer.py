@@ -24,7 +24,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from snaplake.commit.table_write import open_data_file
 from snaplake.mergetree.kv import SEQUENCE_NUMBER, VALUE_KIND, is_retract, key_column, kv_schema
 from snaplake.store.format.binary_row import encode_binary_row
 from snaplake.store.format.data_file import (
@@ -38,6 +37,7 @@ from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.stats import ValueStatsCollector
 from snaplake.store.io.file_io import FileIO
+from snaplake.write.table_write import open_data_file
 
 __all__ = ["KEY_STATS_MODE", "SMALL_FILE_ROWS", "KeyValueFileWriter", "WrittenFile"]
 
