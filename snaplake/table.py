@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from snaplake.commit.file_store_commit import FileStoreCommit
-from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
 from snaplake.errors import SnapshotNotFoundError, TableNotFoundError
-from snaplake.mergetree.read import read_primary_key_batches, read_primary_key_splits
+from snaplake.filestore import FileStore, file_store_for
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
@@ -28,7 +27,6 @@ from snaplake.store.read.missing_files import MissingFileCheck
 from snaplake.store.read.predicate import parse_filter
 from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
-from snaplake.store.read.split_read import read_splits, read_splits_batches
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.support import Operation, check_supported
 from snaplake.store.tags import TagManager
@@ -123,23 +121,12 @@ class TableScan:
                 while it was read.
             CorruptMetadataError: a file the snapshot uses is missing (``.path``).
         """
-        schema = self.schema
         with self._missing.reading():
-            if schema.primary_keys:
-                return read_primary_key_splits(
-                    self.table.file_io, self.plan(), schema=schema, columns=self.columns,
-                    predicates=self.predicates, limit=limit,
-                    schema_of=self.table.schema_manager.schema,
-                )  # fmt: skip
-            return read_splits(
-                self.table.file_io,
-                self.plan(),
-                schema=self.schema.arrow_schema,
-                columns=self.columns,
-                predicates=self.predicates,
-                limit=limit,
-                evolution=self.evolution,
-            )
+            return self.table.file_store(self.schema).read(
+                self.plan(), read_schema=self.schema, columns=self.columns,
+                predicates=self.predicates, limit=limit, evolution=self.evolution,
+                schema_of=self.table.schema_manager.schema,
+            )  # fmt: skip
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """Yield the planned rows as record batches, one split at a time.
@@ -148,23 +135,13 @@ class TableScan:
             SnapshotNotFoundError: as :meth:`to_arrow`, also while iterating.
             CorruptMetadataError: as :meth:`to_arrow`.
         """
-        schema = self.schema
-        if schema.primary_keys:
-            tables = read_primary_key_batches(
-                self.table.file_io, self.plan(), schema=schema, columns=self.columns,
-                predicates=self.predicates, schema_of=self.table.schema_manager.schema,
-            )  # fmt: skip
-            return self._missing.batches(b for t in tables for b in t.to_batches())
         return self._missing.batches(
-            read_splits_batches(
-                self.table.file_io,
-                self.plan(),
-                schema=self.schema.arrow_schema,
-                columns=self.columns,
-                predicates=self.predicates,
-                evolution=self.evolution,
+            self.table.file_store(self.schema).read_batches(
+                self.plan(), read_schema=self.schema, columns=self.columns,
+                predicates=self.predicates, evolution=self.evolution,
+                schema_of=self.table.schema_manager.schema,
             )
-        )
+        )  # fmt: skip
 
 
 class Table:
@@ -193,6 +170,7 @@ class Table:
         self.schema_manager = SchemaManager(file_io, self.paths)
         self.snapshot_manager = SnapshotManager(file_io, self.paths)
         self._evolutions: dict[int, SchemaEvolution] = {}
+        self._stores: dict[int, FileStore] = {}
         if self.schema_manager.latest() is None:
             raise TableNotFoundError(
                 f"table {identifier} does not exist at {root} (no schema file); "
@@ -210,6 +188,19 @@ class Table:
         if found is None:
             found = SchemaEvolution(read_schema, self.schema_manager.schema)
             self._evolutions[read_schema.id] = found
+        return found
+
+    def file_store(self, schema: TableSchema | None = None) -> FileStore:
+        """The FileStore of this table's kind in ``schema`` (default: the latest schema).
+
+        Cached per schema id; the kind is chosen once, from the schema
+        (:func:`snaplake.filestore.file_store_for`).
+        """
+        schema = self.schema() if schema is None else schema
+        found = self._stores.get(schema.id)
+        if found is None or found.schema is not schema:
+            found = file_store_for(self, schema)
+            self._stores[schema.id] = found
         return found
 
     def schema(self) -> TableSchema:
@@ -272,46 +263,7 @@ class Table:
         Raises:
             UnsupportedTableError: a primary-key table snaplake cannot write.
         """
-        schema = self.schema()
-        if schema.primary_keys:
-            from snaplake.write.kv_write import KeyValueTableWrite, restore_max_sequences
-
-            def restore() -> dict[tuple[bytes, int], int]:
-                latest = self.latest_snapshot()
-                if latest is None:
-                    return {}
-                with MissingFileCheck(
-                    file_io=self.file_io,
-                    paths=self.paths,
-                    schema_manager=self.schema_manager,
-                    snapshot=latest,
-                ).reading():  # a missing manifest: typed, named
-                    return restore_max_sequences(
-                        FileStoreScan(
-                            file_io=self.file_io, paths=self.paths,
-                            schema_manager=self.schema_manager, snapshot=latest,
-                        )
-                    )  # fmt: skip
-
-            compact_up = None
-            opts = schema.core_options
-            if opts.merge_engine == "first-row" and not opts.write_only:
-                from snaplake.compaction.merge_tree_compact import compact_new_files
-
-                def compact_up(messages: list[CommitMessage]) -> list[CommitMessage]:
-                    return compact_new_files(
-                        file_io=self.file_io, paths=self.paths,
-                        schema_manager=self.schema_manager,
-                        snapshot_manager=self.snapshot_manager, schema=schema, messages=messages,
-                    )  # fmt: skip
-
-            return KeyValueTableWrite(
-                file_io=self.file_io, paths=self.paths, schema=schema,
-                commit_user=commit_user, restore_sequences=restore, compact_up=compact_up,
-            )  # fmt: skip
-        return TableWrite(
-            file_io=self.file_io, paths=self.paths, schema=schema, commit_user=commit_user
-        )
+        return self.file_store().new_write(commit_user)
 
     def new_commit(self, *, commit_user: str) -> FileStoreCommit:
         """Return a FileStoreCommit for ``commit_user``; keep it for later commits (cheaper).

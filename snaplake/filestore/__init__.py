@@ -1,0 +1,23 @@
+"""One object per table kind: what differs between append and key-value tables.
+
+:func:`file_store_for` chooses the kind once, from the schema;
+:class:`~snaplake.filestore.base.FileStore` is what the facade, Spark, the
+daemon, the CLI and inline maintenance ask (writer, split reader, scan file
+selection, compaction, conflict rules, writer-state restore, supported
+options). A new table mode is a new variant or an option inside one kind's
+module, never a branch in those callers.
+
+Source: Paimon ``FileStore``, ``AppendOnlyFileStore``, ``KeyValueFileStore``.
+"""
+
+from snaplake.filestore.append import AppendOnlyFileStore
+from snaplake.filestore.base import FileStore, TableContext, file_store_for
+from snaplake.filestore.key_value import KeyValueFileStore
+
+__all__ = [
+    "AppendOnlyFileStore",
+    "FileStore",
+    "KeyValueFileStore",
+    "TableContext",
+    "file_store_for",
+]

@@ -1,0 +1,110 @@
+"""KeyValueFileStore: primary-key tables (an LSM tree per bucket, merged on read).
+
+Source: Paimon ``KeyValueFileStore``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import ClassVar
+
+import pyarrow as pa
+
+from snaplake.commit.message import CommitMessage
+from snaplake.filestore.base import FileStore
+from snaplake.mergetree.read import read_primary_key_batches, read_primary_key_splits
+from snaplake.store.format.primary_key import MergeEngine
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.read.missing_files import MissingFileCheck
+from snaplake.store.read.predicate import Predicate
+from snaplake.store.read.scan import FileStoreScan, Split
+from snaplake.store.read.schema_evolution import SchemaEvolution
+from snaplake.write.kv_write import KeyValueTableWrite, restore_max_sequences
+
+__all__ = ["KeyValueFileStore"]
+
+
+class KeyValueFileStore(FileStore):
+    """The key-value kind: upserting writers, merge-on-read, LSM compaction.
+
+    Source: Paimon ``KeyValueFileStore``.
+    """
+
+    kind: ClassVar[str] = "primary-key"
+
+    def new_write(self, commit_user: str) -> KeyValueTableWrite:
+        """Return a :class:`~snaplake.write.kv_write.KeyValueTableWrite` in this store's schema.
+
+        The writer restores each bucket's max sequence number from the latest
+        snapshot at its first write (a missing manifest raises
+        ``CorruptMetadataError`` naming it). A ``first-row`` table (unless
+        ``write-only``) lifts its new level-0 files before the commit, as
+        Paimon's readers skip level 0 of such tables.
+        """
+        table, schema = self.table, self.schema
+
+        def restore() -> dict[tuple[bytes, int], int]:
+            latest = table.snapshot_manager.latest_snapshot()
+            if latest is None:
+                return {}
+            with MissingFileCheck(
+                file_io=table.file_io, paths=table.paths,
+                schema_manager=table.schema_manager, snapshot=latest,
+            ).reading():  # fmt: skip
+                return restore_max_sequences(
+                    FileStoreScan(
+                        file_io=table.file_io, paths=table.paths,
+                        schema_manager=table.schema_manager, snapshot=latest,
+                    )
+                )  # fmt: skip
+
+        compact_up = None
+        opts = schema.core_options
+        if opts.merge_engine == MergeEngine.FIRST_ROW and not opts.write_only:
+            from snaplake.compaction.merge_tree_compact import compact_new_files
+
+            def compact_up(messages: list[CommitMessage]) -> list[CommitMessage]:
+                return compact_new_files(
+                    file_io=table.file_io, paths=table.paths,
+                    schema_manager=table.schema_manager,
+                    snapshot_manager=table.snapshot_manager, schema=schema, messages=messages,
+                )  # fmt: skip
+
+        return KeyValueTableWrite(
+            file_io=table.file_io, paths=table.paths, schema=schema,
+            commit_user=commit_user, restore_sequences=restore, compact_up=compact_up,
+        )  # fmt: skip
+
+    def read(
+        self,
+        splits: Sequence[Split],
+        *,
+        read_schema: TableSchema,
+        columns: Sequence[str] | None,
+        predicates: Sequence[Predicate],
+        limit: int | None,
+        evolution: SchemaEvolution,
+        schema_of: Callable[[int], TableSchema],
+    ) -> pa.Table:
+        """Merge the versions of each key (see :func:`read_primary_key_splits`)."""
+        return read_primary_key_splits(
+            self.file_io, splits, schema=read_schema, columns=columns,
+            predicates=predicates, limit=limit, schema_of=schema_of,
+        )  # fmt: skip
+
+    def read_batches(
+        self,
+        splits: Sequence[Split],
+        *,
+        read_schema: TableSchema,
+        columns: Sequence[str] | None,
+        predicates: Sequence[Predicate],
+        evolution: SchemaEvolution,
+        schema_of: Callable[[int], TableSchema],
+    ) -> Iterator[pa.RecordBatch]:
+        """Yield the merged rows, bucket by bucket (see :func:`read_primary_key_batches`)."""
+        tables = read_primary_key_batches(
+            self.file_io, splits, schema=read_schema, columns=columns,
+            predicates=predicates, schema_of=schema_of,
+        )  # fmt: skip
+        return (b for t in tables for b in t.to_batches())
