@@ -46,8 +46,8 @@ from snaplake.compaction._io import (
     read_entries_strict,
     read_list_strict,
 )
-from snaplake.errors import CorruptMetadataError, InvalidOptionError, UnsupportedTableError
-from snaplake.options import CoreOptions
+from snaplake.compaction.retention import SnapshotRetention
+from snaplake.errors import CorruptMetadataError
 from snaplake.store.consumers import ConsumerManager
 from snaplake.store.format.avro import decompress_block, parse_container
 from snaplake.store.format.manifest import FileKind, ManifestEntry
@@ -166,11 +166,11 @@ class ExpireSnapshots:
         self.snapshot_manager = snapshot_manager
         self.tags = TagManager(file_io, paths)
         self.consumers = ConsumerManager(file_io, paths)
-        self._retain_min = retain_min
-        self._retain_max = retain_max
-        self._time_retained = time_retained
-        self._expire_limit = expire_limit
-        self._now_ms = now_ms
+        self.retention = SnapshotRetention(
+            snapshot_manager=snapshot_manager, consumers=self.consumers, retain_min=retain_min,
+            retain_max=retain_max, time_retained=time_retained, expire_limit=expire_limit,
+            now_ms=now_ms,
+        )  # fmt: skip
         self._workers = workers
         self._part_paths: dict[bytes, str] = {}
         self._partition_types: tuple[DataType, ...] = ()
@@ -216,7 +216,7 @@ class ExpireSnapshots:
         start = time.monotonic()
         plan = self._plan()
         schema = self.schema_manager.latest()
-        cutoff = self._consumer_cutoff_ms(schema) if schema is not None else None
+        cutoff = self.retention.consumer_cutoff_ms(schema) if schema is not None else None
         if cutoff is not None:  # consumer.expiration-time: idle consumers are removed
             self.consumers.expire(modified_before_ms=cutoff)
         if plan.end is None:
@@ -238,106 +238,6 @@ class ExpireSnapshots:
         )  # fmt: skip
         return result
 
-    # ----------------------------------------------------------------- range
-    def _options(self, schema: TableSchema) -> tuple[int, int, timedelta, int]:
-        opts = schema.core_options
-        rmin = self._retain_min if self._retain_min is not None else opts.snapshot_num_retained_min
-        rmax = self._retain_max if self._retain_max is not None else opts.snapshot_num_retained_max
-        tret = (
-            self._time_retained if self._time_retained is not None else opts.snapshot_time_retained
-        )
-        limit = self._expire_limit if self._expire_limit is not None else opts.snapshot_expire_limit
-        if rmin < 1:
-            raise InvalidOptionError(
-                f"snapshot.num-retained.min must be at least 1, got {rmin}",
-                key="snapshot.num-retained.min", value=str(rmin),
-            )  # fmt: skip
-        if rmax < rmin:
-            raise InvalidOptionError(
-                f"snapshot.num-retained.max ({rmax}) must not be less than "
-                f"snapshot.num-retained.min ({rmin})",
-                key="snapshot.num-retained.max", value=str(rmax),
-            )  # fmt: skip
-        self._check_changelog_coupled(opts, rmin, rmax, tret)
-        return rmin, rmax, tret, max(limit, 1)
-
-    @staticmethod
-    def _check_changelog_coupled(opts: CoreOptions, rmin: int, rmax: int, tret: timedelta) -> None:
-        """Refuse ``changelog.*`` retention longer than the snapshots' (decoupled changelog).
-
-        Paimon then keeps each expired snapshot's changelog as
-        ``changelog/changelog-<id>`` and expires it on its own schedule
-        (``ExpireChangelogImpl``); snaplake expires changelog with its snapshot.
-
-        Raises:
-            UnsupportedTableError: a ``changelog.*`` retention exceeds the snapshot one.
-
-        Source: Paimon ``ExpireConfig`` (``isChangelogDecoupled``).
-        """
-        cmin, cmax, ctime = opts.changelog_retention(
-            retain_min=rmin, retain_max=rmax, time_retained=tret
-        )
-        longer = [
-            f"{key} ({mine}) > {theirs_key} ({theirs})"
-            for key, mine, theirs_key, theirs in (
-                ("changelog.num-retained.min", cmin, "snapshot.num-retained.min", rmin),
-                ("changelog.num-retained.max", cmax, "snapshot.num-retained.max", rmax),
-                ("changelog.time-retained", ctime, "snapshot.time-retained", tret),
-            )
-            if mine > theirs  # type: ignore[operator]
-        ]
-        if longer:
-            raise UnsupportedTableError(
-                f"{'; '.join(longer)}: changelog kept longer than its snapshots (Paimon's "
-                "decoupled changelog, kept under changelog/) is not supported; snaplake expires "
-                "changelog files with their snapshot: lower or remove the changelog.* options",
-                feature="decoupled changelog retention",
-                operation="maintenance",
-                key=longer[0].split(" ", 1)[0],
-            )
-
-    def _consumer_pin(self, schema: TableSchema) -> int | None:
-        """The smallest ``nextSnapshot`` of the consumers that keep snapshots.
-
-        None with ``consumer.changelog-only`` (consumers then never keep
-        snapshots); consumers idle longer than ``consumer.expiration-time``
-        (by their marker's modification time) do not count.
-
-        Source: Paimon ``ExpireSnapshotsImpl`` / ``ConsumerManager.minNextSnapshot``
-        and ``ConsumerManager.expire``.
-        """
-        opts = schema.core_options
-        if opts.consumer_changelog_only:
-            return None
-        return self.consumers.min_next_snapshot(modified_after_ms=self._consumer_cutoff_ms(schema))
-
-    def _consumer_cutoff_ms(self, schema: TableSchema) -> int | None:
-        ttl = schema.core_options.consumer_expiration_time
-        return None if ttl is None else self._now_ms() - int(ttl.total_seconds() * 1000)
-
-    def _expire_range(self, schema: TableSchema) -> tuple[int, int, int] | None:
-        """Return ``(earliest, end_exclusive, latest)`` or ``None`` for an empty table.
-
-        Source: Paimon ``ExpireSnapshotsImpl.expire``.
-        """
-        rmin, rmax, tret, limit = self._options(schema)
-        latest = self.snapshot_manager.latest_snapshot_id()
-        earliest = self.snapshot_manager.earliest_snapshot_id()
-        if latest is None or earliest is None:
-            return None
-        low = max(latest - rmax + 1, earliest)
-        end = latest - rmin + 1
-        consumer = self._consumer_pin(schema)
-        if consumer is not None:
-            end = min(end, consumer)
-        end = min(end, earliest + limit)
-        older_than = self._now_ms() - int(tret.total_seconds() * 1000)
-        for sid in range(low, end):
-            nxt = self.snapshot_manager.try_snapshot(sid + 1)
-            if nxt is not None and older_than <= nxt.time_millis:
-                return earliest, sid, latest
-        return earliest, end, latest
-
     # ----------------------------------------------------------------- plan
     def _plan(self) -> _Plan:
         schema = self.schema_manager.latest()
@@ -346,7 +246,7 @@ class ExpireSnapshots:
             return plan
         check_supported(schema, Operation.MAINTENANCE)
         self._partition_types = schema.partition_types
-        rng = self._expire_range(schema)
+        rng = self.retention.expire_range(schema)
         if rng is None:
             return plan
         earliest, end, latest = rng
