@@ -110,14 +110,6 @@ def avro_schema_json(schema: pa.Schema) -> bytes:
     )
 
 
-def _strip_logical(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _strip_logical(v) for k, v in node.items() if k != "logicalType"}
-    if isinstance(node, list):
-        return [_strip_logical(v) for v in node]
-    return node
-
-
 def _raw_column(column: pa.ChunkedArray) -> list[Any]:
     """Python values as the Avro encoding takes them (ints for dates, times, timestamps)."""
     t = column.type
@@ -160,7 +152,7 @@ class AvroDataWriter:
         self._codec = _CODECS[compression.lower()]
         self._level = zstd_level
         schema_json = avro_schema_json(schema)
-        self._parsed = fastavro.parse_schema(_strip_logical(orjson.loads(schema_json)))
+        self._parsed = fastavro.parse_schema(avro.strip_logical_types(orjson.loads(schema_json)))
         self._names = schema.names
         self._sync = os.urandom(16)
         stream.write(avro.build_container(schema_json, self._codec, [], sync=self._sync))
@@ -211,7 +203,7 @@ def _writer_fields(schema_json: bytes, path: str) -> dict[str, Any]:
 
 def _decode_raw(container: avro.AvroContainer, names: list[str], path: str) -> dict[str, list[Any]]:
     """Raw column values (logical types removed) of ``names``; polars first, fastavro after."""
-    stripped = orjson.dumps(_strip_logical(orjson.loads(container.schema_json)))
+    stripped = orjson.dumps(avro.strip_logical_types(orjson.loads(container.schema_json)))
     plain = avro.build_container(
         stripped,
         "null",
