@@ -32,6 +32,7 @@ __all__ = [
     "JsonOutput",
     "Output",
     "ProgressReporter",
+    "RowsLayout",
     "TextOutput",
     "format_size",
     "format_time_ms",
@@ -125,10 +126,26 @@ class _RichProgress(ProgressReporter):
             self._progress.update(self._task, advance=steps, description=description)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RowsLayout:
+    """How text output lays out a list of records (JSON output ignores it).
+
+    Attributes:
+        columns: Text columns, in order.
+        title: A line above the table.
+        empty: Shown instead of an empty table.
+        note: A line below the table (e.g. "more rows not shown").
+    """
+
+    columns: Sequence[Column]
+    title: str | None = None
+    empty: str = "(none)"
+    note: str | None = None
+
+
 class Output(abc.ABC):
     """Where a command's result goes; each command calls ``rows`` or ``record`` once."""
 
-    @abc.abstractmethod
     def rows(
         self,
         rows: Sequence[Mapping[str, Any]],
@@ -147,6 +164,11 @@ class Output(abc.ABC):
             empty: Text only: shown instead of an empty table.
             note: Text only: a line below the table (e.g. "more rows not shown").
         """
+        self._rows(rows, RowsLayout(columns=columns, title=title, empty=empty, note=note))
+
+    @abc.abstractmethod
+    def _rows(self, rows: Sequence[Mapping[str, Any]], layout: RowsLayout) -> None:
+        """Emit ``rows`` (:meth:`rows` with its arguments gathered in ``layout``)."""
 
     @abc.abstractmethod
     def record(self, record: Mapping[str, Any], *, title: str | None = None) -> None:
@@ -172,17 +194,9 @@ class JsonOutput(Output):
         sys.stdout.buffer.write(to_json_bytes(document))
         sys.stdout.flush()
 
-    def rows(
-        self,
-        rows: Sequence[Mapping[str, Any]],
-        *,
-        columns: Sequence[Column],
-        title: str | None = None,
-        empty: str = "(none)",
-        note: str | None = None,
-    ) -> None:
+    def _rows(self, rows: Sequence[Mapping[str, Any]], layout: RowsLayout) -> None:
         """Print ``rows`` as one JSON array of objects; see :meth:`Output.rows`."""
-        del columns, title, empty, note
+        del layout
         self._emit([dict(r) for r in rows])
 
     def record(self, record: Mapping[str, Any], *, title: str | None = None) -> None:
@@ -235,20 +249,13 @@ class TextOutput(Output):
         )
         self.err_console = Console(stderr=True, highlight=False)
 
-    def rows(
-        self,
-        rows: Sequence[Mapping[str, Any]],
-        *,
-        columns: Sequence[Column],
-        title: str | None = None,
-        empty: str = "(none)",
-        note: str | None = None,
-    ) -> None:
-        """Print ``rows`` as a table of ``columns``; see :meth:`Output.rows`."""
-        if title:
-            self.console.print(Text(title, style="bold"))
+    def _rows(self, rows: Sequence[Mapping[str, Any]], layout: RowsLayout) -> None:
+        """Print ``rows`` as a table of ``layout.columns``; see :meth:`Output.rows`."""
+        columns = layout.columns
+        if layout.title:
+            self.console.print(Text(layout.title, style="bold"))
         if not rows:
-            self.console.print(Text(empty, style="dim"))
+            self.console.print(Text(layout.empty, style="dim"))
         else:
             table = RichTable(box=None, show_edge=False, pad_edge=False, header_style="bold")
             for col in columns:
@@ -265,8 +272,8 @@ class TextOutput(Output):
                     cells.append(Text(shown if shown is not None else _text_value(raw)))
                 table.add_row(*cells)
             self._print_table(table)
-        if note:
-            self.console.print(Text(note, style="dim"))
+        if layout.note:
+            self.console.print(Text(layout.note, style="dim"))
 
     def _print_table(self, table: RichTable) -> None:
         if self.interactive:

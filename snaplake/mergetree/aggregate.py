@@ -24,6 +24,7 @@ Source: Paimon ``mergetree/compact/aggregate/Field*Agg.java``,
 from __future__ import annotations
 
 import decimal
+from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
@@ -58,6 +59,25 @@ def _combined(column: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 def _valid(arr: pa.Array) -> npt.NDArray[np.bool_]:
     return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=np.bool_)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _FoldRows:
+    """The rows an order-dependent fold steps through, with their per-row masks.
+
+    Attributes:
+        groups: Key groups of the chunk.
+        keep: Rows the fold takes (``ignore-retract`` drops retractions here).
+        ret: Rows that retract (``-U``/``-D``) instead of adding.
+        valid: Rows whose value is not null.
+        name: Column name (messages).
+    """
+
+    groups: Groups
+    keep: npt.NDArray[np.bool_]
+    ret: npt.NDArray[np.bool_]
+    valid: npt.NDArray[np.bool_]
+    name: str
 
 
 def _grouped(
@@ -134,15 +154,16 @@ def aggregate_column(
         return _grouped(groups, masked, agg, pc.ScalarAggregateOptions(min_count=1))
     if func == "listagg":
         return _listagg(arr, groups, keep & ~ret & valid, delimiter)
+    fold = _FoldRows(groups=groups, keep=keep, ret=ret, valid=valid, name=name)
     if func in ("min", "max"):
         if dtype.root in _FLOATS or dtype.root in _INT_BOUNDS:
-            return _fold_numeric(func, arr, dtype, groups, keep, ret, valid, name)
+            return _fold_numeric(func, arr, dtype, fold)
         masked = pc.if_else(pa.array(keep & ~ret), arr, pa.nulls(len(arr), arr.type))
         return _grouped(groups, masked, func, pc.ScalarAggregateOptions(min_count=1))
     if func in ("sum", "product"):
         if dtype.root is TypeRoot.DECIMAL:
-            return _decimal_fold(func, arr, groups, keep, ret, valid, name)
-        return _fold_numeric(func, arr, dtype, groups, keep, ret, valid, name)
+            return _decimal_fold(func, arr, fold)
+        return _fold_numeric(func, arr, dtype, fold)
     raise MergeFunctionError(f"unknown aggregate function {func!r} for column {name!r}")
 
 
@@ -163,20 +184,13 @@ def _listagg(
     return take_or_null(_combined(joined).cast(arr.type), out_idx)
 
 
-def _decimal_fold(
-    func: str,
-    arr: pa.Array,
-    groups: Groups,
-    keep: npt.NDArray[np.bool_],
-    ret: npt.NDArray[np.bool_],
-    valid: npt.NDArray[np.bool_],
-    name: str,
-) -> pa.Array:
+def _decimal_fold(func: str, arr: pa.Array, fold: _FoldRows) -> pa.Array:
     """DECIMAL ``sum`` (exact, Arrow) and ``product`` (Python ``Decimal``, rank by rank).
 
     Java builds each result with ``Decimal.fromBigDecimal(value, p, s)``, which
     rounds half-up to the scale and gives null when the precision overflows.
     """
+    groups, keep, ret, valid, name = fold.groups, fold.keep, fold.ret, fold.valid, fold.name
     dtype = arr.type
     if func == "sum":
         contrib = pc.if_else(pa.array(ret), pc.negate(arr), arr)
@@ -216,17 +230,9 @@ def _fit_decimals(values: list[Any], dtype: pa.Decimal128Type) -> pa.Array:
     return pa.array([_fit_decimal(v, dtype) for v in values], type=dtype)
 
 
-def _fold_numeric(
-    func: str,
-    arr: pa.Array,
-    dtype: DataType,
-    groups: Groups,
-    keep: npt.NDArray[np.bool_],
-    ret: npt.NDArray[np.bool_],
-    valid: npt.NDArray[np.bool_],
-    name: str,
-) -> pa.Array:
+def _fold_numeric(func: str, arr: pa.Array, dtype: DataType, fold: _FoldRows) -> pa.Array:
     """Integer/float sum, product, min, max folded rank by rank, as Java does."""
+    groups, keep, ret, valid, name = fold.groups, fold.keep, fold.ret, fold.valid, fold.name
     is_float = dtype.root in _FLOATS
     raw = np.asarray(arr.fill_null(0).to_numpy(zero_copy_only=False))
     values = raw if is_float else raw.astype(np.int64)

@@ -17,8 +17,8 @@ import re
 import orjson
 
 from snaplake.errors import CorruptMetadataError, InvalidNameError
-from snaplake.store.format.paths import PathFactory
-from snaplake.store.io.file_io import FileIO, FileStatus
+from snaplake.store.format.paths import TableFileManager, list_prefixed
+from snaplake.store.io.file_io import FileStatus
 
 __all__ = ["ConsumerManager"]
 
@@ -28,17 +28,8 @@ _PREFIX = "consumer-"
 _VALID_ID = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
-class ConsumerManager:
-    """Read and write the consumer markers of one table.
-
-    Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-    """
-
-    def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
-        self.file_io = file_io
-        self.paths = paths
+class ConsumerManager(TableFileManager):
+    """Read and write the consumer markers of one table."""
 
     def set_consumer(self, consumer_id: str, *, next_snapshot: int) -> None:
         """Record that ``consumer_id`` will read ``next_snapshot`` next.
@@ -113,12 +104,7 @@ class ConsumerManager:
         return dict(sorted(out.items()))
 
     def _markers(self) -> list[tuple[str, FileStatus]]:
-        out = []
-        for status in self.file_io.list_files(self.paths.consumer_dir):
-            base = status.path.rsplit("/", 1)[-1]
-            if base.startswith(_PREFIX) and not base.startswith("."):
-                out.append((base[len(_PREFIX) :], status))
-        return out
+        return list_prefixed(self.file_io, self.paths.consumer_dir, _PREFIX)
 
     def min_next_snapshot(self, *, modified_after_ms: int | None = None) -> int | None:
         """Return the smallest ``nextSnapshot`` of the consumers, ``None`` without any.

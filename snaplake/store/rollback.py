@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 
 from snaplake.errors import FileAlreadyExistsError, SnapshotNotFoundError
-from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.paths import PathFactory, list_ids
 from snaplake.store.format.schema import SchemaManager
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileIO
@@ -149,14 +149,7 @@ def _clean_long_lived_changelogs(
 
     Source: Paimon ``RollbackHelper.cleanLongLivedChangelogs``.
     """
-    ids = sorted(
-        (
-            cid
-            for status in file_io.list_files(paths.changelog_dir)
-            if (cid := paths.parse_changelog_id(status.path.rsplit("/", 1)[-1])) is not None
-        ),
-        reverse=True,
-    )
+    ids = list_ids(file_io, paths.changelog_dir, paths.parse_changelog_id)[::-1]
     above = tuple(cid for cid in ids if cid > target)
     if not above:
         return ()

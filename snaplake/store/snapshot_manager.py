@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterator
 
 from snaplake.errors import CorruptMetadataError, SnapshotNotFoundError
-from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.paths import PathFactory, TableFileManager, list_ids
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileIO
 
@@ -76,17 +76,8 @@ def decode_snapshot_file(data: bytes, *, path: str, snapshot_id: int | None) -> 
     return snap
 
 
-class SnapshotManager:
-    """Read-side access to ``<table>/snapshot/``.
-
-    Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-    """
-
-    def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
-        self.file_io = file_io
-        self.paths = paths
+class SnapshotManager(TableFileManager):
+    """Read-side access to ``<table>/snapshot/``."""
 
     def _read_hint(self, path: str) -> int | None:
         try:
@@ -105,13 +96,7 @@ class SnapshotManager:
 
     def list_snapshot_ids(self) -> list[int]:
         """Return every snapshot id present on storage, ascending (one listing)."""
-        ids: list[int] = []
-        for status in self.file_io.list_files(self.paths.snapshot_dir):
-            name = status.path.rsplit("/", 1)[-1]
-            sid = PathFactory.parse_snapshot_id(name)
-            if sid is not None:
-                ids.append(sid)
-        return sorted(ids)
+        return list_ids(self.file_io, self.paths.snapshot_dir, PathFactory.parse_snapshot_id)
 
     def latest_snapshot_id(self) -> int | None:
         """Return the newest snapshot id, or ``None`` for a table without snapshots.

@@ -20,9 +20,8 @@ import re
 from dataclasses import dataclass
 
 from snaplake.errors import FileAlreadyExistsError, InvalidNameError, TagNotFoundError
-from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.paths import TableFileManager, list_prefixed
 from snaplake.store.format.snapshot import Snapshot
-from snaplake.store.io.file_io import FileIO
 from snaplake.store.snapshot_manager import read_snapshot_file
 
 __all__ = ["TagInfo", "TagManager"]
@@ -72,17 +71,8 @@ def _check_name(name: str) -> str:
     return name
 
 
-class TagManager:
-    """Create, read, list and delete the tags of one table.
-
-    Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-    """
-
-    def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
-        self.file_io = file_io
-        self.paths = paths
+class TagManager(TableFileManager):
+    """Create, read, list and delete the tags of one table."""
 
     def tag_exists(self, name: str) -> bool:
         """Tell whether ``tag/tag-<name>`` exists."""
@@ -162,12 +152,9 @@ class TagManager:
 
     def tag_names(self) -> list[str]:
         """Return the names of all tags, sorted."""
-        names = []
-        for status in self.file_io.list_files(self.paths.tag_dir):
-            base = status.path.rsplit("/", 1)[-1]
-            if base.startswith(_TAG_PREFIX) and not base.startswith("."):
-                names.append(base[len(_TAG_PREFIX) :])
-        return sorted(names)
+        return sorted(
+            name for name, _ in list_prefixed(self.file_io, self.paths.tag_dir, _TAG_PREFIX)
+        )
 
     def tags(self) -> dict[str, Snapshot]:
         """Return ``{name: tagged snapshot}`` for every tag (deleted-meanwhile tags skipped).

@@ -59,6 +59,7 @@ __all__ = [
     "iter_container_columns",
     "parse_container",
     "paused_gc",
+    "strip_logical_types",
 ]
 
 AVRO_MAGIC: Final[bytes] = b"Obj\x01"
@@ -477,11 +478,16 @@ def _reader_schema(schema_json: bytes) -> Any:
     return fastavro.parse_schema(orjson.loads(_without_logical_types(schema_json)))
 
 
-def _strip_logical(node: Any) -> Any:
+def strip_logical_types(node: Any) -> Any:
+    """Return a copy of the parsed Avro schema ``node`` without ``logicalType`` keys.
+
+    Readers then decode the stored primitive (a ``timestamp-millis`` as its long,
+    a ``date`` as its int) instead of a Python ``datetime``/``date``.
+    """
     if isinstance(node, dict):
-        return {k: _strip_logical(v) for k, v in node.items() if k != "logicalType"}
+        return {k: strip_logical_types(v) for k, v in node.items() if k != "logicalType"}
     if isinstance(node, list):
-        return [_strip_logical(v) for v in node]
+        return [strip_logical_types(v) for v in node]
     return node
 
 
@@ -496,7 +502,7 @@ def _without_logical_types(schema_json: bytes) -> bytes:
     if b"logicalType" not in schema_json:
         return schema_json
     try:
-        return orjson.dumps(_strip_logical(orjson.loads(schema_json)))
+        return orjson.dumps(strip_logical_types(orjson.loads(schema_json)))
     except orjson.JSONDecodeError:
         return schema_json
 

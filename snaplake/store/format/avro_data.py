@@ -44,6 +44,18 @@ _CODECS = {
 _BLOCK_ROWS = 4096
 _EXACT = Context(prec=100)  # DECIMAL(38) and more, never rounded
 _RECORD_NAME = "org.apache.paimon.avro.generated.record"
+_AVRO_PRIMITIVES: dict[pa.DataType, str] = {
+    pa.bool_(): "boolean",
+    pa.int8(): "int",
+    pa.int16(): "int",
+    pa.int32(): "int",
+    pa.int64(): "long",
+    pa.float32(): "float",
+    pa.float64(): "double",
+    pa.string(): "string",
+    pa.binary(): "bytes",
+}
+"""Avro types of the Arrow types that map one-to-one (Java ``AvroSchemaConverter``)."""
 
 
 def compression_refusal(compression: str) -> str | None:
@@ -55,19 +67,10 @@ def compression_refusal(compression: str) -> str | None:
 
 def _avro_type(t: pa.DataType, name: str) -> Any:
     """Java ``AvroSchemaConverter``'s Avro type for a column of Arrow type ``t``."""
-    if pa.types.is_boolean(t):
-        return "boolean"
-    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):
-        return "int"
-    if pa.types.is_int64(t):
-        return "long"
-    if pa.types.is_float32(t):
-        return "float"
-    if pa.types.is_float64(t):
-        return "double"
-    if pa.types.is_string(t):
-        return "string"
-    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):  # BINARY(n) too, as Java
+    primitive = _AVRO_PRIMITIVES.get(t)
+    if primitive is not None:
+        return primitive
+    if pa.types.is_fixed_size_binary(t):  # BINARY(n) is bytes too, as in Java
         return "bytes"
     if pa.types.is_decimal128(t):
         return {
@@ -108,14 +111,6 @@ def avro_schema_json(schema: pa.Schema) -> bytes:
             "fields": fields,
         }
     )
-
-
-def _strip_logical(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _strip_logical(v) for k, v in node.items() if k != "logicalType"}
-    if isinstance(node, list):
-        return [_strip_logical(v) for v in node]
-    return node
 
 
 def _raw_column(column: pa.ChunkedArray) -> list[Any]:
@@ -160,7 +155,7 @@ class AvroDataWriter:
         self._codec = _CODECS[compression.lower()]
         self._level = zstd_level
         schema_json = avro_schema_json(schema)
-        self._parsed = fastavro.parse_schema(_strip_logical(orjson.loads(schema_json)))
+        self._parsed = fastavro.parse_schema(avro.strip_logical_types(orjson.loads(schema_json)))
         self._names = schema.names
         self._sync = os.urandom(16)
         stream.write(avro.build_container(schema_json, self._codec, [], sync=self._sync))
@@ -211,7 +206,7 @@ def _writer_fields(schema_json: bytes, path: str) -> dict[str, Any]:
 
 def _decode_raw(container: avro.AvroContainer, names: list[str], path: str) -> dict[str, list[Any]]:
     """Raw column values (logical types removed) of ``names``; polars first, fastavro after."""
-    stripped = orjson.dumps(_strip_logical(orjson.loads(container.schema_json)))
+    stripped = orjson.dumps(avro.strip_logical_types(orjson.loads(container.schema_json)))
     plain = avro.build_container(
         stripped,
         "null",

@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from typing import Any, Final
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Final, Protocol, TypeVar
 
-__all__ = ["DecodedCache", "cached_read", "metadata_cache"]
+__all__ = ["DecodedCache", "cached_read", "metadata_cache", "read_records", "write_records"]
+
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class RecordDecoder(Protocol[_T_co]):
+    """Decodes a whole metadata file: ``decode(data, path=path)`` returns its records."""
+
+    def __call__(self, data: bytes, *, path: str) -> Sequence[_T_co]: ...
 
 
 class DecodedCache:
@@ -140,3 +148,56 @@ def cached_read(
     value = decode(file_io.read_bytes(path))
     metadata_cache.put(key, value)
     return value
+
+
+def read_records(
+    file_io: Any, path: str, decode: RecordDecoder[_T_co], *, use_cache: bool
+) -> list[_T_co]:
+    """Read and decode the manifest file or manifest list at ``path`` through :func:`cached_read`.
+
+    Args:
+        file_io: The ``FileIO`` to read with (part of the cache key).
+        path: File path.
+        decode: The file's decoder (``decode_manifest_file``, ``decode_manifest_list``).
+        use_cache: Serve from (and fill) :data:`metadata_cache`; ``False`` always
+            reads storage.
+
+    Returns:
+        A new list of the records in file order (the records themselves are shared).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist (on a cache miss).
+        CorruptMetadataError: From ``decode``.
+        UnsupportedFormatVersionError: From ``decode``.
+
+    Storage:
+        As :func:`cached_read`.
+    """
+    return list(
+        cached_read(file_io, path, lambda data: tuple(decode(data, path=path)), use_cache=use_cache)
+    )
+
+
+def write_records(file_io: Any, path: str, data: bytes, records: Sequence[Any]) -> int:
+    """Write the encoded file ``data`` as a new file at ``path`` and cache its ``records``.
+
+    Args:
+        file_io: Storage to write to (part of the cache key).
+        path: Full path of the new manifest file or manifest list.
+        data: The encoded file.
+        records: The records ``data`` encodes, for :data:`metadata_cache`.
+
+    Returns:
+        Bytes written (the size to record for the file).
+
+    Raises:
+        FileAlreadyExistsError: ``path`` already exists; nothing is written.
+        StorageError: The backend failed; retrying may help.
+
+    Storage:
+        Creates ``path`` with ``write_new``; deletes nothing. On success the
+        records are also placed in :data:`metadata_cache`.
+    """
+    file_io.write_new(path, data)
+    metadata_cache.put((file_io, path), tuple(records))
+    return len(data)

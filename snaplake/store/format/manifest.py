@@ -259,16 +259,14 @@ def write_manifest_file(
         StorageError: The backend failed; retrying may help.
 
     Storage:
-        Creates ``path`` with ``write_new``; deletes nothing. On success the
-        entries are also placed in the process-wide decoded-metadata cache.
+        Creates ``path`` with ``write_new``; deletes nothing. On success the entries
+        also go to the process-wide decoded-metadata cache (``write_records``).
 
     Source:
         Paimon ``ManifestFile.write`` (one file, no rolling: callers split).
     """
     data = encode_manifest_file(entries, compression=compression)
-    file_io.write_new(path, data)
-    decoded_cache.metadata_cache.put((file_io, path), tuple(entries))
-    return len(data)
+    return decoded_cache.write_records(file_io, path, data, entries)
 
 
 # --------------------------------------------------------------------------- decoding
@@ -473,14 +471,7 @@ def read_manifest_file(
     Storage:
         One ``read_bytes`` of ``path`` on a cache miss; nothing on a hit.
     """
-    return list(
-        decoded_cache.cached_read(
-            file_io,
-            path,
-            lambda data: tuple(decode_manifest_file(data, path=path)),
-            use_cache=use_cache,
-        )
-    )
+    return decoded_cache.read_records(file_io, path, decode_manifest_file, use_cache=use_cache)
 
 
 # --------------------------------------------------------------------------- merging

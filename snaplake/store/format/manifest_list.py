@@ -270,16 +270,14 @@ def write_manifest_list(
         StorageError: The backend failed; retrying may help.
 
     Storage:
-        Creates ``path`` with ``write_new``; deletes nothing. On success the
-        records are also placed in the process-wide decoded-metadata cache.
+        Creates ``path`` with ``write_new``; deletes nothing. On success the records
+        also go to the process-wide decoded-metadata cache (``write_records``).
 
     Source:
         Paimon ``ManifestList.write``.
     """
     data = encode_manifest_list(metas, compression=compression)
-    file_io.write_new(path, data)
-    decoded_cache.metadata_cache.put((file_io, path), tuple(metas))
-    return len(data)
+    return decoded_cache.write_records(file_io, path, data, metas)
 
 
 def decode_manifest_list_container(
@@ -352,14 +350,7 @@ def read_manifest_list(
     Storage:
         One ``read_bytes`` of ``path`` on a cache miss; nothing on a hit.
     """
-    return list(
-        decoded_cache.cached_read(
-            file_io,
-            path,
-            lambda data: tuple(decode_manifest_list(data, path=path)),
-            use_cache=use_cache,
-        )
-    )
+    return decoded_cache.read_records(file_io, path, decode_manifest_list, use_cache=use_cache)
 
 
 def concat_manifest_lists(parts: Sequence[bytes], extra: Sequence[ManifestFileMeta]) -> bytes:

@@ -22,14 +22,19 @@ import itertools
 import re
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+
+from snaplake.store.io.file_io import FileIO, FileStatus
 
 __all__ = [
     "DATABASE_SUFFIX",
     "PathFactory",
+    "TableFileManager",
     "count_file_types",
     "database_path",
     "file_type",
+    "list_ids",
+    "list_prefixed",
     "table_path",
 ]
 
@@ -209,3 +214,65 @@ class PathFactory:
         """The id of a ``changelog-<id>`` file name, ``None`` for other names (hints)."""
         head, sep, tail = name.partition("changelog-")
         return int(tail) if not head and sep and tail.isdigit() else None
+
+
+def list_ids(file_io: FileIO, directory: str, parse_id: Callable[[str], int | None]) -> list[int]:
+    """Return the ids that ``parse_id`` reads from the names of the files below ``directory``.
+
+    Args:
+        file_io: Storage of the table.
+        directory: A table directory (``snapshot/``, ``schema/``, ``changelog/``).
+        parse_id: Maps a file name to its id, ``None`` for other files (hints);
+            e.g. :meth:`PathFactory.parse_snapshot_id`.
+
+    Returns:
+        The ids, ascending.
+
+    Storage:
+        One listing of ``directory`` (recursive, as :meth:`FileIO.list_files`).
+    """
+    ids = []
+    for status in file_io.list_files(directory):
+        file_id = parse_id(status.path.rsplit("/", 1)[-1])
+        if file_id is not None:
+            ids.append(file_id)
+    return sorted(ids)
+
+
+def list_prefixed(file_io: FileIO, directory: str, prefix: str) -> list[tuple[str, FileStatus]]:
+    """Return ``(name after prefix, status)`` for the files below ``directory`` named ``prefix*``.
+
+    Names starting with ``.`` (hidden, temporary files) are skipped.
+
+    Args:
+        file_io: Storage of the table.
+        directory: A table directory (``tag/``, ``consumer/``).
+        prefix: The file name prefix (``tag-``, ``consumer-``).
+
+    Returns:
+        The pairs in listing order (no set order).
+
+    Storage:
+        One listing of ``directory`` (recursive, as :meth:`FileIO.list_files`).
+    """
+    found = []
+    for status in file_io.list_files(directory):
+        base = status.path.rsplit("/", 1)[-1]
+        if base.startswith(prefix) and not base.startswith("."):
+            found.append((base[len(prefix) :], status))
+    return found
+
+
+class TableFileManager:
+    """Base of the managers of one kind of table file (snapshots, schemas, tags, consumers).
+
+    Args:
+        file_io: Storage of the table.
+        paths: The table's PathFactory.
+
+    Source: the ``(fileIO, tablePath)`` pair every Paimon ``*Manager`` holds.
+    """
+
+    def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
+        self.file_io = file_io
+        self.paths = paths

@@ -31,7 +31,7 @@ from snaplake.options import CoreOptions
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.json_codec import decode_json, encode_json
 from snaplake.store.format.partition import partition_path
-from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.paths import PathFactory, TableFileManager, list_ids
 from snaplake.store.format.primary_key import (
     check_primary_key_table,
     normalize_primary_key_fields,
@@ -512,27 +512,16 @@ def _keys_from_options(
     return opts, partitions, primary
 
 
-class SchemaManager:
-    """Reads and creates ``<table>/schema/schema-<N>`` files.
-
-    Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-    """
+class SchemaManager(TableFileManager):
+    """Reads and creates ``<table>/schema/schema-<N>`` files."""
 
     def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
-        self.file_io = file_io
-        self.paths = paths
+        super().__init__(file_io, paths)
         self._cache: dict[int, TableSchema] = {}
 
     def list_schema_ids(self) -> list[int]:
         """Return the ids of every schema file, ascending."""
-        ids = []
-        for status in self.file_io.list_files(self.paths.schema_dir):
-            sid = PathFactory.parse_schema_id(status.path.rsplit("/", 1)[-1])
-            if sid is not None:
-                ids.append(sid)
-        return sorted(ids)
+        return list_ids(self.file_io, self.paths.schema_dir, PathFactory.parse_schema_id)
 
     def cached_ids(self) -> list[int]:
         """Return the ids of the schemas this manager has read or written (no request)."""

@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, AnyStr
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -55,8 +55,7 @@ __all__ = [
     "compute_value_stats",
     "truncate_max_bytes",
     "truncate_max_string",
-    "truncate_min_bytes",
-    "truncate_min_string",
+    "truncate_min",
 ]
 
 DEFAULT_STATS_MODE = "truncate(16)"
@@ -67,6 +66,8 @@ _MAX_CODE_POINT = 0x10FFFF
 _SURROGATES = range(0xD800, 0xE000)
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _INT_ROOTS = frozenset({TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT})
+_STRING_ROOTS = frozenset({TypeRoot.CHAR, TypeRoot.VARCHAR})
+_BYTES_ROOTS = frozenset({TypeRoot.BINARY, TypeRoot.VARBINARY})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,8 +93,10 @@ class SimpleStatsParts:
 # ---------------------------------------------------------------------------
 
 
-def truncate_min_string(value: str, length: int) -> str:
-    """Return the first ``length`` code points of ``value`` (a lower bound).
+def truncate_min(value: AnyStr, length: int) -> AnyStr:
+    """Return the first ``length`` code points (of a string) or bytes (of bytes) of ``value``.
+
+    A lower bound of ``value`` in both orders (code points, unsigned bytes).
 
     Source:
         ``TruncateSimpleColStatsCollector.truncateMin``.
@@ -125,15 +128,6 @@ def truncate_max_string(value: str, length: int) -> str | None:
         if nxt <= _MAX_CODE_POINT:
             return prefix[:i] + chr(nxt)
     return None
-
-
-def truncate_min_bytes(value: bytes, length: int) -> bytes:
-    """Return the first ``length`` bytes of ``value`` (a lower bound).
-
-    Source:
-        ``TruncateSimpleColStatsCollector.truncateMin``.
-    """
-    return value[:length]
 
 
 def truncate_max_bytes(value: bytes, length: int) -> bytes | None:
@@ -243,18 +237,12 @@ def _column_bounds(
         if (dtype.precision or 0) > 6 or not pa.types.is_timestamp(column.type):
             return None, None
         return _timestamp_bounds(column)
-    if root in (TypeRoot.CHAR, TypeRoot.VARCHAR):
+    if root in _STRING_ROOTS or root in _BYTES_ROOTS:
         lo, hi = _min_max(_plain_column(column))
         if truncate is None:
             return lo, hi
-        hi = truncate_max_string(hi, truncate)
-        return (None, None) if hi is None else (truncate_min_string(lo, truncate), hi)
-    if root in (TypeRoot.BINARY, TypeRoot.VARBINARY):
-        lo, hi = _min_max(_plain_column(column))
-        if truncate is None:
-            return lo, hi
-        hi = truncate_max_bytes(hi, truncate)
-        return (None, None) if hi is None else (truncate_min_bytes(lo, truncate), hi)
+        hi = (truncate_max_string if root in _STRING_ROOTS else truncate_max_bytes)(hi, truncate)
+        return (None, None) if hi is None else (truncate_min(lo, truncate), hi)
     return None, None
 
 

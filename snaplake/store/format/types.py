@@ -316,19 +316,20 @@ class DataType:
         return self.sql()
 
 
-_FIXED_ROOTS = frozenset(
-    {
-        TypeRoot.BOOLEAN,
-        TypeRoot.TINYINT,
-        TypeRoot.SMALLINT,
-        TypeRoot.INT,
-        TypeRoot.BIGINT,
-        TypeRoot.FLOAT,
-        TypeRoot.DOUBLE,
-        TypeRoot.DATE,
-        TypeRoot.TIME,
-    }
-)
+_ARROW_OF_PRIMITIVE_ROOT: dict[TypeRoot, pa.DataType] = {
+    TypeRoot.BOOLEAN: pa.bool_(),
+    TypeRoot.TINYINT: pa.int8(),
+    TypeRoot.SMALLINT: pa.int16(),
+    TypeRoot.INT: pa.int32(),
+    TypeRoot.BIGINT: pa.int64(),
+    TypeRoot.FLOAT: pa.float32(),
+    TypeRoot.DOUBLE: pa.float64(),
+}
+"""The Paimon roots that map one-to-one to an Arrow type, in both directions."""
+_PRIMITIVE_ROOT_OF_ARROW: dict[pa.DataType, TypeRoot] = {
+    a: r for r, a in _ARROW_OF_PRIMITIVE_ROOT.items()
+}
+_FIXED_ROOTS = frozenset(_ARROW_OF_PRIMITIVE_ROOT) | {TypeRoot.DATE, TypeRoot.TIME}
 
 
 # ---------------------------------------------------------------------------
@@ -565,20 +566,9 @@ def data_type_from_arrow(pa_type: pa.DataType, *, nullable: bool = True) -> Data
     """
     t = pa.types
     simple: DataType | None = None
-    if t.is_boolean(pa_type):
-        simple = DataType(root=TypeRoot.BOOLEAN)
-    elif t.is_int8(pa_type):
-        simple = DataType(root=TypeRoot.TINYINT)
-    elif t.is_int16(pa_type):
-        simple = DataType(root=TypeRoot.SMALLINT)
-    elif t.is_int32(pa_type):
-        simple = DataType(root=TypeRoot.INT)
-    elif t.is_int64(pa_type):
-        simple = DataType(root=TypeRoot.BIGINT)
-    elif t.is_float32(pa_type):
-        simple = DataType(root=TypeRoot.FLOAT)
-    elif t.is_float64(pa_type):
-        simple = DataType(root=TypeRoot.DOUBLE)
+    primitive = _PRIMITIVE_ROOT_OF_ARROW.get(pa_type)
+    if primitive is not None:
+        simple = DataType(root=primitive)
     elif t.is_string(pa_type) or t.is_large_string(pa_type) or t.is_string_view(pa_type):
         simple = DataType(root=TypeRoot.VARCHAR, length=MAX_LENGTH)
     elif t.is_binary(pa_type) or t.is_large_binary(pa_type) or t.is_binary_view(pa_type):
@@ -759,13 +749,7 @@ def to_arrow_type(dtype: DataType) -> pa.DataType:
     """
     root = dtype.root
     simple = {
-        TypeRoot.BOOLEAN: pa.bool_(),
-        TypeRoot.TINYINT: pa.int8(),
-        TypeRoot.SMALLINT: pa.int16(),
-        TypeRoot.INT: pa.int32(),
-        TypeRoot.BIGINT: pa.int64(),
-        TypeRoot.FLOAT: pa.float32(),
-        TypeRoot.DOUBLE: pa.float64(),
+        **_ARROW_OF_PRIMITIVE_ROOT,
         TypeRoot.CHAR: pa.string(),
         TypeRoot.VARCHAR: pa.string(),
         TypeRoot.VARBINARY: pa.binary(),

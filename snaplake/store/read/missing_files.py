@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TypeVar
 
 from snaplake.errors import (
@@ -78,10 +79,11 @@ def _base_name(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MissingFileCheck:
     """Turns a ``FileNotFoundError`` while reading one snapshot into the error that explains it.
 
-    Args:
+    Attributes:
         file_io: Storage of the table.
         paths: The table's PathFactory.
         schema_manager: Reads schemas (to plan the latest snapshot).
@@ -95,20 +97,11 @@ class MissingFileCheck:
             rows = read_splits(file_io, scan.plan(), schema=...)
     """
 
-    def __init__(
-        self,
-        *,
-        file_io: FileIO,
-        paths: PathFactory,
-        schema_manager: SchemaManager,
-        snapshot: Snapshot | None,
-        tag: str | None = None,
-    ) -> None:
-        self.file_io = file_io
-        self.paths = paths
-        self.schema_manager = schema_manager
-        self.snapshot = snapshot
-        self.tag = tag
+    file_io: FileIO
+    paths: PathFactory
+    schema_manager: SchemaManager
+    snapshot: Snapshot | None
+    tag: str | None = None
 
     @contextmanager
     def reading(self) -> Iterator[None]:

@@ -12,7 +12,8 @@ IsNull, ...) and their ``test(rowCount, min, max, nullCount)`` stats tests.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -32,6 +33,15 @@ __all__ = [
 ]
 
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=", "in", "not in", "is null", "is not null")
+_COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+"""The binary comparison operators, for values and for Arrow expressions alike."""
 _ALIASES = {"==": "=", "<>": "!=", "is_null": "is null", "is_not_null": "is not null",
             "not_in": "not in", "isin": "in"}  # fmt: skip
 
@@ -69,18 +79,9 @@ class Predicate:
         if v is None:
             return False
         try:
-            if op == "=":
-                return bool(v == self.value)
-            if op == "!=":
-                return bool(v != self.value)
-            if op == "<":
-                return bool(v < self.value)
-            if op == "<=":
-                return bool(v <= self.value)
-            if op == ">":
-                return bool(v > self.value)
-            if op == ">=":
-                return bool(v >= self.value)
+            compare = _COMPARISONS.get(op)
+            if compare is not None:
+                return bool(compare(v, self.value))
             if op == "in":
                 return v in self.value
             return v not in self.value
@@ -110,14 +111,10 @@ class Predicate:
         try:
             if op == "=":
                 return bool(min_value <= self.value <= max_value)
-            if op == "<":
-                return bool(min_value < self.value)
-            if op == "<=":
-                return bool(min_value <= self.value)
-            if op == ">":
-                return bool(max_value > self.value)
-            if op == ">=":
-                return bool(max_value >= self.value)
+            if op in ("<", "<="):
+                return bool(_COMPARISONS[op](min_value, self.value))
+            if op in (">", ">="):
+                return bool(_COMPARISONS[op](max_value, self.value))
             if op == "in":
                 return any(min_value <= v <= max_value for v in self.value if v is not None)
             if op == "!=":
@@ -138,14 +135,8 @@ class Predicate:
             return f.isin(list(self.value))
         if op == "not in":
             return ~f.isin(list(self.value)) & f.is_valid()
-        return {
-            "=": f == self.value,
-            "!=": f != self.value,
-            "<": f < self.value,
-            "<=": f <= self.value,
-            ">": f > self.value,
-            ">=": f >= self.value,
-        }[op]
+        expression: pc.Expression = _COMPARISONS[op](f, self.value)
+        return expression
 
 
 def parse_filter(spec: Any) -> tuple[Predicate, ...]:

@@ -21,7 +21,7 @@ from snaplake.store.format.stats import (
     compute_value_stats,
     truncate_max_bytes,
     truncate_max_string,
-    truncate_min_string,
+    truncate_min,
 )
 from snaplake.store.format.types import DataType, data_type_from_arrow, parse_type
 
@@ -124,7 +124,7 @@ def test_truncate_max_string(value: str, length: int, expected: str | None) -> N
 
 @given(st.text(), st.integers(1, 20))
 def test_truncated_bounds_bracket_the_value(value: str, length: int) -> None:
-    lo = truncate_min_string(value, length)
+    lo = truncate_min(value, length)
     hi = truncate_max_string(value, length)
     assert lo.encode() <= value.encode()
     if hi is not None:
@@ -139,6 +139,14 @@ def test_truncated_byte_max_is_upper_bound(value: bytes, length: int) -> None:
         assert len(hi) <= length
     else:
         assert value[:length] == b"\xff" * length
+
+
+@given(st.binary(), st.integers(1, 20))
+def test_truncated_byte_min_is_lower_bound(value: bytes, length: int) -> None:
+    lo = truncate_min(value, length)
+    assert lo <= value
+    assert value.startswith(lo)
+    assert len(lo) == min(len(value), length)
 
 
 def test_floats_with_nan_get_no_bounds_and_zero_is_widened() -> None:
