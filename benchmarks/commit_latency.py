@@ -42,7 +42,8 @@ from demo.flights_data import load_flights
 from tests.oracle import PaimonOracle
 
 import snaplake
-from snaplake.commit import producer, snapshot_commit, table_write
+from snaplake.commit import producer, snapshot_commit
+from snaplake.write import table_write
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.snapshot_commit import SnapshotCommit
 from snaplake.store.format.snapshot import Snapshot
