@@ -43,12 +43,12 @@ from tests.oracle import PaimonOracle
 
 import snaplake
 from snaplake.commit import producer, snapshot_commit
-from snaplake.write import table_write
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.snapshot_commit import SnapshotCommit
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io import local_file_io
 from snaplake.store.io.local_file_io import LocalFileIO
+from snaplake.write import table_write
 from snaplake.write.table_write import TableWrite
 
 SLICE_ROWS = 1100
