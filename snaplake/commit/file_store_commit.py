@@ -32,7 +32,13 @@ from typing import Any, Protocol
 from snaplake.commit.conflict import ConflictRule
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.overwrite import OverwriteFiles
-from snaplake.commit.producer import AppendFiles, CommitContext, CompactFiles, SnapshotProducer
+from snaplake.commit.producer import (
+    AppendFiles,
+    CommitContext,
+    CommitRequest,
+    CompactFiles,
+    SnapshotProducer,
+)
 from snaplake.commit.result import CommitResult
 from snaplake.commit.retry import RetryPolicy
 from snaplake.commit.snapshot_commit import SnapshotCommit
@@ -264,46 +270,34 @@ class FileStoreCommit:
         if schema is None:
             raise SchemaMismatchError(f"table {self.table_name} has no schema; create it first")
         check_supported(schema, Operation.COMMIT)  # the schema at hand: no extra listing
-        producer = self.producer(
+        request = CommitRequest(
             schema=schema,
-            messages=[m for m in messages if not m.is_empty()],
+            messages=tuple(m for m in messages if not m.is_empty()),
             identifier=BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier,
-            overwrite=overwrite,
-            kind=kind,
             properties=properties or {},
+            kind=kind,
         )
+        producer = self.producer(request, overwrite=overwrite)
         result = sc.commit(producer, policy=self.retry_policy(schema), latest=latest, start=start)
         if self._after_commit is not None and not result.was_duplicate:
             self._after_commit(result)
         return result
 
     def producer(
-        self,
-        *,
-        schema: TableSchema,
-        messages: Sequence[CommitMessage],
-        identifier: int,
-        overwrite: Mapping[str, Any] | bool | None,
-        kind: CommitKind | None,
-        properties: Mapping[str, str],
+        self, request: CommitRequest, *, overwrite: Mapping[str, Any] | bool | None
     ) -> SnapshotProducer:
-        """The named producer of one commit (arguments as :meth:`commit`, already resolved).
+        """The named producer of one commit (arguments as :meth:`commit`, resolved).
 
         ``overwrite`` set: :class:`~snaplake.commit.overwrite.OverwriteFiles`;
-        else ``kind`` ``COMPACT``: :class:`~snaplake.commit.producer.CompactFiles`;
-        else :class:`~snaplake.commit.producer.AppendFiles`. ``kind`` overrides
-        the producer's snapshot kind.
+        else kind ``COMPACT``: :class:`~snaplake.commit.producer.CompactFiles`;
+        else :class:`~snaplake.commit.producer.AppendFiles`. ``request.kind``
+        overrides the producer's snapshot kind.
         """
         if overwrite is not None:
-            return OverwriteFiles(
-                self.context, overwrite=overwrite, schema=schema, messages=messages,
-                identifier=identifier, properties=properties, kind=kind,
-            )  # fmt: skip
-        producer = CompactFiles if kind is CommitKind.COMPACT else AppendFiles
-        return producer(
-            self.context, schema=schema, messages=messages, identifier=identifier,
-            properties=properties, kind=kind,
-        )  # fmt: skip
+            return OverwriteFiles(self.context, request, overwrite=overwrite)
+        if request.kind is CommitKind.COMPACT:
+            return CompactFiles(self.context, request)
+        return AppendFiles(self.context, request)
 
     def _commit_schema(
         self, latest: Snapshot | None, messages: Sequence[CommitMessage]

@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from snaplake.commit.message import CommitMessage
-from snaplake.commit.producer import CommitContext, SnapshotProducer
+from snaplake.commit.producer import CommitContext, CommitRequest, SnapshotProducer
 from snaplake.errors import SchemaMismatchError
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.manifest import ManifestEntry
@@ -33,13 +32,12 @@ class OverwriteFiles(SnapshotProducer):
 
     Args:
         context: As :class:`~snaplake.commit.producer.SnapshotProducer`.
+        request: As :class:`~snaplake.commit.producer.SnapshotProducer`.
         overwrite: A mapping = static overwrite of the partitions matching
             that (possibly partial) spec (``{}`` = the whole table); every new
             file must lie in it. ``True`` = dynamic partition overwrite of the
             partitions the new files touch (the whole table when the table
             option ``dynamic-partition-overwrite`` is ``false``, as in Paimon).
-        schema, messages, identifier, properties, kind: As
-            :class:`~snaplake.commit.producer.SnapshotProducer`.
 
     An overwrite commits no changelog: the messages' changelog files are
     deleted (as in Paimon).
@@ -54,18 +52,11 @@ class OverwriteFiles(SnapshotProducer):
     def __init__(
         self,
         context: CommitContext,
+        request: CommitRequest,
         *,
         overwrite: Mapping[str, Any] | bool,
-        schema: TableSchema,
-        messages: Sequence[CommitMessage],
-        identifier: int,
-        properties: Mapping[str, str],
-        kind: CommitKind | None = None,
     ) -> None:
-        super().__init__(
-            context, schema=schema, messages=messages, identifier=identifier,
-            properties=properties, kind=kind,
-        )  # fmt: skip
+        super().__init__(context, request)
         self.overwrite = overwrite
 
     def replaced_entries(

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from snaplake.commit.conflict import (
@@ -57,7 +57,14 @@ from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.schema_evolution import check_files_readable
 from snaplake.store.snapshot_manager import SnapshotManager
 
-__all__ = ["AppendFiles", "CommitContext", "CompactFiles", "SnapshotProducer", "message_entries"]
+__all__ = [
+    "AppendFiles",
+    "CommitContext",
+    "CommitRequest",
+    "CompactFiles",
+    "SnapshotProducer",
+    "message_entries",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -123,17 +130,33 @@ def message_entries(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
     return out
 
 
-class SnapshotProducer:
-    """CommitMessages of one ``commit(...)`` call, planned against each snapshot tried.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitRequest:
+    """One ``commit(...)`` call, resolved: its messages and the new snapshot's fields.
 
-    Args:
-        context: The committer's table, user, publisher and conflict rules.
+    Attributes:
         schema: The schema the new snapshot records.
         messages: Non-empty messages (one per partition and bucket).
         identifier: The commit identifier (``BATCH_COMMIT_IDENTIFIER`` for a
             one-off commit, never a duplicate).
         properties: Extra snapshot properties.
-        kind: The snapshot's commit kind (default: the producer's).
+        kind: The snapshot's commit kind (``None``: the producer's).
+    """
+
+    schema: TableSchema
+    messages: tuple[CommitMessage, ...]
+    identifier: int = BATCH_COMMIT_IDENTIFIER
+    properties: Mapping[str, str] = field(default_factory=dict)
+    kind: CommitKind | None = None
+
+
+class SnapshotProducer:
+    """CommitMessages of one ``commit(...)`` call, planned against each snapshot tried.
+
+    Args:
+        context: The committer's table, user, publisher and conflict rules.
+        request: The messages and the new snapshot's schema, identifier,
+            properties and (optionally) kind.
 
     Implements :class:`~snaplake.commit.operation.CommitOperation`. A
     subclass names a commit kind and may replace live files
@@ -152,22 +175,13 @@ class SnapshotProducer:
     publishes_when_empty: ClassVar[bool] = False
     """True: a call without files still publishes (an overwrite deletes what it replaces)."""
 
-    def __init__(
-        self,
-        context: CommitContext,
-        *,
-        schema: TableSchema,
-        messages: Sequence[CommitMessage],
-        identifier: int,
-        properties: Mapping[str, str],
-        kind: CommitKind | None = None,
-    ) -> None:
+    def __init__(self, context: CommitContext, request: CommitRequest) -> None:
         self.context = context
-        self.schema = schema
-        self.messages = list(messages)
-        self.identifier = identifier
-        self.properties = properties
-        self.kind = kind or self.default_kind
+        self.schema = request.schema
+        self.messages = list(request.messages)
+        self.identifier = request.identifier
+        self.properties = request.properties
+        self.kind = request.kind or self.default_kind
         self._delta: ManifestFileMeta | None = None
         self._changelog: ManifestFileMeta | None = None
         self._changelog_entries: list[ManifestEntry] = []
