@@ -42,7 +42,7 @@ from demo.flights_data import load_flights
 from tests.oracle import PaimonOracle
 
 import snaplake
-from snaplake.commit import file_store_commit, snapshot_commit
+from snaplake.commit import producer, snapshot_commit
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.snapshot_commit import SnapshotCommit
 from snaplake.store.format.snapshot import Snapshot
@@ -143,7 +143,7 @@ class Breakdown:
             (table_write, "write_data_file", "Parquet encode + write"),
             (table_write, "compute_value_stats", "value stats (+ BinaryRow)"),
             (FileStoreCommit, "commit", "commit: other (entries, dedup, Python)"),
-            (file_store_commit, "write_manifest", "manifest: Avro encode"),
+            (producer, "write_manifest", "manifest: Avro encode"),
             (snapshot_commit, "encode_manifest_list", "manifest lists: Avro encode/copy"),
             (snapshot_commit, "concat_manifest_lists", "manifest lists: Avro encode/copy"),
             (LocalFileIO, "write_new", "manifest + 2 lists: create the files"),

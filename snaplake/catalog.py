@@ -282,6 +282,9 @@ class FileSystemCatalog:
                 see :mod:`snaplake.commit.schema_alter`). Nothing written.
             SchemaConflictError: a concurrent alter won and these changes clash
                 with it (e.g. both renamed one column). Nothing written.
+            CommitRetriesExhaustedError: concurrent alters kept winning the race
+                for the next schema file within the table's ``commit.*`` retry
+                options. Nothing written; safe to retry.
             InvalidOptionError: an option value does not parse. Nothing written.
 
         Storage: creates ``schema/schema-<N+1>`` create-if-absent; two

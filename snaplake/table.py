@@ -286,7 +286,7 @@ class Table:
             def after_commit(_result: CommitResult) -> None:
                 run_inline_maintenance(self)
 
-        return FileStoreCommit.of(self, commit_user=commit_user, after_commit=after_commit)
+        return self.file_store(schema).new_commit(commit_user, after_commit=after_commit)
 
     # snapshots -----------------------------------------------------------
     def latest_snapshot(self) -> Snapshot | None:

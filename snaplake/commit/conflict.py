@@ -4,10 +4,10 @@ A commit that only ADDs files never conflicts by itself. A commit that
 DELETEs files (compaction, overwrite, row rewrites) requires every deleted
 file to be live in the snapshot it publishes on top of, its bucket count to
 match the live files of the same partition, and the delta itself to be
-self-consistent. Further rules plug in as :class:`ConflictRule` objects
-(e.g. primary-key tables' key-range rule over the LSM levels >= 1): each
-names the partitions it needs and checks the live files of those
-partitions with the delta applied.
+self-consistent. Further rules plug in as :class:`ConflictRule` objects,
+given by the table's FileStore (e.g. primary-key tables' key-range rule
+over the LSM levels >= 1): each names the partitions it needs and checks
+the live files of those partitions with the delta applied.
 
 Source: Paimon ``ConflictDetection`` (``checkNoConflictsOrFail``: deleted files
 must exist, total buckets unchanged, then further checks over the merged
@@ -22,8 +22,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from snaplake.errors import CommitConflictError
-from snaplake.mergetree.conflict import LsmConflictRule
-from snaplake.mergetree.sorted_run import KeyComparator
 from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import read_manifest_list
 from snaplake.store.format.paths import PathFactory
@@ -39,6 +37,7 @@ __all__ = [
     "apply_entries",
     "check_deletes_live",
     "check_self_consistent",
+    "check_total_buckets",
 ]
 
 _REMOVER_SEARCH_DEPTH = 50
@@ -94,6 +93,26 @@ def check_self_consistent(entries: Sequence[ManifestEntry]) -> None:
             f"the commit lists files twice: {sorted(set(dupes))[:10]}; each message must name "
             "a file once (were the same messages passed twice?)",
             paths=sorted(set(dupes)),
+        )
+
+
+def check_total_buckets(adds: Sequence[ManifestEntry], expected: int) -> None:
+    """Refuse files written for another bucket count than the table's ``bucket`` option.
+
+    Args:
+        adds: The commit's ADD entries.
+        expected: The table's ``bucket`` option in the commit's schema.
+
+    Raises:
+        CommitConflictError: a file was written for another bucket count (the
+            table was rescaled); naming the files.
+    """
+    wrong = sorted({e.total_buckets for e in adds if e.total_buckets != expected})
+    if wrong:
+        raise CommitConflictError(
+            f"files were written for {wrong} bucket(s) but the table now has "
+            f"bucket = {expected} (it was rescaled); rewrite the data with a new writer",
+            paths=[e.file.file_name for e in adds if e.total_buckets != expected],
         )
 
 
@@ -169,7 +188,9 @@ class ConflictDetection:
         paths: The table's PathFactory.
         schema_manager: Reads schemas for the scan.
         snapshot_manager: Reads snapshots.
-        rules: Further checks, run in order after the deleted-files check.
+        rules: Further checks, run in order after the deleted-files check:
+            the table kind's (:meth:`snaplake.filestore.FileStore.conflict_rules`)
+            and any the caller adds. This class adds none itself.
 
     Source: Paimon ``ConflictDetection`` and ``FileStoreCommitImpl``'s
     incremental ``readIncrementalChanges`` on retry.
@@ -195,9 +216,11 @@ class ConflictDetection:
     def check(self, delta: Sequence[ManifestEntry], latest: Snapshot | None) -> None:
         """Require ``delta`` to fit ``latest``: deleted files live, then every rule.
 
-        On a primary-key table the LSM rule is one of the rules: the files
-        ``delta`` puts at levels >= 1 must not overlap other files of their
-        level (:class:`snaplake.mergetree.conflict.LsmConflictRule`).
+        The rules are the table kind's, given by its FileStore
+        (:meth:`snaplake.filestore.FileStore.conflict_rules`): on a
+        primary-key table the files ``delta`` puts at levels >= 1 must not
+        overlap other files of their level
+        (:class:`snaplake.mergetree.conflict.LsmConflictRule`).
 
         Args:
             delta: The commit's entries (ADD and DELETE).
@@ -214,7 +237,7 @@ class ConflictDetection:
             and rules touch; later calls read the delta lists of the
             snapshots committed since.
         """
-        rules = self._rules(latest)
+        rules = self.rules
         deletes = [e for e in delta if e.kind == FileKind.DELETE]
         partitions = frozenset(d.partition for d in deletes).union(
             *(rule.partitions(delta) for rule in rules)
@@ -238,17 +261,6 @@ class ConflictDetection:
         removed_by = self._find_removers(missing, latest) if missing else None
         check_deletes_live(outside, self._live, snapshot_id=latest.id, removed_by=removed_by)
         self._run_rules(rules, dict(self._live), delta, snapshot_id=latest.id)
-
-    def _rules(self, latest: Snapshot | None) -> tuple[ConflictRule, ...]:
-        """The configured rules, plus the LSM rule on a primary-key table."""
-        schema = (
-            self.schema_manager.schema(latest.schema_id)
-            if latest is not None
-            else self.schema_manager.latest()
-        )
-        if schema is None or not schema.primary_keys:
-            return self.rules
-        return (*self.rules, LsmConflictRule(KeyComparator(schema.key_types)))
 
     @staticmethod
     def _run_rules(

@@ -1,12 +1,17 @@
 """FileStoreCommit: turn CommitMessages into exactly one new snapshot, atomically.
 
-The commit (DESIGN.md §5): deduplicate by ``(commit_user, commit_identifier)``;
-write the delta manifest once; then, for each snapshot the commit tries to
-publish on, check conflicts when files are deleted, recompute an
-overwrite's DELETE entries, and hand the delta to the one publishing loop,
-:class:`~snaplake.commit.snapshot_commit.SnapshotCommit` (lost races
-retried with capped, jittered exponential backoff; a semantic conflict is
-fatal; an uncertain publish resolved by reading the snapshot back).
+The user-facing entry of the commit path (DESIGN.md §5). A ``commit(...)``
+call picks its named producer (:mod:`snaplake.commit.producer`):
+:class:`~snaplake.commit.producer.AppendFiles`,
+:class:`~snaplake.commit.producer.CompactFiles` or
+:class:`~snaplake.commit.overwrite.OverwriteFiles`. The producer deduplicates
+by ``(commit_user, commit_identifier)``, writes the delta manifest once,
+checks conflicts on each snapshot the commit tries to publish on (with the
+table kind's rules) and recomputes an overwrite's DELETE entries; the one
+publishing loop, :class:`~snaplake.commit.snapshot_commit.SnapshotCommit`,
+retries lost races with the :class:`~snaplake.commit.retry.RetryPolicy`
+(capped, jittered exponential backoff; a semantic conflict is fatal; an
+uncertain publish resolved by reading the snapshot back).
 
 The commit path never merges manifests or expires snapshots (Paimon #2483,
 #3223): the base list is rebuilt by copying the previous lists' Avro blocks
@@ -19,52 +24,59 @@ action for the carried-forward transaction map.
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from snaplake.commit.conflict import ConflictDetection, ConflictRule, check_self_consistent
-from snaplake.commit.duplicate import (
-    data_file_paths,
-    delete_unreferenced_files,
-    find_holding_snapshot,
-)
+from snaplake.commit.conflict import ConflictRule
 from snaplake.commit.message import CommitMessage
-from snaplake.commit.operation import CommitChanges, CommitStop
-from snaplake.commit.result import CommitOutcome, CommitResult
+from snaplake.commit.overwrite import OverwriteFiles
+from snaplake.commit.producer import (
+    AppendFiles,
+    CommitContext,
+    CommitRequest,
+    CompactFiles,
+    SnapshotProducer,
+)
+from snaplake.commit.result import CommitResult
 from snaplake.commit.retry import RetryPolicy
 from snaplake.commit.snapshot_commit import SnapshotCommit
-from snaplake.errors import CommitConflictError, SchemaMismatchError
-from snaplake.store.format.binary_row import decode_binary_row
-from snaplake.store.format.manifest import FileKind, ManifestEntry
-from snaplake.store.format.manifest_list import ManifestFileMeta
-from snaplake.store.format.manifest_writer import write_manifest
-from snaplake.store.format.partition import canonical_partition
+from snaplake.errors import SchemaMismatchError
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from snaplake.store.io.file_io import FileIO
-from snaplake.store.read.scan import FileStoreScan
-from snaplake.store.read.schema_evolution import check_files_readable
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.support import Operation, check_supported
 
-__all__ = ["FileStoreCommit", "FileStoreTable"]
+__all__ = ["ConflictRuleSource", "FileStoreCommit", "FileStoreTable"]
 
-logger = logging.getLogger(__name__)
+
+class ConflictRuleSource(Protocol):
+    """Gives a table kind's conflict rules (``snaplake.filestore.FileStore`` satisfies it)."""
+
+    def conflict_rules(self) -> tuple[ConflictRule, ...]:
+        """The checks a commit to this kind of table must pass beyond "deleted files are live"."""
+        ...
 
 
 class FileStoreTable(Protocol):
-    """What a committer needs from a table (``snaplake.table.Table`` satisfies it)."""
+    """What a committer needs from a table (``snaplake.table.Table`` satisfies it).
+
+    ``file_store()`` gives the table kind's conflict rules, so layers below
+    ``snaplake.filestore`` build committers without importing it.
+    """
 
     file_io: FileIO
     paths: PathFactory
     schema_manager: SchemaManager
     snapshot_manager: SnapshotManager
     identifier: str
+
+    def file_store(self) -> ConflictRuleSource:
+        """The table's FileStore in its latest schema."""
+        ...
 
 
 class FileStoreCommit:
@@ -88,7 +100,15 @@ class FileStoreCommit:
             its failures are the hook's own business and must not raise.
         conflict_rules: Checks beyond "deleted files are live", run by
             :class:`~snaplake.commit.conflict.ConflictDetection` on every
-            attempt (e.g. the LSM key-range rule of primary-key tables).
+            attempt: the table kind's rules
+            (:meth:`snaplake.filestore.FileStore.conflict_rules`, e.g. the
+            LSM key-range rule of primary-key tables) and any extra ones.
+            Nothing is added here: build through :meth:`of` or
+            ``FileStore.new_commit`` to get the kind's rules. Fixing them at
+            construction is correct because a table's kind never changes:
+            primary keys cannot be added, dropped, renamed or retyped
+            (:mod:`snaplake.commit.schema_alter`), so every schema a conflict
+            is checked against has the same rules.
 
     Attributes:
         snapshot_commit: The publishing loop every commit of this user goes
@@ -132,6 +152,11 @@ class FileStoreCommit:
         self._retry_policy = retry_policy
         self._after_commit = after_commit
         self.conflict_rules = tuple(conflict_rules)
+        self.context = CommitContext(
+            file_io=file_io, paths=paths, schema_manager=schema_manager,
+            snapshot_manager=snapshot_manager, table_name=table_name, commit_user=commit_user,
+            snapshot_commit=self.snapshot_commit, conflict_rules=self.conflict_rules,
+        )  # fmt: skip
 
     @classmethod
     def of(
@@ -143,12 +168,25 @@ class FileStoreCommit:
         after_commit: Callable[[CommitResult], None] | None = None,
         conflict_rules: Sequence[ConflictRule] = (),
     ) -> FileStoreCommit:
-        """Return a committer of ``commit_user`` for ``table`` (other arguments as the class)."""
+        """Return a committer of ``commit_user`` for ``table`` with its kind's conflict rules.
+
+        Args:
+            table: The table; ``table.file_store().conflict_rules()`` gives
+                the rules of its kind (the LSM rule of a primary-key table).
+            commit_user: Who commits.
+            retry_policy: As the class.
+            after_commit: As the class.
+            conflict_rules: Extra rules, checked after the kind's.
+
+        Raises:
+            TableNotFoundError: the table has no schema (dropped).
+        """
+        rules = (*table.file_store().conflict_rules(), *conflict_rules)
         return cls(
             file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
             snapshot_manager=table.snapshot_manager, table_name=table.identifier,
             commit_user=commit_user, retry_policy=retry_policy, after_commit=after_commit,
-            conflict_rules=conflict_rules,
+            conflict_rules=rules,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ public
@@ -232,19 +270,34 @@ class FileStoreCommit:
         if schema is None:
             raise SchemaMismatchError(f"table {self.table_name} has no schema; create it first")
         check_supported(schema, Operation.COMMIT)  # the schema at hand: no extra listing
-        operation = _MessagesCommit(
-            owner=self,
+        request = CommitRequest(
             schema=schema,
-            messages=[m for m in messages if not m.is_empty()],
+            messages=tuple(m for m in messages if not m.is_empty()),
             identifier=BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier,
-            overwrite=overwrite,
-            kind=kind or (CommitKind.OVERWRITE if overwrite is not None else CommitKind.APPEND),
             properties=properties or {},
+            kind=kind,
         )
-        result = sc.commit(operation, policy=self.retry_policy(schema), latest=latest, start=start)
+        producer = self.producer(request, overwrite=overwrite)
+        result = sc.commit(producer, policy=self.retry_policy(schema), latest=latest, start=start)
         if self._after_commit is not None and not result.was_duplicate:
             self._after_commit(result)
         return result
+
+    def producer(
+        self, request: CommitRequest, *, overwrite: Mapping[str, Any] | bool | None
+    ) -> SnapshotProducer:
+        """The named producer of one commit (arguments as :meth:`commit`, resolved).
+
+        ``overwrite`` set: :class:`~snaplake.commit.overwrite.OverwriteFiles`;
+        else kind ``COMPACT``: :class:`~snaplake.commit.producer.CompactFiles`;
+        else :class:`~snaplake.commit.producer.AppendFiles`. ``request.kind``
+        overrides the producer's snapshot kind.
+        """
+        if overwrite is not None:
+            return OverwriteFiles(self.context, request, overwrite=overwrite)
+        if request.kind is CommitKind.COMPACT:
+            return CompactFiles(self.context, request)
+        return AppendFiles(self.context, request)
 
     def _commit_schema(
         self, latest: Snapshot | None, messages: Sequence[CommitMessage]
@@ -277,247 +330,3 @@ class FileStoreCommit:
         non-snaplake commits met on the way (Paimon's backward scan).
         """
         return self.snapshot_commit.txn_map(latest)
-
-    # ----------------------------------------------------------------- helpers
-    def _duplicate_of(self, latest: Snapshot | None, identifier: int) -> CommitStop | None:
-        """A stop for a duplicate of ``identifier`` (naming its snapshot), ``None`` if new.
-
-        Paimon's rule: an identifier at or below the user's highest committed
-        one is committed (:func:`~snaplake.commit.duplicate.find_holding_snapshot`
-        warns when a lower one is not found among the retained snapshots).
-        """
-        if identifier == BATCH_COMMIT_IDENTIFIER or latest is None:
-            return None
-        last = self.txn_map(latest).get(self.commit_user)
-        if last is None or last < identifier:
-            return None
-        holder = find_holding_snapshot(
-            self.snapshot_manager, commit_user=self.commit_user, identifier=identifier,
-            highest=last,
-        )  # fmt: skip
-        logger.info(
-            "commit of %s by %s with identifier %d is a duplicate of snapshot %s; nothing "
-            "published",
-            self.table_name, self.commit_user, identifier, holder.id if holder else "(expired)",
-        )  # fmt: skip
-        return CommitStop(
-            snapshot_id=holder.id if holder else None, outcome=CommitOutcome.DUPLICATE
-        )
-
-    def _check_buckets(self, adds: Sequence[ManifestEntry], schema: TableSchema) -> None:
-        expected = schema.core_options.bucket
-        wrong = sorted({e.total_buckets for e in adds if e.total_buckets != expected})
-        if wrong:
-            raise CommitConflictError(
-                f"files were written for {wrong} bucket(s) but the table now has "
-                f"bucket = {expected} (it was rescaled); rewrite the data with a new writer",
-                paths=[e.file.file_name for e in adds if e.total_buckets != expected],
-            )
-
-    def _overwrite_deletes(
-        self,
-        latest: Snapshot | None,
-        overwrite: Mapping[str, Any] | bool,  # noqa: FBT001 - True = dynamic overwrite
-        adds: Sequence[ManifestEntry],
-        schema: TableSchema,
-    ) -> list[ManifestEntry]:
-        """DELETE entries for every live file the overwrite replaces in ``latest``."""
-        scan_filter: Mapping[str, Any] | None = None
-        if isinstance(overwrite, Mapping):
-            scan_filter = overwrite
-            index = {k: i for i, k in enumerate(schema.partition_keys)}
-            for key in overwrite:
-                if key not in index:
-                    raise SchemaMismatchError(
-                        f"overwrite key {key!r} is not a partition key "
-                        f"{list(schema.partition_keys)}"
-                    )
-            for e in adds:
-                values = decode_binary_row(e.partition, schema.partition_types)
-                for key, value in overwrite.items():
-                    if values[index[key]] != value:
-                        raise SchemaMismatchError(
-                            f"file {e.file.file_name} has {key}={values[index[key]]!r}, outside "
-                            f"the overwritten partition {dict(overwrite)}; filter the data first"
-                        )
-        if latest is None:
-            return []
-        scan = FileStoreScan(
-            file_io=self.file_io,
-            paths=self.paths,
-            schema_manager=self.schema_manager,
-            snapshot=latest,
-            partition_filter=scan_filter,
-        )
-        live = scan.plan_entries()
-        dynamic = schema.core_options.dynamic_partition_overwrite  # Paimon's default: true
-        if overwrite is True and schema.partition_keys and dynamic:
-            types = schema.partition_types  # by value: writers encode some values differently
-            touched = {canonical_partition(e.partition, types) for e in adds}
-            live = [e for e in live if canonical_partition(e.partition, types) in touched]
-        return [e.as_delete() for e in live]
-
-
-def _entries(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
-    """The messages' manifest entries, in Paimon's order.
-
-    Per message: ADD new files, DELETE deleted files, then DELETE
-    ``compact_before`` and ADD ``compact_after``. A compaction that upgrades a
-    file (DELETE at its old level, ADD at the new one) thus lists the DELETE
-    first, which Paimon's expiry relies on: it walks a delta in order and an
-    ADD cancels a pending DELETE of the same path, so the reverse order would
-    have Java's expiry delete a live file
-    (``FileDeletionBase.planDeletedInDeltaManifest``).
-
-    Source: Paimon ``ManifestEntryChanges.collect``.
-    """
-    out: list[ManifestEntry] = []
-    for m in messages:
-        di, ci = m.data_increment, m.compact_increment
-        for kind, files in (
-            (FileKind.ADD, di.new_files),
-            (FileKind.DELETE, di.deleted_files),
-            (FileKind.DELETE, ci.compact_before),
-            (FileKind.ADD, ci.compact_after),
-        ):
-            out.extend(
-                ManifestEntry(
-                    kind=kind,
-                    partition=m.partition,
-                    bucket=m.bucket,
-                    total_buckets=m.total_buckets,
-                    file=f,
-                )
-                for f in files
-            )
-    return out
-
-
-@dataclass(slots=True, kw_only=True)
-class _MessagesCommit:
-    """An append, overwrite or compaction of CommitMessages, planned per attempt.
-
-    Implements :class:`~snaplake.commit.operation.CommitOperation`.
-    """
-
-    owner: FileStoreCommit
-    schema: TableSchema
-    messages: list[CommitMessage]
-    identifier: int
-    overwrite: Mapping[str, Any] | bool | None
-    kind: CommitKind
-    properties: Mapping[str, str]
-    _delta: ManifestFileMeta | None = None
-    _changelog: ManifestFileMeta | None = None
-    _changelog_entries: list[ManifestEntry] = field(default_factory=list)
-    _entries: list[ManifestEntry] | None = None
-    _conflicts: ConflictDetection | None = field(default=None)
-
-    def attempt(self, latest: Snapshot | None) -> CommitChanges | CommitStop:
-        owner = self.owner
-        duplicate = owner._duplicate_of(latest, self.identifier)
-        if duplicate is not None and latest is not None:
-            delete_unreferenced_files(
-                file_io=owner.file_io, paths=owner.paths, schema_manager=owner.schema_manager,
-                snapshot_manager=owner.snapshot_manager, schema=self.schema,
-                messages=self.messages, latest=latest,
-            )  # fmt: skip
-            return duplicate
-        entries = self._prepare()
-        if entries is None:
-            return CommitStop(
-                snapshot_id=latest.id if latest else None, outcome=CommitOutcome.SUCCESS
-            )
-        adds = [e for e in entries if e.kind == FileKind.ADD]
-        deletes = [e for e in entries if e.kind == FileKind.DELETE]
-        if self._conflicts is None:
-            self._conflicts = ConflictDetection(
-                file_io=owner.file_io,
-                paths=owner.paths,
-                schema_manager=owner.schema_manager,
-                snapshot_manager=owner.snapshot_manager,
-                rules=owner.conflict_rules,
-            )
-        self._conflicts.check(entries, latest)
-        delta = [self._delta] if self._delta is not None else []
-        attempt_manifests: list[str] = []
-        extra_deletes: list[ManifestEntry] = []
-        if self.overwrite is not None:
-            extra_deletes = owner._overwrite_deletes(latest, self.overwrite, adds, self.schema)
-            if extra_deletes:
-                meta = write_manifest(owner.file_io, owner.paths, extra_deletes, schema=self.schema)
-                attempt_manifests.append(meta.file_name)
-                delta.append(meta)
-        all_deletes = deletes + extra_deletes
-        changelog = self._changelog_entries
-        return CommitChanges(
-            schema=self.schema,
-            delta=tuple(delta),
-            changelog=(self._changelog,) if self._changelog is not None else (),
-            changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
-            identifier=self.identifier,
-            properties=self.properties,
-            files_added=len(adds),
-            files_deleted=len(all_deletes),
-            delta_record_count=sum(e.file.row_count for e in adds)
-            - sum(e.file.row_count for e in all_deletes),
-            new_files=(
-                *data_file_paths(owner.paths, self.schema, [*adds, *changelog]),
-                *(owner.paths.manifest_path(m.file_name) for m in delta),
-                *(owner.paths.manifest_path(m.file_name) for m in [self._changelog] if m),
-            ),
-            attempt_manifests=tuple(attempt_manifests),
-        )
-
-    def _prepare(self) -> list[ManifestEntry] | None:
-        """Validate the messages and write the delta manifest once; ``None`` = nothing to commit."""
-        if self._entries is not None:
-            return self._entries
-        entries = _entries(self.messages)
-        check_self_consistent(entries)
-        adds = [e.file for e in entries if e.kind == FileKind.ADD]
-        self.owner._check_buckets([e for e in entries if e.kind == FileKind.ADD], self.schema)
-        check_files_readable(adds, self.schema, self.owner.schema_manager.schema)
-        changelog = self._changelog_of_messages()
-        if self.overwrite is None and not entries and not changelog:
-            return None
-        owner = self.owner
-        if entries:
-            self._delta = write_manifest(owner.file_io, owner.paths, entries, schema=self.schema)
-        if changelog:
-            self._changelog = write_manifest(
-                owner.file_io, owner.paths, changelog, schema=self.schema
-            )
-            self._changelog_entries = changelog
-        self._entries = entries
-        return entries
-
-    def _changelog_of_messages(self) -> list[ManifestEntry]:
-        """ADD entries of the messages' changelog files (none for an overwrite).
-
-        As in Paimon, an overwrite commits no changelog; its changelog files
-        are deleted (nothing references them) with a warning.
-
-        Source: Paimon ``ManifestEntryChanges.collect``, ``FileStoreCommitImpl.overwrite``.
-        """
-        changelog = [
-            ManifestEntry(kind=FileKind.ADD, partition=m.partition, bucket=m.bucket,
-                          total_buckets=m.total_buckets, file=f)
-            for m in self.messages
-            for f in (*m.data_increment.changelog_files, *m.compact_increment.changelog_files)
-        ]  # fmt: skip
-        if changelog and self.overwrite is not None:
-            logger.warning(
-                "an overwrite commits no changelog (as in Paimon): deleting its %d changelog "
-                "file(s) of %s", len(changelog), self.owner.table_name,
-            )  # fmt: skip
-            owner = self.owner
-            owner.file_io.delete_many(data_file_paths(owner.paths, self.schema, changelog))
-            return []
-        return changelog
-
-    def abandon(self) -> None:
-        names = [m.file_name for m in (self._delta, self._changelog) if m is not None]
-        if names:
-            self.owner.snapshot_commit.delete_manifests(names)
-        self._delta = self._changelog = None

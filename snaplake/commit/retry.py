@@ -1,7 +1,10 @@
 """RetryPolicy: bounded, exponential, jittered backoff for lost publish races.
 
-Pure: the clock, the sleep and the random source are supplied by the caller,
-so tests never sleep.
+Every create-if-absent publish retries through it: a snapshot
+(:class:`~snaplake.commit.snapshot_commit.SnapshotCommit`) and a schema
+(:func:`~snaplake.commit.schema_alter.commit_schema_changes`). Pure: the
+clock, the sleep and the random source are supplied by the caller, so tests
+never sleep.
 
 Source: Paimon ``FileStoreCommitImpl`` retry loop (``commit.max-retries``,
 ``commit.timeout``, ``commit.min-retry-wait`` doubling up to
@@ -10,9 +13,11 @@ Source: Paimon ``FileStoreCommitImpl`` retry loop (``commit.max-retries``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+from snaplake.errors import CommitRetriesExhaustedError
 from snaplake.options import CoreOptions
 
 __all__ = ["RetryPolicy"]
@@ -68,3 +73,36 @@ class RetryPolicy:
         if retries_done >= self.max_retries:
             return False
         return self.timeout_s is None or elapsed_s < self.timeout_s
+
+    def wait_or_give_up(
+        self,
+        *,
+        attempts: int,
+        elapsed_s: float,
+        lost: str,
+        sleep: Callable[[float], None],
+        rng: Callable[[], float],
+    ) -> None:
+        """After ``attempts`` lost races: sleep before the next attempt, or give up.
+
+        Args:
+            attempts: Attempts made so far (all lost), >= 1.
+            elapsed_s: Seconds since the first attempt began.
+            lost: What lost, for the message (``"APPEND commit to db.t lost the
+                race for a new snapshot"``).
+            sleep: Sleeps seconds (tests inject one that does not).
+            rng: Uniform [0, 1) numbers for the jitter (called only to sleep).
+
+        Raises:
+            CommitRetriesExhaustedError: no retry is left within
+                ``max_retries`` and ``timeout_s`` (``.attempts``,
+                ``.elapsed_s``); safe to retry later.
+        """
+        if not self.may_retry(retries_done=attempts - 1, elapsed_s=elapsed_s):
+            raise CommitRetriesExhaustedError(
+                f"{lost} {attempts} times in {elapsed_s:.1f} s; other writers are "
+                "committing faster — retry later or raise commit.max-retries / commit.timeout",
+                attempts=attempts,
+                elapsed_s=elapsed_s,
+            )
+        sleep(self.wait_s(attempts, random_fraction=rng()))

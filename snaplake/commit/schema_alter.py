@@ -49,15 +49,19 @@ option keys and values), ``SchemaManager.checkAlterTableOption`` /
 ``SchemaManager.applyRenameColumnsToOptions``,
 ``SchemaValidation.validateTableSchema`` (``validateFieldsPrefix``,
 ``validateSequenceField``, the rowkind field, ``validateMergeFunction``).
+The publish retries lost races with the commit path's
+:class:`~snaplake.commit.retry.RetryPolicy`.
 """
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from snaplake.commit.retry import RetryPolicy
 from snaplake.errors import (
     ColumnAlreadyExistsError,
     ColumnNotFoundError,
@@ -510,20 +514,33 @@ def commit_schema_changes(
     *,
     has_snapshots: Callable[[], bool],
     identifier: str,
+    retry_policy: RetryPolicy | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: Callable[[], float] = random.random,
 ) -> TableSchema:
     """Write the changes as ``schema-<N+1>``; on a lost race re-apply them to the winner's.
 
     Two alters race for the same ``schema-<N+1>`` (create-if-absent: one
-    wins). The loser reads the winner's schema and applies its changes again:
-    changes that still fit (two adds of different columns, an option and a
-    rename) land as ``schema-<N+2>``; changes that clash raise
-    :class:`SchemaConflictError` and nothing of them is written.
+    wins). The loser waits as the commit path does (the
+    :class:`~snaplake.commit.retry.RetryPolicy`), reads the winner's schema
+    and applies its changes again: changes that still fit (two adds of
+    different columns, an option and a rename) land as ``schema-<N+2>``;
+    changes that clash raise :class:`SchemaConflictError` and nothing of
+    them is written.
 
     Args:
         manager: The table's SchemaManager.
         changes: At least one change.
         has_snapshots: See :func:`apply_schema_changes`.
         identifier: ``db.table`` for messages.
+        retry_policy: Backoff and bounds of the retries after lost races;
+            ``None`` = the table's ``commit.*`` options (``commit.max-retries``,
+            ``commit.timeout``, ``commit.min-retry-wait``,
+            ``commit.max-retry-wait``) in the latest schema.
+        clock: Monotonic seconds (for ``commit.timeout``; tests inject it).
+        sleep: Sleeps seconds (tests inject one that does not).
+        rng: Uniform [0, 1) numbers for the backoff jitter.
 
     Returns:
         The schema written.
@@ -533,6 +550,9 @@ def commit_schema_changes(
         TableNotFoundError: the table has no schema (dropped).
         SchemaChangeError: a rule refuses a change against the latest schema.
         SchemaConflictError: a concurrent alter won and the changes no longer apply.
+        CommitRetriesExhaustedError: every attempt lost the race for the next
+            schema file within the policy's retries and timeout; nothing of
+            these changes was written, and running them again is safe.
 
     Storage:
         Creates one ``schema/schema-<N>`` file (create-if-absent; never overwritten).
@@ -542,6 +562,9 @@ def commit_schema_changes(
     if not changes:
         raise ValueError("alter_table needs at least one SchemaChange")
     first_id: int | None = None
+    policy = retry_policy
+    start = clock()
+    attempts = 0
     while True:
         old = manager.latest()
         if old is None:
@@ -558,7 +581,15 @@ def commit_schema_changes(
             ) from exc
         if first_id is None:
             first_id = old.id
+        if policy is None:
+            policy = RetryPolicy.from_options(old.core_options)
+        attempts += 1
         try:
             return manager.create(new)
         except TableAlreadyExistsError:
-            continue  # lost the race for schema-<N+1>: re-apply to the winner's schema
+            # Lost the race for schema-<N+1>: wait, then re-apply to the winner's schema.
+            policy.wait_or_give_up(
+                attempts=attempts, elapsed_s=clock() - start,
+                lost=f"alter of {identifier} lost the race for a new schema",
+                sleep=sleep, rng=rng,
+            )  # fmt: skip

@@ -12,7 +12,8 @@ commit kind or conflict rule plugs in without touching the loop.
 1. ``changes = operation.attempt(latest)``;
 2. write the base manifest list (the latest's base and delta lists copied
    block-wise, or the operation's replacement) and the delta list;
-3. publish ``snapshot-<latest+1>`` create-if-absent (:meth:`FileIO.publish`),
+3. publish ``snapshot-<latest+1>`` create-if-absent
+   (:func:`~snaplake.commit.publish.publish_snapshot`),
    making durable first exactly the files this snapshot references that
    were written for it (data files, manifests, the two lists) and their
    directories;
@@ -36,13 +37,13 @@ transaction map.
 from __future__ import annotations
 
 import logging
-import os
 import random
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from snaplake.commit.operation import CommitChanges, CommitOperation, CommitStop
+from snaplake.commit.publish import publish_snapshot
 from snaplake.commit.result import (
     CommitEvent,
     CommitOutcome,
@@ -55,8 +56,6 @@ from snaplake.errors import (
     CommitRetriesExhaustedError,
     CommitStateUnknownError,
     CorruptMetadataError,
-    FileAlreadyExistsError,
-    StorageError,
 )
 from snaplake.store.format.manifest_list import (
     concat_manifest_lists,
@@ -83,7 +82,6 @@ ATTEMPTS_PROPERTY = "snaplake.commit.attempts"
 DURATION_PROPERTY = "snaplake.commit.duration-ms"
 """Snapshot property: milliseconds from the commit call to the attempt that published."""
 _SNAPLAKE_VERSION = "1"
-_UNCERTAIN_READBACKS = 5
 
 
 @dataclass(slots=True)
@@ -236,17 +234,11 @@ class SnapshotCommit:
                 )
                 if snapshot is not None:
                     break
-                elapsed = self.clock() - start
-                if not policy.may_retry(retries_done=attempts - 1, elapsed_s=elapsed):
-                    raise CommitRetriesExhaustedError(
-                        f"{kind.value} commit to {self.table_name} lost the race for a new "
-                        f"snapshot {attempts} times in {elapsed:.1f} s; other writers are "
-                        "committing faster — retry later or raise commit.max-retries / "
-                        "commit.timeout",
-                        attempts=attempts,
-                        elapsed_s=elapsed,
-                    )
-                self._sleep(policy.wait_s(attempts, random_fraction=self._rng()))
+                policy.wait_or_give_up(
+                    attempts=attempts, elapsed_s=self.clock() - start,
+                    lost=f"{kind.value} commit to {self.table_name} lost the race for a new "
+                    "snapshot", sleep=self._sleep, rng=self._rng,
+                )  # fmt: skip
                 latest = self.snapshot_manager.latest_snapshot()
         except CommitStateUnknownError:
             self._notify(kind, CommitOutcome.UNKNOWN, attempts, start, None)
@@ -414,11 +406,14 @@ class SnapshotCommit:
                 self.paths.manifest_path(delta_name),
                 *([self.paths.manifest_path(changelog[0])] if changelog else []),
             ]
-            landed = self._publish(snapshot, durable, policy)
+            landed = publish_snapshot(
+                self.file_io, self.paths, snapshot, durable=durable,
+                readback_wait_s=policy.min_wait_s, sleep=self._sleep, table_name=self.table_name,
+            )  # fmt: skip
         except CommitStateUnknownError:
             raise
         except Exception:
-            self.delete_manifests(written)  # nothing was published (see _publish)
+            self.delete_manifests(written)  # nothing was published (see publish_snapshot)
             raise
         if not landed:
             self.delete_manifests(written)
@@ -490,99 +485,6 @@ class SnapshotCommit:
             watermark=latest.watermark if latest else None,
             properties=props,
         )
-
-    def _directories(self, files: Collection[str]) -> list[str]:
-        """Directories whose entries make ``files`` reachable, up to the table root."""
-        root = self.paths.root.rstrip("/")
-        dirs: set[str] = set()
-        for path in files:
-            d = os.path.dirname(path)
-            while d not in dirs:
-                dirs.add(d)
-                if d == root or not d.startswith(root + "/"):
-                    break
-                d = os.path.dirname(d)
-        return sorted(dirs)
-
-    def _publish(self, snapshot: Snapshot, durable: Collection[str], policy: RetryPolicy) -> bool:
-        """Create ``snapshot-<id>``; True if ours landed, False if the race was lost.
-
-        Raises:
-            CommitStateUnknownError: repeated storage failures left the outcome open.
-        """
-        path = self.paths.snapshot_path(snapshot.id)
-        data = snapshot.to_bytes()
-        directories = self._directories(durable)
-        last_error: StorageError | None = None
-        for _ in range(_UNCERTAIN_READBACKS):
-            try:
-                self.file_io.publish(path, data, files=durable, directories=directories)
-                return True
-            except FileAlreadyExistsError:
-                if last_error is None:
-                    return False
-                # An earlier uncertain attempt may have landed: compare content.
-                return self.file_io.read_bytes(path) == data
-            except StorageError as exc:
-                last_error = exc
-                logger.warning("publishing %s had an uncertain outcome; reading back", path,
-                               exc_info=True)  # fmt: skip
-                try:
-                    if self.file_io.exists(path):
-                        return self.file_io.read_bytes(path) == data
-                except OSError:
-                    logger.warning("read-back of %s failed", path, exc_info=True)
-                self._sleep(policy.min_wait_s)
-            except Exception as exc:
-                # FileIO.publish raises these only before the commit point, except a
-                # step after it (the temp name, the directory fsync): read back.
-                if self._landed_after(path, data, snapshot, exc):
-                    return True
-                if last_error is not None and not self.file_io.exists(path):
-                    last_error = StorageError(str(exc), path=path, operation="publish")
-                    break  # an earlier uncertain attempt may still land: keep everything
-                raise
-        raise CommitStateUnknownError(
-            f"publishing {path} failed without telling whether it "
-            f"landed ({last_error}); check the table history for commit user "
-            f"{snapshot.commit_user!r} identifier {snapshot.commit_identifier} before retrying "
-            "(a retry with the same identifier is deduplicated)",
-            commit_identifier=snapshot.commit_identifier,
-            snapshot_id=snapshot.id,
-        ) from last_error
-
-    def _landed_after(self, path: str, data: bytes, snapshot: Snapshot, error: Exception) -> bool:
-        """Whether ``snapshot`` landed although publishing it raised ``error``.
-
-        Returns:
-            True when ``path`` holds exactly ``data`` (the error came after
-            the commit point: logged, the commit succeeded); False when
-            ``path`` is absent or holds another writer's snapshot (nothing of
-            ours was published: ``error`` stands).
-
-        Raises:
-            CommitStateUnknownError: ``path`` cannot be read back.
-        """
-        try:
-            content = self.file_io.read_bytes(path)
-        except FileNotFoundError:
-            return False
-        except OSError as exc:
-            raise CommitStateUnknownError(
-                f"publishing {path} failed ({error}) and reading it back failed ({exc}); "
-                f"check the table history for commit user {snapshot.commit_user!r} identifier "
-                f"{snapshot.commit_identifier} before retrying (a retry with the same "
-                "identifier is deduplicated)",
-                commit_identifier=snapshot.commit_identifier,
-                snapshot_id=snapshot.id,
-            ) from error
-        if content != data:
-            return False
-        logger.warning(
-            "snapshot %d of %s was published, then a later step failed (%r); the commit "
-            "stands", snapshot.id, self.table_name, error, exc_info=error,
-        )  # fmt: skip
-        return True
 
     def _missing_list(self, latest: Snapshot, error: FileNotFoundError) -> CorruptMetadataError:
         """The error for a newest snapshot whose manifest list is missing."""

@@ -54,6 +54,10 @@ def maintenance_committer(
 ) -> FileStoreCommit:
     """Return the committer of maintenance snapshots of ``table`` (user ``snaplake-maintenance``).
 
+    The committer checks the table kind's conflict rules
+    (``table.file_store().conflict_rules()``: the LSM rule of a primary-key
+    table), as :meth:`FileStoreCommit.of` does.
+
     Args:
         table: The table.
         retry_policy: Backoff of lost publish races; ``None`` = the table's

@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from snaplake.commit.file_store_commit import FileStoreCommit
-from snaplake.commit.operation import CommitChanges, CommitStop
+from snaplake.commit.manifest_rewrite import ManifestMergePlan, RewriteManifests, manifest_names
 from snaplake.commit.retry import RetryPolicy
 from snaplake.compaction._io import parallel_map, read_entries_strict, read_list_strict
-from snaplake.errors import CommitRetriesExhaustedError, CorruptMetadataError
+from snaplake.errors import CorruptMetadataError
 from snaplake.store.format.manifest import (
     FileKind,
     ManifestEntry,
@@ -100,15 +100,6 @@ class MergeResult:
         return self.snapshot_id is not None
 
 
-@dataclass(slots=True)
-class _MergePlan:
-    inputs: list[ManifestFileMeta]
-    output: list[ManifestFileMeta]
-    new: list[ManifestFileMeta] = field(default_factory=list)
-    full: bool = False
-    entries_removed: int = 0
-
-
 class ManifestFileMerger:
     """Merge the manifests of a table's latest snapshot and publish the result.
 
@@ -118,6 +109,10 @@ class ManifestFileMerger:
         merge_min_count: Override ``manifest.merge-min-count``.
         full_threshold_bytes: Override ``manifest.full-compaction-threshold-size``.
         retry_policy: Backoff between attempts; defaults to the committer's policy.
+
+    Plans the merge for the commit producer
+    :class:`~snaplake.commit.manifest_rewrite.RewriteManifests` (implements its
+    :class:`~snaplake.commit.manifest_rewrite.ManifestMergePlanner`).
     """
 
     def __init__(
@@ -157,7 +152,7 @@ class ManifestFileMerger:
         Storage:
             Writes new manifests, two manifest lists and one snapshot file.
             After a lost race, reads the snapshots committed since and their
-            delta manifest lists (see :meth:`_catch_up`). On failure (or when
+            delta manifest lists (see :meth:`catch_up`). On failure (or when
             a re-plan discards them) the new manifests are deleted again; the
             replaced manifests stay until snapshot expiry removes them.
 
@@ -172,7 +167,10 @@ class ManifestFileMerger:
             return MergeResult(snapshot_id=None, duration_s=sc.clock() - start)
         check_supported(schema, Operation.MAINTENANCE)
         policy = self._retry_policy or self.commit.retry_policy(schema)
-        operation = _MergeOperation(merger=self, schema=schema, full=full)
+        operation = RewriteManifests(
+            planner=self, schema_manager=self.commit.schema_manager, paths=self.paths,
+            schema=schema, full=full,
+        )  # fmt: skip
         result = sc.commit(operation, policy=policy, latest=latest, start=start)
         plan = operation.plan if result.snapshot_id is not None else None
         before = plan.inputs if plan is not None else operation.metas
@@ -184,7 +182,7 @@ class ManifestFileMerger:
             manifests_after=len(after),
             bytes_before=sum(m.file_size_bytes for m in before),
             bytes_after=sum(m.file_size_bytes for m in after),
-            manifests_written=tuple(m.file_name for m in plan.new) if plan else (),
+            manifests_written=tuple(manifest_names(plan.new)) if plan else (),
             entries_removed=plan.entries_removed if plan else 0,
             attempts=result.attempts,
             duration_s=sc.clock() - start,
@@ -192,7 +190,7 @@ class ManifestFileMerger:
 
     def plan_merge(
         self, metas: Sequence[ManifestFileMeta], *, schema: TableSchema, full: bool = False
-    ) -> _MergePlan | None:
+    ) -> ManifestMergePlan | None:
         """Merge ``metas`` (a snapshot's base + delta manifests, oldest first).
 
         Args:
@@ -209,7 +207,7 @@ class ManifestFileMerger:
         Storage:
             Writes the new manifests (deleted again if this raises).
         """
-        plan = _MergePlan(inputs=list(metas), output=[])
+        plan = ManifestMergePlan(inputs=list(metas), output=[])
         try:
             output = self._try_full(plan, schema, force=full)
             if output is None:
@@ -217,9 +215,9 @@ class ManifestFileMerger:
             else:
                 plan.full = True
         except BaseException:
-            self._discard(plan.new)
+            self.discard(plan.new)
             raise
-        if _names(output) == _names(metas):
+        if manifest_names(output) == manifest_names(metas):
             return None
         plan.output = output
         return plan
@@ -237,7 +235,7 @@ class ManifestFileMerger:
         return max(target, 1), max(count, 1), max(full, 1)
 
     # ----------------------------------------------------------------- minor
-    def _minor(self, plan: _MergePlan, schema: TableSchema) -> list[ManifestFileMeta]:
+    def _minor(self, plan: ManifestMergePlan, schema: TableSchema) -> list[ManifestFileMeta]:
         target, min_count, _ = self._opts(schema)
         result: list[ManifestFileMeta] = []
         candidates: list[ManifestFileMeta] = []
@@ -255,7 +253,7 @@ class ManifestFileMerger:
         return result
 
     def _merge_candidates(
-        self, candidates: list[ManifestFileMeta], plan: _MergePlan, schema: TableSchema
+        self, candidates: list[ManifestFileMeta], plan: ManifestMergePlan, schema: TableSchema
     ) -> list[ManifestFileMeta]:
         if len(candidates) == 1:
             return list(candidates)
@@ -266,7 +264,7 @@ class ManifestFileMerger:
 
     # ------------------------------------------------------------------ full
     def _try_full(
-        self, plan: _MergePlan, schema: TableSchema, *, force: bool
+        self, plan: ManifestMergePlan, schema: TableSchema, *, force: bool
     ) -> list[ManifestFileMeta] | None:
         target, _, threshold = self._opts(schema)
 
@@ -307,12 +305,17 @@ class ManifestFileMerger:
     def _read(self, metas: Sequence[ManifestFileMeta]) -> list[ManifestEntry]:
         return [e for chunk in parallel_map(self._read_one, list(metas)) for e in chunk]
 
-    def _metas(self, snap: Snapshot) -> list[ManifestFileMeta]:
-        return read_list_strict(self.file_io, self.paths, snap.base_manifest_list) + (
-            read_list_strict(self.file_io, self.paths, snap.delta_manifest_list)
+    def manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        """The base and delta manifests of ``snapshot``, oldest first.
+
+        Raises:
+            CorruptMetadataError: a list is missing or undecodable.
+        """
+        return read_list_strict(self.file_io, self.paths, snapshot.base_manifest_list) + (
+            read_list_strict(self.file_io, self.paths, snapshot.delta_manifest_list)
         )
 
-    def _catch_up(self, planned_on: Snapshot, latest: Snapshot) -> list[ManifestFileMeta] | None:
+    def catch_up(self, planned_on: Snapshot, latest: Snapshot) -> list[ManifestFileMeta] | None:
         """Read the delta manifests of the snapshots after ``planned_on`` up to ``latest``.
 
         Args:
@@ -362,7 +365,7 @@ class ManifestFileMerger:
         self,
         entries: Sequence[ManifestEntry],
         sources: Sequence[ManifestFileMeta],
-        plan: _MergePlan,
+        plan: ManifestMergePlan,
         schema: TableSchema,
     ) -> list[ManifestFileMeta]:
         """Write ``entries`` into manifests of about the target size (estimated from inputs)."""
@@ -391,71 +394,11 @@ class ManifestFileMerger:
             schema_id=max(e.file.schema_id for e in entries),
         )
 
-    def _discard(self, metas: Sequence[ManifestFileMeta]) -> None:
+    def discard(self, metas: Sequence[ManifestFileMeta]) -> None:
+        """Delete manifests written for a plan that is not published (failures logged)."""
         for m in metas:
             path = self.paths.manifest_path(m.file_name)
             try:
                 self.file_io.delete(path)
             except OSError:
                 logger.warning("could not delete unpublished manifest %s", path, exc_info=True)
-
-
-def _names(metas: Sequence[ManifestFileMeta]) -> list[str]:
-    return [m.file_name for m in metas]
-
-
-@dataclass(slots=True, kw_only=True)
-class _MergeOperation:
-    """A manifest merge as a commit operation: plan once, carry the plan forward on lost races.
-
-    Implements :class:`~snaplake.commit.operation.CommitOperation`.
-    """
-
-    merger: ManifestFileMerger
-    schema: TableSchema
-    full: bool
-    kind: CommitKind = CommitKind.COMPACT
-    plan: _MergePlan | None = None
-    metas: list[ManifestFileMeta] = field(default_factory=list)
-    _planned_on: Snapshot | None = None
-
-    def attempt(self, latest: Snapshot | None) -> CommitChanges | CommitStop:
-        merger = self.merger
-        if latest is None:  # rolled back to nothing: nothing to merge against
-            raise CommitRetriesExhaustedError(
-                "the table lost all snapshots during a manifest merge", attempts=1, elapsed_s=0.0
-            )
-        schema = merger.commit.schema_manager.latest() or self.schema
-        if self.plan is None or self._planned_on is None:
-            self.metas = merger._metas(latest)
-            self.plan = merger.plan_merge(self.metas, schema=schema, full=self.full)
-        elif latest != self._planned_on:
-            tail = merger._catch_up(self._planned_on, latest)
-            if tail is not None:
-                self.plan.inputs += tail
-                self.plan.output += tail
-            else:
-                self.metas = merger._metas(latest)
-                kept = self.plan.inputs
-                if _names(self.metas[: len(kept)]) == _names(kept):
-                    # Only appended since: keep our merged prefix, add the new tail.
-                    self.plan.output += self.metas[len(kept) :]
-                    self.plan.inputs = self.metas
-                else:
-                    logger.info("manifest merge of %s re-plans on snapshot %d",
-                                merger.paths.root, latest.id)  # fmt: skip
-                    merger._discard(self.plan.new)
-                    self.plan = merger.plan_merge(self.metas, schema=schema, full=self.full)
-        self._planned_on = latest
-        if self.plan is None:
-            return CommitStop(snapshot_id=None)
-        return CommitChanges(
-            schema=schema,
-            base=tuple(self.plan.output),
-            new_files=tuple(merger.paths.manifest_path(m.file_name) for m in self.plan.new),
-        )
-
-    def abandon(self) -> None:
-        if self.plan is not None:
-            self.merger._discard(self.plan.new)
-            self.plan.new = []

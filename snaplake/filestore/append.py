@@ -10,6 +10,7 @@ from typing import ClassVar
 
 import pyarrow as pa
 
+from snaplake.commit.conflict import ConflictRule
 from snaplake.filestore.base import FileStore
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.read.predicate import Predicate
@@ -34,6 +35,10 @@ class AppendOnlyFileStore(FileStore):
         return TableWrite(
             file_io=self.file_io, paths=self.paths, schema=self.schema, commit_user=commit_user
         )
+
+    def conflict_rules(self) -> tuple[ConflictRule, ...]:
+        """None beyond "deleted files are live": appended files never overlap by key."""
+        return ()
 
     def read(
         self,

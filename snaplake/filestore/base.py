@@ -12,6 +12,10 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import pyarrow as pa
 
+from snaplake.commit.conflict import ConflictRule
+from snaplake.commit.file_store_commit import FileStoreCommit
+from snaplake.commit.result import CommitResult
+from snaplake.commit.retry import RetryPolicy
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
@@ -70,6 +74,43 @@ class FileStore(ABC):
     @abstractmethod
     def new_write(self, commit_user: str) -> TableWrite:
         """Return the writer of this kind for ``commit_user`` (see ``Table.new_write``)."""
+
+    # commit ----------------------------------------------------------------
+    @abstractmethod
+    def conflict_rules(self) -> tuple[ConflictRule, ...]:
+        """The checks a commit to this kind of table must pass beyond "deleted files are live".
+
+        Fixed for the table's life: the kind never changes after creation
+        (primary keys cannot be altered), so the rules of the schema a
+        conflict is checked against are these.
+
+        Source: Paimon ``ConflictDetection`` (``PrimaryKeyConflictDetection``
+        for the key-value kind).
+        """
+
+    def new_commit(
+        self,
+        commit_user: str,
+        *,
+        retry_policy: RetryPolicy | None = None,
+        after_commit: Callable[[CommitResult], None] | None = None,
+    ) -> FileStoreCommit:
+        """Return a FileStoreCommit of ``commit_user`` with this kind's :meth:`conflict_rules`.
+
+        Args:
+            commit_user: Who commits (stable across restarts for exactly-once).
+            retry_policy: Backoff of lost races; ``None`` = the table's ``commit.*`` options.
+            after_commit: Called after each successful, non-duplicate commit.
+
+        Source: Paimon ``AbstractFileStore.newCommit``.
+        """
+        table = self.table
+        return FileStoreCommit(
+            file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
+            snapshot_manager=table.snapshot_manager, table_name=table.identifier,
+            commit_user=commit_user, retry_policy=retry_policy, after_commit=after_commit,
+            conflict_rules=self.conflict_rules(),
+        )  # fmt: skip
 
     # read ------------------------------------------------------------------
     @abstractmethod

@@ -10,9 +10,12 @@ from typing import ClassVar
 
 import pyarrow as pa
 
+from snaplake.commit.conflict import ConflictRule
 from snaplake.commit.message import CommitMessage
 from snaplake.filestore.base import FileStore
+from snaplake.mergetree.conflict import LsmConflictRule
 from snaplake.mergetree.read import read_primary_key_batches, read_primary_key_splits
+from snaplake.mergetree.sorted_run import KeyComparator
 from snaplake.store.format.primary_key import MergeEngine
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.read.missing_files import MissingFileCheck
@@ -74,6 +77,14 @@ class KeyValueFileStore(FileStore):
             file_io=table.file_io, paths=table.paths, schema=schema,
             commit_user=commit_user, restore_sequences=restore, compact_up=compact_up,
         )  # fmt: skip
+
+    def conflict_rules(self) -> tuple[ConflictRule, ...]:
+        """The LSM rule: files a commit puts at levels >= 1 overlap no other file of their level.
+
+        Ordered by this schema's key types (the primary keys never change).
+        See :class:`snaplake.mergetree.conflict.LsmConflictRule`.
+        """
+        return (LsmConflictRule(KeyComparator(self.schema.key_types)),)
 
     def read(
         self,

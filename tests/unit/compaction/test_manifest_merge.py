@@ -175,14 +175,14 @@ def test_lost_races_carry_the_plan_forward_from_delta_lists(make_table, monkeypa
                 append(table, 500 + 10 * n + k, 3, user="racer")
 
     full_reads: list[int] = []
-    metas = ManifestFileMerger._metas
+    metas = ManifestFileMerger.manifests
 
     def counting(self, snap):
         full_reads.append(snap.id)
         return metas(self, snap)
 
     calls = _race(monkeypatch, racing)
-    monkeypatch.setattr(ManifestFileMerger, "_metas", counting)
+    monkeypatch.setattr(ManifestFileMerger, "manifests", counting)
     result = table.merge_manifests()
     assert result.merged
     assert result.attempts == 3

@@ -186,3 +186,32 @@ def test_lsm_rule_refuses_overlapping_level(tmp_path: Path) -> None:
         ).plan().tasks[0],
         BucketCompaction,
     )  # fmt: skip
+
+
+def test_lsm_rule_comes_from_the_file_store_for_every_committer(tmp_path: Path) -> None:
+    """FileStoreCommit.of(table) and table.new_commit get the key-value kind's LSM rule."""
+    from snaplake.commit.file_store_commit import FileStoreCommit
+    from snaplake.mergetree.conflict import LsmConflictRule
+
+    table = _table(tmp_path)
+    model = TableModel(engine_model("deduplicate"))
+    _write(table, model, 0, 30, 0)
+    _write(table, model, 10, 30, 1)  # overlapping key ranges, both level 0
+    split = table.new_scan().plan()[0]
+    upgraded = tuple(dataclasses.replace(f, level=1) for f in split.files)
+    message = CommitMessage(
+        partition=split.partition,
+        bucket=split.bucket,
+        total_buckets=split.total_buckets,
+        compact_increment=CompactIncrement(compact_before=split.files, compact_after=upgraded),
+    )
+    (rule,) = table.file_store().conflict_rules()
+    assert isinstance(rule, LsmConflictRule)
+    for committer in (
+        FileStoreCommit.of(table, commit_user="other-compactor"),
+        table.new_commit(commit_user="writer"),
+    ):
+        assert any(isinstance(r, LsmConflictRule) for r in committer.conflict_rules)
+        with pytest.raises(CommitConflictError, match="LSM conflicts detected"):
+            committer.commit([message], kind=CommitKind.COMPACT)
+    assert sorted_rows(table.to_arrow()) == model.rows()

@@ -1,0 +1,374 @@
+"""The commit kinds of CommitMessages: named producers over one SnapshotCommit.
+
+Each producer is a :class:`~snaplake.commit.operation.CommitOperation`:
+:class:`~snaplake.commit.snapshot_commit.SnapshotCommit` asks it, for each
+snapshot it tries to publish on, what to publish. A producer writes its delta
+manifest once, deduplicates by ``(commit_user, commit_identifier)``, checks
+conflicts (deleted files live, then the table kind's rules) on every attempt,
+and hands back :class:`~snaplake.commit.operation.CommitChanges`:
+
+* :class:`AppendFiles` (``APPEND``): new files from writers (and the
+  changelog files they produced);
+* :class:`CompactFiles` (``COMPACT``): compact increments (``compact_before``
+  DELETE, ``compact_after`` ADD) of a compaction;
+* :class:`~snaplake.commit.overwrite.OverwriteFiles` (``OVERWRITE``): new
+  files replacing the live files of some partitions or the whole table
+  (without new files: a drop of those partitions);
+* :class:`~snaplake.commit.manifest_rewrite.RewriteManifests` (``COMPACT``):
+  a manifest merge, replacing the base list with the same live files.
+
+:class:`~snaplake.commit.file_store_commit.FileStoreCommit` picks the producer
+of a ``commit(...)`` call; none of them touches another's internals.
+
+Source: Paimon ``FileStoreCommitImpl.commit`` / ``tryCommitOnce`` inputs,
+``ManifestEntryChanges``; named as pyiceberg's ``_SnapshotProducer``,
+``_FastAppendFiles``, ``_OverwriteFiles``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from snaplake.commit.conflict import (
+    ConflictDetection,
+    ConflictRule,
+    check_self_consistent,
+    check_total_buckets,
+)
+from snaplake.commit.duplicate import (
+    data_file_paths,
+    delete_unreferenced_files,
+    find_holding_snapshot,
+)
+from snaplake.commit.message import CommitMessage
+from snaplake.commit.operation import CommitChanges, CommitStop
+from snaplake.commit.result import CommitOutcome
+from snaplake.commit.snapshot_commit import SnapshotCommit
+from snaplake.store.format.manifest import FileKind, ManifestEntry
+from snaplake.store.format.manifest_list import ManifestFileMeta
+from snaplake.store.format.manifest_writer import write_manifest
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.schema_evolution import check_files_readable
+from snaplake.store.snapshot_manager import SnapshotManager
+
+__all__ = [
+    "AppendFiles",
+    "CommitContext",
+    "CommitRequest",
+    "CompactFiles",
+    "SnapshotProducer",
+    "message_entries",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitContext:
+    """What the producers of one committer share: the table, the user, the publisher, the rules.
+
+    Attributes:
+        file_io: Storage of the table.
+        paths: The table's PathFactory.
+        schema_manager: Reads schemas.
+        snapshot_manager: Reads snapshots.
+        table_name: ``db.table`` (logs).
+        commit_user: Who commits.
+        snapshot_commit: The publishing loop of ``commit_user``.
+        conflict_rules: The table kind's checks beyond "deleted files are
+            live" (:meth:`snaplake.filestore.FileStore.conflict_rules`).
+    """
+
+    file_io: FileIO
+    paths: PathFactory
+    schema_manager: SchemaManager
+    snapshot_manager: SnapshotManager
+    table_name: str
+    commit_user: str
+    snapshot_commit: SnapshotCommit
+    conflict_rules: tuple[ConflictRule, ...] = ()
+
+
+def message_entries(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
+    """The messages' manifest entries, in Paimon's order.
+
+    Per message: ADD new files, DELETE deleted files, then DELETE
+    ``compact_before`` and ADD ``compact_after``. A compaction that upgrades a
+    file (DELETE at its old level, ADD at the new one) thus lists the DELETE
+    first, which Paimon's expiry relies on: it walks a delta in order and an
+    ADD cancels a pending DELETE of the same path, so the reverse order would
+    have Java's expiry delete a live file
+    (``FileDeletionBase.planDeletedInDeltaManifest``).
+
+    Source: Paimon ``ManifestEntryChanges.collect``.
+    """
+    out: list[ManifestEntry] = []
+    for m in messages:
+        di, ci = m.data_increment, m.compact_increment
+        for kind, files in (
+            (FileKind.ADD, di.new_files),
+            (FileKind.DELETE, di.deleted_files),
+            (FileKind.DELETE, ci.compact_before),
+            (FileKind.ADD, ci.compact_after),
+        ):
+            out.extend(
+                ManifestEntry(
+                    kind=kind,
+                    partition=m.partition,
+                    bucket=m.bucket,
+                    total_buckets=m.total_buckets,
+                    file=f,
+                )
+                for f in files
+            )
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitRequest:
+    """One ``commit(...)`` call, resolved: its messages and the new snapshot's fields.
+
+    Attributes:
+        schema: The schema the new snapshot records.
+        messages: Non-empty messages (one per partition and bucket).
+        identifier: The commit identifier (``BATCH_COMMIT_IDENTIFIER`` for a
+            one-off commit, never a duplicate).
+        properties: Extra snapshot properties.
+        kind: The snapshot's commit kind (``None``: the producer's).
+    """
+
+    schema: TableSchema
+    messages: tuple[CommitMessage, ...]
+    identifier: int = BATCH_COMMIT_IDENTIFIER
+    properties: Mapping[str, str] = field(default_factory=dict)
+    kind: CommitKind | None = None
+
+
+class SnapshotProducer:
+    """CommitMessages of one ``commit(...)`` call, planned against each snapshot tried.
+
+    Args:
+        context: The committer's table, user, publisher and conflict rules.
+        request: The messages and the new snapshot's schema, identifier,
+            properties and (optionally) kind.
+
+    Implements :class:`~snaplake.commit.operation.CommitOperation`. A
+    subclass names a commit kind and may replace live files
+    (:meth:`replaced_entries`).
+
+    Storage: writes the delta manifest (and a changelog manifest when the
+    messages carry changelog files) at the first attempt; :meth:`abandon`
+    deletes them.
+
+    Source: Paimon ``FileStoreCommitImpl.commit``; pyiceberg ``_SnapshotProducer``.
+    """
+
+    default_kind: ClassVar[CommitKind] = CommitKind.APPEND
+    keeps_changelog: ClassVar[bool] = True
+    """False: the messages' changelog files are deleted, not committed (an overwrite)."""
+    publishes_when_empty: ClassVar[bool] = False
+    """True: a call without files still publishes (an overwrite deletes what it replaces)."""
+
+    def __init__(self, context: CommitContext, request: CommitRequest) -> None:
+        self.context = context
+        self.schema = request.schema
+        self.messages = list(request.messages)
+        self.identifier = request.identifier
+        self.properties = request.properties
+        self.kind = request.kind or self.default_kind
+        self._delta: ManifestFileMeta | None = None
+        self._changelog: ManifestFileMeta | None = None
+        self._changelog_entries: list[ManifestEntry] = []
+        self._entries: list[ManifestEntry] | None = None
+        self._conflicts: ConflictDetection | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.context.table_name!r}, kind={self.kind.value})"
+
+    def replaced_entries(
+        self, latest: Snapshot | None, adds: Sequence[ManifestEntry]
+    ) -> list[ManifestEntry]:
+        """DELETE entries for live files of ``latest`` this commit replaces (none by default).
+
+        Args:
+            latest: The snapshot the attempt publishes on.
+            adds: The commit's ADD entries.
+        """
+        return []
+
+    def attempt(self, latest: Snapshot | None) -> CommitChanges | CommitStop:
+        """Return the changes to publish on ``latest``, or stop (duplicate, nothing to commit).
+
+        Raises:
+            CommitConflictError: a deleted file is not live in ``latest``, the
+                bucket count changed, the messages list a file twice, or a
+                conflict rule refused the delta.
+            SchemaMismatchError: files were written under a schema that can no
+                longer be read (or see :meth:`replaced_entries`).
+
+        Storage: a duplicate deletes the data files its messages ADD that
+        nothing references; an attempt may write manifests of its own
+        (:attr:`CommitChanges.attempt_manifests`).
+        """
+        ctx = self.context
+        duplicate = self.duplicate_of(latest)
+        if duplicate is not None and latest is not None:
+            delete_unreferenced_files(
+                file_io=ctx.file_io, paths=ctx.paths, schema_manager=ctx.schema_manager,
+                snapshot_manager=ctx.snapshot_manager, schema=self.schema,
+                messages=self.messages, latest=latest,
+            )  # fmt: skip
+            return duplicate
+        entries = self._prepare()
+        if entries is None:
+            return CommitStop(
+                snapshot_id=latest.id if latest else None, outcome=CommitOutcome.SUCCESS
+            )
+        adds = [e for e in entries if e.kind == FileKind.ADD]
+        deletes = [e for e in entries if e.kind == FileKind.DELETE]
+        if self._conflicts is None:
+            self._conflicts = ConflictDetection(
+                file_io=ctx.file_io,
+                paths=ctx.paths,
+                schema_manager=ctx.schema_manager,
+                snapshot_manager=ctx.snapshot_manager,
+                rules=ctx.conflict_rules,
+            )
+        self._conflicts.check(entries, latest)
+        delta = [self._delta] if self._delta is not None else []
+        attempt_manifests: list[str] = []
+        extra_deletes = self.replaced_entries(latest, adds)
+        if extra_deletes:
+            meta = write_manifest(ctx.file_io, ctx.paths, extra_deletes, schema=self.schema)
+            attempt_manifests.append(meta.file_name)
+            delta.append(meta)
+        all_deletes = deletes + extra_deletes
+        changelog = self._changelog_entries
+        return CommitChanges(
+            schema=self.schema,
+            delta=tuple(delta),
+            changelog=(self._changelog,) if self._changelog is not None else (),
+            changelog_record_count=sum(e.file.row_count for e in changelog) if changelog else None,
+            identifier=self.identifier,
+            properties=self.properties,
+            files_added=len(adds),
+            files_deleted=len(all_deletes),
+            delta_record_count=sum(e.file.row_count for e in adds)
+            - sum(e.file.row_count for e in all_deletes),
+            new_files=(
+                *data_file_paths(ctx.paths, self.schema, [*adds, *changelog]),
+                *(ctx.paths.manifest_path(m.file_name) for m in delta),
+                *(ctx.paths.manifest_path(m.file_name) for m in [self._changelog] if m),
+            ),
+            attempt_manifests=tuple(attempt_manifests),
+        )
+
+    def duplicate_of(self, latest: Snapshot | None) -> CommitStop | None:
+        """A stop for a duplicate of this identifier (naming its snapshot), ``None`` if new.
+
+        Paimon's rule: an identifier at or below the user's highest committed
+        one is committed (:func:`~snaplake.commit.duplicate.find_holding_snapshot`
+        warns when a lower one is not found among the retained snapshots).
+        A batch commit is never a duplicate.
+
+        Source: Paimon ``FileStoreCommitImpl.filterCommitted``.
+        """
+        ctx = self.context
+        if latest is None or self.identifier == BATCH_COMMIT_IDENTIFIER:
+            return None
+        last = ctx.snapshot_commit.txn_map(latest).get(ctx.commit_user)
+        if last is None or last < self.identifier:
+            return None
+        holder = find_holding_snapshot(
+            ctx.snapshot_manager, commit_user=ctx.commit_user, identifier=self.identifier,
+            highest=last,
+        )  # fmt: skip
+        logger.info(
+            "commit of %s by %s with identifier %d is a duplicate of snapshot %s; nothing "
+            "published",
+            ctx.table_name, ctx.commit_user, self.identifier, holder.id if holder else "(expired)",
+        )  # fmt: skip
+        return CommitStop(
+            snapshot_id=holder.id if holder else None, outcome=CommitOutcome.DUPLICATE
+        )
+
+    def _prepare(self) -> list[ManifestEntry] | None:
+        """Validate the messages and write the delta manifest once; ``None`` = nothing to commit."""
+        if self._entries is not None:
+            return self._entries
+        ctx = self.context
+        entries = message_entries(self.messages)
+        check_self_consistent(entries)
+        adds = [e for e in entries if e.kind == FileKind.ADD]
+        check_total_buckets(adds, self.schema.core_options.bucket)
+        check_files_readable([e.file for e in adds], self.schema, ctx.schema_manager.schema)
+        changelog = self._changelog_of_messages()
+        if not self.publishes_when_empty and not entries and not changelog:
+            return None
+        if entries:
+            self._delta = write_manifest(ctx.file_io, ctx.paths, entries, schema=self.schema)
+        if changelog:
+            self._changelog = write_manifest(ctx.file_io, ctx.paths, changelog, schema=self.schema)
+            self._changelog_entries = changelog
+        self._entries = entries
+        return entries
+
+    def _changelog_of_messages(self) -> list[ManifestEntry]:
+        """ADD entries of the messages' changelog files (none unless :attr:`keeps_changelog`).
+
+        As in Paimon, an overwrite commits no changelog; its changelog files
+        are deleted (nothing references them) with a warning.
+
+        Source: Paimon ``ManifestEntryChanges.collect``, ``FileStoreCommitImpl.overwrite``.
+        """
+        changelog = [
+            ManifestEntry(kind=FileKind.ADD, partition=m.partition, bucket=m.bucket,
+                          total_buckets=m.total_buckets, file=f)
+            for m in self.messages
+            for f in (*m.data_increment.changelog_files, *m.compact_increment.changelog_files)
+        ]  # fmt: skip
+        if changelog and not self.keeps_changelog:
+            ctx = self.context
+            logger.warning(
+                "an overwrite commits no changelog (as in Paimon): deleting its %d changelog "
+                "file(s) of %s", len(changelog), ctx.table_name,
+            )  # fmt: skip
+            ctx.file_io.delete_many(data_file_paths(ctx.paths, self.schema, changelog))
+            return []
+        return changelog
+
+    def abandon(self) -> None:
+        """Delete the delta (and changelog) manifest; the commit did not publish them."""
+        names = [m.file_name for m in (self._delta, self._changelog) if m is not None]
+        if names:
+            self.context.snapshot_commit.delete_manifests(names)
+        self._delta = self._changelog = None
+
+
+class AppendFiles(SnapshotProducer):
+    """An ``APPEND`` snapshot: the writers' new files (and changelog files).
+
+    Source: Paimon ``FileStoreCommitImpl.commit`` (append changes);
+    pyiceberg ``_FastAppendFiles``.
+    """
+
+    default_kind: ClassVar[CommitKind] = CommitKind.APPEND
+
+
+class CompactFiles(SnapshotProducer):
+    """A ``COMPACT`` snapshot: a compaction's rewritten files replacing its inputs.
+
+    The inputs (``compact_before``) must still be live in the snapshot the
+    attempt publishes on, and the table kind's rules hold (on a primary-key
+    table, the LSM levels >= 1 stay free of overlaps).
+
+    Source: Paimon ``FileStoreCommitImpl.commit`` (compact changes).
+    """
+
+    default_kind: ClassVar[CommitKind] = CommitKind.COMPACT
