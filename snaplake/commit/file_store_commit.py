@@ -38,6 +38,7 @@ from snaplake.commit.result import CommitOutcome, CommitResult
 from snaplake.commit.retry import RetryPolicy
 from snaplake.commit.snapshot_commit import SnapshotCommit
 from snaplake.errors import CommitConflictError, SchemaMismatchError
+from snaplake.options import Operation
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.manifest import FileKind, ManifestEntry
 from snaplake.store.format.manifest_list import ManifestFileMeta
@@ -50,7 +51,7 @@ from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.read.schema_evolution import check_files_readable
 from snaplake.store.snapshot_manager import SnapshotManager
-from snaplake.store.support import Operation, check_supported
+from snaplake.store.support import check_supported
 
 __all__ = ["FileStoreCommit", "FileStoreTable"]
 
@@ -132,6 +133,7 @@ class FileStoreCommit:
         self._retry_policy = retry_policy
         self._after_commit = after_commit
         self.conflict_rules = tuple(conflict_rules)
+        self._supported_schema_id: int | None = None
 
     @classmethod
     def of(
@@ -231,7 +233,7 @@ class FileStoreCommit:
         schema = self._commit_schema(latest, messages)
         if schema is None:
             raise SchemaMismatchError(f"table {self.table_name} has no schema; create it first")
-        check_supported(schema, Operation.COMMIT)  # the schema at hand: no extra listing
+        self.check_supported(schema)  # the schema at hand: no extra listing
         operation = _MessagesCommit(
             owner=self,
             schema=schema,
@@ -277,6 +279,22 @@ class FileStoreCommit:
         non-snaplake commits met on the way (Paimon's backward scan).
         """
         return self.snapshot_commit.txn_map(latest)
+
+    def check_supported(self, schema: TableSchema) -> None:
+        """Refuse to commit to a table of ``schema`` snaplake cannot commit to.
+
+        :func:`snaplake.store.support.check_supported` with ``Operation.COMMIT``,
+        run once per schema id by this committer: a schema file never
+        changes, so neither does the answer. ``Table.new_commit`` calls it
+        with the latest schema, so its first commit in that schema checks
+        nothing again.
+
+        Raises:
+            UnsupportedTableError: see :func:`snaplake.store.support.check_supported`.
+        """
+        if schema.id != self._supported_schema_id:
+            check_supported(schema, Operation.COMMIT)
+            self._supported_schema_id = schema.id
 
     # ----------------------------------------------------------------- helpers
     def _duplicate_of(self, latest: Snapshot | None, identifier: int) -> CommitStop | None:
