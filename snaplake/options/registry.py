@@ -103,6 +103,26 @@ def _never(_value: str) -> bool:
     return False
 
 
+def _accepting(
+    status: OptionStatus,
+    key: str,
+    note: str,
+    values: tuple[str, ...],
+    *,
+    refused_for: frozenset[Operation],
+    parse: Callable[[str], T] | None,
+    default: T | None,
+    doc: str,
+) -> ConfigOption[T]:
+    """An option whose values other than ``values`` (none given: unset) refuse ``refused_for``."""
+    return ConfigOption(
+        key=key, status=status, note=note, parse=parse, default=default, doc=doc,
+        accepts=_is(*values) if values else _unset,
+        accepted=" / ".join(values) if values else "unset",
+        refused_for=refused_for | {CREATE},
+    )  # fmt: skip
+
+
 def _honoured(
     key: str,
     note: str,
@@ -112,12 +132,15 @@ def _honoured(
     default: T | None = None,
     doc: str = "",
 ) -> ConfigOption[T]:
+    """An honoured option; with ``values``, any other value is refused for ``refused_for``."""
+    if values:
+        return _accepting(
+            OptionStatus.HONOURED, key, note, values, refused_for=refused_for, parse=parse,
+            default=default, doc=doc,
+        )  # fmt: skip
     return ConfigOption(
-        key=key, status=OptionStatus.HONOURED, note=note, parse=parse, default=default, doc=doc,
-        accepts=_is(*values) if values else accepts_any,
-        accepted=" / ".join(values) if values else "any",
-        refused_for=refused_for | {CREATE} if values else ALL_OPERATIONS,
-    )  # fmt: skip
+        key=key, status=OptionStatus.HONOURED, note=note, parse=parse, default=default, doc=doc
+    )
 
 
 def _refused(
@@ -129,11 +152,10 @@ def _refused(
     default: T | None = None,
     doc: str = "",
 ) -> ConfigOption[T]:
-    return ConfigOption(
-        key=key, status=OptionStatus.REFUSED, note=note, parse=parse, default=default, doc=doc,
-        accepts=_is(*values) if values else _unset,
-        accepted=" / ".join(values) if values else "unset",
-        refused_for=refused_for | {CREATE},
+    """A refused option: any value but ``values`` (none given: unset) refuses ``refused_for``."""
+    return _accepting(
+        OptionStatus.REFUSED, key, note, values, refused_for=refused_for, parse=parse,
+        default=default, doc=doc,
     )  # fmt: skip
 
 
