@@ -275,6 +275,11 @@ class Table:
 
         Args:
             commit_user: Stable across restarts for exactly-once streaming.
+
+        Raises:
+            UnsupportedTableError: snaplake cannot commit to this table (its
+                latest options; :meth:`FileStoreCommit.check_supported`). The
+                committer's commits in that schema do not check again.
         """
         after_commit = None
         schema = self.schema()
