@@ -17,11 +17,10 @@ from snaplake.catalog import FileSystemCatalog
 from snaplake.compaction.expire import ExpireSnapshots
 from snaplake.compaction.inline import run_inline_maintenance
 from snaplake.errors import InvalidOptionError, UnsupportedTableError
-from snaplake.options import Operation
+from snaplake.options import Operation, OptionStatus
+from snaplake.options.registry import iter_options, lookup_option, options_markdown
 from snaplake.store.consumers import ConsumerManager
 from snaplake.store.format.binary_row import decode_binary_row
-from snaplake.options import OptionStatus
-from snaplake.options.registry import iter_options, lookup_option, options_markdown
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind
 from snaplake.store.support import check_supported
