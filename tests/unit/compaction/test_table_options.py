@@ -59,7 +59,8 @@ def test_option_families_and_unknown_keys():
     assert _status("sink.parallelism") is None  # Flink's, not a Paimon core option
 
 
-_REFUSED = [  # refused on every table (primary-key refusals: tests/unit/mergetree/test_pk_schema.py)
+# refused on every table (primary-key refusals: tests/unit/store/test_support.py)
+_REFUSED = [
     o
     for o in iter_options()
     if o.status is not OptionStatus.PRIMARY_KEY
