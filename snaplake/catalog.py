@@ -22,12 +22,13 @@ from snaplake.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
 )
+from snaplake.options import Operation
 from snaplake.store.format.paths import DATABASE_SUFFIX, PathFactory, database_path, table_path
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.schema_change import SchemaChange
 from snaplake.store.io.file_io import resolve_file_io
 from snaplake.store.snapshot_manager import SnapshotManager
-from snaplake.store.support import Operation, check_supported
+from snaplake.store.support import check_supported
 from snaplake.table import Table
 
 __all__ = ["FileSystemCatalog", "parse_identifier"]

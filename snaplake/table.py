@@ -19,6 +19,7 @@ from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitResult
 from snaplake.errors import SnapshotNotFoundError, TableNotFoundError
 from snaplake.filestore import FileStore, file_store_for
+from snaplake.options import Operation
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
@@ -28,7 +29,6 @@ from snaplake.store.read.predicate import parse_filter
 from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.snapshot_manager import SnapshotManager
-from snaplake.store.support import Operation, check_supported
 from snaplake.store.tags import TagManager
 from snaplake.write.table_write import TableWrite
 
@@ -79,7 +79,7 @@ class TableScan:
             snapshot=snapshot, tag=tag,
         )  # fmt: skip
         latest = table.schema()
-        check_supported(latest, Operation.READ)  # options: the table's latest
+        table.file_store(latest).check_supported(Operation.READ)  # options: the table's latest
         self.predicates = parse_filter(filter)
         self.columns = list(columns) if columns is not None else None
         # The latest state reads in the latest schema; time travel in the snapshot's.
@@ -275,10 +275,14 @@ class Table:
 
         Args:
             commit_user: Stable across restarts for exactly-once streaming.
+
+        Raises:
+            UnsupportedTableError: snaplake cannot commit to this table (its
+                latest options; :meth:`FileStoreCommit.check_supported`). The
+                committer's commits in that schema do not check again.
         """
         after_commit = None
         schema = self.schema()
-        check_supported(schema, Operation.COMMIT)  # the latest options (commit checks its own)
         opts = schema.core_options
         if opts.maintenance_inline and not opts.write_only:  # write-only: Paimon's "no maintenance"
             from snaplake.compaction.inline import run_inline_maintenance
@@ -286,7 +290,9 @@ class Table:
             def after_commit(_result: CommitResult) -> None:
                 run_inline_maintenance(self)
 
-        return self.file_store(schema).new_commit(commit_user, after_commit=after_commit)
+        committer = self.file_store(schema).new_commit(commit_user, after_commit=after_commit)
+        committer.check_supported(schema)  # the latest options, once: its commits skip them
+        return committer
 
     # snapshots -----------------------------------------------------------
     def latest_snapshot(self) -> Snapshot | None:

@@ -24,7 +24,7 @@ import click
 import pyarrow as pa
 
 from snaplake.options import parse_duration
-from snaplake.store.format.option_support import option_support
+from snaplake.options.registry import lookup_option
 from snaplake.store.read.predicate import Predicate
 
 __all__ = [
@@ -54,7 +54,7 @@ def _looks_like_key(text: str) -> bool:
     lower-case dotted key (``s3.endpoint``); a bare value such as a
     password is not shown.
     """
-    return bool(_OPTION_KEY.fullmatch(text)) and ("." in text or option_support(text) is not None)
+    return bool(_OPTION_KEY.fullmatch(text)) and ("." in text or lookup_option(text) is not None)
 
 
 def parse_key_values(pairs: Iterable[str], *, what: str) -> dict[str, str]:

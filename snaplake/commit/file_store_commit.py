@@ -43,12 +43,13 @@ from snaplake.commit.result import CommitResult
 from snaplake.commit.retry import RetryPolicy
 from snaplake.commit.snapshot_commit import SnapshotCommit
 from snaplake.errors import SchemaMismatchError
+from snaplake.options import Operation
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.snapshot_manager import SnapshotManager
-from snaplake.store.support import Operation, check_supported
+from snaplake.store.support import check_supported
 
 __all__ = ["ConflictRuleSource", "FileStoreCommit", "FileStoreTable"]
 
@@ -157,6 +158,7 @@ class FileStoreCommit:
             snapshot_manager=snapshot_manager, table_name=table_name, commit_user=commit_user,
             snapshot_commit=self.snapshot_commit, conflict_rules=self.conflict_rules,
         )  # fmt: skip
+        self._supported_schema_id: int | None = None
 
     @classmethod
     def of(
@@ -269,7 +271,7 @@ class FileStoreCommit:
         schema = self._commit_schema(latest, messages)
         if schema is None:
             raise SchemaMismatchError(f"table {self.table_name} has no schema; create it first")
-        check_supported(schema, Operation.COMMIT)  # the schema at hand: no extra listing
+        self.check_supported(schema)  # the schema at hand: no extra listing
         request = CommitRequest(
             schema=schema,
             messages=tuple(m for m in messages if not m.is_empty()),
@@ -317,6 +319,22 @@ class FileStoreCommit:
         if not known:
             return self.schema_manager.latest()
         return self.schema_manager.schema(max(known))
+
+    def check_supported(self, schema: TableSchema) -> None:
+        """Refuse to commit to a table of ``schema`` snaplake cannot commit to.
+
+        :func:`snaplake.store.support.check_supported` with ``Operation.COMMIT``,
+        run once per schema id by this committer: a schema file never
+        changes, so neither does the answer. ``Table.new_commit`` calls it
+        with the latest schema, so its first commit in that schema checks
+        nothing again.
+
+        Raises:
+            UnsupportedTableError: see :func:`snaplake.store.support.check_supported`.
+        """
+        if schema.id != self._supported_schema_id:
+            check_supported(schema, Operation.COMMIT)
+            self._supported_schema_id = schema.id
 
     def retry_policy(self, schema: TableSchema) -> RetryPolicy:
         """The backoff of this committer: the one given, else the table's ``commit.*`` options."""

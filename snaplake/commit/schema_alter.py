@@ -73,6 +73,7 @@ from snaplake.errors import (
     TableNotFoundError,
     UnsupportedTableError,
 )
+from snaplake.options import Operation
 from snaplake.store.format.schema import SchemaManager, TableSchema, check_field_options
 from snaplake.store.format.schema_change import (
     AddColumn,
@@ -91,7 +92,7 @@ from snaplake.store.format.schema_change import (
 )
 from snaplake.store.format.type_casts import widening_refusal
 from snaplake.store.format.types import DataField, parse_field, reassign_field_ids
-from snaplake.store.support import Operation, check_supported
+from snaplake.store.support import check_supported
 
 __all__ = ["IMMUTABLE_OPTIONS", "apply_schema_changes", "commit_schema_changes"]
 

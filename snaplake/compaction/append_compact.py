@@ -51,13 +51,14 @@ from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.compaction.append_rewrite import AppendRewriter, CompactTask
 from snaplake.errors import CommitStateUnknownError, UnsupportedTableError
+from snaplake.options import Operation
 from snaplake.store.format.data_file import DataFileMeta
 from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan, Split
-from snaplake.store.support import Operation, check_supported
+from snaplake.store.support import check_supported
 from snaplake.write.table_write import abort_messages
 
 __all__ = ["AppendCompactor", "CompactResult", "CompactTask"]

@@ -48,6 +48,7 @@ from snaplake.compaction._io import (
 )
 from snaplake.compaction.retention import SnapshotRetention
 from snaplake.errors import CorruptMetadataError
+from snaplake.options import Operation
 from snaplake.store.consumers import ConsumerManager
 from snaplake.store.format.avro import decompress_block, parse_container
 from snaplake.store.format.manifest import FileKind, ManifestEntry
@@ -60,7 +61,7 @@ from snaplake.store.format.types import DataType
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import merge_live_entries
 from snaplake.store.snapshot_manager import SnapshotManager
-from snaplake.store.support import Operation, check_supported
+from snaplake.store.support import check_supported
 from snaplake.store.tags import TagManager
 
 __all__ = ["ExpireResult", "ExpireSnapshots"]

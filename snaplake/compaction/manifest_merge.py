@@ -48,6 +48,7 @@ from snaplake.commit.manifest_rewrite import ManifestMergePlan, RewriteManifests
 from snaplake.commit.retry import RetryPolicy
 from snaplake.compaction._io import parallel_map, read_entries_strict, read_list_strict
 from snaplake.errors import CorruptMetadataError
+from snaplake.options import Operation
 from snaplake.store.format.manifest import (
     FileKind,
     ManifestEntry,
@@ -57,7 +58,7 @@ from snaplake.store.format.manifest_list import ManifestFileMeta
 from snaplake.store.format.manifest_writer import write_manifest
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
-from snaplake.store.support import Operation, check_supported
+from snaplake.store.support import check_supported
 
 __all__ = ["ManifestFileMerger", "MergeResult"]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from snaplake.mergetree.sorted_run import KeyComparator, Levels
 from snaplake.mergetree.universal import CompactUnit, UniversalCompaction, pick_full_compaction
-from snaplake.options import CoreOptions
+from snaplake.options import CoreOptions, Operation
 from snaplake.store.format.data_file import DataFileMeta
 from snaplake.store.format.manifest import ManifestEntry
 from snaplake.store.format.paths import PathFactory
@@ -30,6 +30,7 @@ from snaplake.store.format.snapshot import CommitKind, Snapshot
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.snapshot_manager import SnapshotManager
+from snaplake.store.support import check_supported
 
 __all__ = [
     "BucketCompaction",
@@ -175,7 +176,7 @@ class MergeTreeCompactPlanner:
 
         Raises:
             UnsupportedTableError: the table is not a primary-key table snaplake
-                can compact.
+                can compact (``check_supported(schema, Operation.MAINTENANCE)``).
             CorruptMetadataError: a manifest is undecodable.
 
         Storage: reads the latest snapshot's manifests; writes nothing.
@@ -187,7 +188,7 @@ class MergeTreeCompactPlanner:
         # read into it by field id), as Paimon's compaction writes with the
         # table's latest schema.
         schema = self.schema_manager.latest() or self.schema_manager.schema(latest.schema_id)
-        schema.check_primary_key_table("maintenance")
+        check_supported(schema, Operation.MAINTENANCE)
         opts = self.options or schema.core_options
         full = self.full or self.full_compaction_due(latest, opts.full_compaction_delta_commits)
         strategy = UniversalCompaction.from_options(opts)

@@ -38,6 +38,7 @@ from datetime import UTC, datetime, timedelta
 
 from snaplake.compaction._io import delete_in_batches, parallel_map, read_entries_strict
 from snaplake.errors import CorruptMetadataError
+from snaplake.options import Operation
 from snaplake.store.format.manifest import ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import ManifestFileMeta, read_manifest_list
 from snaplake.store.format.paths import PathFactory
@@ -45,7 +46,7 @@ from snaplake.store.format.schema import SchemaManager
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import SCRATCH_PREFIX, FileIO, FileStatus
 from snaplake.store.snapshot_manager import SnapshotManager, read_snapshot_file
-from snaplake.store.support import Operation, check_latest_supported
+from snaplake.store.support import check_latest_supported
 from snaplake.store.tags import TagManager
 
 __all__ = [

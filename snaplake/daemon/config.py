@@ -77,7 +77,8 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from snaplake.errors import InvalidOptionError
-from snaplake.options import (
+from snaplake.options import ConfigOption, CoreOptions, parse_duration, parse_memory_size
+from snaplake.options.registry import (
     COMPACTION_MIN_FILE_NUM,
     COMPACTION_SMALL_FILE_RATIO,
     MANIFEST_FULL_COMPACTION_SIZE,
@@ -88,10 +89,6 @@ from snaplake.options import (
     SNAPSHOT_NUM_RETAINED_MIN,
     SNAPSHOT_TIME_RETAINED,
     TARGET_FILE_SIZE,
-    ConfigOption,
-    CoreOptions,
-    parse_duration,
-    parse_memory_size,
 )
 
 __all__ = [
@@ -454,9 +451,9 @@ def _parse_task(
                 "a bare number would be milliseconds; write the unit, e.g. '1 h'",
             )  # fmt: skip
         try:
-            option.parse(text)
+            option.value_of(text)
         except ValueError as exc:
-            raise _err(source, sec.key(option.key), value, f"{exc} ({option.doc})") from None
+            raise _err(source, sec.key(option.key), value, f"{exc} ({option.describe})") from None
         defaults[option.key] = text
     return settings, sec
 

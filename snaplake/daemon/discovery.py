@@ -31,7 +31,8 @@ from snaplake.daemon.config import (
     format_size,
 )
 from snaplake.errors import DatabaseNotFoundError
-from snaplake.options import TARGET_FILE_SIZE, ConfigOption, CoreOptions
+from snaplake.options import ConfigOption, CoreOptions
+from snaplake.options.registry import TARGET_FILE_SIZE
 
 __all__ = ["WarehouseListing", "describe_tables", "list_warehouse", "missing_reason"]
 

@@ -16,6 +16,7 @@ from snaplake.commit.conflict import ConflictRule
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitResult
 from snaplake.commit.retry import RetryPolicy
+from snaplake.options import Operation
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
@@ -23,6 +24,7 @@ from snaplake.store.read.predicate import Predicate
 from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.snapshot_manager import SnapshotManager
+from snaplake.store.support import check_supported
 
 if TYPE_CHECKING:
     from snaplake.write.table_write import TableWrite
@@ -59,6 +61,23 @@ class FileStore(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.table.identifier!r}, schema={self.schema.id})"
+
+    # options ---------------------------------------------------------------
+    def check_supported(self, operation: Operation) -> None:
+        """Refuse ``operation`` on this store's table when snaplake cannot do it.
+
+        The one door (:func:`snaplake.store.support.check_supported`) with this
+        store's schema: the kind's rules (a primary-key table's merge-tree
+        rules and the registry's ``primary-key`` refusals), BINARY partition
+        keys, the option registry's refusals and the data file format.
+        Call it once per operation; nothing is read or written.
+
+        Raises:
+            UnsupportedTableError: snaplake cannot do ``operation`` on this table.
+            SchemaMismatchError: a primary-key table breaks Paimon's rules.
+            InvalidOptionError: options Paimon rejects (an unknown merge engine, ...).
+        """
+        check_supported(self.schema, operation)
 
     @property
     def file_io(self) -> FileIO:

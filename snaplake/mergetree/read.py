@@ -331,6 +331,10 @@ def read_context(
 ) -> KeyValueReadContext:
     """The read context of a primary-key table's schema.
 
+    The caller's operation has passed ``check_supported`` (a scan: reads; a
+    compaction: maintenance) on the table's latest schema; nothing is checked
+    again here.
+
     Args:
         file_io: Storage of the table.
         schema: The read schema (rows are merged and returned in it).
@@ -338,9 +342,9 @@ def read_context(
             schemas (``None``: every file must be in ``schema``).
 
     Raises:
-        UnsupportedTableError: the table uses something snaplake cannot read.
+        InvalidOptionError: the merge engine's options cannot merge this schema.
+        UnsupportedTableError: an aggregate function snaplake does not merge.
     """
-    schema.check_primary_key_table("read")
     return KeyValueReadContext(
         file_io=file_io,
         value_schema=schema.arrow_schema,

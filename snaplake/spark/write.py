@@ -40,6 +40,7 @@ from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
 from snaplake.compaction.merge_tree_compact import compact_new_files
 from snaplake.errors import AmbiguousOrderError, CommitStateUnknownError, SchemaMismatchError
+from snaplake.options import Operation
 from snaplake.spark._common import arrow_schema_of as spark_arrow_schema
 from snaplake.spark._common import (
     check_spark_schema,
@@ -54,7 +55,7 @@ from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.snapshot_manager import SnapshotManager
-from snaplake.store.support import Operation, check_supported
+from snaplake.store.support import check_supported
 from snaplake.table import Table
 from snaplake.write.kv_write import KeyValueTableWrite, restore_max_sequences
 from snaplake.write.schema_merge import merge_data_schema
@@ -509,7 +510,6 @@ def write_messages(
     token = secrets.token_hex(8)
     sequences = None
     if schema.primary_keys:
-        schema.check_primary_key_table("write")
         df, sequences = _by_bucket(df, table, schema)
         if versions is not None:
             df = versions.sort(df)

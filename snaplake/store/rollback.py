@@ -24,12 +24,13 @@ import time
 from dataclasses import dataclass
 
 from snaplake.errors import FileAlreadyExistsError, SnapshotNotFoundError
+from snaplake.options import Operation
 from snaplake.store.format.paths import PathFactory, list_ids
 from snaplake.store.format.schema import SchemaManager
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.snapshot_manager import SnapshotManager
-from snaplake.store.support import Operation, check_latest_supported
+from snaplake.store.support import check_latest_supported
 from snaplake.store.tags import TagManager
 
 __all__ = ["RollbackResult", "rollback_to"]

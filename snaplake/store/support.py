@@ -3,24 +3,28 @@
 Every entry point that reads, writes, commits to or maintains a table (the
 ``Table`` facade, ``TableWrite``, ``FileStoreCommit``, each maintenance job,
 hence Spark, the daemon and the CLI too) calls :func:`check_supported` first,
-before any file is read or written. A table that uses a feature snaplake does
-not implement is refused with :class:`~snaplake.errors.UnsupportedTableError`
-instead of being read or written as if the feature were absent, which would
-return superseded rows or leave a table other engines cannot read.
+once per operation, before any file is read or written (``FileStore.check_supported``
+is the same door for callers holding a table's store). It is the only door:
+no caller runs the primary-key rules or the option refusals on its own. A
+table that uses a feature snaplake does not implement is refused with
+:class:`~snaplake.errors.UnsupportedTableError` instead of being read or
+written as if the feature were absent, which would return superseded rows or
+leave a table other engines cannot read.
 
 Refused today:
 
 * primary-key tables that break Paimon's rules or use what snaplake's merge
   tree does not implement (``TableSchema.check_primary_key_table``: dynamic or
-  postponed buckets, changelog producers, deletion vectors, sequence groups,
+  postponed buckets, non-Parquet files, and the options the registry declares
+  ``primary-key`` with refused values: changelog producers, sequence groups,
   ...; ``docs/primary-key-tables.md`` §1);
 * BINARY / VARBINARY partition keys: creating such a table, and writing,
   committing or maintaining one another engine created (Java names their
   directories by object identity, so no writer can spell a partition's
   directory again); reading one works;
 * Paimon options whose value snaplake does not honour, for the operations
-  they affect (the list and each option's status:
-  :mod:`snaplake.store.format.option_support`);
+  they affect (each option's status and refused values are declared once in
+  :mod:`snaplake.options.registry`);
 * data files snaplake cannot write in the table's ``file.format`` (a
   compression that format lacks, Avro columns Java refuses): creating,
   writing and compacting; reading files of every format works.
@@ -31,30 +35,14 @@ semantics of ``CoreOptions``.
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from snaplake.errors import UnsupportedTableError
+from snaplake.options import Operation
+from snaplake.options.registry import option_refusal
 from snaplake.store.format.file_format import DataFileSpec
-from snaplake.store.format.option_support import option_refusal
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.types import TypeRoot
 
-__all__ = ["Operation", "check_latest_supported", "check_supported"]
-
-
-class Operation(StrEnum):
-    """What a caller is about to do with a table."""
-
-    CREATE = "create"
-    """``create_table``: refused when any later operation would be refused."""
-    READ = "read"
-    """Planning and reading rows (``to_arrow``, Spark reads, the CLI's ``read``)."""
-    WRITE = "write"
-    """Writing data files (``TableWrite``, the Spark sink's executors)."""
-    COMMIT = "commit"
-    """Publishing a snapshot (``FileStoreCommit.commit``)."""
-    MAINTENANCE = "maintenance"
-    """Compaction, manifest merge, snapshot expiry, orphan clean, tags, rollback."""
+__all__ = ["check_latest_supported", "check_supported"]
 
 
 _BINARY_ROOTS = frozenset({TypeRoot.BINARY, TypeRoot.VARBINARY})
@@ -70,17 +58,19 @@ def check_supported(schema: TableSchema, operation: Operation) -> None:
 
     Raises:
         UnsupportedTableError: a primary-key table snaplake cannot handle for
-            ``operation`` (see ``TableSchema.check_primary_key_table``); or it has a
+            ``operation`` (see ``TableSchema.check_primary_key_table``: its
+            rules and the registry's ``primary-key`` refusals); or it has a
             BINARY/VARBINARY partition key and ``operation`` is not a read; or
             an option is set to a value snaplake does not honour for
             ``operation``. Nothing has been read or written.
+        SchemaMismatchError, InvalidOptionError: a primary-key table breaks
+            Paimon's rules (a key that is no column, an unknown merge engine, ...).
 
     Source:
         Paimon ``SchemaValidation.validateTableSchema`` for what a valid table
         is; the refusals are snaplake's own.
     """
-    if schema.primary_keys:  # the merge-tree rules: bucket mode, format, PK options
-        schema.check_primary_key_table(operation.value)
+    schema.check_primary_key_table(operation)  # the merge-tree rules (no-op on append tables)
     if operation is not Operation.READ:
         binary = [
             k
@@ -97,7 +87,7 @@ def check_supported(schema: TableSchema, operation: Operation) -> None:
                 operation=operation.value,
             )
     for key, value in schema.options.items():
-        reason = option_refusal(key, value, operation.value)
+        reason = option_refusal(key, value, operation)
         if reason is not None:
             raise UnsupportedTableError(
                 f"option {key!r} = {value!r}: {reason}; snaplake refuses to "

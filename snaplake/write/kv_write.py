@@ -97,7 +97,6 @@ class KeyValueTableWrite(TableWrite):
         restore_sequences: SequenceRestore,
         compact_up: Callable[[list[CommitMessage]], list[CommitMessage]] | None = None,
     ) -> None:
-        schema.check_primary_key_table("write")
         super().__init__(file_io=file_io, paths=paths, schema=schema, commit_user=commit_user)
         opts = schema.core_options
         self.spec: MergeSpec = merge_function_for(schema)

@@ -33,6 +33,7 @@ import pyarrow.fs as pafs
 from snaplake.commit.message import CommitMessage, DataIncrement
 from snaplake.errors import SchemaMismatchError, UnsupportedTableError
 from snaplake.mergetree.kv import parse_row_kinds
+from snaplake.options import Operation
 from snaplake.store.format.binary_row import encode_binary_row
 from snaplake.store.format.bucket import bucket_ids
 from snaplake.store.format.data_file import (
@@ -48,7 +49,7 @@ from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.stats import SimpleStatsParts, compute_value_stats
 from snaplake.store.io.file_io import FileIO
-from snaplake.store.support import Operation, check_supported
+from snaplake.store.support import check_supported
 
 __all__ = [
     "TableWrite",

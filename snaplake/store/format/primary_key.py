@@ -1,7 +1,9 @@
 """Rules of primary-key tables: schema shape, bucket mode, merge engine and its options.
 
 One place decides whether snaplake can create, write, read or compact a
-primary-key table (``check_primary_key_table``) and which aggregate function
+primary-key table (``check_primary_key_table``, run by
+:func:`snaplake.store.support.check_supported` only; the options it refuses
+are declared in :mod:`snaplake.options.registry`) and which aggregate function
 each column of an aggregation table uses (``aggregate_functions``). Anything
 Paimon would store or merge differently from what snaplake implements is
 refused with :class:`~snaplake.errors.UnsupportedTableError` before a file is
@@ -22,11 +24,12 @@ from enum import StrEnum
 from typing import Any, Final
 
 from snaplake.errors import InvalidOptionError, SchemaMismatchError, UnsupportedTableError
-from snaplake.options import (
+from snaplake.options import CoreOptions, Operation
+from snaplake.options.registry import (
     FILE_COMPRESSION_PER_LEVEL,
     FILE_FORMAT_PER_LEVEL,
     METADATA_STATS_MODE_PER_LEVEL,
-    CoreOptions,
+    primary_key_option_refusal,
 )
 from snaplake.store.format.file_format import file_format
 from snaplake.store.format.stats import check_stats_mode
@@ -107,68 +110,6 @@ _KEY_REFUSED_ROOTS: Final = frozenset(
 
 _SYSTEM_NAMES: Final = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "_ROW_ID"})
 
-# Options whose non-default value changes what is stored or how rows merge, and that
-# snaplake does not implement: key -> (refused value predicate, operations refused).
-_ALL_OPS: Final = frozenset({"create", "write", "read", "compact", "commit", "maintenance"})
-_WRITE_OPS: Final = frozenset({"create", "write", "compact", "commit", "maintenance"})
-
-
-def _set(value: str | None) -> bool:
-    return value is not None and value.strip() != ""
-
-
-def _true(value: str | None) -> bool:
-    return value is not None and value.strip().lower() == "true"
-
-
-def _refused_options(options: Mapping[str, str]) -> list[tuple[str, str, frozenset[str]]]:
-    """(key, why, operations) of every unsupported option present in ``options``."""
-    out: list[tuple[str, str, frozenset[str]]] = []
-    producer = options.get("changelog-producer", "none").strip().lower()
-    if producer not in ("none", "input"):
-        out.append(("changelog-producer", f"changelog-producer = {producer!r} (changelog "
-                    "files produced by lookup or full compaction; 'none' and 'input' are "
-                    "supported)", _WRITE_OPS))  # fmt: skip
-    if _true(options.get("deletion-vectors.enabled")):
-        out.append(("deletion-vectors.enabled", "deletion vectors", _ALL_OPS))
-    for key in options:
-        if key.startswith("fields.") and key.endswith(".sequence-group"):
-            out.append((key, "partial-update sequence groups", _ALL_OPS))
-        if key.startswith("fields.") and key.endswith(".distinct") and _true(options[key]):
-            out.append((key, "listagg with distinct = true", _ALL_OPS))
-        if key.startswith("fields.") and key.endswith(".nested-key"):
-            out.append((key, "nested_update aggregation", _ALL_OPS))
-    if _set(options.get("partial-update.remove-record-on-sequence-group")):
-        out.append(("partial-update.remove-record-on-sequence-group", "sequence groups",
-                    _ALL_OPS))  # fmt: skip
-    if _true(options.get("aggregation.remove-record-on-delete")):
-        out.append(("aggregation.remove-record-on-delete", "aggregation removing rows on "
-                    "delete", _ALL_OPS))  # fmt: skip
-    if _true(options.get("data-file.thin-mode")):
-        out.append(("data-file.thin-mode", "thin data files (no _KEY_ columns)", _WRITE_OPS))
-    if _set(options.get("record-level.expire-time")):
-        out.append(("record-level.expire-time", "record-level expiry", _WRITE_OPS))
-    if _true(options.get("compaction.force-up-level-0")):
-        out.append(("compaction.force-up-level-0", "forced level-0 compaction", _WRITE_OPS))
-    if _true(options.get("force-lookup")):
-        out.append(("force-lookup", "lookup compaction", _WRITE_OPS))
-    if options.get("write.sequence-number-init-mode", "scan").strip().lower() != "scan":
-        out.append(("write.sequence-number-init-mode", "sequence numbers from snapshot "
-                    "properties", _WRITE_OPS))  # fmt: skip
-    if _set(options.get("compaction.optimization-interval")):
-        out.append(("compaction.optimization-interval", "time-based full compaction",
-                    _WRITE_OPS))  # fmt: skip
-    if _true(options.get("sequence.snapshot-ordering")):
-        out.append(("sequence.snapshot-ordering", "merge ordered by commit snapshot id",
-                    _ALL_OPS))  # fmt: skip
-    if _set(options.get("scan.bucket")):
-        out.append(("scan.bucket", "a read of a single bucket (snaplake reads every bucket)",
-                    frozenset({"read"})))  # fmt: skip
-    if _true(options.get("pk-clustering-override")):
-        out.append(("pk-clustering-override", "clustering-ordered primary-key files",
-                    _ALL_OPS))  # fmt: skip
-    return out
-
 
 def normalize_primary_key_fields(
     fields: Sequence[Mapping[str, Any]], primary_keys: Sequence[str], *, nullable: bool
@@ -195,7 +136,7 @@ def normalize_primary_key_fields(
 
 
 def _refuse(message: str, *, feature: str, operation: str, key: str | None = None) -> None:
-    raise UnsupportedTableError(message, feature=feature, operation=operation, key=key)
+    raise UnsupportedTableError(message, feature=feature, operation=str(operation), key=key)
 
 
 def check_primary_key_table(
@@ -204,17 +145,19 @@ def check_primary_key_table(
     partition_keys: Sequence[str],
     primary_keys: Sequence[str],
     options: Mapping[str, str],
-    operation: str,
+    operation: Operation,
 ) -> None:
     """Refuse a primary-key table snaplake cannot handle for ``operation``.
+
+    Called by :func:`snaplake.store.support.check_supported` (the one door),
+    through ``TableSchema.check_primary_key_table``.
 
     Args:
         field_types: Column name -> Paimon type, in schema order.
         partition_keys: Partition columns.
         primary_keys: Primary-key columns (non-empty).
         options: Table options.
-        operation: ``"create"``, ``"write"``, ``"read"``, ``"commit"``,
-            ``"compact"`` or ``"maintenance"`` (compaction, merge, expiry, ...).
+        operation: What the caller is about to do.
 
     Raises:
         SchemaMismatchError: a key names no column, repeats, the primary key
@@ -224,9 +167,9 @@ def check_primary_key_table(
         InvalidOptionError: an unknown ``merge-engine`` or aggregate function,
             or options Paimon rejects together.
         UnsupportedTableError: ``bucket`` is not a positive count (for
-            create, write and compact), or an option snaplake does not
-            implement is set (see the module docstring of
-            ``docs/primary-key-tables.md`` §1).
+            create, write, commit and maintenance), or an option is set to
+            a value the registry's ``primary-key`` declaration refuses for
+            ``operation`` (``docs/primary-key-tables.md`` §1).
     """
     names = list(field_types)
     reserved = [n for n in names if n.startswith("_KEY_") or n in _SYSTEM_NAMES]
@@ -266,7 +209,7 @@ def check_primary_key_table(
                 f"bucket key {key!r} must be a primary-key column outside the partition keys "
                 f"{trimmed}"
             )
-    if operation != "read" and core.bucket <= 0:
+    if operation is not Operation.READ and core.bucket <= 0:
         mode = {-1: "dynamic buckets", -2: "postpone buckets"}.get(core.bucket, "this bucket mode")
         _refuse(
             f"primary-key table with bucket = {core.bucket} ({mode}) is not supported; "
@@ -321,12 +264,13 @@ def check_primary_key_table(
         check_stats_mode(mode, key="metadata.stats-mode.per.level")
     if options.get("changelog-file.stats-mode") is not None:
         check_stats_mode(core.changelog_file_stats_mode, key="changelog-file.stats-mode")
-    for key, why, ops in _refused_options(options):
-        if operation in ops:
+    for key, value in options.items():
+        why = primary_key_option_refusal(key, value, operation)
+        if why is not None:
             _refuse(
-                f"option {key!r} = {options[key]!r} ({why}) is not supported on primary-key "
+                f"option {key!r} = {value!r} ({why}) is not supported on primary-key "
                 f"tables; remove it or use Paimon's Java engines for this table",
-                feature=f"option {key!r} = {options[key]!r}",
+                feature=f"option {key!r} = {value!r}",
                 operation=operation,
                 key=key,
             )

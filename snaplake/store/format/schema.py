@@ -27,7 +27,7 @@ from snaplake.errors import (
     UnsupportedFormatVersionError,
     UnsupportedTypeError,
 )
-from snaplake.options import CoreOptions
+from snaplake.options import CoreOptions, Operation
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.json_codec import decode_json, encode_json
 from snaplake.store.format.partition import partition_path
@@ -180,15 +180,17 @@ class TableSchema:
         options, as Paimon does; giving ``partition`` together with
         ``partition_keys`` is an error.
 
+        The rules of primary-key tables and what snaplake supports are not
+        checked here: ``check_supported(schema, Operation.CREATE)``
+        (:mod:`snaplake.store.support`) checks the result before the catalog
+        writes it.
+
         Raises:
             SchemaMismatchError: a partition, primary or bucket key is not a
-                column, a name repeats, ``partition`` is given twice, or the primary
-                key breaks Paimon's rules (see :func:`check_primary_key_table`).
+                column, a name repeats, or ``partition`` is given twice.
             UnsupportedTypeError: a column type has no Paimon equivalent.
             InvalidOptionError: an option value does not parse, or a
                 ``fields.<column>.*`` key names no column (:func:`check_field_options`).
-            UnsupportedTableError: a primary-key table snaplake cannot write
-                (e.g. ``bucket = -1``).
         """
         names = schema.names
         if len(set(names)) != len(names):
@@ -215,13 +217,6 @@ class TableSchema:
         if primary_keys:
             fields = normalize_primary_key_fields(
                 fields, primary_keys, nullable=core.primary_key_nullable
-            )
-            check_primary_key_table(
-                field_types={str(f["name"]): parse_type(f["type"]) for f in fields},
-                partition_keys=partition_keys,
-                primary_keys=primary_keys,
-                options=opts,
-                operation="create",
             )
         table_schema = cls(
             id=schema_id,
@@ -379,10 +374,11 @@ class TableSchema:
         types = self.field_types
         return tuple(types[k] for k in self.trimmed_primary_keys)
 
-    def check_primary_key_table(self, operation: str) -> None:
+    def check_primary_key_table(self, operation: Operation) -> None:
         """Refuse ``operation`` on a primary-key table snaplake cannot handle.
 
-        No-op on append tables. See
+        No-op on append tables. Run only by
+        :func:`snaplake.store.support.check_supported`; see
         :func:`snaplake.store.format.primary_key.check_primary_key_table`.
         """
         if self.primary_keys:

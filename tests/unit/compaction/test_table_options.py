@@ -1,5 +1,5 @@
-"""Paimon options snaplake honours (each with a test here or named in option_support) and
-the refusal of every option it does not."""
+"""Paimon options snaplake honours (each with a test here or named in the option registry)
+and the refusal of every option it does not."""
 
 from __future__ import annotations
 
@@ -17,17 +17,13 @@ from snaplake.catalog import FileSystemCatalog
 from snaplake.compaction.expire import ExpireSnapshots
 from snaplake.compaction.inline import run_inline_maintenance
 from snaplake.errors import InvalidOptionError, UnsupportedTableError
+from snaplake.options import Operation, OptionStatus
+from snaplake.options.registry import iter_options, lookup_option, options_markdown
 from snaplake.store.consumers import ConsumerManager
 from snaplake.store.format.binary_row import decode_binary_row
-from snaplake.store.format.option_support import (
-    OptionStatus,
-    iter_option_support,
-    option_support,
-    options_markdown,
-)
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind
-from snaplake.store.support import Operation, check_supported
+from snaplake.store.support import check_supported
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 
@@ -45,13 +41,13 @@ def test_readme_lists_every_option_with_its_status():
     begin, end = "<!-- options:begin -->\n", "<!-- options:end -->"
     table = text[text.index(begin) + len(begin) : text.index(end)]
     assert table == options_markdown(), (
-        "README option table is stale: paste snaplake.store.format.option_support."
+        "README option table is stale: paste snaplake.options.registry."
         "options_markdown() between the markers"
     )
 
 
 def _status(key: str) -> OptionStatus | None:
-    found = option_support(key)
+    found = lookup_option(key)
     return None if found is None else found.status
 
 
@@ -63,8 +59,12 @@ def test_option_families_and_unknown_keys():
     assert _status("sink.parallelism") is None  # Flink's, not a Paimon core option
 
 
+# refused on every table (primary-key refusals: tests/unit/store/test_support.py)
 _REFUSED = [
-    o for o in iter_option_support() if o.status is OptionStatus.REFUSED or o.accepted != "any"
+    o
+    for o in iter_options()
+    if o.status is not OptionStatus.PRIMARY_KEY
+    and (o.status is OptionStatus.REFUSED or o.accepted != "any")
 ]
 
 
@@ -76,7 +76,7 @@ def test_refused_values_are_refused_for_exactly_their_operations(option):
         {**base.to_json_dict(), "options": {**base.options, option.key: "x-not-accepted"}}
     )
     for op in Operation:
-        if op.value in option.refused_for:
+        if op in option.refused_for:
             with pytest.raises(UnsupportedTableError) as info:
                 check_supported(schema, op)
             assert info.value.key == option.key

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 import snaplake
 from snaplake.errors import SchemaMismatchError, UnsupportedTableError
+from snaplake.options import ConfigOption, Operation, OptionStatus
+from snaplake.options.registry import (
+    iter_options,
+    lookup_option,
+    option_refusal,
+    primary_key_option_refusal,
+)
 from snaplake.store.format.schema import TableSchema
-from snaplake.store.support import Operation, check_supported
+from snaplake.store.support import check_supported
 
 _SCHEMA = pa.schema([("id", pa.int64()), ("b", pa.binary()), ("v", pa.string())])
 
@@ -66,3 +74,105 @@ def test_create_refuses_binary_partition_keys_before_writing(tmp_path):
     with pytest.raises(UnsupportedTableError, match="BINARY"):
         catalog.create_table("db.t", schema=_SCHEMA, partition_keys=["b"])
     assert not any(tmp_path.iterdir())
+
+
+# --- the registry's primary-key refusals -------------------------------------------------
+
+_PK_REFUSALS = [o for o in iter_options() if o.status is OptionStatus.PRIMARY_KEY and o.refused_for]
+
+
+def test_primary_key_refusals_are_declared_in_the_registry():
+    """Formerly hand-written in primary_key._refused_options; now declarations."""
+    force_lookup = lookup_option("force-lookup")
+    assert force_lookup is not None
+    assert force_lookup.status is OptionStatus.PRIMARY_KEY
+    assert force_lookup.refused_for == {
+        Operation.CREATE, Operation.WRITE, Operation.COMMIT, Operation.MAINTENANCE
+    }  # fmt: skip
+    assert primary_key_option_refusal("force-lookup", "true", Operation.WRITE) is not None
+    assert primary_key_option_refusal("force-lookup", "false", Operation.WRITE) is None
+    assert primary_key_option_refusal("force-lookup", "true", Operation.READ) is None
+    assert option_refusal("force-lookup", "true", Operation.WRITE) is None  # append tables
+    group = lookup_option("fields.n.sequence-group")
+    assert group is not None and group.key == "fields.#.sequence-group"
+    assert {o.key for o in _PK_REFUSALS} >= {
+        "changelog-producer", "fields.#.sequence-group", "fields.#.distinct",
+        "fields.#.nested-key", "partial-update.remove-record-on-sequence-group",
+        "aggregation.remove-record-on-delete", "data-file.thin-mode", "record-level.expire-time",
+        "compaction.force-up-level-0", "force-lookup", "write.sequence-number-init-mode",
+        "compaction.optimization-interval", "sequence.snapshot-ordering", "scan.bucket",
+        "pk-clustering-override",
+    }  # fmt: skip
+
+
+def _refused_value(option: ConfigOption[Any]) -> str:
+    return next(v for v in ("x-not-accepted", "true") if not option.accepts(v))
+
+
+@pytest.mark.parametrize("option", _PK_REFUSALS, ids=lambda o: o.key)
+def test_primary_key_refusals_apply_to_primary_key_tables_for_exactly_their_operations(option):
+    key = option.key.replace("#", "v")
+    value = _refused_value(option)
+    pk = TableSchema.from_arrow(_SCHEMA, options={"primary-key": "id", "bucket": "2"})
+    pk = dataclasses.replace(pk, options={**pk.options, key: value})
+    append = TableSchema.from_arrow(_SCHEMA)
+    append = dataclasses.replace(append, options={**append.options, key: value})
+    for op in Operation:
+        check_supported(append, op)  # Paimon ignores primary-key options on append tables
+        if op in option.refused_for:
+            with pytest.raises(UnsupportedTableError, match="primary-key tables") as info:
+                check_supported(pk, op)
+            assert info.value.key == key
+            assert info.value.operation == op.value
+        else:
+            check_supported(pk, op)
+
+
+# --- one check per operation ---------------------------------------------------------------
+
+
+@pytest.fixture
+def checks(monkeypatch) -> list[Operation]:
+    """The operations check_supported ran for, in order (a spy on its one per-call step)."""
+    seen: list[Operation] = []
+    original = TableSchema.check_primary_key_table
+
+    def spy(self: TableSchema, operation: Operation) -> None:
+        seen.append(operation)
+        original(self, operation)
+
+    monkeypatch.setattr(TableSchema, "check_primary_key_table", spy)
+    return seen
+
+
+@pytest.mark.parametrize("primary_keys", [["id"], []], ids=["primary-key", "append"])
+def test_each_operation_runs_the_check_once(tmp_path, checks, primary_keys):
+    catalog = snaplake.FileSystemCatalog(str(tmp_path))
+    options = {"bucket": "2"} if primary_keys else {}
+    table = catalog.create_table("db.t", schema=_SCHEMA, primary_keys=primary_keys, options=options)
+    assert checks == [Operation.CREATE]
+    data = pa.table({"id": [1, 2], "b": [b"x", b"y"], "v": ["a", "b"]}, schema=_SCHEMA)
+
+    def step(action) -> list[Operation]:
+        checks.clear()
+        action()
+        return list(checks)
+
+    writer = table.new_write(commit_user="u")
+    assert step(lambda: writer.write_arrow(data)) == []
+    messages = writer.prepare_commit()
+    committer = table.new_commit(commit_user="u")
+    assert step(lambda: table.new_write(commit_user="u")) == [Operation.WRITE]
+    assert step(lambda: table.new_commit(commit_user="u").commit(messages)) == [Operation.COMMIT]
+    again = table.new_write(commit_user="u")
+    again.write_arrow(data)
+    assert step(lambda: committer.commit(again.prepare_commit())) == []  # checked at new_commit
+    third = table.new_write(commit_user="u")
+    third.write_arrow(data)
+    committer.commit(third.prepare_commit())
+    assert step(table.to_arrow) == [Operation.READ]
+    assert step(lambda: table.new_scan().plan()) == [Operation.READ]
+    # a compaction is two operations: rewriting files (maintenance), then its commit
+    assert step(lambda: table.compact(full=True)) == [Operation.MAINTENANCE, Operation.COMMIT]
+    assert step(lambda: table.merge_manifests(full=True)) == [Operation.MAINTENANCE]
+    assert step(table.expire_snapshots) == [Operation.MAINTENANCE]

@@ -1,339 +1,96 @@
-"""CoreOptions: Paimon's table option keys, defaults and value syntax, with typed accessors.
+"""CoreOptions: a table's options parsed once into typed values.
 
 Options live in the table's ``schema-N`` file, where other engines read them,
 so keys and value syntax are Paimon's (``snapshot.time-retained = "1 h"``,
-``manifest.target-file-size = "8 mb"``). Each key is parsed once into a typed
-value (``timedelta``, int bytes, int). snaplake-only keys start with
+``manifest.target-file-size = "8 mb"``). Every option snaplake reads is
+declared once in :mod:`snaplake.options.registry` (key, parser, default,
+support status); this class parses each of them once into a typed value
+(``timedelta``, int bytes, int). snaplake-only keys start with
 ``snaplake.``; an unknown ``snaplake.*`` key is refused so a typo never falls
 back to a default silently. Other unknown keys are kept untouched: they belong
 to other Paimon engines.
 
-Source: Paimon ``CoreOptions`` (keys and defaults), ``MemorySize.parse`` and
-``TimeUtils.parseDuration`` (value syntax).
+Source: Paimon ``CoreOptions`` (the typed accessors).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from snaplake.errors import InvalidOptionError
+from snaplake.options.config_option import ConfigOption, parse_bool
+from snaplake.options.registry import (
+    BUCKET,
+    BUCKET_KEY,
+    CHANGELOG_FILE_COMPRESSION,
+    CHANGELOG_FILE_FORMAT,
+    CHANGELOG_FILE_PREFIX,
+    CHANGELOG_FILE_STATS_MODE,
+    CHANGELOG_NUM_RETAINED_MAX,
+    CHANGELOG_NUM_RETAINED_MIN,
+    CHANGELOG_PRODUCER,
+    CHANGELOG_TIME_RETAINED,
+    COMMIT_MAX_RETRIES,
+    COMMIT_MAX_RETRY_WAIT,
+    COMMIT_MIN_RETRY_WAIT,
+    COMMIT_TIMEOUT,
+    COMPACTION_INCREMENTAL_SIZE_THRESHOLD,
+    COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT,
+    COMPACTION_MIN_FILE_NUM,
+    COMPACTION_SIZE_RATIO,
+    COMPACTION_SMALL_FILE_RATIO,
+    COMPACTION_TOTAL_SIZE_THRESHOLD,
+    CONSUMER_CHANGELOG_ONLY,
+    CONSUMER_EXPIRATION_TIME,
+    DATA_FILE_PREFIX,
+    DYNAMIC_PARTITION_OVERWRITE,
+    FILE_COMPRESSION,
+    FILE_COMPRESSION_PER_LEVEL,
+    FILE_COMPRESSION_ZSTD_LEVEL,
+    FILE_FORMAT,
+    FILE_FORMAT_PER_LEVEL,
+    FILE_SUFFIX_INCLUDE_COMPRESSION,
+    FULL_COMPACTION_DELTA_COMMITS,
+    IGNORE_DELETE,
+    IGNORE_UPDATE_BEFORE,
+    MAINTENANCE_INLINE,
+    MANIFEST_COMPRESSION,
+    MANIFEST_FULL_COMPACTION_SIZE,
+    MANIFEST_MERGE_MIN_COUNT,
+    MANIFEST_TARGET_FILE_SIZE,
+    MERGE_ENGINE,
+    METADATA_STATS_MODE,
+    METADATA_STATS_MODE_PER_LEVEL,
+    NUM_LEVELS,
+    NUM_SORTED_RUNS_COMPACTION_TRIGGER,
+    NUM_SORTED_RUNS_STOP_TRIGGER,
+    ORC_TIMESTAMP_LTZ_LEGACY_TYPE,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
+    PARTITION_DEFAULT_NAME,
+    PARTITION_LEGACY_NAME,
+    PRIMARY_KEY_NULLABLE,
+    ROWKIND_FIELD,
+    SEQUENCE_FIELD,
+    SEQUENCE_FIELD_SORT_ORDER,
+    SNAPSHOT_EXPIRE_LIMIT,
+    SNAPSHOT_NUM_RETAINED_MAX,
+    SNAPSHOT_NUM_RETAINED_MIN,
+    SNAPSHOT_TIME_RETAINED,
+    TARGET_FILE_SIZE,
+    WRITE_BUFFER_SIZE,
+    WRITE_ONLY,
+    typed_options,
+)
 
-__all__ = ["ConfigOption", "CoreOptions", "parse_duration", "parse_memory_size"]
+__all__ = ["CoreOptions"]
 
 T = TypeVar("T")
 
-_SIZE_UNITS = {
-    "": 1, "b": 1, "bytes": 1,
-    "k": 1 << 10, "kb": 1 << 10, "kibibytes": 1 << 10,
-    "m": 1 << 20, "mb": 1 << 20, "mebibytes": 1 << 20,
-    "g": 1 << 30, "gb": 1 << 30, "gibibytes": 1 << 30,
-    "t": 1 << 40, "tb": 1 << 40, "tebibytes": 1 << 40,
-}  # fmt: skip
-
-_TIME_UNITS_MS = {
-    "ns": 1e-6, "nano": 1e-6, "nanos": 1e-6, "nanosecond": 1e-6, "nanoseconds": 1e-6,
-    "us": 1e-3, "micro": 1e-3, "micros": 1e-3, "microsecond": 1e-3, "microseconds": 1e-3,
-    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-    "": 1000, "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-}  # fmt: skip
-
-_NUMBER_UNIT = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
-
-
-def parse_memory_size(text: str) -> int:
-    """Parse Paimon's memory-size syntax (``"8 mb"``, ``"128mb"``, ``"1024"``) into bytes.
-
-    Raises:
-        ValueError: not a non-negative integer followed by a known unit.
-
-    Source: Paimon ``MemorySize.parse`` (units are powers of 1024).
-    """
-    match = _NUMBER_UNIT.match(text)
-    unit = match.group(2).lower() if match else None
-    if match is None or unit not in _SIZE_UNITS:
-        raise ValueError(f"{text!r} is not a memory size such as '8 mb' or '1024'")
-    return int(match.group(1)) * _SIZE_UNITS[unit]
-
-
-def parse_duration(text: str) -> timedelta:
-    """Parse Paimon's duration syntax (``"1 h"``, ``"10 ms"``, ``"30 min"``, ``"5"`` = ms).
-
-    A bare number is milliseconds, as in Paimon.
-
-    Raises:
-        ValueError: not a non-negative integer followed by a known unit.
-
-    Source: Paimon ``TimeUtils.parseDuration``.
-    """
-    match = _NUMBER_UNIT.match(text)
-    if match is None:
-        raise ValueError(f"{text!r} is not a duration such as '1 h', '10 s' or '500 ms'")
-    unit = match.group(2).lower()
-    factor = 1 if unit == "" else _TIME_UNITS_MS.get(unit)
-    if factor is None:
-        raise ValueError(f"{text!r} has an unknown time unit {unit!r}")
-    return timedelta(milliseconds=int(match.group(1)) * factor)
-
-
-def _parse_bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered not in ("true", "false"):
-        raise ValueError(f"{text!r} is not 'true' or 'false'")
-    return lowered == "true"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConfigOption(Generic[T]):
-    """One table option: its Paimon key, parser, default and meaning.
-
-    Attributes:
-        key: The option key as written in the schema file.
-        parse: Turns the stored string into the typed value; raises ``ValueError``.
-        default: The value when the key is absent (``None`` = no default).
-        doc: One line for ``--help`` texts and docs.
-    """
-
-    key: str
-    parse: Callable[[str], T]
-    default: T | None
-    doc: str
-
-
-def _opt(key: str, parse: Callable[[str], T], default: T | None, doc: str) -> ConfigOption[T]:
-    return ConfigOption(key=key, parse=parse, default=default, doc=doc)
-
-
-BUCKET = _opt("bucket", int, -1, "Number of buckets; -1 = bucket-unaware append table.")
-BUCKET_KEY = _opt("bucket-key", str, None, "Comma-separated bucket key columns.")
-FILE_FORMAT = _opt("file.format", str, "parquet", "Format of new data files: parquet, orc, avro.")
-FILE_COMPRESSION = _opt("file.compression", str, "zstd", "Compression codec of new data files.")
-DATA_FILE_PREFIX = _opt("data-file.prefix", str, "data-", "File name prefix of data files.")
-FILE_SUFFIX_INCLUDE_COMPRESSION = ConfigOption(
-    key="file.suffix.include.compression",
-    parse=_parse_bool,
-    default=False,
-    doc="Name data files '<prefix><uuid>-<n>.<compression>.<format>'.",
-)
-METADATA_STATS_MODE = _opt(
-    "metadata.stats-mode", str, "truncate(16)", "none, counts, truncate(N) or full."
-)
-
-
-def _parse_level_map(text: str) -> dict[int, str]:
-    """Parse Paimon's per-level map option (``"0:none,1:truncate(16)"``)."""
-    out: dict[int, str] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        level, sep, value = item.partition(":")
-        if not sep or not level.strip().isdigit() or not value.strip():
-            raise ValueError(f"{item.strip()!r} is not '<level>:<value>'")
-        out[int(level)] = value.strip()
-    return out
-
-
-METADATA_STATS_MODE_PER_LEVEL: ConfigOption[dict[int, str]] = _opt(
-    "metadata.stats-mode.per.level", _parse_level_map, {},
-    "Per-level metadata.stats-mode of primary-key data files ('0:none,1:full').",
-)  # fmt: skip
-FILE_COMPRESSION_PER_LEVEL: ConfigOption[dict[int, str]] = _opt(
-    "file.compression.per.level", _parse_level_map, {},
-    "Per-level file.compression of primary-key data files ('0:lz4,1:zstd').",
-)  # fmt: skip
-FILE_FORMAT_PER_LEVEL: ConfigOption[dict[int, str]] = _opt(
-    "file.format.per.level", _parse_level_map, {},
-    "Per-level file.format of primary-key data files ('0:avro').",
-)  # fmt: skip
-CHANGELOG_PRODUCER = _opt(
-    "changelog-producer", lambda t: t.strip().lower(), "none",
-    "Changelog files of primary-key tables: none, input (lookup, full-compaction: refused).",
-)  # fmt: skip
-CHANGELOG_FILE_PREFIX = _opt(
-    "changelog-file.prefix", str, "changelog-", "File name prefix of changelog files."
-)
-CHANGELOG_FILE_FORMAT = _opt(
-    "changelog-file.format", str, None, "Format of changelog files (default: file.format)."
-)
-CHANGELOG_FILE_COMPRESSION = _opt(
-    "changelog-file.compression", str, None, "Codec of changelog files (default: file.compression)."
-)
-CHANGELOG_FILE_STATS_MODE = _opt(
-    "changelog-file.stats-mode", str, None,
-    "Stats mode of changelog files (default: the level-0 data file mode).",
-)  # fmt: skip
-CHANGELOG_NUM_RETAINED_MIN = _opt(
-    "changelog.num-retained.min", int, None, "Changelog retention (default: the snapshots')."
-)
-CHANGELOG_NUM_RETAINED_MAX = _opt(
-    "changelog.num-retained.max", int, None, "Changelog retention (default: the snapshots')."
-)
-CHANGELOG_TIME_RETAINED = _opt(
-    "changelog.time-retained", parse_duration, None,
-    "Changelog retention (default: the snapshots').",
-)  # fmt: skip
-DYNAMIC_PARTITION_OVERWRITE = ConfigOption(
-    key="dynamic-partition-overwrite",
-    parse=_parse_bool,
-    default=True,
-    doc="An overwrite without a partition spec replaces only the partitions it writes.",
-)
-CONSUMER_EXPIRATION_TIME = _opt(
-    "consumer.expiration-time", parse_duration, None, "Consumers idle this long stop pinning."
-)
-CONSUMER_CHANGELOG_ONLY = ConfigOption(
-    key="consumer.changelog-only",
-    parse=_parse_bool,
-    default=False,
-    doc="Consumers never keep snapshots from expiring.",
-)
-ORC_TIMESTAMP_LTZ_LEGACY_TYPE = ConfigOption(
-    key="orc.timestamp-ltz.legacy.type",
-    parse=_parse_bool,
-    default=True,
-    doc="ORC: TIMESTAMP_LTZ as a plain timestamp holding UTC (true) or as a timestamp instant.",
-)
-FILE_COMPRESSION_ZSTD_LEVEL = _opt(
-    "file.compression.zstd-level", int, 1, "zstd level of data files (Paimon's default 1)."
-)
-TARGET_FILE_SIZE = _opt(
-    "target-file-size", parse_memory_size, 256 << 20, "Roll data files at this size."
-)
-MANIFEST_FORMAT = _opt("manifest.format", str, "avro", "Manifest format (avro only).")
-MANIFEST_COMPRESSION = _opt("manifest.compression", str, "zstd", "Avro codec of manifests.")
-MANIFEST_TARGET_FILE_SIZE = _opt(
-    "manifest.target-file-size", parse_memory_size, 8 << 20, "Target size of merged manifests."
-)
-MANIFEST_MERGE_MIN_COUNT = _opt(
-    "manifest.merge-min-count", int, 30, "Minor merge once this many small manifests trail."
-)
-MANIFEST_FULL_COMPACTION_SIZE = _opt(
-    "manifest.full-compaction-threshold-size",
-    parse_memory_size,
-    16 << 20,
-    "Full manifest compaction once must-change manifests exceed this size.",
-)
-COMMIT_MAX_RETRIES = _opt("commit.max-retries", int, 10, "Retries of a lost publish race.")
-COMMIT_TIMEOUT = _opt("commit.timeout", parse_duration, None, "Give up retrying after this.")
-COMMIT_MIN_RETRY_WAIT = _opt(
-    "commit.min-retry-wait", parse_duration, timedelta(milliseconds=10), "First backoff."
-)
-COMMIT_MAX_RETRY_WAIT = _opt(
-    "commit.max-retry-wait", parse_duration, timedelta(seconds=10), "Backoff cap."
-)
-SNAPSHOT_NUM_RETAINED_MIN = _opt("snapshot.num-retained.min", int, 10, "Always keep this many.")
-SNAPSHOT_NUM_RETAINED_MAX = _opt(
-    "snapshot.num-retained.max", int, 2**31 - 1, "Never keep more than this many."
-)
-SNAPSHOT_TIME_RETAINED = _opt(
-    "snapshot.time-retained", parse_duration, timedelta(hours=1), "Keep snapshots this young."
-)
-SNAPSHOT_EXPIRE_LIMIT = _opt("snapshot.expire.limit", int, 50, "Expire at most this many a run.")
-COMPACTION_MIN_FILE_NUM = _opt(
-    "compaction.min.file-num", int, 5, "Compact a bucket once it has this many small files."
-)
-COMPACTION_SMALL_FILE_RATIO = _opt(
-    "compaction.small-file-ratio", float, 0.7, "Small = below target-file-size times this."
-)
-PARTITION_DEFAULT_NAME = _opt(
-    "partition.default-name", str, "__DEFAULT_PARTITION__", "Directory name of null partitions."
-)
-PARTITION_LEGACY_NAME = ConfigOption(
-    key="partition.legacy-name",
-    parse=_parse_bool,
-    default=True,
-    doc="Java-compatible partition value spelling in paths (dates as day numbers, ...).",
-)
-PRIMARY_KEY_NULLABLE = ConfigOption(
-    key="primary-key.nullable",
-    parse=_parse_bool,
-    default=False,
-    doc="Keep primary-key columns nullable (Paimon makes them NOT NULL by default).",
-)
-MERGE_ENGINE = _opt(
-    "merge-engine",
-    str,
-    "deduplicate",
-    "deduplicate | partial-update | aggregation | first-row (primary-key tables).",
-)
-IGNORE_DELETE = ConfigOption(
-    key="ignore-delete",
-    parse=_parse_bool,
-    default=False,
-    doc="Drop -U/-D rows before writing (fallback keys <engine>.ignore-delete).",
-)
-IGNORE_UPDATE_BEFORE = ConfigOption(
-    key="ignore-update-before", parse=_parse_bool, default=False, doc="Drop -U rows."
-)
-SEQUENCE_FIELD = _opt("sequence.field", str, None, "Columns ordering versions of a key.")
-SEQUENCE_FIELD_SORT_ORDER = _opt(
-    "sequence.field.sort-order", str, "ascending", "ascending | descending."
-)
-ROWKIND_FIELD = _opt("rowkind.field", str, None, "STRING column holding each row's kind.")
-PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = ConfigOption(
-    key="partial-update.remove-record-on-delete",
-    parse=_parse_bool,
-    default=False,
-    doc=(
-        "A -D row removes the whole row of a partial-update table. As in Paimon, the reset "
-        "lasts only while the -D is merged with the older versions: a compaction below the "
-        "top level that merges the -D with a later version of the key leaves one +I, and "
-        "older levels' non-null values fill its nulls again (docs/primary-key-tables.md §5)."
-    ),
-)
-NUM_SORTED_RUNS_COMPACTION_TRIGGER = _opt(
-    "num-sorted-run.compaction-trigger", int, 5, "Sorted runs per bucket that trigger compaction."
-)
-NUM_SORTED_RUNS_STOP_TRIGGER = _opt(
-    "num-sorted-run.stop-trigger", int, None, "Sorted runs at which writers wait (trigger + 3)."
-)
-NUM_LEVELS = _opt("num-levels", int, None, "LSM levels per bucket (trigger + 1).")
-COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT = _opt(
-    "compaction.max-size-amplification-percent", int, 200, "Full compaction above this."
-)
-COMPACTION_SIZE_RATIO = _opt("compaction.size-ratio", int, 1, "Universal size ratio, percent.")
-FULL_COMPACTION_DELTA_COMMITS = _opt(
-    "full-compaction.delta-commits", int, None, "Full compaction after this many commits."
-)
-COMPACTION_TOTAL_SIZE_THRESHOLD = _opt(
-    "compaction.total-size-threshold",
-    parse_memory_size,
-    None,
-    "Full compaction while a bucket is smaller than this.",
-)
-COMPACTION_INCREMENTAL_SIZE_THRESHOLD = _opt(
-    "compaction.incremental-size-threshold",
-    parse_memory_size,
-    None,
-    "Full compaction once the non-top levels exceed this.",
-)
-WRITE_BUFFER_SIZE = _opt(
-    "write-buffer-size", parse_memory_size, 256 << 20, "Rows buffered before a level-0 flush."
-)
-WRITE_ONLY = ConfigOption(
-    key="write-only",
-    parse=_parse_bool,
-    default=False,
-    doc="Writers never compact or run maintenance (snaplake.maintenance.inline is then off).",
-)
-MAINTENANCE_INLINE = ConfigOption(
-    key="snaplake.maintenance.inline",
-    parse=_parse_bool,
-    default=False,
-    doc="Run due manifest merge and expiry right after each successful writer commit.",
-)
-
-_ALL_OPTIONS: tuple[ConfigOption[Any], ...] = tuple(
-    v for v in globals().values() if isinstance(v, ConfigOption)
-)
+_TYPED_OPTIONS: tuple[ConfigOption[Any], ...] = typed_options()
 _SNAPLAKE_OPTIONS: dict[str, ConfigOption[Any]] = {
-    o.key: o for o in _ALL_OPTIONS if o.key.startswith("snaplake.")
+    o.key: o for o in _TYPED_OPTIONS if o.key.startswith("snaplake.")
 }
 
 
@@ -363,18 +120,18 @@ class CoreOptions:
                     key=key,
                     value=self.raw[key],
                 )
-        self._values = {o.key: self._parse(o) for o in _ALL_OPTIONS}
+        self._values = {o.key: self._parse(o) for o in _TYPED_OPTIONS}
 
     def _parse(self, option: ConfigOption[T]) -> T | None:
         text = self.raw.get(option.key)
         if text is None:
             return option.default
         try:
-            return option.parse(text)
+            return option.value_of(text)
         except ValueError as exc:
             raise InvalidOptionError(
                 f"option {option.key!r} = {text!r} is invalid: {exc}; "
-                f"fix it in the table options ({option.doc})",
+                f"fix it in the table options ({option.describe})",
                 key=option.key,
                 value=text,
             ) from exc
@@ -634,7 +391,7 @@ class CoreOptions:
             text = self.raw.get(key)
             if text is not None:
                 try:
-                    return _parse_bool(text)
+                    return parse_bool(text)
                 except ValueError as exc:
                     raise InvalidOptionError(
                         f"option {key!r} = {text!r} is invalid: {exc}", key=key, value=text
@@ -720,7 +477,7 @@ class CoreOptions:
     def write_only(self) -> bool:
         """``write-only`` (or its fallback key ``write.compaction-skip``)."""
         if WRITE_ONLY.key not in self.raw and "write.compaction-skip" in self.raw:
-            return _parse_bool(self.raw["write.compaction-skip"])
+            return parse_bool(self.raw["write.compaction-skip"])
         return self._req(WRITE_ONLY)
 
     def field_option(self, field: str, suffix: str) -> str | None:
@@ -752,7 +509,7 @@ class CoreOptions:
         if text is None:
             return False
         try:
-            return _parse_bool(text)
+            return parse_bool(text)
         except ValueError as exc:
             key = f"fields.{field}.{suffix}"
             raise InvalidOptionError(
