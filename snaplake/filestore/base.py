@@ -7,20 +7,23 @@ kind, created from the schema by ``FileStoreTableFactory``).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import pyarrow as pa
 
+from snaplake.options import CoreOptions
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.predicate import Predicate
-from snaplake.store.read.scan import Split
+from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.snapshot_manager import SnapshotManager
 
 if TYPE_CHECKING:
+    from snaplake.compaction.merge_tree_plan import SortedRunStats
     from snaplake.write.table_write import TableWrite
 
 __all__ = ["FileStore", "TableContext", "file_store_for"]
@@ -98,6 +101,72 @@ class FileStore(ABC):
         schema_of: Callable[[int], TableSchema],
     ) -> Iterator[pa.RecordBatch]:
         """Yield the rows of ``splits`` as record batches (bounded memory)."""
+
+    @abstractmethod
+    def split_read_task(
+        self,
+        splits: Sequence[Split],
+        *,
+        read_schema: TableSchema,
+        columns: Sequence[str],
+        schema_of: Callable[[int], TableSchema],
+    ) -> Callable[[Sequence[int]], Iterator[pa.Table]] | None:
+        """A picklable task an engine's executors run over whole splits, or ``None``.
+
+        ``None`` says each data file reads on its own (an engine may read the
+        files with its own reader). Otherwise the task, called with indices
+        into ``splits``, yields the rows of those splits in ``read_schema``
+        (``columns`` in this order), unfiltered; tasks over disjoint indices
+        yield disjoint rows, and all of them together the whole read.
+        """
+
+    # scan ------------------------------------------------------------------
+    @abstractmethod
+    def new_scan(
+        self,
+        snapshot: Snapshot | None,
+        *,
+        partition_filter: Mapping[str, Any] | Sequence[Predicate] | None = None,
+        predicate: Sequence[Predicate] = (),
+        read_schema: TableSchema | None = None,
+    ) -> FileStoreScan:
+        """Plan the live files of ``snapshot`` that may hold rows matching the filters.
+
+        Arguments as :class:`~snaplake.store.read.scan.FileStoreScan`; the
+        files are pruned by the statistics this kind's rows allow.
+
+        Raises:
+            SchemaMismatchError: a ``partition_filter`` column is not a partition key.
+
+        Source: Paimon ``FileStore.newScan``.
+        """
+
+    # kind facts ------------------------------------------------------------
+    @property
+    @abstractmethod
+    def key_fields(self) -> tuple[str, ...]:
+        """The key columns of this kind's data files, empty when rows have no key.
+
+        Key-value tables: the trimmed primary key (the primary-key columns
+        that are not partition keys; Paimon's ``KeyValueFileStore`` key type).
+        """
+
+    @abstractmethod
+    def target_file_size(self, options: CoreOptions) -> int:
+        """``target-file-size`` in bytes under ``options``: as set, else this kind's default.
+
+        Source: Paimon ``CoreOptions.targetFileSize(hasPrimaryKey)`` (128 MB
+        for key-value tables, 256 MB for append tables).
+        """
+
+    @abstractmethod
+    def count_sorted_runs(
+        self, snapshot: Snapshot | None, *, options: CoreOptions
+    ) -> SortedRunStats | None:
+        """Sorted runs per bucket of ``snapshot``, ``None`` when this kind's files form none.
+
+        Storage: reads every manifest of the snapshot (key-value tables).
+        """
 
 
 def file_store_for(table: TableContext, schema: TableSchema) -> FileStore:
