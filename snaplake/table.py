@@ -26,7 +26,7 @@ from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.missing_files import MissingFileCheck
 from snaplake.store.read.predicate import parse_filter
-from snaplake.store.read.scan import FileStoreScan, Split
+from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.tags import TagManager
@@ -88,11 +88,8 @@ class TableScan:
             if time_travel and snapshot is not None
             else latest
         )
-        self._scan = FileStoreScan(
-            file_io=table.file_io,
-            paths=table.paths,
-            schema_manager=table.schema_manager,
-            snapshot=snapshot,
+        self._scan = table.file_store(self.schema).new_scan(
+            snapshot,
             partition_filter=parse_filter(partition_filter) if partition_filter else None,
             predicate=self.predicates,
             read_schema=self.schema,
@@ -523,6 +520,7 @@ class Table:
             paths=self.paths,
             schema_manager=self.schema_manager,
             snapshot=snap,
+            key_fields=self.file_store().key_fields,
         )
 
     def compact(

@@ -51,7 +51,7 @@ from snaplake.store.io.file_io import FileIO
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.support import check_supported
 
-__all__ = ["ConflictRuleSource", "FileStoreCommit", "FileStoreTable"]
+__all__ = ["ConflictRuleSource", "FileStoreCommit", "FileStoreTable", "TableStorage"]
 
 
 class ConflictRuleSource(Protocol):
@@ -62,18 +62,22 @@ class ConflictRuleSource(Protocol):
         ...
 
 
-class FileStoreTable(Protocol):
-    """What a committer needs from a table (``snaplake.table.Table`` satisfies it).
-
-    ``file_store()`` gives the table kind's conflict rules, so layers below
-    ``snaplake.filestore`` build committers without importing it.
-    """
+class TableStorage(Protocol):
+    """A table's storage, paths and managers (``snaplake.table.Table`` satisfies it)."""
 
     file_io: FileIO
     paths: PathFactory
     schema_manager: SchemaManager
     snapshot_manager: SnapshotManager
     identifier: str
+
+
+class FileStoreTable(TableStorage, Protocol):
+    """What a committer needs from a table (``snaplake.table.Table`` satisfies it).
+
+    ``file_store()`` gives the table kind's conflict rules, so layers below
+    ``snaplake.filestore`` build committers without importing it.
+    """
 
     def file_store(self) -> ConflictRuleSource:
         """The table's FileStore in its latest schema."""

@@ -140,6 +140,7 @@ def check_snapshot_files(
     paths: PathFactory,
     schema_manager: SchemaManager,
     snapshot: Snapshot | None,
+    key_fields: Sequence[str],
 ) -> CheckResult:
     """Check every live data file of ``snapshot`` against its manifest entry.
 
@@ -148,6 +149,10 @@ def check_snapshot_files(
         paths: The table's path factory.
         schema_manager: Reads the schema each file was written with.
         snapshot: The snapshot to check; ``None`` (an empty table) checks nothing.
+        key_fields: The key columns of the table's data files (its FileStore's
+            ``key_fields``): non-empty, the files are key-value files and their
+            keys, sequence numbers and row kinds are checked too; empty, they
+            hold rows only.
 
     Returns:
         The counts and every mismatch (see the module docstring for what is compared).
@@ -172,7 +177,8 @@ def check_snapshot_files(
     files = rows = size = 0
     for split in scan.plan():
         for meta, path in zip(split.files, split.paths, strict=True):
-            found, content = _check_file(file_io, path, meta, schema_manager.schema(meta.schema_id))
+            schema = schema_manager.schema(meta.schema_id)
+            found, content = _check_file(file_io, path, meta, schema, key_fields)
             mismatches.extend(found)
             files += 1
             if content is not None:
@@ -219,7 +225,9 @@ class _Layout:
     key_types: tuple[DataType, ...]
 
 
-def _layout(meta: DataFileMeta, schema: TableSchema) -> tuple[_Layout, list[str]]:
+def _layout(
+    meta: DataFileMeta, schema: TableSchema, key_fields: Sequence[str]
+) -> tuple[_Layout, list[str]]:
     """The file's read schema and stats columns; names the stats cover that it lacks."""
     names = list(meta.value_stats_cols) if meta.value_stats_cols is not None else None
     all_names = schema.field_names
@@ -227,7 +235,7 @@ def _layout(meta: DataFileMeta, schema: TableSchema) -> tuple[_Layout, list[str]
         names = all_names
     missing = [n for n in names if n not in all_names]
     names = [n for n in names if n in all_names]
-    keys = schema.trimmed_primary_keys if schema.primary_keys else ()
+    keys = tuple(key_fields)
     value = schema.arrow_schema
     if not keys and meta.write_cols is not None:
         value = pa.schema([value.field(n) for n in meta.write_cols if n in value.names])
@@ -239,7 +247,7 @@ def _layout(meta: DataFileMeta, schema: TableSchema) -> tuple[_Layout, list[str]
             stats_names=tuple(names),
             stats_types=tuple(schema.field_type(n) for n in names),
             key_names=tuple(keys),
-            key_types=schema.key_types if keys else (),
+            key_types=tuple(schema.field_type(k) for k in keys),
         ),
         missing,
     )
@@ -316,7 +324,7 @@ def _track_keys(content: _Content, batch: pa.Table, layout: _Layout) -> None:
 
 
 def _check_file(
-    file_io: FileIO, path: str, meta: DataFileMeta, schema: TableSchema
+    file_io: FileIO, path: str, meta: DataFileMeta, schema: TableSchema, key_fields: Sequence[str]
 ) -> tuple[list[FileMismatch], _Content | None]:
     out: list[FileMismatch] = []
 
@@ -344,7 +352,7 @@ def _check_file(
             status.size_bytes,
             "the file's size on storage differs from the recorded size",
         )
-    layout, missing = _layout(meta, schema)
+    layout, missing = _layout(meta, schema, key_fields)
     for name in missing:
         bad(
             "_VALUE_STATS_COLS",

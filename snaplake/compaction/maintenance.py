@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from snaplake.commit.file_store_commit import FileStoreCommit, FileStoreTable
+from snaplake.commit.file_store_commit import FileStoreCommit, FileStoreTable, TableStorage
 from snaplake.commit.retry import RetryPolicy
 from snaplake.compaction.merge_tree_plan import SortedRunStats, sorted_run_stats
 from snaplake.options import CoreOptions
@@ -86,7 +86,7 @@ class FileCounts:
     small_threshold_bytes: int
 
 
-def count_manifests(table: FileStoreTable, snapshot: Snapshot | None) -> int:
+def count_manifests(table: TableStorage, snapshot: Snapshot | None) -> int:
     """Return how many manifest files ``snapshot`` references (base + delta lists).
 
     Storage: reads two manifest lists (served from the metadata cache when warm).
@@ -103,38 +103,38 @@ def count_manifests(table: FileStoreTable, snapshot: Snapshot | None) -> int:
 
 
 def count_files(
-    table: FileStoreTable, snapshot: Snapshot | None, *, options: CoreOptions
+    table: TableStorage,
+    snapshot: Snapshot | None,
+    *,
+    options: CoreOptions,
+    target_file_size_bytes: int,
 ) -> FileCounts:
     """Count the live and the small data files of ``snapshot``, per (partition, bucket).
 
     Args:
         table: The table.
         snapshot: Usually the latest snapshot; ``None`` = empty table.
-        options: Effective options (``target-file-size``, whose default is
-            128 MB on primary-key tables and 256 MB otherwise,
-            ``compaction.small-file-ratio``, ``compaction.min.file-num``).
+        options: Effective options (``compaction.small-file-ratio``,
+            ``compaction.min.file-num``).
+        target_file_size_bytes: ``target-file-size`` under ``options``, whose
+            default depends on the table's kind (the FileStore's
+            ``target_file_size``); a file is small below it times
+            ``compaction.small-file-ratio``.
 
-    Storage: reads every manifest of the snapshot (the latest schema when
-    ``snapshot`` is ``None``).
+    Storage: reads every manifest of the snapshot.
 
     Source: Paimon ``CoreOptions.targetFileSize(hasPrimaryKey)``.
     """
-    scan = None
+    threshold = int(target_file_size_bytes * options.compaction_small_file_ratio)
     if snapshot is None:
-        schema = table.schema_manager.latest()
-    else:
-        scan = FileStoreScan(
-            file_io=table.file_io,
-            paths=table.paths,
-            schema_manager=table.schema_manager,
-            snapshot=snapshot,
-        )
-        schema = scan.schema
-    target = options.target_file_size(has_primary_key=bool(schema and schema.primary_keys))
-    threshold = int(target * options.compaction_small_file_ratio)
-    if scan is None:
         return FileCounts(data_files=0, small_files=0, buckets_due=0,
                           small_threshold_bytes=threshold)  # fmt: skip
+    scan = FileStoreScan(
+        file_io=table.file_io,
+        paths=table.paths,
+        schema_manager=table.schema_manager,
+        snapshot=snapshot,
+    )
     small: dict[tuple[bytes, int], int] = {}
     types = scan.schema.partition_types if scan.schema is not None else ()
     total = 0
@@ -153,7 +153,7 @@ def count_files(
 
 
 def count_sorted_runs(
-    table: FileStoreTable, snapshot: Snapshot | None, *, options: CoreOptions
+    table: TableStorage, snapshot: Snapshot | None, *, options: CoreOptions
 ) -> SortedRunStats:
     """Sorted runs per bucket of a primary-key table's ``snapshot``.
 

@@ -31,6 +31,7 @@ from snaplake.daemon.config import (
     format_size,
 )
 from snaplake.errors import DatabaseNotFoundError
+from snaplake.filestore import FileStore
 from snaplake.options import ConfigOption, CoreOptions
 from snaplake.options.registry import TARGET_FILE_SIZE
 
@@ -133,16 +134,15 @@ def _origin_and_value(
     table_options: Mapping[str, str],
     defaults: Mapping[str, str],
     effective: CoreOptions,
-    has_primary_key: bool,
+    store: FileStore,
 ) -> tuple[str, str]:
     if option.key in table_options:
         return "table option", table_options[option.key]
     if option.key in defaults:
         return "daemon default", defaults[option.key]
     if option is TARGET_FILE_SIZE:
-        kind = "primary-key" if has_primary_key else "append"
-        size = effective.target_file_size(has_primary_key=has_primary_key)
-        return f"Paimon default for {kind} tables", format_size(size)
+        size = store.target_file_size(effective)
+        return f"Paimon default for {store.kind} tables", format_size(size)
     typed = effective.get(option)
     if isinstance(typed, timedelta):
         return "Paimon default", format_duration(typed)
@@ -154,7 +154,7 @@ def _origin_and_value(
 def describe_tables(config: DaemonConfig) -> str:
     """Render, as TOML comments, every configured table found now with its effective options.
 
-    For each table the patterns select: whether it has a primary key, and
+    For each table the patterns select: its kind (append or primary-key), and
     for each Paimon option a task reads, the value the daemon maintains it
     with and where it comes from (table option, daemon default, Paimon
     default: ``target-file-size`` defaults to 128 mb for primary-key tables
@@ -175,11 +175,10 @@ def describe_tables(config: DaemonConfig) -> str:
         catalog = FileSystemCatalog(wh.uri, options=wh.options)
         for identifier in listing.found:
             table = catalog.get_table(identifier)
-            has_pk = bool(table.schema().primary_keys)
+            store = table.file_store()
             own = dict(table.options)
             effective = config.effective_options(own)
-            kind = "primary-key table" if has_pk else "append table"
-            lines.append(f"# warehouse[{index}] {identifier} ({kind}):")
+            lines.append(f"# warehouse[{index}] {identifier} ({store.kind} table):")
             seen: set[str] = set()
             for task in config.enabled_tasks():
                 for option in TASK_OPTIONS[task]:
@@ -188,7 +187,7 @@ def describe_tables(config: DaemonConfig) -> str:
                     seen.add(option.key)
                     origin, value = _origin_and_value(
                         option, table_options=own, defaults=config.default_options,
-                        effective=effective, has_primary_key=has_pk,
+                        effective=effective, store=store,
                     )  # fmt: skip
                     lines.append(f'#   "{option.key}" = "{value}"  # {origin}')
         for pattern in listing.missing:

@@ -454,7 +454,12 @@ def compact_job(
     new data files and one COMPACT snapshot per round (see ``Table.compact``).
     """
     latest = table.latest_snapshot()
-    counts = count_files(table, latest, options=options)
+    counts = count_files(
+        table,
+        latest,
+        options=options,
+        target_file_size_bytes=table.file_store().target_file_size(options),
+    )
     if table.schema().primary_keys:
         return _lsm_compact_job(table, counts, options=options, workers=workers, remote=remote)
     if counts.buckets_due == 0:

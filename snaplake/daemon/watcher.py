@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from snaplake.commit.snapshot_commit import ATTEMPTS_PROPERTY, DURATION_PROPERTY
-from snaplake.compaction.maintenance import count_files, count_manifests, count_sorted_runs
+from snaplake.compaction.maintenance import count_files, count_manifests
 from snaplake.daemon.config import Task
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
@@ -187,13 +187,18 @@ class TableWatcher:
             self._files_counted_at is None or now - self._files_counted_at >= self._files_interval_s
         )
         if latest is not None and due and self._files_of != latest.id:
-            counts = count_files(self.table, latest, options=options)
+            store = self.table.file_store()
+            counts = count_files(
+                self.table,
+                latest,
+                options=options,
+                target_file_size_bytes=store.target_file_size(options),
+            )
             data_files, small_files = counts.data_files, counts.small_files
             self.metrics.data_files.labels(name).set(data_files)
             self.metrics.small_files.labels(name).set(small_files)
-            schema = self.table.schema_manager.schema(latest.schema_id)
-            if schema.primary_keys:
-                runs = count_sorted_runs(self.table, latest, options=options)
+            runs = store.count_sorted_runs(latest, options=options)
+            if runs is not None:  # a kind whose files form sorted runs
                 self.metrics.sorted_runs_max.labels(name).set(runs.max_sorted_runs)
                 self.metrics.buckets_over_trigger.labels(name).set(runs.buckets_over_trigger)
             self._files_counted_at, self._files_of = now, latest.id

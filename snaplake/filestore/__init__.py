@@ -11,13 +11,12 @@ Source: Paimon ``FileStore``, ``AppendOnlyFileStore``, ``KeyValueFileStore``.
 """
 
 from snaplake.filestore.append import AppendOnlyFileStore
-from snaplake.filestore.base import FileStore, TableContext, file_store_for
+from snaplake.filestore.base import FileStore, file_store_for
 from snaplake.filestore.key_value import KeyValueFileStore
 
 __all__ = [
     "AppendOnlyFileStore",
     "FileStore",
     "KeyValueFileStore",
-    "TableContext",
     "file_store_for",
 ]

@@ -5,18 +5,21 @@ Source: Paimon ``AppendOnlyFileStore``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
 from snaplake.commit.conflict import ConflictRule
 from snaplake.filestore.base import FileStore
+from snaplake.options import CoreOptions
 from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.read.predicate import Predicate
-from snaplake.store.read.scan import Split
+from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.split_read import read_splits, read_splits_batches
+from snaplake.store.read.stats_filter import ValueStatsFilter
 from snaplake.write.table_write import TableWrite
 
 __all__ = ["AppendOnlyFileStore"]
@@ -72,3 +75,47 @@ class AppendOnlyFileStore(FileStore):
             self.file_io, splits, schema=read_schema.arrow_schema, columns=columns,
             predicates=predicates, evolution=evolution,
         )  # fmt: skip
+
+    def split_read_task(
+        self,
+        splits: Sequence[Split],
+        *,
+        read_schema: TableSchema,
+        columns: Sequence[str],
+        schema_of: Callable[[int], TableSchema],
+    ) -> None:
+        """``None``: each file of an append table reads on its own."""
+        return None
+
+    # scan ------------------------------------------------------------------
+    def new_scan(
+        self,
+        snapshot: Snapshot | None,
+        *,
+        partition_filter: Mapping[str, Any] | Sequence[Predicate] | None = None,
+        predicate: Sequence[Predicate] = (),
+        read_schema: TableSchema | None = None,
+    ) -> FileStoreScan:
+        """A scan pruning files by their value stats (see :class:`ValueStatsFilter`).
+
+        Source: Paimon ``AppendOnlyFileStore.newScan``.
+        """
+        return FileStoreScan(
+            file_io=self.file_io, paths=self.paths, schema_manager=self.table.schema_manager,
+            snapshot=snapshot, partition_filter=partition_filter, predicate=predicate,
+            read_schema=read_schema, stats_filter=ValueStatsFilter(),
+        )  # fmt: skip
+
+    # kind facts ------------------------------------------------------------
+    @property
+    def key_fields(self) -> tuple[str, ...]:
+        """Empty: the rows of an append table have no key."""
+        return ()
+
+    def target_file_size(self, options: CoreOptions) -> int:
+        """``target-file-size`` as set, else 256 MB."""
+        return options.target_file_size(has_primary_key=False)
+
+    def count_sorted_runs(self, snapshot: Snapshot | None, *, options: CoreOptions) -> None:
+        """``None``: append files form no sorted runs."""
+        return None

@@ -7,39 +7,30 @@ kind, created from the schema by ``FileStoreTableFactory``).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
 from snaplake.commit.conflict import ConflictRule
-from snaplake.commit.file_store_commit import FileStoreCommit
+from snaplake.commit.file_store_commit import FileStoreCommit, TableStorage
 from snaplake.commit.result import CommitResult
 from snaplake.commit.retry import RetryPolicy
-from snaplake.options import Operation
+from snaplake.options import CoreOptions, Operation
 from snaplake.store.format.paths import PathFactory
-from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.predicate import Predicate
-from snaplake.store.read.scan import Split
+from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
-from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.support import check_supported
 
 if TYPE_CHECKING:
+    from snaplake.compaction.merge_tree_plan import SortedRunStats
     from snaplake.write.table_write import TableWrite
 
-__all__ = ["FileStore", "TableContext", "file_store_for"]
-
-
-class TableContext(Protocol):
-    """What a FileStore needs from a table (``snaplake.table.Table`` satisfies it)."""
-
-    file_io: FileIO
-    paths: PathFactory
-    schema_manager: SchemaManager
-    snapshot_manager: SnapshotManager
-    identifier: str
+__all__ = ["FileStore", "TableStorage", "file_store_for"]
 
 
 class FileStore(ABC):
@@ -55,7 +46,7 @@ class FileStore(ABC):
     kind: ClassVar[str]
     """``"append"`` or ``"primary-key"`` (log and metric labels, CLI output)."""
 
-    def __init__(self, table: TableContext, schema: TableSchema) -> None:
+    def __init__(self, table: TableStorage, schema: TableSchema) -> None:
         self.table = table
         self.schema = schema
 
@@ -159,8 +150,74 @@ class FileStore(ABC):
     ) -> Iterator[pa.RecordBatch]:
         """Yield the rows of ``splits`` as record batches (bounded memory)."""
 
+    @abstractmethod
+    def split_read_task(
+        self,
+        splits: Sequence[Split],
+        *,
+        read_schema: TableSchema,
+        columns: Sequence[str],
+        schema_of: Callable[[int], TableSchema],
+    ) -> Callable[[Sequence[int]], Iterator[pa.Table]] | None:
+        """A picklable task an engine's executors run over whole splits, or ``None``.
 
-def file_store_for(table: TableContext, schema: TableSchema) -> FileStore:
+        ``None`` says each data file reads on its own (an engine may read the
+        files with its own reader). Otherwise the task, called with indices
+        into ``splits``, yields the rows of those splits in ``read_schema``
+        (``columns`` in this order), unfiltered; tasks over disjoint indices
+        yield disjoint rows, and all of them together the whole read.
+        """
+
+    # scan ------------------------------------------------------------------
+    @abstractmethod
+    def new_scan(
+        self,
+        snapshot: Snapshot | None,
+        *,
+        partition_filter: Mapping[str, Any] | Sequence[Predicate] | None = None,
+        predicate: Sequence[Predicate] = (),
+        read_schema: TableSchema | None = None,
+    ) -> FileStoreScan:
+        """Plan the live files of ``snapshot`` that may hold rows matching the filters.
+
+        Arguments as :class:`~snaplake.store.read.scan.FileStoreScan`; the
+        files are pruned by the statistics this kind's rows allow.
+
+        Raises:
+            SchemaMismatchError: a ``partition_filter`` column is not a partition key.
+
+        Source: Paimon ``FileStore.newScan``.
+        """
+
+    # kind facts ------------------------------------------------------------
+    @property
+    @abstractmethod
+    def key_fields(self) -> tuple[str, ...]:
+        """The key columns of this kind's data files, empty when rows have no key.
+
+        Key-value tables: the trimmed primary key (the primary-key columns
+        that are not partition keys; Paimon's ``KeyValueFileStore`` key type).
+        """
+
+    @abstractmethod
+    def target_file_size(self, options: CoreOptions) -> int:
+        """``target-file-size`` in bytes under ``options``: as set, else this kind's default.
+
+        Source: Paimon ``CoreOptions.targetFileSize(hasPrimaryKey)`` (128 MB
+        for key-value tables, 256 MB for append tables).
+        """
+
+    @abstractmethod
+    def count_sorted_runs(
+        self, snapshot: Snapshot | None, *, options: CoreOptions
+    ) -> SortedRunStats | None:
+        """Sorted runs per bucket of ``snapshot``, ``None`` when this kind's files form none.
+
+        Storage: reads every manifest of the snapshot (key-value tables).
+        """
+
+
+def file_store_for(table: TableStorage, schema: TableSchema) -> FileStore:
     """Return the FileStore of ``schema``'s kind: key-value with primary keys, else append.
 
     This is the one place outside the schema rules that looks at the primary key.

@@ -5,23 +5,32 @@ Source: Paimon ``KeyValueFileStore``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
 from snaplake.commit.conflict import ConflictRule
 from snaplake.commit.message import CommitMessage
+from snaplake.compaction.maintenance import count_sorted_runs
+from snaplake.compaction.merge_tree_plan import SortedRunStats
 from snaplake.filestore.base import FileStore
 from snaplake.mergetree.conflict import LsmConflictRule
-from snaplake.mergetree.read import read_primary_key_batches, read_primary_key_splits
+from snaplake.mergetree.read import (
+    MergeSplitsTask,
+    read_primary_key_batches,
+    read_primary_key_splits,
+)
 from snaplake.mergetree.sorted_run import KeyComparator
+from snaplake.options import CoreOptions
 from snaplake.store.format.primary_key import MergeEngine
 from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.read.missing_files import MissingFileCheck
 from snaplake.store.read.predicate import Predicate
 from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
+from snaplake.store.read.stats_filter import KeyStatsFilter
 from snaplake.write.kv_write import KeyValueTableWrite, restore_max_sequences
 
 __all__ = ["KeyValueFileStore"]
@@ -119,3 +128,57 @@ class KeyValueFileStore(FileStore):
             predicates=predicates, schema_of=schema_of,
         )  # fmt: skip
         return (b for t in tables for b in t.to_batches())
+
+    def split_read_task(
+        self,
+        splits: Sequence[Split],
+        *,
+        read_schema: TableSchema,
+        columns: Sequence[str],
+        schema_of: Callable[[int], TableSchema],
+    ) -> MergeSplitsTask:
+        """A :class:`~snaplake.mergetree.read.MergeSplitsTask`: whole buckets merged per call.
+
+        Reads the schema of every ``_SCHEMA_ID`` in ``splits`` now (the task
+        carries them to the executors).
+        """
+        ids = {f.schema_id for s in splits for f in s.files}
+        return MergeSplitsTask(
+            file_io=self.file_io, schema=read_schema, splits=tuple(splits),
+            columns=tuple(columns), schemas={i: schema_of(i) for i in ids},
+        )  # fmt: skip
+
+    # scan ------------------------------------------------------------------
+    def new_scan(
+        self,
+        snapshot: Snapshot | None,
+        *,
+        partition_filter: Mapping[str, Any] | Sequence[Predicate] | None = None,
+        predicate: Sequence[Predicate] = (),
+        read_schema: TableSchema | None = None,
+    ) -> FileStoreScan:
+        """A scan pruning files by their key stats, on key predicates only (``KeyStatsFilter``).
+
+        Source: Paimon ``KeyValueFileStore.newScan``.
+        """
+        return FileStoreScan(
+            file_io=self.file_io, paths=self.paths, schema_manager=self.table.schema_manager,
+            snapshot=snapshot, partition_filter=partition_filter, predicate=predicate,
+            read_schema=read_schema, stats_filter=KeyStatsFilter(),
+        )  # fmt: skip
+
+    # kind facts ------------------------------------------------------------
+    @property
+    def key_fields(self) -> tuple[str, ...]:
+        """The trimmed primary key of this store's schema."""
+        return self.schema.trimmed_primary_keys
+
+    def target_file_size(self, options: CoreOptions) -> int:
+        """``target-file-size`` as set, else 128 MB."""
+        return options.target_file_size(has_primary_key=True)
+
+    def count_sorted_runs(
+        self, snapshot: Snapshot | None, *, options: CoreOptions
+    ) -> SortedRunStats:
+        """Sorted runs per bucket (see ``compaction.maintenance.count_sorted_runs``)."""
+        return count_sorted_runs(self.table, snapshot, options=options)

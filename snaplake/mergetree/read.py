@@ -15,7 +15,7 @@ Source: Paimon ``MergeFileSplitRead.createMergeReader``, ``MergeTreeReaders``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +45,7 @@ __all__ = [
     "LEVEL_COLUMN",
     "BucketFiles",
     "KeyValueReadContext",
+    "MergeSplitsTask",
     "merge_bucket",
     "read_bucket",
     "read_context",
@@ -398,6 +399,45 @@ def read_primary_key_batches(
                 table = table.filter(expr)
             if table.num_rows:
                 yield table.select(names)
+
+
+@dataclass(frozen=True, slots=True)
+class MergeSplitsTask:
+    """Picklable: merge-read chosen splits of one plan, on an engine's executor.
+
+    Each call merges whole buckets (every version of a key lives in one
+    bucket), so calls over disjoint split indices yield disjoint parts of the
+    merged view. Holds only picklable configuration.
+
+    Attributes:
+        file_io: Storage of the table (picklable).
+        schema: The read schema.
+        splits: The planned splits; a call names them by index.
+        columns: Columns to yield, in this order.
+        schemas: The schema of every ``_SCHEMA_ID`` the splits' files carry
+            (files of other schemas are read by field id).
+
+    Source: Paimon ``MergeFileSplitRead`` run per Spark input partition
+    (``PaimonPartitionReader``).
+    """
+
+    file_io: FileIO
+    schema: TableSchema
+    splits: tuple[Split, ...]
+    columns: tuple[str, ...]
+    schemas: Mapping[int, TableSchema]
+
+    def __call__(self, indices: Sequence[int]) -> Iterator[pa.Table]:
+        """Yield the merged rows of ``splits[i]`` for each ``i`` in ``indices``, unfiltered.
+
+        Raises:
+            MergeFunctionError: the merge engine rejects a key's versions.
+            FileNotFoundError: a data file is missing.
+        """
+        return read_primary_key_batches(
+            self.file_io, [self.splits[i] for i in indices], schema=self.schema,
+            columns=self.columns, schema_of=self.schemas.__getitem__,
+        )  # fmt: skip
 
 
 def read_primary_key_splits(

@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from snaplake.errors import AmbiguousOrderError, SchemaMismatchError
+from snaplake.filestore import FileStore
 from snaplake.mergetree.kv import parse_row_kinds
 from snaplake.mergetree.merge_function import AggregateMergeFunction, merge_function_for
 from snaplake.store.format.primary_key import PRIMARY_KEY_FUNCTION
@@ -203,7 +204,7 @@ class VersionChecker:
 
 
 def plan_version_order(
-    schema: TableSchema,
+    store: FileStore,
     *,
     identifier: str,
     order_by: tuple[str, ...],
@@ -211,10 +212,11 @@ def plan_version_order(
     data_columns: Sequence[str],
     data_types: Sequence[str],
 ) -> VersionCheck | None:
-    """Decide how a Spark write into ``schema`` orders several versions of a key.
+    """Decide how a Spark write into ``store`` orders several versions of a key.
 
     Args:
-        schema: The schema the write uses.
+        store: The table's FileStore in the schema the write uses (its
+            ``key_fields`` say whether rows have keys, hence versions).
         identifier: The table (for messages).
         order_by: Normalized ``order_by`` columns (empty: none given).
         kind_column: The write's ``row_kind_column`` (``None``: the table's
@@ -232,7 +234,8 @@ def plan_version_order(
         SchemaMismatchError: ``order_by`` on an append table, an ``order_by``
             column the DataFrame lacks, or one of a nested type.
     """
-    if not schema.primary_keys:
+    schema = store.schema
+    if not store.key_fields:
         if order_by:
             raise SchemaMismatchError(
                 "order_by orders the versions of a primary key: it needs a primary-key table"
@@ -253,7 +256,7 @@ def plan_version_order(
     opts = schema.core_options
     if not order_by and (opts.sequence_field or _order_free(schema)):
         return None
-    keys = tuple(dict.fromkeys((*schema.partition_keys, *schema.primary_keys)))
+    keys = (*schema.partition_keys, *store.key_fields)  # the primary key, partition keys first
     return VersionCheck(
         identifier=identifier,
         key_columns=keys,

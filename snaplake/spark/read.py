@@ -8,7 +8,8 @@ the files through the table's picklable FileIO with pyarrow (``mapInArrow``).
 When some files were written under an older schema (after ``alter_table``),
 the executors read every file with pyarrow and map those files to the read
 schema by field id (renamed, widened, added, dropped columns), on a local
-warehouse too. A primary-key table is merged on read by snaplake's merge-tree reader on the
+warehouse too. A table whose FileStore reads whole splits (a primary-key
+table, merged on read) is read by the FileStore's split task on the
 executors, whole buckets per task. The filter is then applied exactly by Spark.
 
 Works on classic and Spark Connect sessions alike (under Connect, "Spark"
@@ -19,7 +20,7 @@ included).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import reduce
 from typing import TYPE_CHECKING, Any
@@ -28,15 +29,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from snaplake.errors import SchemaMismatchError
-from snaplake.mergetree.read import read_primary_key_batches
 from snaplake.spark._common import is_connect, resolve_table, spark_schema_of
 from snaplake.store.format.file_format import format_of_file
-from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.types import variable_binary_schema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.io.local_file_io import LocalFileIO
 from snaplake.store.read.predicate import Predicate
-from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import FileSchemaMapping
 from snaplake.table import Table
 
@@ -100,38 +98,25 @@ class _ReadTask:
                         yield _conform(part, self.schema)
 
 
-class _MergeReadTask:
-    """``mapInArrow`` function of a primary-key table: merge-read the buckets in ``split``.
+class _SplitsTask:
+    """``mapInArrow`` function: run the FileStore's split read task on the ``split`` column.
 
-    Each task merges whole buckets (every version of a key lives in one
-    bucket), so the union of the tasks' rows is the merged view.
+    Each input row names a split by index; the task (picklable, from
+    ``FileStore.split_read_task``) reads whole splits, e.g. merges whole
+    buckets of a primary-key table, so the union of the tasks' rows is the
+    table's view.
     """
 
     def __init__(
-        self,
-        *,
-        file_io: FileIO,
-        schema: TableSchema,
-        splits: Sequence[Split],
-        columns: Sequence[str],
-        schemas: Mapping[int, TableSchema],
+        self, *, task: Callable[[Sequence[int]], Iterator[pa.Table]], schema: pa.Schema
     ) -> None:
-        self.file_io = file_io
+        self.task = task
         self.schema = schema
-        self.splits = list(splits)
-        self.columns = list(columns)
-        self.schemas = dict(schemas)  # the files' schemas, for reads by field id
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        out = variable_binary_schema(  # Spark has no fixed-size binary
-            pa.schema([self.schema.arrow_schema.field(n) for n in self.columns])
-        )
+        out = variable_binary_schema(self.schema)  # Spark has no fixed-size binary
         for batch in batches:
-            chosen = [self.splits[i] for i in batch.column("split").to_pylist()]
-            for table in read_primary_key_batches(
-                self.file_io, chosen, schema=self.schema, columns=self.columns,
-                schema_of=self.schemas.__getitem__,
-            ):  # fmt: skip
+            for table in self.task(batch.column("split").to_pylist()):
                 yield from table.cast(out).to_batches()
 
 
@@ -283,20 +268,17 @@ def read(
         if f.schema_id != scan.schema.id
     }
     mappings = {k: m for k, m in mappings.items() if not m.identity}
+    # A kind that reads whole splits (merge on read) gets one task per group of splits.
+    split_task = target.file_store(table_schema).split_read_task(
+        splits, read_schema=table_schema, columns=names, schema_of=target.schema_manager.schema
+    )
     if not paths:
         df = spark.createDataFrame([], spark_schema)
-    elif table_schema.primary_keys:
-        # Merge on read: one task per group of whole buckets.
-        schema_ids = {f.schema_id for s in splits for f in s.files}
-        merge_task = _MergeReadTask(
-            file_io=target.file_io, schema=table_schema, splits=splits,
-            columns=arrow_schema.names,
-            schemas={i: target.schema_manager.schema(i) for i in schema_ids},
-        )  # fmt: skip
+    elif split_task is not None:
         df = (
             spark.createDataFrame([(i,) for i in range(len(splits))], "split int")
             .repartition(_parallelism(spark, len(splits)))
-            .mapInArrow(merge_task, spark_schema)
+            .mapInArrow(_SplitsTask(task=split_task, schema=arrow_schema), spark_schema)
         )
     elif (
         isinstance(target.file_io, LocalFileIO)

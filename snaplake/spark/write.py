@@ -497,7 +497,7 @@ def write_messages(
         if not schema.primary_keys:
             raise SchemaMismatchError("row kinds need a primary-key table")
     versions = plan_version_order(
-        schema,
+        table.file_store(schema),
         identifier=table.identifier,
         order_by=order,
         kind_column=row_kind_column,

@@ -12,7 +12,12 @@ from tests.daemon.procs import wait_for
 
 from snaplake.compaction.append_compact import AppendCompactor
 from snaplake.compaction.capped_compact import CappedCompactor
-from snaplake.compaction.maintenance import count_files, count_manifests, maintenance_committer
+from snaplake.compaction.maintenance import (
+    FileCounts,
+    count_files,
+    count_manifests,
+    maintenance_committer,
+)
 from snaplake.daemon.config import Task, parse_config
 from snaplake.daemon.jobs import (
     compact_job,
@@ -24,6 +29,7 @@ from snaplake.daemon.jobs import (
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
 from snaplake.store.format.decoded_cache import metadata_cache
+from snaplake.table import Table
 
 
 def _opts(**overrides: str) -> CoreOptions:
@@ -59,10 +65,17 @@ def test_daemon_defaults_apply_but_table_options_win():
     assert merge_manifests_job(other, options=cfg.effective_options(other.options)).acted
 
 
+def _count_files(table: Table) -> FileCounts:
+    """The daemon's file counts of ``table``'s latest snapshot under ``_opts()``."""
+    opts = _opts()
+    target = table.file_store().target_file_size(opts)
+    return count_files(table, table.latest_snapshot(), options=opts, target_file_size_bytes=target)
+
+
 def test_compaction_only_when_a_bucket_crosses_the_threshold():
     table = memory_table()
     append(table, 2)
-    counts = count_files(table, table.latest_snapshot(), options=_opts())
+    counts = _count_files(table)
     assert (counts.data_files, counts.small_files, counts.buckets_due) == (2, 2, 0)
     assert not compact_job(table, options=_opts()).acted
     append(table, 2, start=100)
@@ -70,7 +83,7 @@ def test_compaction_only_when_a_bucket_crosses_the_threshold():
     assert result.acted
     assert result.files_compacted == 4
     assert result.files.buckets_due == 1
-    after = count_files(table, table.latest_snapshot(), options=_opts())
+    after = _count_files(table)
     assert after.data_files == 1
     assert sorted(table.to_arrow().column("id").to_pylist()) == list(range(10)) + list(
         range(100, 110)
@@ -86,7 +99,7 @@ def test_compaction_rounds_are_capped_per_bucket():
     assert result.compaction is not None
     assert result.compaction.files_before == 2 * (3 + 3 + 3)
     assert [s.commit_kind.value for s in table.snapshots()][-3:] == ["COMPACT"] * 3
-    after = count_files(table, table.latest_snapshot(), options=_opts())
+    after = _count_files(table)
     assert (after.data_files, after.buckets_due) == (2, 0)
     assert sorted(table.to_arrow().column("id").to_pylist()) == list(range(35))
 

@@ -175,8 +175,16 @@ def test_small_files_are_counted_against_the_primary_key_target_size() -> None:
     _upsert(table, TableModel(engine_model("deduplicate")), 0)
     opts = CoreOptions(table.options)
     ratio = opts.compaction_small_file_ratio
-    assert count_files(table, None, options=opts).small_threshold_bytes == int((128 << 20) * ratio)
-    counts = count_files(table, table.latest_snapshot(), options=opts)
+    store = table.file_store()
+    target = store.target_file_size(opts)
+    assert target == 128 << 20
+    none = count_files(table, None, options=opts, target_file_size_bytes=target)
+    assert none.small_threshold_bytes == int((128 << 20) * ratio)
+    counts = count_files(
+        table, table.latest_snapshot(), options=opts, target_file_size_bytes=target
+    )
     assert counts.small_threshold_bytes == int((128 << 20) * ratio)
     sized = CoreOptions({**table.options, "target-file-size": "1 mb"})
-    assert count_files(table, None, options=sized).small_threshold_bytes == int((1 << 20) * ratio)
+    sized_target = store.target_file_size(sized)
+    none = count_files(table, None, options=sized, target_file_size_bytes=sized_target)
+    assert none.small_threshold_bytes == int((1 << 20) * ratio)

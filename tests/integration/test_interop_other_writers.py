@@ -93,7 +93,11 @@ def test_dynamic_overwrite_replaces_both_writers_files(mixed):
 
 def test_compaction_groups_both_writers_files_and_expiry_cleans_them(mixed):
     oracle, table = mixed
-    counts = count_files(table, table.latest_snapshot(), options=table.schema().core_options)
+    opts = table.schema().core_options
+    counts = count_files(
+        table, table.latest_snapshot(), options=opts,
+        target_file_size_bytes=table.file_store().target_file_size(opts),
+    )  # fmt: skip
     assert counts.small_files == 6 and counts.buckets_due == 1  # the daemon's view agrees
     result = table.compact()
     assert result.files_before == 6 and result.files_after == 1 and result.buckets_compacted == 1

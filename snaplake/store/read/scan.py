@@ -3,13 +3,13 @@
 Reads the snapshot's base and delta manifest lists, skips manifests whose
 ``_PARTITION_STATS`` exclude the partition filter, reads the rest (in
 parallel), merges ADD/DELETE entries oldest first, then keeps the live files
-whose partition matches and whose value stats may satisfy the predicate.
-Used by readers, by the commit (overwrite and conflict checks) and by
-maintenance.
+whose partition matches and whose stats may satisfy the predicate (which
+stats: the table kind's :class:`~snaplake.store.read.stats_filter.StatsFilter`,
+from its FileStore). Used by readers, by the commit (overwrite and conflict
+checks) and by maintenance.
 
 Source: Paimon ``AbstractFileStoreScan`` / ``ManifestsReader`` (manifest
-pruning by partition stats, ``FileEntry.mergeEntries``) and
-``AppendOnlyFileStoreScan`` (value-stats filtering).
+pruning by partition stats, ``FileEntry.mergeEntries``, ``filterByStats``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from snaplake.store.read.partition_dirs import (
 )
 from snaplake.store.read.predicate import Predicate
 from snaplake.store.read.schema_evolution import file_stats_predicates
+from snaplake.store.read.stats_filter import StatsFilter
 
 __all__ = ["FileStoreScan", "Split", "merge_live_entries"]
 
@@ -95,9 +96,13 @@ class FileStoreScan:
         snapshot: The snapshot to plan (``None`` = empty table: no files).
         partition_filter: ``{partition_key: value}`` equalities (a subset of
             the keys is fine), or predicates on partition keys.
-        predicate: AND of predicates on any columns, used for stats pruning.
+        predicate: AND of predicates on any columns: those on partition keys
+            prune by partition, the others by file stats through ``stats_filter``.
         read_schema: The schema the predicates' columns belong to (default:
             the snapshot's); files of other schemas are pruned by field id.
+        stats_filter: Which predicates prune files, by which of a file's stats
+            (the table kind's; a FileStore's ``new_scan`` passes it). ``None``:
+            no file is pruned by its stats (a scan that lists files).
     """
 
     def __init__(
@@ -110,6 +115,7 @@ class FileStoreScan:
         partition_filter: Mapping[str, Any] | Sequence[Predicate] | None = None,
         predicate: Sequence[Predicate] = (),
         read_schema: TableSchema | None = None,
+        stats_filter: StatsFilter | None = None,
     ) -> None:
         self.file_io = file_io
         self.paths = paths
@@ -125,7 +131,6 @@ class FileStoreScan:
             )
         else:
             part_preds = tuple(partition_filter or ())
-        # Predicates on partition keys prune by partition; the rest by value stats.
         keys = set(self.schema.partition_keys) if self.schema else set()
         for p in part_preds:
             if self.schema is not None and p.column not in keys:
@@ -133,15 +138,14 @@ class FileStoreScan:
                     f"partition filter column {p.column!r} is not a partition key "
                     f"{sorted(keys)}; use filter= for other columns"
                 )
+        # Predicates on partition keys prune by partition; the rest by file stats.
         self.partition_predicates = part_preds + tuple(p for p in predicate if p.column in keys)
-        self.value_predicates = tuple(p for p in predicate if p.column not in keys)
         self.read_schema = read_schema if read_schema is not None else self.schema
-        if self.read_schema is not None and self.read_schema.primary_keys:
-            # Primary-key tables: a file's value stats say nothing about the merged
-            # rows, but every version of a key lies in files whose key range holds it,
-            # so predicates on key columns prune by _KEY_STATS (Paimon's key filter).
-            trimmed = set(self.read_schema.trimmed_primary_keys)
-            self.value_predicates = tuple(p for p in self.value_predicates if p.column in trimmed)
+        self.stats_filter = stats_filter
+        self.stats_predicates: tuple[Predicate, ...] = ()
+        if stats_filter is not None and self.read_schema is not None:
+            others = [p for p in predicate if p.column not in keys]
+            self.stats_predicates = stats_filter.prunable(others, self.read_schema)
         self._partition_cache: dict[bytes, tuple[Any, ...]] = {}
         self._evolved: dict[int, tuple[tuple[Predicate, ...], tuple[Predicate, ...]]] = {}
 
@@ -211,14 +215,14 @@ class FileStoreScan:
         return all(p.test_value(values[index[p.column]]) for p in self.partition_predicates)
 
     def _file_predicates(self, file: DataFileMeta) -> tuple[Predicate, ...] | None:
-        """The value predicates on ``file``'s own columns; ``None`` if it cannot match."""
+        """The stats predicates on ``file``'s own columns; ``None`` if it cannot match."""
         read = self.read_schema
         if read is None or file.schema_id == read.id:
-            return self.value_predicates
+            return self.stats_predicates
         evolved = self._evolved.get(file.schema_id)
         if evolved is None:
             old = self.schema_manager.schema(file.schema_id)
-            evolved = file_stats_predicates(old, read, self.value_predicates)
+            evolved = file_stats_predicates(old, read, self.stats_predicates)
             self._evolved[file.schema_id] = evolved
         on_file, absent = evolved
         n = file.row_count  # a column the file lacks is NULL in each of its rows
@@ -228,29 +232,19 @@ class FileStoreScan:
         return on_file
 
     def _stats_match(self, file: DataFileMeta) -> bool:
-        if not self.value_predicates:
+        if not self.stats_predicates or self.stats_filter is None:
             return True
         predicates = self._file_predicates(file)
         if predicates is None:
             return False
         if not predicates:
             return True
-        schema = self.schema_manager.schema(file.schema_id)
-        names = list(file.value_stats_cols) if file.value_stats_cols is not None else None
-        stats = file.value_stats
-        if schema.primary_keys:
-            names = list(schema.trimmed_primary_keys)
-            types = schema.key_types
-            stats = file.key_stats
-        elif names is None:
-            names = schema.field_names
-            types = schema.value_types
-        else:
-            types = tuple(schema.field_type(n) for n in names)
+        found = self.stats_filter.file_stats(file, self.schema_manager.schema(file.schema_id))
+        names, stats = found.names, found.stats
         if not names or stats.null_counts is None or len(stats.null_counts) != len(names):
             return True
-        mins = decode_binary_row(stats.min_values, types)
-        maxs = decode_binary_row(stats.max_values, types)
+        mins = decode_binary_row(stats.min_values, found.types)
+        maxs = decode_binary_row(stats.max_values, found.types)
         position = {n: i for i, n in enumerate(names)}
         for p in predicates:
             i = position.get(p.column)

@@ -4,6 +4,7 @@ and nested fields changed by other engines (local disk and memory://)."""
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import orjson
@@ -212,6 +213,48 @@ def test_deduplicate_reads_every_schema_by_field_id(catalog):
     assert table.to_arrow(limit=2).num_rows == 2
     with pytest.raises(SchemaMismatchError, match="note"):
         table.to_arrow(filter=("note", "=", "x"))
+
+
+def test_key_stats_prune_files_of_every_schema_and_value_filters_prune_none(catalog):
+    """The table's kind picks the pruning: key stats (by field id) for files of any schema."""
+    table = _create(catalog, bucket="1")
+    _write(table, _v0(range(4)), 1)
+    _write(table, _v0(range(10, 14)), 2)
+    catalog.alter_table("db.t", CHANGES)
+    _write(table, _v1(table, [{**_old(i), "tag": "t"} for i in range(20, 24)]), 3)
+
+    def planned(filter: Any, **kwargs: Any) -> list[tuple[int, int]]:
+        splits = table.new_scan(filter=filter, **kwargs).plan()
+        return sorted((f.schema_id, f.row_count) for s in splits for f in s.files)
+
+    every = [(0, 2)] * 4 + [(1, 2)] * 2
+    assert planned(None) == every
+    assert planned(("id", "<", 4)) == [(0, 2)] * 2  # older-schema files, by their key stats
+    assert planned(("id", ">=", 20)) == [(1, 2)] * 2
+    assert planned([("id", ">", 3), ("id", "<", 20)]) == [(0, 2)] * 2
+    # a file's value stats say nothing about the merged rows: no value filter prunes
+    assert planned(("qty", "=", 999)) == every
+    assert planned(("label", "=", "n0")) == every
+    assert planned(("id", "<", 4), snapshot_id=2) == [(0, 2)] * 2  # time travel: same kind
+    assert _rows(table.to_arrow(filter=("id", "<", 4))) == [_old(i) for i in range(4)]
+
+
+def test_split_read_task_survives_pickling_and_merges_every_schema(catalog):
+    """What Spark's executors run: whole splits merged, files of older schemas read by id."""
+    table = _create(catalog)
+    _write(table, _v0(range(6)), 1)
+    catalog.alter_table("db.t", CHANGES)
+    _write(table, _v1(table, [{**_old(i), "label": "x", "tag": "t"} for i in (1, 4)]), 2)
+    scan = table.new_scan()
+    splits = scan.plan()
+    task = table.file_store(scan.schema).split_read_task(
+        splits, read_schema=scan.schema, columns=V1_NAMES,
+        schema_of=table.schema_manager.schema,
+    )  # fmt: skip
+    assert task is not None
+    task = pickle.loads(pickle.dumps(task))
+    parts = [t for i in range(len(splits)) for t in task([i])]  # one split per call
+    assert _rows(pa.concat_tables(parts)) == _rows(table.to_arrow())
 
 
 def test_partial_update_keeps_older_values_where_the_added_column_is_null(catalog):
