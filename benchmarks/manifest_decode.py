@@ -37,7 +37,7 @@ from pathlib import Path
 
 import fastavro
 
-from snaplake.store.format import avro, manifest_list
+from snaplake.store.format import avro, avro_codecs, avro_columnar, manifest_list
 from snaplake.store.format.data_file import (
     EMPTY_BINARY_ROW,
     EMPTY_STATS,
@@ -182,16 +182,21 @@ def main() -> None:
     plain = avro.build_container(
         container.schema_json,
         "null",
-        [(c, avro.decompress_block(container.codec, b, path="m")) for c, b in container.blocks],
+        [
+            (c, avro_codecs.decompress_block(container.codec, b, path="m"))
+            for c, b in container.blocks
+        ],
     )
     print(
         f"file: {len(data) / 1e6:.2f} MB zstd, {len(plain) / 1e6:.1f} MB uncompressed, "
-        f"{len(container.blocks)} blocks; polars available: {avro.columnar_available()}"
+        f"{len(container.blocks)} blocks; polars available: {avro_columnar.columnar_available()}"
     )
 
     timed(
         "zstd decompress of all blocks",
-        lambda: [avro.decompress_block(container.codec, b, path="m") for _, b in container.blocks],
+        lambda: [
+            avro_codecs.decompress_block(container.codec, b, path="m") for _, b in container.blocks
+        ],
         repeat,
     )
     timed(
@@ -204,7 +209,7 @@ def main() -> None:
         lambda: decode_manifest_file(data, path="m", columnar=False),
         repeat,
     )
-    if avro.columnar_available():
+    if avro_columnar.columnar_available():
         col = timed(
             "decode_manifest_file(columnar=True)   polars + objects",
             lambda: decode_manifest_file(data, path="m", columnar=True),

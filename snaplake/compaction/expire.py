@@ -50,7 +50,8 @@ from snaplake.compaction.retention import SnapshotRetention
 from snaplake.errors import CorruptMetadataError
 from snaplake.options import Operation
 from snaplake.store.consumers import ConsumerManager
-from snaplake.store.format.avro import decompress_block, parse_container
+from snaplake.store.format.avro import parse_container
+from snaplake.store.format.avro_codecs import decompress_block
 from snaplake.store.format.manifest import FileKind, ManifestEntry
 from snaplake.store.format.manifest_list import ManifestFileMeta
 from snaplake.store.format.partition import canonical_partition

@@ -13,7 +13,8 @@ apscheduler is imported only when the daemon actually starts.
 
 from __future__ import annotations
 
-from snaplake.daemon.config import DaemonConfig, Task, describe_config, load_config, parse_config
+from snaplake.daemon.config import DaemonConfig, Task, load_config, parse_config
+from snaplake.daemon.config_describe import describe_config
 from snaplake.daemon.main import main, run
 
 __all__ = [

@@ -59,7 +59,9 @@ Durations use Paimon's syntax (``"30 s"``, ``"1 min"``, ``"1 h"``, ``"1 d"``).
 Keys spelled like Paimon table options (``"manifest.merge-min-count"``) are
 **defaults**: a table's own options win over them.
 
-This module does no I/O besides reading the file and imports neither
+Each TOML table is read by :class:`~snaplake.daemon.config_section.ConfigSection`;
+:func:`snaplake.daemon.config_describe.describe_config` renders the result back
+as TOML. This module does no I/O besides reading the file and imports neither
 apscheduler nor prometheus_client.
 """
 
@@ -76,8 +78,14 @@ from enum import StrEnum
 from fnmatch import fnmatchcase
 from typing import Any
 
+from snaplake.daemon.config_section import (
+    ConfigSection,
+    config_error,
+    option_text,
+    without_params,
+)
 from snaplake.errors import InvalidOptionError
-from snaplake.options import ConfigOption, CoreOptions, parse_duration, parse_memory_size
+from snaplake.options import ConfigOption, CoreOptions, parse_duration
 from snaplake.options.registry import (
     COMPACTION_MIN_FILE_NUM,
     COMPACTION_SMALL_FILE_RATIO,
@@ -99,9 +107,6 @@ __all__ = [
     "Task",
     "TaskSettings",
     "WarehouseConfig",
-    "describe_config",
-    "format_duration",
-    "format_size",
     "load_config",
     "parse_config",
 ]
@@ -112,7 +117,6 @@ DEFAULT_SPARK_MIN_INPUT_BYTES = 1 << 30
 _CONNECT_URL = re.compile(r"sc://[^/:;\s]+(:\d{1,5})?(/.*)?")
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _MAX_NICE = 19
-_SECRET_HINTS = ("secret", "password", "token", "credential", "key")
 
 
 class Task(StrEnum):
@@ -179,7 +183,8 @@ class WarehouseConfig:
             of a database), ``"*"`` (every table); shell-style wildcards.
         exclude: Patterns of tables to leave alone.
         options: Catalog options (``s3.*``); may hold credentials, so they are
-            masked by :func:`describe_config` and left out of ``repr``.
+            masked by :func:`~snaplake.daemon.config_describe.describe_config`
+            and left out of ``repr``.
     """
 
     uri: str
@@ -301,133 +306,18 @@ class DaemonConfig:
 
 
 # --------------------------------------------------------------------- parsing
-def _err(source: str, key: str, value: Any, reason: str) -> InvalidOptionError:
-    shown = "<hidden>" if _is_secret(key) else repr(value)
-    return InvalidOptionError(
-        f"{source}: {key} = {shown}: {reason}",
-        key=key,
-        value=None if _is_secret(key) else str(value),
-    )
-
-
-def _is_secret(key: str) -> bool:
-    lowered = key.lower()
-    return any(h in lowered for h in _SECRET_HINTS) and "options" in lowered
-
-
-class _Section:
-    """Reads typed keys of one TOML table and refuses unknown ones."""
-
-    def __init__(self, source: str, prefix: str, data: Any) -> None:
-        if not isinstance(data, Mapping):
-            raise _err(source, prefix or "<root>", data, "must be a table")
-        self.source, self.prefix, self.data = source, prefix, data
-        self.used: set[str] = set()
-
-    def key(self, name: str) -> str:
-        return f"{self.prefix}.{name}" if self.prefix else name
-
-    def raw(self, name: str) -> Any:
-        self.used.add(name)
-        return self.data.get(name)
-
-    def string(self, name: str, default: str) -> str:
-        value = self.raw(name)
-        if value is None:
-            return default
-        if not isinstance(value, str) or not value:
-            raise _err(self.source, self.key(name), value, "must be a non-empty string")
-        return value
-
-    def integer(self, name: str, default: int, *, minimum: int) -> int:
-        value = self.raw(name)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise _err(self.source, self.key(name), value, f"must be an integer >= {minimum}")
-        return value
-
-    def boolean(self, name: str, *, default: bool) -> bool:
-        value = self.raw(name)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise _err(self.source, self.key(name), value, "must be true or false")
-        return value
-
-    def duration(self, name: str, default: timedelta, *, positive: bool = True) -> timedelta:
-        value = self.raw(name)
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            raise _err(
-                self.source, self.key(name), value,
-                "must be a duration string with a unit, such as '30 s', '5 min' or '1 d'",
-            )  # fmt: skip
-        try:
-            parsed = parse_duration(value)
-        except ValueError as exc:
-            raise _err(self.source, self.key(name), value, str(exc)) from None
-        if positive and parsed <= timedelta(0):
-            raise _err(self.source, self.key(name), value, "must be longer than zero")
-        return parsed
-
-    def strings(self, name: str, default: tuple[str, ...]) -> tuple[str, ...]:
-        value = self.raw(name)
-        if value is None:
-            return default
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise _err(self.source, self.key(name), value, "must be a list of strings")
-        return tuple(value)
-
-    def size(self, name: str, default: int) -> int:
-        value = self.raw(name)
-        if value is None:
-            return default
-        try:
-            if isinstance(value, bool) or not isinstance(value, int | str):
-                raise ValueError("not a size")
-            return parse_memory_size(str(value))
-        except ValueError:
-            raise _err(
-                self.source, self.key(name), value,
-                "must be a size in bytes or with a unit, such as '512 mb' or '1 gb'",
-            ) from None  # fmt: skip
-
-    def sub(self, name: str) -> _Section:
-        value = self.raw(name)
-        return _Section(self.source, self.key(name), {} if value is None else value)
-
-    def finish(self, extra_known: tuple[str, ...] = ()) -> None:
-        unknown = sorted(set(self.data) - self.used - set(extra_known))
-        if unknown:
-            known = sorted(self.used | set(extra_known))
-            raise _err(
-                self.source, self.key(unknown[0]), self.data[unknown[0]],
-                f"unknown key; known keys here: {', '.join(known) or '(none)'}",
-            )  # fmt: skip
-
-
-def _option_text(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float | str):
-        return str(value)
-    return None
-
-
 def _parse_listen(source: str, text: str) -> tuple[str, int]:
     host, sep, port_text = text.rpartition(":")
     if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise _err(source, "metrics.listen", text, "must be 'host:port', e.g. '127.0.0.1:9464'")
+        raise config_error(
+            source, "metrics.listen", text, "must be 'host:port', e.g. '127.0.0.1:9464'"
+        )
     return host.strip("[]"), int(port_text)
 
 
 def _parse_task(
-    source: str, root: _Section, task: Task, defaults: dict[str, str]
-) -> tuple[TaskSettings, _Section]:
+    source: str, root: ConfigSection, task: Task, defaults: dict[str, str]
+) -> tuple[TaskSettings, ConfigSection]:
     sec = root.sub(task.value)
     settings = TaskSettings(
         task=task,
@@ -438,65 +328,59 @@ def _parse_task(
         value = sec.raw(option.key)
         if value is None:
             continue
-        text = _option_text(value)
+        text = option_text(value)
         if text is None:
-            raise _err(source, sec.key(option.key), value, "must be a string or a number")
+            raise config_error(source, sec.key(option.key), value, "must be a string or a number")
         if (
             isinstance(value, int)
             and not isinstance(value, bool)
             and option.parse is parse_duration
         ):
-            raise _err(
+            raise config_error(
                 source, sec.key(option.key), value,
                 "a bare number would be milliseconds; write the unit, e.g. '1 h'",
             )  # fmt: skip
         try:
             option.value_of(text)
         except ValueError as exc:
-            raise _err(source, sec.key(option.key), value, f"{exc} ({option.describe})") from None
+            raise config_error(
+                source, sec.key(option.key), value, f"{exc} ({option.describe})"
+            ) from None
         defaults[option.key] = text
     return settings, sec
 
 
-def _parse_engine(source: str, sec: _Section) -> tuple[str, str | None, int]:
+def _parse_engine(source: str, sec: ConfigSection) -> tuple[str, str | None, int]:
     """``engine`` and the ``spark.*`` keys of ``[tasks.compact]``."""
     for name in sec.data:
         if name.startswith("spark."):  # a quoted "spark.remote" is one key, not a table
-            raise _err(source, sec.key(name), sec.data[name],
-                       f"unknown key; write it unquoted ({name} = ...)")  # fmt: skip
+            raise config_error(
+                source, sec.key(name), sec.data[name],
+                f"unknown key; write it unquoted ({name} = ...)",
+            )  # fmt: skip
     engine = sec.string("engine", "in-process")
     if engine not in COMPACT_ENGINES:
-        raise _err(source, sec.key("engine"), engine,
-                   f"must be one of {', '.join(repr(e) for e in COMPACT_ENGINES)}")  # fmt: skip
+        raise config_error(
+            source, sec.key("engine"), engine,
+            f"must be one of {', '.join(repr(e) for e in COMPACT_ENGINES)}",
+        )  # fmt: skip
     spark = sec.sub("spark")
     if engine != "spark":
         for name in spark.data:
-            raise _err(source, spark.key(name), spark.data[name], "needs engine = 'spark'")
+            raise config_error(source, spark.key(name), spark.data[name], "needs engine = 'spark'")
         return engine, None, DEFAULT_SPARK_MIN_INPUT_BYTES
     remote = spark.string("remote", "")
     if not remote:
         reason = "is required with engine = 'spark' (Spark Connect's 'sc://host:port')"
-        raise _err(source, spark.key("remote"), None, reason)
+        raise config_error(source, spark.key("remote"), None, reason)
     if not _CONNECT_URL.fullmatch(remote):
-        raise _err(source, spark.key("remote"), _without_params(remote),
-                   "must be a Spark Connect address 'sc://host:port'")  # fmt: skip
+        raise config_error(
+            source, spark.key("remote"), without_params(remote),
+            "must be a Spark Connect address 'sc://host:port'",
+        )  # fmt: skip
     min_input = spark.size("min-input-bytes", DEFAULT_SPARK_MIN_INPUT_BYTES)
     spark.finish()
     return engine, remote, min_input
-
-
-def _without_params(remote: str) -> str:
-    """A Spark Connect URL without its ``;key=value`` parameters (they may hold a token)."""
-    base, sep, _ = remote.partition(";")
-    return base + (";<hidden>" if sep else "")
-
-
-def format_size(n: int) -> str:
-    """Render bytes with the largest unit dividing them (``"128 mb"``), else as a bare number."""
-    for unit, size in (("tb", 1 << 40), ("gb", 1 << 30), ("mb", 1 << 20), ("kb", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-    return str(n)
 
 
 def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> DaemonConfig:
@@ -513,17 +397,19 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
         InvalidOptionError: a key is unknown, missing or has a bad value; the
             message names the dotted key and the reason (``.key`` holds the key).
     """
-    root = _Section(source, "", data)
+    root = ConfigSection(source, "", data)
     log_level = root.string("log_level", "INFO").upper()
     if log_level not in _LOG_LEVELS:
-        raise _err(source, "log_level", log_level, f"must be one of {', '.join(_LOG_LEVELS)}")
+        raise config_error(
+            source, "log_level", log_level, f"must be one of {', '.join(_LOG_LEVELS)}"
+        )
 
     daemon_sec = root.sub("daemon")
     default_id = f"{socket.gethostname()}-{os.getpid()}"
     lease_ttl = daemon_sec.duration("lease_ttl", timedelta(seconds=60))
     renew = daemon_sec.duration("lease_renew_interval", lease_ttl / 3)
     if renew * 2 > lease_ttl:
-        raise _err(
+        raise config_error(
             source, "daemon.lease_renew_interval", daemon_sec.data.get("lease_renew_interval"),
             f"must be at most half of daemon.lease_ttl ({lease_ttl.total_seconds():g} s) so a "
             "live daemon never lets its lease lapse",
@@ -536,7 +422,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
     polars = daemon_sec.boolean("polars", default=False)
     job_nice = daemon_sec.integer("job_nice", 10, minimum=0)
     if job_nice > _MAX_NICE:
-        raise _err(source, "daemon.job_nice", job_nice, f"must be at most {_MAX_NICE}")
+        raise config_error(source, "daemon.job_nice", job_nice, f"must be at most {_MAX_NICE}")
     daemon_sec.finish()
 
     metrics_sec = root.sub("metrics")
@@ -545,31 +431,37 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
 
     raw_warehouses = root.raw("warehouse")
     if raw_warehouses is None:
-        raise _err(source, "warehouse", None, "at least one [[warehouse]] section is required")
+        raise config_error(
+            source, "warehouse", None, "at least one [[warehouse]] section is required"
+        )
     if not isinstance(raw_warehouses, list) or not raw_warehouses:
-        raise _err(source, "warehouse", raw_warehouses, "must be an array of tables [[warehouse]]")
+        raise config_error(
+            source, "warehouse", raw_warehouses, "must be an array of tables [[warehouse]]"
+        )
     warehouses = []
     for i, raw in enumerate(raw_warehouses):
-        sec = _Section(source, f"warehouse[{i}]", raw)
+        sec = ConfigSection(source, f"warehouse[{i}]", raw)
         uri = sec.string("uri", "")
         if not uri:
-            raise _err(source, sec.key("uri"), None, "is required")
+            raise config_error(source, sec.key("uri"), None, "is required")
         tables = sec.strings("tables", ("*",))
         for pattern in tables:
             if pattern != "*" and "." not in pattern:
-                raise _err(
+                raise config_error(
                     source, sec.key("tables"), pattern,
                     "a pattern is 'db.table', 'db.*' or '*'",
                 )  # fmt: skip
         exclude = sec.strings("exclude", ())
         opts_raw = sec.raw("options") or {}
         if not isinstance(opts_raw, Mapping):
-            raise _err(source, sec.key("options"), "<table>", "must be a table of strings")
+            raise config_error(source, sec.key("options"), "<table>", "must be a table of strings")
         options: dict[str, str] = {}
         for k, v in opts_raw.items():
-            text = _option_text(v)
+            text = option_text(v)
             if text is None:
-                raise _err(source, f"{sec.key('options')}.{k}", v, "must be a string or number")
+                raise config_error(
+                    source, f"{sec.key('options')}.{k}", v, "must be a string or number"
+                )
             options[str(k)] = text
         sec.finish()
         warehouses.append(WarehouseConfig(uri=uri, tables=tables, exclude=exclude, options=options))
@@ -577,7 +469,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
     tasks_sec = root.sub("tasks")
     defaults: dict[str, str] = {}
     tasks: dict[Task, TaskSettings] = {}
-    task_secs: dict[Task, _Section] = {}
+    task_secs: dict[Task, ConfigSection] = {}
     for task in Task:
         tasks[task], task_secs[task] = _parse_task(source, tasks_sec, task, defaults)
     files_interval = task_secs[Task.WATCH].duration("files_interval", timedelta(minutes=1))
@@ -592,7 +484,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "<config>") -> Daemon
     try:
         CoreOptions(defaults)
     except InvalidOptionError as exc:  # pragma: no cover - each key was parsed above
-        raise _err(source, f"tasks.*.{exc.key}", exc.value, str(exc)) from None
+        raise config_error(source, f"tasks.*.{exc.key}", exc.value, str(exc)) from None
 
     return DaemonConfig(
         source=source,
@@ -638,91 +530,3 @@ def load_config(path: str) -> DaemonConfig:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidOptionError(f"{path}: not valid TOML: {exc}", key="<file>") from None
     return parse_config(data, source=path)
-
-
-def format_duration(value: timedelta) -> str:
-    """Render a duration in Paimon's syntax with the largest unit dividing it (``"5 min"``)."""
-    seconds = value.total_seconds()
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)} {unit}"
-    return f"{seconds:g} s" if seconds >= 1 else f"{int(seconds * 1000)} ms"
-
-
-def describe_config(config: DaemonConfig) -> str:
-    """Render the effective settings as TOML, with every default filled in.
-
-    Credentials in warehouse options (keys mentioning key, secret, token,
-    password or credential) are shown as ``"<hidden>"``. Paimon defaults that
-    depend on the table (``target-file-size``) are a comment giving both
-    values; ``--check-config`` adds each table's effective values
-    (:func:`snaplake.daemon.discovery.describe_tables`).
-    """
-    d = config.daemon
-    lines = [
-        f"# effective configuration of {config.source}",
-        f'log_level = "{config.log_level}"',
-        "",
-        "[daemon]",
-        f'id = "{d.daemon_id}"',
-        f"workers = {d.workers}",
-        f'discovery_interval = "{format_duration(d.discovery_interval)}"',
-        f'lease_ttl = "{format_duration(d.lease_ttl)}"',
-        f'lease_renew_interval = "{format_duration(d.lease_renew_interval)}"',
-        f'shutdown_grace = "{format_duration(d.shutdown_grace)}"',
-        f"metadata_cache_records = {d.metadata_cache_records}",
-        f"polars = {'true' if d.polars else 'false'}",
-        f"job_nice = {d.job_nice}",
-        "",
-        "[metrics]",
-        f'listen = "{d.metrics_host}:{d.metrics_port}"',
-    ]
-    for w in config.warehouses:
-        opts = ", ".join(
-            f'"{k}" = "{"<hidden>" if any(h in k.lower() for h in _SECRET_HINTS) else v}"'
-            for k, v in sorted(w.options.items())
-        )
-        lines += [
-            "",
-            "[[warehouse]]",
-            f'uri = "{w.uri}"',
-            "tables = [" + ", ".join(f'"{t}"' for t in w.tables) + "]",
-            "exclude = [" + ", ".join(f'"{t}"' for t in w.exclude) + "]",
-            "options = {" + (f" {opts} " if opts else "") + "}",
-        ]
-    effective = CoreOptions(config.default_options)
-    for task in Task:
-        t = config.tasks[task]
-        lines += [
-            "",
-            f"[tasks.{task.value}]",
-            f"enabled = {'true' if t.enabled else 'false'}",
-            f'interval = "{format_duration(t.interval)}"',
-        ]
-        if task is Task.WATCH:
-            lines.append(f'files_interval = "{format_duration(d.files_interval)}"')
-        if task is Task.COMPACT:
-            lines.append(f"max_files_per_bucket = {d.compact_max_files}")
-            lines.append(f'engine = "{d.compact_engine}"')
-            if d.spark_remote is not None:
-                lines.append(f'spark.remote = "{_without_params(d.spark_remote)}"')
-                lines.append(f'spark.min-input-bytes = "{format_size(d.spark_min_input_bytes)}"')
-        if task is Task.ORPHAN_CLEAN:
-            lines.append(f'older_than = "{format_duration(d.orphan_older_than)}"')
-            lines.append(f"dry_run = {'true' if d.orphan_dry_run else 'false'}")
-        for option in TASK_OPTIONS[task]:
-            origin = "daemon default" if option.key in config.default_options else "Paimon default"
-            value = config.default_options.get(option.key)
-            if value is None and option is TARGET_FILE_SIZE:
-                # Paimon's default depends on the table (CoreOptions.targetFileSize(hasPrimaryKey));
-                # a comment, so that feeding this output back sets no daemon default.
-                lines.append(
-                    f'# "{option.key}": Paimon default, {format_size(256 << 20)} for append tables '
-                    f"and {format_size(128 << 20)} for primary-key tables; table options win"
-                )
-                continue
-            if value is None:
-                typed = effective.get(option)
-                value = format_duration(typed) if isinstance(typed, timedelta) else str(typed)
-            lines.append(f'"{option.key}" = "{value}"  # {origin}; table options win')
-    return "\n".join(lines) + "\n"

@@ -23,13 +23,8 @@ from datetime import timedelta
 from typing import Any
 
 from snaplake.catalog import FileSystemCatalog
-from snaplake.daemon.config import (
-    TASK_OPTIONS,
-    DaemonConfig,
-    WarehouseConfig,
-    format_duration,
-    format_size,
-)
+from snaplake.daemon.config import TASK_OPTIONS, DaemonConfig, WarehouseConfig
+from snaplake.daemon.config_describe import format_duration, format_size
 from snaplake.errors import DatabaseNotFoundError
 from snaplake.filestore import FileStore
 from snaplake.options import ConfigOption, CoreOptions

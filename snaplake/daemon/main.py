@@ -11,7 +11,8 @@ import logging
 import os
 import sys
 
-from snaplake.daemon.config import describe_config, load_config
+from snaplake.daemon.config import load_config
+from snaplake.daemon.config_describe import describe_config
 from snaplake.daemon.memory import prepare_process
 from snaplake.errors import InvalidOptionError
 from snaplake.logging_setup import configure_logging as shared_configure_logging

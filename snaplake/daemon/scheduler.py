@@ -52,7 +52,8 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.blocking import BlockingScheduler
 
 from snaplake.catalog import FileSystemCatalog
-from snaplake.daemon.config import DaemonConfig, Task, WarehouseConfig, format_duration
+from snaplake.daemon.config import DaemonConfig, Task, WarehouseConfig
+from snaplake.daemon.config_describe import format_duration
 from snaplake.daemon.discovery import list_warehouse, missing_reason
 from snaplake.daemon.health import HealthState
 from snaplake.daemon.jobs import (

@@ -12,7 +12,8 @@ from tests.daemon.helpers import append, memory_table
 from tests.helpers import SCHEMA
 
 import snaplake
-from snaplake.daemon.config import Task, describe_config, parse_config
+from snaplake.daemon.config import Task, parse_config
+from snaplake.daemon.config_describe import describe_config
 from snaplake.daemon.jobs import check_job, record_job_result
 from snaplake.daemon.scheduler import MaintenanceDaemon
 from snaplake.errors import InvalidOptionError

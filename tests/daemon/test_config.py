@@ -7,7 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from snaplake.daemon.config import Task, describe_config, load_config, parse_config
+from snaplake.daemon.config import Task, load_config, parse_config
+from snaplake.daemon.config_describe import describe_config
 from snaplake.daemon.main import main
 from snaplake.errors import InvalidOptionError
 

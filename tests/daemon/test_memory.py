@@ -23,7 +23,7 @@ _PROBE = textwrap.dedent(
     limit_malloc_arenas()
     pa.array([1, 2, 3])  # pyarrow's pandas check
     import snaplake.compaction.append_rewrite as ac
-    from snaplake.store.format import avro
+    from snaplake.store.format import avro_columnar
     try:
         import pandas  # noqa: F401
         pandas_importable = True
@@ -33,7 +33,7 @@ _PROBE = textwrap.dedent(
         "pandas_loaded": "pandas" in sys.modules,
         "pandas_importable": pandas_importable,
         "pool": pa.default_memory_pool().backend_name,
-        "columnar": avro.columnar_available(),
+        "columnar": avro_columnar.columnar_available(),
         "compaction_polars": ac._polars() is not None,
     }}))
     """

@@ -1,65 +1,50 @@
-"""Avro object-container plumbing: framing, block codecs, record and columnar decoding.
+"""Avro object-container plumbing: framing, and record encoding and decoding.
 
 This module owns:
 
-* framing of Avro object container files (header, blocks, sync markers),
-  block compression for the codecs Paimon writes (``null``, ``deflate``,
-  ``zstandard``, ``bzip2``, ``xz``, ``snappy`` through cramjam), independent
-  of fastavro's optional codec libraries; ``lz4`` blocks (fastavro's
-  non-standard codec) are read but never written: Java's Avro has no such
-  codec and pypaimon refuses it, so no Paimon engine could read them;
-* record decoding (fastavro) and the columnar decoder for large files
-  (:func:`iter_container_columns`, polars).
+* framing of Avro object container files (header, blocks, sync markers):
+  :func:`parse_container`, :func:`build_container`, :func:`frame_block`;
+* record encoding and decoding with fastavro (:func:`encode_container`,
+  :func:`decode_container_records`), with the writer schema read without its
+  logical types.
 
-It imports only from ``snaplake.errors``. Manifest lists built from earlier
+Block compression is :mod:`~snaplake.store.format.avro_codecs`; the columnar
+decoder for large files (polars) is :mod:`~snaplake.store.format.avro_columnar`.
+It imports only from ``snaplake.errors`` and ``avro_codecs``. Manifest lists built from earlier
 lists' blocks live in ``manifest_list`` (:func:`concat_manifest_lists`), the
 cache of decoded files in ``metadata_cache``.
 """
 
 from __future__ import annotations
 
-import bz2
 import contextlib
 import functools
 import gc
 import io
-import lzma
 import os
-import threading
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
-import cramjam
 import fastavro
 import orjson
-import zstandard
 
-from snaplake.errors import CorruptMetadataError, InvalidOptionError
+from snaplake.errors import CorruptMetadataError
+from snaplake.store.format.avro_codecs import compress_block, decompress_block
 
 __all__ = [
     "AVRO_MAGIC",
-    "COLUMNAR_CHUNK_RECORDS",
-    "COLUMNAR_MIN_RECORDS",
     "DEFAULT_SYNC_INTERVAL_BYTES",
     "AvroContainer",
-    "ColumnarUnavailableError",
     "build_container",
-    "codec_for_compression",
-    "frame_block",
-    "columnar_available",
-    "compress_block",
-    "decode_container_columns",
     "decode_container_records",
-    "decompress_block",
     "encode_block",
     "encode_container",
-    "iter_container_columns",
+    "frame_block",
     "parse_container",
     "paused_gc",
     "strip_logical_types",
+    "without_logical_types",
 ]
 
 AVRO_MAGIC: Final[bytes] = b"Obj\x01"
@@ -67,54 +52,6 @@ AVRO_MAGIC: Final[bytes] = b"Obj\x01"
 
 DEFAULT_SYNC_INTERVAL_BYTES: Final[int] = 64_000
 """Target uncompressed size of one data block (Java Avro's default sync interval)."""
-
-_ZSTD_LEVEL: Final[int] = 1
-"""Paimon's default ``file.compression.zstd-level``."""
-
-_COMPRESSION_TO_CODEC: Final[dict[str, str]] = {
-    "zstd": "zstandard",
-    "zstandard": "zstandard",
-    "null": "null",
-    "none": "null",
-    "uncompressed": "null",
-    "deflate": "deflate",
-    "snappy": "snappy",
-    "bzip2": "bzip2",
-    "xz": "xz",
-}
-
-
-def codec_for_compression(compression: str) -> str:
-    """Map a Paimon ``manifest.compression`` value to the Avro codec name.
-
-    Args:
-        compression: ``zstd`` (Paimon's default), ``none``/``null``, ``deflate``,
-            ``snappy``, ``bzip2`` or ``xz``; case-insensitive.
-
-    Returns:
-        The Avro ``avro.codec`` value (``zstandard``, ``null``, ...).
-
-    Raises:
-        InvalidOptionError: Unknown compression name (not retryable).
-    """
-    codec = _COMPRESSION_TO_CODEC.get(compression.lower())
-    if compression.lower() == "lz4":
-        raise InvalidOptionError(
-            "manifest.compression = lz4 cannot be written: Avro has no lz4 codec in Java "
-            "Paimon and pypaimon refuses it, so no other engine could read the manifests; "
-            "use zstd (Paimon's default) or snappy",
-            key="manifest.compression",
-            value=compression,
-        )
-    if codec is None:
-        raise InvalidOptionError(
-            f"unsupported manifest compression {compression!r}; "
-            f"expected one of {sorted(_COMPRESSION_TO_CODEC)}",
-            key="manifest.compression",
-            value=compression,
-        )
-    return codec
-
 
 # --------------------------------------------------------------------------- varints
 
@@ -149,105 +86,6 @@ def _decode_long(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         z |= (b & 0x7F) << shift
         shift += 7
     return (z >> 1) ^ -(z & 1), pos
-
-
-# --------------------------------------------------------------------------- codecs
-
-
-_ZSTD_DECOMPRESSOR_LOCAL = threading.local()
-_MAX_BLOCK_BYTES: Final[int] = 1 << 30
-
-
-def _zstd_decompress(data: bytes | memoryview) -> bytes:
-    # A frame written by a streaming compressor may lack the content size, so
-    # decompress through a stream object rather than ZstdDecompressor.decompress.
-    dctx = getattr(_ZSTD_DECOMPRESSOR_LOCAL, "dctx", None)
-    if dctx is None:
-        dctx = zstandard.ZstdDecompressor()
-        _ZSTD_DECOMPRESSOR_LOCAL.dctx = dctx
-    params = zstandard.get_frame_parameters(data)
-    if 0 < params.content_size <= _MAX_BLOCK_BYTES:
-        # One-shot into a buffer of the declared size (zstd, fastavro and Java
-        # writers all record it); bounded so a corrupt header cannot allocate wildly.
-        out: bytes = dctx.decompress(data)
-    else:
-        out = dctx.decompressobj().decompress(data)
-    return out
-
-
-def decompress_block(codec: str, data: bytes | memoryview, *, path: str) -> bytes:
-    """Decompress one Avro data block.
-
-    Args:
-        codec: The container's ``avro.codec``.
-        data: The block's compressed bytes (for ``snappy`` raw Snappy plus the
-            trailing big-endian CRC32 of the uncompressed bytes, as the Avro
-            spec says; for ``lz4``, which only fastavro writes, an LZ4 block
-            after its 4-byte little-endian uncompressed size).
-        path: File path, for error messages.
-
-    Returns:
-        The uncompressed, Avro-encoded records of the block.
-
-    Raises:
-        CorruptMetadataError: The block does not decompress, or the codec is unknown.
-    """
-    try:
-        if codec == "null":
-            return bytes(data)
-        if codec == "zstandard":
-            return _zstd_decompress(data)
-        if codec == "deflate":
-            return zlib.decompress(data, -15)
-        if codec == "bzip2":
-            return bz2.decompress(data)
-        if codec == "xz":
-            return lzma.decompress(data)
-        if codec == "snappy":
-            raw = bytes(cramjam.snappy.decompress_raw(bytes(data[:-4])))
-            if zlib.crc32(raw) != int.from_bytes(data[-4:], "big"):
-                raise ValueError("snappy block CRC32 mismatch")
-            return raw
-        if codec == "lz4":
-            return bytes(cramjam.lz4.decompress_block(bytes(data)))
-    except Exception as e:
-        raise CorruptMetadataError(
-            f"{path}: cannot decompress {codec} Avro block: {e}", path=path
-        ) from e
-    raise CorruptMetadataError(f"{path}: unsupported Avro codec {codec!r}", path=path)
-
-
-def compress_block(codec: str, data: bytes) -> bytes:
-    """Compress one block of Avro-encoded records with ``codec``.
-
-    Args:
-        codec: An Avro codec name (see :func:`codec_for_compression`).
-        data: Uncompressed block content.
-
-    Returns:
-        The block as it goes into the container.
-
-    Raises:
-        InvalidOptionError: Unknown codec (``lz4`` included: no Paimon engine reads it).
-    """
-    if codec == "null":
-        return data
-    if codec == "zstandard":
-        return zstandard.ZstdCompressor(level=_ZSTD_LEVEL).compress(data)
-    if codec == "deflate":
-        c = zlib.compressobj(6, zlib.DEFLATED, -15)
-        return c.compress(data) + c.flush()
-    if codec == "bzip2":
-        return bz2.compress(data)
-    if codec == "xz":
-        return lzma.compress(data)
-    if codec == "snappy":
-        return bytes(cramjam.snappy.compress_raw(data)) + zlib.crc32(data).to_bytes(4, "big")
-    if codec == "lz4":
-        codec_for_compression("lz4")  # raises: explains why lz4 is never written
-    raise InvalidOptionError(
-        f"unsupported Avro codec {codec!r}", key="manifest.compression", value=codec
-    )
 
 
 # --------------------------------------------------------------------------- containers
@@ -475,7 +313,7 @@ def _reader_schema(schema_json: bytes) -> Any:
     Every manifest of a table carries the same schema, so a cold scan of
     hundreds of small manifests parses it once instead of once per file.
     """
-    return fastavro.parse_schema(orjson.loads(_without_logical_types(schema_json)))
+    return fastavro.parse_schema(orjson.loads(without_logical_types(schema_json)))
 
 
 def strip_logical_types(node: Any) -> Any:
@@ -492,12 +330,19 @@ def strip_logical_types(node: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def _without_logical_types(schema_json: bytes) -> bytes:
-    """Return ``schema_json`` without ``logicalType`` annotations.
+def without_logical_types(schema_json: bytes) -> bytes:
+    """Return ``schema_json`` without ``logicalType`` annotations (cached per schema text).
 
     Paimon's ``_CREATION_TIME`` is a ``timestamp-millis`` holding a local
     wall-clock value, not an instant; decoding it as the stored long keeps it
     exact (fastavro would build a UTC ``datetime``).
+
+    Args:
+        schema_json: An ``avro.schema`` header value.
+
+    Returns:
+        The schema as compact JSON without logical types; ``schema_json``
+        itself when it has none or is not valid JSON.
     """
     if b"logicalType" not in schema_json:
         return schema_json
@@ -505,156 +350,6 @@ def _without_logical_types(schema_json: bytes) -> bytes:
         return orjson.dumps(strip_logical_types(orjson.loads(schema_json)))
     except orjson.JSONDecodeError:
         return schema_json
-
-
-# --------------------------------------------------------------------------- columnar decode
-
-COLUMNAR_MIN_RECORDS: Final[int] = 2_000
-"""Files with at least this many records decode through polars when it is installed;
-below it fastavro's per-file setup cost is lower."""
-
-
-def _polars() -> Any:
-    try:
-        import polars  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        return None
-    return polars
-
-
-def columnar_available() -> bool:
-    """Return whether the columnar decoder (``polars``) can be used in this process."""
-    return _polars() is not None
-
-
-class ColumnarUnavailableError(Exception):
-    """Internal signal: polars is missing or cannot read this file; use fastavro instead."""
-
-
-COLUMNAR_CHUNK_RECORDS: Final[int] = 20_000
-"""Records per chunk of the pipelined columnar decoder."""
-
-
-def iter_container_columns(
-    container: AvroContainer, *, path: str, chunk_records: int = COLUMNAR_CHUNK_RECORDS
-) -> Iterator[dict[str, list[Any]]]:
-    """Decode a container column by column with ``polars.read_avro``, chunk by chunk.
-
-    Consecutive blocks are grouped into chunks of about ``chunk_records`` records.
-    A helper thread decompresses chunk *i + 1* and parses it with polars (both
-    release the GIL) while the caller turns chunk *i* into Python objects, so
-    on two or more cores the native work overlaps the Python work. Blocks reach
-    polars as a ``null``-codec container (polars reads no zstandard) with logical
-    types removed, so ``timestamp-millis`` stays the stored long.
-
-    Args:
-        container: From :func:`parse_container`.
-        path: File path, for error messages.
-        chunk_records: Target records per chunk.
-
-    Returns:
-        An iterator of column dicts, one per chunk, in file order: one Python list
-        per leaf field, keyed by dotted path (``_FILE._FILE_NAME``,
-        ``_FILE._VALUE_STATS._NULL_COUNTS``); nested records are flattened,
-        arrays are tuples (``None`` for a null array).
-
-    Raises:
-        ColumnarUnavailableError: polars is not installed or cannot read the file
-            (possibly after some chunks were yielded; callers discard them and
-            fall back to :func:`decode_container_records`).
-        CorruptMetadataError: A block does not decompress.
-    """
-    pl = _polars()
-    if pl is None:
-        raise ColumnarUnavailableError("polars is not installed")
-    schema_json = _without_logical_types(container.schema_json)
-    chunks: list[list[tuple[int, memoryview]]] = [[]]
-    pending = 0
-    for block in container.blocks:
-        if pending >= chunk_records:
-            chunks.append([])
-            pending = 0
-        chunks[-1].append(block)
-        pending += block[0]
-
-    def read_chunk(blocks: list[tuple[int, memoryview]]) -> Any:
-        plain = build_container(
-            schema_json,
-            "null",
-            [(count, decompress_block(container.codec, b, path=path)) for count, b in blocks],
-            sync=container.sync,
-        )
-        try:
-            frame = pl.read_avro(io.BytesIO(plain))
-        except Exception as e:
-            raise ColumnarUnavailableError(str(e)) from e
-        if frame.height != sum(count for count, _ in blocks):
-            raise ColumnarUnavailableError("polars returned a different row count")
-        return frame
-
-    if len(chunks) == 1:
-        out: dict[str, list[Any]] = {}
-        _flatten_columns(pl, read_chunk(chunks[0]), "", out)
-        yield out
-        return
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="snaplake-avro") as pool:
-        future = pool.submit(read_chunk, chunks[0])
-        for i in range(len(chunks)):
-            frame = future.result()
-            if i + 1 < len(chunks):
-                future = pool.submit(read_chunk, chunks[i + 1])
-            out = {}
-            _flatten_columns(pl, frame, "", out)
-            del frame
-            yield out
-
-
-def decode_container_columns(container: AvroContainer, *, path: str) -> dict[str, list[Any]] | None:
-    """Decode a whole container column by column (see :func:`iter_container_columns`).
-
-    Args:
-        container: From :func:`parse_container`.
-        path: File path, for error messages.
-
-    Returns:
-        One list per leaf field for the whole file, or ``None`` when polars is not
-        installed or cannot read the file.
-
-    Raises:
-        CorruptMetadataError: A block does not decompress.
-    """
-    merged: dict[str, list[Any]] = {}
-    try:
-        for chunk in iter_container_columns(container, path=path):
-            for key, values in chunk.items():
-                merged.setdefault(key, []).extend(values)
-    except ColumnarUnavailableError:
-        return None
-    return merged
-
-
-def _flatten_columns(pl: Any, frame: Any, prefix: str, out: dict[str, list[Any]]) -> None:
-    n = frame.height
-    for name in frame.columns:
-        series = frame[name]
-        key = f"{prefix}{name}"
-        if isinstance(series.dtype, pl.Struct):
-            _flatten_columns(pl, series.struct.unnest(), f"{key}.", out)
-        elif series.null_count() == n:
-            out[key] = [None] * n
-        elif isinstance(series.dtype, pl.List):
-            # Arrays come back as tuples; an all-empty column shares one tuple.
-            if series.null_count() == 0 and not series.list.len().max():
-                out[key] = [()] * n
-            else:
-                out[key] = [None if v is None else tuple(v) for v in series.to_list()]
-        elif (
-            series.dtype == pl.Binary and series.null_count() == 0 and series.min() == series.max()
-        ):
-            # Constant (e.g. the empty min/max key of append tables): share one object.
-            out[key] = [series[0]] * n
-        else:
-            out[key] = series.to_list()
 
 
 @contextlib.contextmanager

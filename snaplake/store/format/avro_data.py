@@ -27,7 +27,7 @@ import pyarrow as pa
 import zstandard
 
 from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
-from snaplake.store.format import avro
+from snaplake.store.format import avro, avro_codecs
 
 __all__ = ["AvroDataWriter", "avro_schema_json", "compression_refusal", "read_avro_data"]
 
@@ -163,7 +163,7 @@ class AvroDataWriter:
     def _compress(self, raw: bytes) -> bytes:
         if self._codec == "zstandard":
             return bytes(zstandard.ZstdCompressor(level=self._level).compress(raw))
-        return avro.compress_block(self._codec, raw)
+        return avro_codecs.compress_block(self._codec, raw)
 
     def write(self, data: pa.Table) -> None:
         """Append ``data``'s rows as blocks of at most 4096 records."""
@@ -210,7 +210,10 @@ def _decode_raw(container: avro.AvroContainer, names: list[str], path: str) -> d
     plain = avro.build_container(
         stripped,
         "null",
-        [(c, avro.decompress_block(container.codec, b, path=path)) for c, b in container.blocks],
+        [
+            (c, avro_codecs.decompress_block(container.codec, b, path=path))
+            for c, b in container.blocks
+        ],
         sync=container.sync,
     )
     try:

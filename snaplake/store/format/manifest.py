@@ -7,7 +7,8 @@ records are ``ManifestEntry`` rows: one ADD or DELETE of one data file in one
 :func:`merge_entries`. Partition bytes are opaque serialized BinaryRows.
 
 Imports: ``snaplake.errors``, ``snaplake.store.io.file_io`` (types only),
-``snaplake.store.format.data_file``, ``snaplake.store.format.avro``.
+``snaplake.store.format.data_file``, ``snaplake.store.format.avro`` (with
+``avro_codecs`` and ``avro_columnar``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import fastavro
 import orjson
 
 from snaplake.errors import CorruptMetadataError, UnsupportedFormatVersionError
-from snaplake.store.format import avro, decoded_cache
+from snaplake.store.format import avro, avro_codecs, avro_columnar, decoded_cache
 from snaplake.store.format.data_file import (
     DATA_FILE_META_AVRO_SCHEMA,
     DataFileMeta,
@@ -226,7 +227,7 @@ def encode_manifest_file(entries: Sequence[ManifestEntry], *, compression: str =
     Source:
         Paimon ``ManifestFile`` writer / pypaimon ``ManifestFileManager.write``.
     """
-    codec = avro.codec_for_compression(compression)
+    codec = avro_codecs.codec_for_compression(compression)
     return avro.encode_container(
         _PARSED_SCHEMA,
         MANIFEST_SCHEMA_JSON,
@@ -342,7 +343,7 @@ def _stats_column(mins: list[Any], maxs: list[Any], null_counts: list[Any]) -> l
 
 
 def _entries_from_columns(cols: dict[str, list[Any]], *, path: str) -> list[ManifestEntry]:
-    """Build entries from :func:`avro.decode_container_columns` output."""
+    """Build entries from :func:`avro_columnar.decode_container_columns` output."""
     n = len(cols["_VERSION"])
     none: list[Any] = [None] * n
 
@@ -411,7 +412,7 @@ def decode_manifest_file(
         path: The file's path, for error messages.
         columnar: ``True`` prefers the polars decoder, ``False`` forces fastavro,
             ``None`` picks polars for files of at least
-            ``avro.COLUMNAR_MIN_RECORDS`` records. Without polars, or when polars
+            ``avro_columnar.COLUMNAR_MIN_RECORDS`` records. Without polars, or when polars
             cannot read the file, fastavro is used.
 
     Returns:
@@ -427,15 +428,15 @@ def decode_manifest_file(
     """
     container = avro.parse_container(data, path=path)
     if columnar is None:
-        columnar = container.record_count >= avro.COLUMNAR_MIN_RECORDS
+        columnar = container.record_count >= avro_columnar.COLUMNAR_MIN_RECORDS
     try:
         with avro.paused_gc():
             if columnar:
                 try:
                     result: list[ManifestEntry] = []
-                    for cols in avro.iter_container_columns(container, path=path):
+                    for cols in avro_columnar.iter_container_columns(container, path=path):
                         result += _entries_from_columns(cols, path=path)
-                except avro.ColumnarUnavailableError:
+                except avro_columnar.ColumnarUnavailableError:
                     pass
                 else:
                     return result

@@ -8,7 +8,8 @@ This module owns the value type, the exact Avro schema (``_VERSION`` = 2) and
 reading/writing; appending to an existing list without decoding it is
 :func:`snaplake.store.format.avro.concat_manifest_lists`.
 
-Imports: ``snaplake.errors``, ``snaplake.store.format.data_file``, ``snaplake.store.format.avro``.
+Imports: ``snaplake.errors``, ``snaplake.store.format.data_file``, ``snaplake.store.format.avro``
+(with ``avro_codecs``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import fastavro
 import orjson
 
 from snaplake.errors import CorruptMetadataError, UnsupportedFormatVersionError
-from snaplake.store.format import avro, decoded_cache
+from snaplake.store.format import avro, avro_codecs, decoded_cache
 from snaplake.store.format.data_file import (
     SimpleStats,
     _fast_simple_stats,
@@ -240,7 +241,7 @@ def encode_manifest_list(metas: Sequence[ManifestFileMeta], *, compression: str 
     Source:
         Paimon ``ManifestList.write`` / pypaimon ``ManifestListManager.write``.
     """
-    codec = avro.codec_for_compression(compression)
+    codec = avro_codecs.codec_for_compression(compression)
     return avro.encode_container(
         _PARSED_SCHEMA, MANIFEST_LIST_SCHEMA_JSON, (_meta_to_record(m) for m in metas), codec=codec
     )
@@ -402,9 +403,11 @@ def concat_manifest_lists(parts: Sequence[bytes], extra: Sequence[ManifestFileMe
         metas = decode_manifest_list_container(c, path=f"<part {i}>")
         if metas:
             raw = encode_manifest_list_block(metas)
-            blocks.append((len(metas), avro.compress_block(codec, raw)))
+            blocks.append((len(metas), avro_codecs.compress_block(codec, raw)))
     if extra:
-        blocks.append((len(extra), avro.compress_block(codec, encode_manifest_list_block(extra))))
+        blocks.append(
+            (len(extra), avro_codecs.compress_block(codec, encode_manifest_list_block(extra)))
+        )
     return avro.build_container(our_schema, codec, _coalesce_small_blocks(blocks, codec))
 
 
@@ -440,9 +443,9 @@ def _coalesce_small_blocks(
     def flush() -> None:
         nonlocal run, run_count, run_bytes
         if len(run) == 1:
-            out.append((run_count, avro.compress_block(codec, run[0])))
+            out.append((run_count, avro_codecs.compress_block(codec, run[0])))
         elif run:
-            out.append((run_count, avro.compress_block(codec, b"".join(run))))
+            out.append((run_count, avro_codecs.compress_block(codec, b"".join(run))))
         run, run_count, run_bytes = [], 0, 0
 
     for count, block in blocks:
@@ -450,7 +453,7 @@ def _coalesce_small_blocks(
             flush()
             out.append((count, block))
             continue
-        raw = avro.decompress_block(codec, block, path="<concat>")
+        raw = avro_codecs.decompress_block(codec, block, path="<concat>")
         run.append(raw)
         run_count += count
         run_bytes += len(raw)

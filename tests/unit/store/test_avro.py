@@ -8,13 +8,12 @@ import pytest
 from tests.helpers import avro_records
 
 from snaplake.errors import CorruptMetadataError, InvalidOptionError
-from snaplake.store.format import avro, decoded_cache
-from snaplake.store.format.avro import (
-    build_container,
+from snaplake.store.format import avro, avro_columnar, decoded_cache
+from snaplake.store.format.avro import build_container, parse_container
+from snaplake.store.format.avro_codecs import (
     codec_for_compression,
     compress_block,
     decompress_block,
-    parse_container,
 )
 from snaplake.store.format.data_file import SimpleStats
 from snaplake.store.format.decoded_cache import DecodedCache
@@ -333,7 +332,7 @@ def test_paused_gc_restores_state() -> None:
         gc.enable()
 
 
-@pytest.mark.skipif(not avro.columnar_available(), reason="polars not installed")
+@pytest.mark.skipif(not avro_columnar.columnar_available(), reason="polars not installed")
 def test_columnar_and_record_decoders_agree_on_large_file() -> None:
     from tests.strategies import make_entry
 
@@ -351,7 +350,7 @@ def test_columnar_and_record_decoders_agree_on_large_file() -> None:
                 min_values=bytes([i % 256]) * 40, max_values=b"m" * 40, null_counts=(i, None, 0)
             ),
         )
-        for i in range(avro.COLUMNAR_MIN_RECORDS + 10)
+        for i in range(avro_columnar.COLUMNAR_MIN_RECORDS + 10)
     ]
     data = encode_manifest_file(entries)
     assert decode_manifest_file(data, path="m") == entries  # auto: columnar
