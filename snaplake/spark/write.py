@@ -1,8 +1,9 @@
 """Write a Spark DataFrame into a snaplake table: executors write files, the driver commits.
 
-Each Spark task runs a :class:`snaplake.write.table_write.TableWrite` over
-its partition's Arrow batches (``mapInArrow``), so the files have the same
-partition/bucket layout and statistics as a plain Python write, and returns
+Each Spark task runs the writer of the table's FileStore
+(:meth:`snaplake.filestore.FileStore.new_write`) over its partition's Arrow
+batches (``mapInArrow``), so the files have the same partition/bucket layout
+and statistics as a plain Python write, and returns
 its ``CommitMessage`` bytes. The driver collects them and commits once.
 Files of a task attempt that fails are deleted by that attempt; files of
 a job that failed (every file is named with the job's token) and of a commit
@@ -31,6 +32,7 @@ import secrets
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -38,8 +40,8 @@ import pyarrow as pa
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
-from snaplake.compaction.merge_tree_compact import compact_new_files
 from snaplake.errors import AmbiguousOrderError, CommitStateUnknownError, SchemaMismatchError
+from snaplake.filestore import file_store_for
 from snaplake.spark._common import arrow_schema_of as spark_arrow_schema
 from snaplake.spark._common import (
     check_spark_schema,
@@ -52,11 +54,9 @@ from snaplake.store.format.bucket import bucket_ids
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
-from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.support import Operation, check_supported
 from snaplake.table import Table
-from snaplake.write.kv_write import KeyValueTableWrite, restore_max_sequences
 from snaplake.write.schema_merge import merge_data_schema
 from snaplake.write.table_write import TableWrite, abort_messages
 
@@ -102,6 +102,17 @@ def _token_prefix(token: str, *, prefix: str = "data-") -> str:
     return f"{prefix}{token[:8]}-{token[8:12]}-{token[12:16]}-"
 
 
+@dataclass(slots=True)
+class _TaskTable:
+    """What a FileStore needs of the table, on an executor (see ``filestore.TableContext``)."""
+
+    file_io: FileIO
+    paths: PathFactory
+    schema_manager: SchemaManager
+    snapshot_manager: SnapshotManager
+    identifier: str
+
+
 class _WriteTask:
     """The function ``mapInArrow`` runs on an executor: one TableWrite per task attempt.
 
@@ -119,6 +130,7 @@ class _WriteTask:
         *,
         file_io: FileIO,
         root: str,
+        identifier: str,
         schema: TableSchema,
         commit_user: str,
         token: str,
@@ -129,6 +141,7 @@ class _WriteTask:
     ) -> None:
         self.file_io = file_io
         self.root = root
+        self.identifier = identifier
         self.schema = schema
         self.commit_user = commit_user
         self.token = token
@@ -138,19 +151,21 @@ class _WriteTask:
         self.order_only = tuple(order_only)
 
     def _writer(self) -> TableWrite:
+        """The writer of the table's FileStore, naming its files with the job's token.
+
+        Writer state comes from the driver (``sequences``); a first-row
+        table's level-0 lift runs here, on its bucket only (one task per bucket).
+        """
         paths = _BatchPathFactory(self.root, token=self.token)
-        if not self.schema.primary_keys:
-            return TableWrite(
-                file_io=self.file_io, paths=paths, schema=self.schema, commit_user=self.commit_user
-            )
-        return primary_key_writer(
+        table = _TaskTable(
             file_io=self.file_io,
-            root=self.root,
             paths=paths,
-            schema=self.schema,
-            commit_user=self.commit_user,
-            sequences=self.sequences,
+            schema_manager=SchemaManager(self.file_io, paths),
+            snapshot_manager=SnapshotManager(self.file_io, paths),
+            identifier=self.identifier,
         )
+        store = file_store_for(table, self.schema)
+        return store.new_write(self.commit_user, restored=self.sequences)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         write = self._writer()
@@ -311,83 +326,15 @@ class _BucketTask:
             yield batch.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
 
 
-def _by_bucket(
-    df: DataFrame, table: Table, schema: TableSchema
-) -> tuple[DataFrame, dict[tuple[bytes, int], int]]:
-    """Repartition ``df`` by (partition keys, bucket); restore the buckets' sequence numbers."""
+def _by_bucket(df: DataFrame, schema: TableSchema) -> DataFrame:
+    """Repartition ``df`` by (partition keys, Paimon bucket): one task writes each bucket."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     out_schema = StructType(
         [*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), nullable=False)]
     )
     with_bucket = df.mapInArrow(_BucketTask(schema), out_schema)
-    parts = [*schema.partition_keys, BUCKET_COLUMN]
-    repartitioned = with_bucket.repartition(*parts)
-    latest = table.latest_snapshot()
-    sequences: dict[tuple[bytes, int], int] = {}
-    if latest is not None:
-        scan = FileStoreScan(
-            file_io=table.file_io,
-            paths=table.paths,
-            schema_manager=table.schema_manager,
-            snapshot=latest,
-        )
-        sequences = restore_max_sequences(scan)
-    return repartitioned, sequences
-
-
-def primary_key_writer(
-    *,
-    file_io: FileIO,
-    root: str,
-    paths: PathFactory,
-    schema: TableSchema,
-    commit_user: str,
-    sequences: Mapping[tuple[bytes, int], int],
-) -> KeyValueTableWrite:
-    """The writer of one task of a primary-key write (runs on an executor).
-
-    Sequence numbers continue ``sequences`` (restored on the driver). On a
-    first-row table (unless ``write-only``) the task lifts its level-0 files
-    with lookup compaction (its bucket only: one task per bucket).
-
-    Args:
-        file_io: Storage of the table (the executor's copy).
-        root: The table's root path.
-        paths: The job's PathFactory (file names carry the job's token).
-        schema: The schema the driver opened the write with.
-        commit_user: The sink's commit user.
-        sequences: ``(partition, bucket)`` -> the highest sequence number in
-            the latest snapshot (from the driver).
-
-    Raises:
-        UnsupportedTableError: the table uses a feature snaplake cannot write.
-
-    Source: Paimon ``MergeTreeWriter`` per bucket (Flink's ``RowDataStoreWriteOperator``).
-    """
-    opts = schema.core_options
-    compact_up = None
-    if opts.merge_engine == "first-row" and not opts.write_only:
-        table_paths = PathFactory(root)
-
-        def compact_up(messages: list[CommitMessage]) -> list[CommitMessage]:
-            return compact_new_files(
-                file_io=file_io,
-                paths=paths,
-                schema_manager=SchemaManager(file_io, table_paths),
-                snapshot_manager=SnapshotManager(file_io, table_paths),
-                schema=schema,
-                messages=messages,
-            )
-
-    return KeyValueTableWrite(
-        file_io=file_io,
-        paths=paths,
-        schema=schema,
-        commit_user=commit_user,
-        restore_sequences=lambda: sequences,
-        compact_up=compact_up,
-    )
+    return with_bucket.repartition(*schema.partition_keys, BUCKET_COLUMN)
 
 
 def write_messages(
@@ -489,11 +436,12 @@ def write_messages(
             identifier=table.identifier,
         )
     schema = table.schema()
+    store = table.file_store(schema)
     check_supported(schema, Operation.WRITE)  # on the driver, before any job runs
     if row_kind_column is not None:
         if row_kind_column not in df.columns:
             raise SchemaMismatchError(f"row_kind_column {row_kind_column!r} is not a column")
-        if not schema.primary_keys:
+        if not store.takes_row_kinds:
             raise SchemaMismatchError("row kinds need a primary-key table")
     versions = plan_version_order(
         schema,
@@ -507,20 +455,20 @@ def write_messages(
     data_schema = df.drop(*[c for c in steering if c in df.columns]).schema
     check_spark_schema(data_schema, schema, check_nullability=check_nullability)
     token = secrets.token_hex(8)
-    sequences = None
-    if schema.primary_keys:
+    if store.writes_by_bucket:
         schema.check_primary_key_table("write")
-        df, sequences = _by_bucket(df, table, schema)
+        df = _by_bucket(df, schema)
         if versions is not None:
             df = versions.sort(df)
     task = _WriteTask(
         file_io=table.file_io,
         root=table.root,
+        identifier=table.identifier,
         schema=schema,
         commit_user=commit_user,
         token=token,
         row_kind_column=row_kind_column,
-        sequences=sequences,
+        sequences=store.restore_write_state(),
         versions=versions,
         order_only=order_only,
     )

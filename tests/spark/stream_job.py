@@ -67,7 +67,7 @@ def main() -> int:
     )
     current = {"batch": -1}
     if args.kill_after_alter is not None:
-        from snaplake.commit import schema_merge
+        from snaplake.write import schema_merge
 
         namespace = vars(schema_merge)  # the sink's alter goes through this name
         real = namespace["commit_schema_changes"]
