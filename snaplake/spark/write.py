@@ -37,10 +37,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
-from snaplake.errors import AmbiguousOrderError, CommitStateUnknownError, SchemaMismatchError
+from snaplake.errors import AmbiguousOrderError, SchemaMismatchError
 from snaplake.filestore import file_store_for
 from snaplake.spark._common import arrow_schema_of as spark_arrow_schema
 from snaplake.spark._common import (
@@ -57,8 +56,9 @@ from snaplake.store.io.file_io import FileIO
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.support import Operation, check_supported
 from snaplake.table import Table
+from snaplake.write.batch_write import commit_or_abort
 from snaplake.write.schema_merge import merge_data_schema
-from snaplake.write.table_write import TableWrite, abort_messages
+from snaplake.write.table_write import TableWrite
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -194,17 +194,6 @@ class _WriteTask:
         if messages:
             payload = pa.array([m.to_bytes() for m in messages], pa.binary())
             yield pa.RecordBatch.from_arrays([payload], schema=_MESSAGE_SCHEMA)
-
-
-def _abort_on_driver(table: Table, schema: TableSchema, messages: Sequence[CommitMessage]) -> None:
-    """Delete the data files of uncommitted ``messages`` (best effort, logged)."""
-    if not messages:
-        return
-    try:
-        abort_messages(table.file_io, table.paths, schema, messages)
-        logger.info("deleted the files of %d uncommitted message(s)", len(messages))
-    except Exception:  # cleanup must not hide the original error
-        logger.warning("could not delete the files of %d message(s)", len(messages), exc_info=True)
 
 
 def _wait_for_tasks(
@@ -502,73 +491,6 @@ def _relayed_text(text: str, mark: str) -> str:
     return text[start + len(mark) + 2 :].splitlines()[0]
 
 
-def commit_or_abort(
-    table: Table,
-    schema: TableSchema,
-    messages: Sequence[CommitMessage],
-    *,
-    commit: FileStoreCommit,
-    commit_identifier: int | None,
-    overwrite: Mapping[str, Any] | bool | None = None,
-) -> CommitResult:
-    """Commit ``messages`` with ``commit``; delete their files if the commit surely failed.
-
-    A ``CommitStateUnknownError`` deletes nothing (the snapshot may exist).
-    Any other error re-reads the table first: if the identifier landed after
-    all, nothing is deleted. A duplicate result (someone committed the same
-    identifier meanwhile) has already deleted this attempt's redundant files
-    (``FileStoreCommit.commit`` keeps those a snapshot references).
-
-    Args:
-        table: The table the files were written into.
-        schema: The schema the files were written with (for their paths).
-        messages: The executors' messages for this batch.
-        commit: The committer of the batch's commit user.
-        commit_identifier: The batch id (``None`` for a one-off batch write).
-        overwrite: As ``FileStoreCommit.commit``.
-
-    Returns:
-        The commit result (``was_duplicate`` when the identifier had landed).
-
-    Raises:
-        CommitError: whatever ``FileStoreCommit.commit`` raised; the files
-            are gone unless it was ``CommitStateUnknownError``.
-        SchemaMismatchError: an overwrite's files lie outside its spec.
-
-    Storage:
-        One commit (see ``FileStoreCommit.commit``, which also cleans up a
-        duplicate's files); on failure, deletes the messages' data files.
-    """
-    try:
-        result = commit.commit(messages, commit_identifier=commit_identifier, overwrite=overwrite)
-    except CommitStateUnknownError:
-        logger.warning(
-            "commit of %s to %s has an unknown outcome; its files are kept",
-            commit_identifier,
-            table.identifier,
-        )
-        raise
-    except Exception:
-        if not _landed(table, commit, commit_identifier):
-            _abort_on_driver(table, schema, messages)
-        raise
-    return result
-
-
-def _landed(table: Table, commit: FileStoreCommit, commit_identifier: int | None) -> bool:
-    """True when ``commit_identifier`` is recorded for the committer's user (or unknowable)."""
-    if commit_identifier is None:
-        return False
-    try:
-        last = commit.txn_map(table.latest_snapshot()).get(commit.commit_user)
-    except Exception:  # cannot tell: keep the files (orphan clean removes them)
-        logger.warning(
-            "could not re-read %s after a failed commit", table.identifier, exc_info=True
-        )
-        return True
-    return last is not None and last >= commit_identifier
-
-
 def write(
     df: DataFrame,
     table: Table | str,
@@ -680,9 +602,7 @@ def write(
         order_by=order_by,
     )
     commit = target.new_commit(commit_user=user)
-    result = commit_or_abort(
-        target, schema, messages, commit=commit, commit_identifier=None, overwrite=overwrite
-    )
+    result = commit_or_abort(commit, schema, messages, commit_identifier=None, overwrite=overwrite)
     logger.info(
         "spark write to %s: snapshot %s, %d file(s), %d row(s), %.0f ms",
         target.identifier,
