@@ -159,7 +159,7 @@ def test_bad_arguments_are_refused_before_any_file(tmp_path):
     with pytest.raises(ValueError, match="commit_user"):
         table.write(rows(0, 5), commit_identifier=1)
     with pytest.raises(TypeError, match="RecordBatchReader"):
-        table.write({"id": [1]})  # type: ignore[arg-type]
+        table.write({"id": [1]})
     with pytest.raises(SchemaMismatchError, match=r"only \+I"):
         table.write(rows(0, 5), row_kinds=["-D"] * 5)
     assert _data_files(table) == set()
