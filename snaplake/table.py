@@ -30,8 +30,8 @@ from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.support import Operation, check_supported
 from snaplake.store.tags import TagManager
-from snaplake.write.batch_write import ArrowData, RowKinds, new_commit_user, write_and_commit
-from snaplake.write.table_write import TableWrite
+from snaplake.write.batch_write import ArrowData, new_commit_user, write_and_commit
+from snaplake.write.table_write import RowKinds, TableWrite
 
 if TYPE_CHECKING:
     import pandas as pd

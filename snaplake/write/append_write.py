@@ -33,7 +33,12 @@ from snaplake.store.format.stats import compute_value_stats
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.support import Operation, check_supported
 from snaplake.write.bucket_buffer import BucketBuffer, PendingBucket
-from snaplake.write.table_write import conform_to_schema, new_data_file_meta, write_data_file
+from snaplake.write.table_write import (
+    RowKinds,
+    conform_to_schema,
+    new_data_file_meta,
+    write_data_file,
+)
 
 __all__ = ["AppendOnlyTableWrite"]
 
@@ -79,7 +84,7 @@ class AppendOnlyTableWrite:
         self,
         data: pa.Table | pa.RecordBatch,
         *,
-        row_kinds: pa.Array | pa.ChunkedArray | Sequence[object] | None = None,
+        row_kinds: RowKinds | None = None,
     ) -> None:
         """Buffer ``data`` for the next ``prepare_commit``.
 

@@ -23,9 +23,9 @@ from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
 from snaplake.errors import CommitStateUnknownError, SchemaMismatchError
 from snaplake.store.format.schema import TableSchema
-from snaplake.write.table_write import TableWrite, abort_messages
+from snaplake.write.table_write import RowKinds, TableWrite, abort_messages
 
-__all__ = ["ArrowData", "RowKinds", "commit_or_abort", "new_commit_user", "write_and_commit"]
+__all__ = ["ArrowData", "commit_or_abort", "new_commit_user", "write_and_commit"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,9 +33,6 @@ ArrowData: TypeAlias = (
     pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.Table | pa.RecordBatch]
 )
 """Rows for a one-call write: a table, a batch, a reader, or an iterable of tables/batches."""
-
-RowKinds: TypeAlias = pa.Array | pa.ChunkedArray | Sequence[object]
-"""One row kind per row: ``'+I' '-U' '+U' '-D'`` strings or integers 0..3."""
 
 
 def new_commit_user() -> str:

@@ -55,7 +55,7 @@ from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.support import Operation, check_supported
 from snaplake.write.bucket_buffer import BucketBuffer, PendingBucket
 from snaplake.write.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter
-from snaplake.write.table_write import conform_to_schema
+from snaplake.write.table_write import RowKinds, conform_to_schema
 
 __all__ = [
     "KeyValueTableWrite",
@@ -148,7 +148,7 @@ class KeyValueTableWrite:
         self,
         data: pa.Table | pa.RecordBatch,
         *,
-        row_kinds: pa.Array | pa.ChunkedArray | Sequence[object] | None = None,
+        row_kinds: RowKinds | None = None,
     ) -> None:
         """Buffer upserts (and, with ``row_kinds``, retractions) for the next ``prepare_commit``.
 
@@ -282,7 +282,7 @@ class KeyValueTableWrite:
     def _kinds(
         self,
         table: pa.Table,
-        row_kinds: pa.Array | pa.ChunkedArray | Sequence[object] | None,
+        row_kinds: RowKinds | None,
     ) -> npt.NDArray[np.int8]:
         field = self.schema.core_options.rowkind_field
         if field is not None:

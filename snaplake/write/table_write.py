@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -43,6 +43,7 @@ from snaplake.store.format.stats import SimpleStatsParts
 from snaplake.store.io.file_io import FileIO
 
 __all__ = [
+    "RowKinds",
     "TableWrite",
     "abort_messages",
     "arrow_type_fits",
@@ -54,6 +55,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+RowKinds: TypeAlias = pa.Array | pa.ChunkedArray | Sequence[object]
+"""One row kind per row: ``'+I' '-U' '+U' '-D'`` strings or integers 0..3 (numpy int8 too)."""
 
 
 def _family(t: pa.DataType) -> str:
@@ -329,7 +333,7 @@ class TableWrite(Protocol):
         self,
         data: pa.Table | pa.RecordBatch,
         *,
-        row_kinds: pa.Array | pa.ChunkedArray | Sequence[object] | None = None,
+        row_kinds: RowKinds | None = None,
     ) -> None:
         """Buffer ``data`` (columns matched by name, :func:`conform_to_schema`) for the next commit.
 
