@@ -116,13 +116,12 @@ class _TaskTable:
 class _WriteTask:
     """The function ``mapInArrow`` runs on an executor: one TableWrite per task attempt.
 
-    Holds only picklable configuration (the FileIO carries no client).
-    Yields one record batch of serialised CommitMessages, or nothing when the
+    Holds only picklable configuration (the FileIO carries no client). Yields
+    one record batch of serialised CommitMessages, or nothing when the
     partition had no rows. With a :class:`VersionCheck` each batch is checked
     (the rows arrive sorted by it) before it is written; ``order_only``
     columns are dropped after the check. On any exception it deletes every
-    file this attempt wrote, then re-raises, so a retried attempt leaves no
-    orphans.
+    file this attempt wrote, then re-raises: a retried attempt leaves no orphans.
     """
 
     def __init__(
@@ -151,11 +150,7 @@ class _WriteTask:
         self.order_only = tuple(order_only)
 
     def _writer(self) -> TableWrite:
-        """The writer of the table's FileStore, naming its files with the job's token.
-
-        Writer state comes from the driver (``sequences``); a first-row
-        table's level-0 lift runs here, on its bucket only (one task per bucket).
-        """
+        """The FileStore's writer: files named with the job's token, state from the driver."""
         paths = _BatchPathFactory(self.root, token=self.token)
         table = _TaskTable(
             file_io=self.file_io,
@@ -303,15 +298,12 @@ class _BucketTask:
         self.schema = schema
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        keys = self.schema.bucket_keys
+        keys, buckets = self.schema.bucket_keys, self.schema.core_options.bucket
         types = [self.schema.field_type(k) for k in keys]
         arrow = self.schema.arrow_schema
         for batch in batches:
-            table = pa.Table.from_batches([batch])
-            key_table = pa.table(
-                [table.column(k).cast(arrow.field(k).type) for k in keys], names=keys
-            )
-            ids = bucket_ids(key_table, keys, types, self.schema.core_options.bucket)
+            columns = [batch.column(k).cast(arrow.field(k).type) for k in keys]
+            ids = bucket_ids(pa.table(columns, names=keys), keys, types, buckets)
             yield batch.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
 
 
@@ -319,10 +311,8 @@ def _by_bucket(df: DataFrame, schema: TableSchema) -> DataFrame:
     """Repartition ``df`` by (partition keys, Paimon bucket): one task writes each bucket."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
-    out_schema = StructType(
-        [*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), nullable=False)]
-    )
-    with_bucket = df.mapInArrow(_BucketTask(schema), out_schema)
+    fields = [*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), nullable=False)]
+    with_bucket = df.mapInArrow(_BucketTask(schema), StructType(fields))
     return with_bucket.repartition(*schema.partition_keys, BUCKET_COLUMN)
 
 
@@ -339,26 +329,21 @@ def write_messages(
 ) -> tuple[list[CommitMessage], TableSchema]:
     """Write ``df`` into data files on the executors and return their CommitMessages.
 
-    A primary-key table's rows are first repartitioned by (partition keys,
-    Paimon bucket), so one task writes each bucket: its sequence numbers
-    continue the bucket's, restored once on the driver from the latest
-    snapshot and shipped to the tasks. Where versions of a key need an order
-    (see :mod:`snaplake.spark.ordering`), each task then sorts its rows by key
-    and ``order_by`` (Spark's ``sortWithinPartitions``, which spills), numbers
-    them in that order, and refuses a key whose versions nothing orders.
+    When the table's FileStore writes by bucket (primary-key tables), the rows
+    are first repartitioned by (partition keys, Paimon bucket): one task
+    writes each bucket, continuing the sequence numbers the driver restored
+    (``FileStore.restore_write_state``). Where versions of a key need an order
+    (:mod:`snaplake.spark.ordering`), each task sorts its rows by key and
+    ``order_by`` (``sortWithinPartitions``, which spills), numbers them in
+    that order, and refuses a key whose versions nothing orders.
 
-    Table columns the DataFrame lacks are written as NULL when the table
-    column is nullable (e.g. a column added by ``alter_table`` while a
-    stream runs), as Delta does.
+    Table columns the DataFrame lacks are written as NULL when nullable (e.g.
+    a column added by ``alter_table`` while a stream runs), as Delta does.
 
     Nothing is committed: the caller commits the messages or aborts them.
-    Every data file of the job is named with a random per-job token; when
-    the job fails, the driver deletes every file carrying the token (a task
-    attempt that fails also deletes its own files at once). On a classic
-    session it first waits for the job's remaining tasks to stop; on a Spark
-    Connect session it interrupts the job's tagged operations and deletes at
-    once, so a file a straggler task finishes afterwards is left, uncommitted,
-    for orphan clean (see the module docstring).
+    When the job fails, the driver deletes every file named with the job's
+    token (a failed task attempt deletes its own at once); see the module
+    docstring for stragglers on classic and Spark Connect sessions.
 
     Args:
         df: Any DataFrame whose columns match the table (any order; see
