@@ -48,8 +48,8 @@ from snaplake.commit.snapshot_commit import SnapshotCommit
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io import local_file_io
 from snaplake.store.io.local_file_io import LocalFileIO
-from snaplake.write import table_write
-from snaplake.write.table_write import TableWrite
+from snaplake.write import append_write
+from snaplake.write.append_write import AppendOnlyTableWrite
 
 SLICE_ROWS = 1100
 
@@ -137,11 +137,11 @@ class Breakdown:
     def installed(self) -> Iterator[None]:
         """Time the steps of one snaplake append while the block runs."""
         steps: list[tuple[Any, str, str]] = [
-            (TableWrite, "write_arrow", "write_arrow: validate, split by partition"),
-            (table_write, "conform_to_schema", "write_arrow: validate, split by partition"),
-            (TableWrite, "prepare_commit", "prepare_commit: other"),
-            (table_write, "write_data_file", "Parquet encode + write"),
-            (table_write, "compute_value_stats", "value stats (+ BinaryRow)"),
+            (AppendOnlyTableWrite, "write_arrow", "write_arrow: validate, split by partition"),
+            (append_write, "conform_to_schema", "write_arrow: validate, split by partition"),
+            (AppendOnlyTableWrite, "prepare_commit", "prepare_commit: other"),
+            (append_write, "write_data_file", "Parquet encode + write"),
+            (append_write, "compute_value_stats", "value stats (+ BinaryRow)"),
             (FileStoreCommit, "commit", "commit: other (entries, dedup, Python)"),
             (producer, "write_manifest", "manifest: Avro encode"),
             (snapshot_commit, "encode_manifest_list", "manifest lists: Avro encode/copy"),

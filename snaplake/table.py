@@ -30,7 +30,8 @@ from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.tags import TagManager
-from snaplake.write.table_write import TableWrite
+from snaplake.write.batch_write import ArrowData, new_commit_user, write_and_commit
+from snaplake.write.table_write import RowKinds, TableWrite
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -261,6 +262,63 @@ class Table:
             UnsupportedTableError: a primary-key table snaplake cannot write.
         """
         return self.file_store().new_write(commit_user)
+
+    def write(
+        self,
+        data: ArrowData,
+        *,
+        row_kinds: RowKinds | None = None,
+        commit_user: str | None = None,
+        commit_identifier: int | None = None,
+        overwrite: Mapping[str, Any] | bool | None = None,
+    ) -> CommitResult:
+        """Write ``data`` and commit it as one snapshot: ``new_write``, write, prepare, commit.
+
+        Any failure before the commit point deletes the data files written so
+        far; a commit that surely failed deletes them too
+        (``CommitStateUnknownError`` keeps them: the snapshot may exist).
+        Exactly-once needs a stable ``commit_user`` and an increasing
+        ``commit_identifier``: replaying the same pair commits nothing
+        (``was_duplicate``) and deletes the replay's files.
+
+        Args:
+            data: Rows whose columns match the table by name (any order): a
+                ``pa.Table``, ``pa.RecordBatch``, ``pa.RecordBatchReader``, or
+                a list or iterator of tables and batches, written in order.
+            row_kinds: Primary-key tables: one kind per row of ``data``
+                (``'+I' '-U' '+U' '-D'`` or 0..3); ``None`` = upserts (``+I``).
+            commit_user: Recorded in the snapshot; default a fresh unique
+                user per call (``write-<uuid>``).
+            commit_identifier: Increasing per ``commit_user``; needs a
+                ``commit_user`` (default: a one-off commit, never a duplicate).
+            overwrite: ``None`` appends; a ``{partition_key: value}`` mapping
+                replaces the matching partitions (``{}`` = the whole table);
+                ``True`` replaces the partitions the data touches.
+
+        Returns:
+            The commit result.
+
+        Raises:
+            ValueError: ``commit_identifier`` without ``commit_user``.
+            TypeError: ``data`` is none of the accepted types.
+            SchemaMismatchError: the data does not fit the table, or lies
+                outside a static ``overwrite`` spec; no file is left behind.
+            UnsupportedTableError: a table snaplake cannot write.
+            CommitError: the commit failed (see ``FileStoreCommit.commit``).
+
+        Storage: writes data files and one commit (manifests, manifest
+        lists, snapshot); deletes the data files again on a failure.
+
+        Source: delta-rs ``write_deltalake``, pyiceberg ``Table.append``.
+        """
+        if commit_identifier is not None and commit_user is None:
+            raise ValueError("commit_identifier needs a stable commit_user to deduplicate by")
+        user = commit_user or new_commit_user()
+        commit = self.new_commit(commit_user=user)
+        return write_and_commit(
+            self.new_write(commit_user=user), commit, data, row_kinds=row_kinds,
+            commit_identifier=commit_identifier, overwrite=overwrite,
+        )  # fmt: skip
 
     def new_commit(self, *, commit_user: str) -> FileStoreCommit:
         """Return a FileStoreCommit for ``commit_user``; keep it for later commits (cheaper).

@@ -1,4 +1,4 @@
-"""Input files of ``snaplake write``: Parquet and CSV into a TableWrite, with errors naming them.
+"""Input files of ``snaplake write``: Parquet and CSV rows, with errors naming the file.
 
 A write of several files is one commit; when one of them cannot be read or
 does not fit the table, the error names that file (and for a CSV value that
@@ -21,16 +21,13 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
-from snaplake.write.table_write import TableWrite
-
 __all__ = [
     "CSV_SUFFIXES",
     "InputFileError",
     "is_csv",
     "read_csv",
+    "input_batches",
     "read_parquet_schema",
-    "write_file",
 ]
 
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst", ".tsv")
@@ -193,28 +190,18 @@ def read_csv(path: Path, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, names=data.column_names)
 
 
-def write_file(write: TableWrite, path: Path, *, csv: bool, schema: pa.Schema) -> int:
-    """Feed one input file to ``write``; return its row count.
+def input_batches(
+    path: Path, *, csv: bool, schema: pa.Schema
+) -> Iterator[pa.Table | pa.RecordBatch]:
+    """The rows of one input file, in batches (CSV values read with the table's ``schema``).
 
     Raises:
-        InputFileError: the file cannot be read, or its rows do not fit
-            the table (a missing, extra or incompatible column).
-
-    Storage:
-        May write data files through ``write`` (uncommitted).
+        InputFileError: the file cannot be read.
     """
-    try:
-        if csv:
-            data = read_csv(path, schema)
-            write.write_arrow(data)
-            return int(data.num_rows)
-        rows = 0
-        for batch in _parquet_batches(path):
-            write.write_arrow(batch)
-            rows += batch.num_rows
-        return rows
-    except (SchemaMismatchError, UnsupportedTypeError) as exc:
-        raise InputFileError(path, str(exc)) from exc
+    if csv:
+        yield read_csv(path, schema)
+    else:
+        yield from _parquet_batches(path)
 
 
 def _parquet_batches(path: Path) -> Iterator[pa.RecordBatch]:

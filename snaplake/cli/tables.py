@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -17,20 +18,15 @@ import pyarrow.parquet as pq
 from snaplake.cli.context import CliContext, TableIdentifier, pass_cli
 from snaplake.cli.hints import with_tag_hint
 from snaplake.cli.history import snapshot_rows
-from snaplake.cli.inputs import is_csv, read_parquet_schema, write_file
+from snaplake.cli.inputs import InputFileError, input_batches, is_csv, read_parquet_schema
 from snaplake.cli.output import Column, format_size
 from snaplake.cli.parsing import parse_columns, parse_filters, parse_key_values
 from snaplake.cli.schema import schema_record
-from snaplake.errors import (
-    CommitConflictError,
-    CommitRetriesExhaustedError,
-    SnapshotNotFoundError,
-)
+from snaplake.errors import SchemaMismatchError, SnapshotNotFoundError, UnsupportedTypeError
 from snaplake.store.format.data_file import FileSource
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.tags import TagManager
 from snaplake.table import Table
-from snaplake.write.table_write import TableWrite
 
 __all__ = [
     "create_table",
@@ -138,14 +134,6 @@ def create_table(
     )
 
 
-def _abort_quietly(writer: TableWrite) -> None:
-    """Delete the data files written so far; the original error stays the one reported."""
-    try:
-        writer.abort()  # the files rolled so far; buffered rows are dropped, never written
-    except Exception:  # best-effort cleanup; orphan clean removes leftovers
-        logger.warning("could not delete the data files of the failed write", exc_info=True)
-
-
 @click.command()
 @click.argument("table", type=TableIdentifier())
 @click.argument(
@@ -193,29 +181,32 @@ def write(
     start = time.monotonic()
     target = cli.table(table)
     schema = target.arrow_schema
-    writer = target.new_write(commit_user=commit_user)
+    reading: list[Path] = []  # the file whose rows are being written, until all are
     rows = 0
-    try:
-        with cli.output.progress(total=len(files), description="writing") as progress:
-            for path in files:
-                rows += write_file(writer, path, csv=is_csv(path, file_format), schema=schema)
-                progress.advance(description=f"wrote {path.name}")
-        messages = writer.prepare_commit()
-    except BaseException:
-        _abort_quietly(writer)
-        raise
-    if not any(m.data_increment.new_files for m in messages):
+
+    def batches() -> Iterator[pa.Table | pa.RecordBatch]:
+        nonlocal rows
+        for path in files:
+            reading[:] = [path]
+            for batch in input_batches(path, csv=is_csv(path, file_format), schema=schema):
+                yield batch
+                rows += batch.num_rows
+            progress.advance(description=f"wrote {path.name}")
+        reading.clear()
+
+    with cli.output.progress(total=len(files), description="writing") as progress:
+        try:
+            result = target.write(batches(), commit_user=commit_user)
+        except (SchemaMismatchError, UnsupportedTypeError) as exc:
+            if not reading:
+                raise
+            raise InputFileError(reading[0], str(exc)) from exc
+    if result.files_added == 0:
         cli.output.record(
             {"table": table, "snapshot_id": None, "rows": 0, "input_files": len(files)},
             title="nothing to commit: the input files hold no rows",
         )
         return
-    try:
-        with cli.output.status("committing"):
-            result = target.new_commit(commit_user=commit_user).commit(messages)
-    except (CommitConflictError, CommitRetriesExhaustedError):
-        writer.abort(messages)  # not committed: the new data files are garbage
-        raise
     cli.output.record(
         {
             "table": table,

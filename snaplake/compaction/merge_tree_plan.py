@@ -25,6 +25,7 @@ from snaplake.options import CoreOptions, Operation
 from snaplake.store.format.data_file import DataFileMeta
 from snaplake.store.format.manifest import ManifestEntry
 from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.primary_key import MergeEngine
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
 from snaplake.store.io.file_io import FileIO
@@ -257,7 +258,7 @@ def plan_bucket(
     opts = options or schema.core_options
     levels = Levels(cmp, files, opts.num_levels)
     runs = levels.level_sorted_runs()
-    lookup = opts.merge_engine == "first-row"
+    lookup = opts.merge_engine == MergeEngine.FIRST_ROW
     num_levels = levels.number_of_levels
     unit: CompactUnit | None
     if full:

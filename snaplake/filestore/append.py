@@ -20,24 +20,36 @@ from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.split_read import read_splits, read_splits_batches
 from snaplake.store.read.stats_filter import ValueStatsFilter
-from snaplake.write.table_write import TableWrite
+from snaplake.write.append_write import AppendOnlyTableWrite
 
 __all__ = ["AppendOnlyFileStore"]
 
 
 class AppendOnlyFileStore(FileStore):
-    """The append kind: a TableWrite per writer, files read independently, small-file compaction.
+    """The append kind: an append writer, files read independently, small-file compaction.
 
     Source: Paimon ``AppendOnlyFileStore``.
     """
 
     kind: ClassVar[str] = "append"
 
-    def new_write(self, commit_user: str) -> TableWrite:
-        """Return a :class:`~snaplake.write.table_write.TableWrite` in this store's schema."""
-        return TableWrite(
+    def new_write(
+        self, commit_user: str, *, restored: Mapping[tuple[bytes, int], int] | None = None
+    ) -> AppendOnlyTableWrite:
+        """Return an :class:`~snaplake.write.append_write.AppendOnlyTableWrite` (this schema).
+
+        ``restored`` is ignored: append writers number rows from the clock.
+        """
+        return AppendOnlyTableWrite(
             file_io=self.file_io, paths=self.paths, schema=self.schema, commit_user=commit_user
         )
+
+    takes_row_kinds: ClassVar[bool] = False
+    writes_by_bucket: ClassVar[bool] = False
+
+    def restore_write_state(self) -> dict[tuple[bytes, int], int]:
+        """Nothing to restore: an append writer keeps no state across snapshots (``{}``)."""
+        return {}
 
     def conflict_rules(self) -> tuple[ConflictRule, ...]:
         """None beyond "deleted files are live": appended files never overlap by key."""

@@ -82,8 +82,42 @@ class FileStore(ABC):
 
     # write -----------------------------------------------------------------
     @abstractmethod
-    def new_write(self, commit_user: str) -> TableWrite:
-        """Return the writer of this kind for ``commit_user`` (see ``Table.new_write``)."""
+    def new_write(
+        self, commit_user: str, *, restored: Mapping[tuple[bytes, int], int] | None = None
+    ) -> TableWrite:
+        """Return the writer of this kind for ``commit_user`` (see ``Table.new_write``).
+
+        Args:
+            commit_user: The user that will commit the writer's messages.
+            restored: The writer state to continue from, as
+                :meth:`restore_write_state` returned it (read once on a Spark
+                driver for all its tasks); ``None`` = the writer restores it
+                itself from the latest snapshot when it needs it.
+
+        Raises:
+            UnsupportedTableError: the table uses something snaplake cannot write.
+        """
+
+    takes_row_kinds: ClassVar[bool]
+    """The writer takes row kinds other than ``+I`` (retractions: ``-U``, ``+U``, ``-D``)."""
+
+    writes_by_bucket: ClassVar[bool]
+    """One writer must write all rows of a (partition, bucket): a distributed write
+    (Spark) routes the rows by bucket first and restores the writer state once on
+    the driver (:meth:`restore_write_state`)."""
+
+    @abstractmethod
+    def restore_write_state(self) -> dict[tuple[bytes, int], int]:
+        """The state a new writer continues from: ``{(partition, bucket): value}``.
+
+        For key-value tables each bucket's largest sequence number in the
+        latest snapshot; append writers keep none (``{}``).
+
+        Raises:
+            CorruptMetadataError: a manifest of the latest snapshot is missing.
+
+        Source: Paimon ``AbstractFileStoreWrite.scanExistingFileMetas`` (restore).
+        """
 
     # commit ----------------------------------------------------------------
     @abstractmethod

@@ -44,47 +44,73 @@ class KeyValueFileStore(FileStore):
 
     kind: ClassVar[str] = "primary-key"
 
-    def new_write(self, commit_user: str) -> KeyValueTableWrite:
+    def new_write(
+        self, commit_user: str, *, restored: Mapping[tuple[bytes, int], int] | None = None
+    ) -> KeyValueTableWrite:
         """Return a :class:`~snaplake.write.kv_write.KeyValueTableWrite` in this store's schema.
 
-        The writer restores each bucket's max sequence number from the latest
-        snapshot at its first write (a missing manifest raises
-        ``CorruptMetadataError`` naming it). A ``first-row`` table (unless
-        ``write-only``) lifts its new level-0 files before the commit, as
-        Paimon's readers skip level 0 of such tables.
+        Without ``restored`` the writer restores each bucket's max sequence
+        number (:meth:`restore_write_state`) at its first write (a missing
+        manifest raises ``CorruptMetadataError`` naming it). A first-row
+        table (unless ``write-only``) lifts its new level-0 files before the
+        commit (:meth:`lift_level0`), as Paimon's readers skip level 0 of
+        such tables.
         """
-        table, schema = self.table, self.schema
-
-        def restore() -> dict[tuple[bytes, int], int]:
-            latest = table.snapshot_manager.latest_snapshot()
-            if latest is None:
-                return {}
-            with MissingFileCheck(
-                file_io=table.file_io, paths=table.paths,
-                schema_manager=table.schema_manager, snapshot=latest,
-            ).reading():  # fmt: skip
-                return restore_max_sequences(
-                    FileStoreScan(
-                        file_io=table.file_io, paths=table.paths,
-                        schema_manager=table.schema_manager, snapshot=latest,
-                    )
-                )  # fmt: skip
-
-        compact_up = None
-        opts = schema.core_options
+        opts = self.schema.core_options
+        lift = None
         if opts.merge_engine == MergeEngine.FIRST_ROW and not opts.write_only:
-            from snaplake.compaction.merge_tree_compact import compact_new_files
-
-            def compact_up(messages: list[CommitMessage]) -> list[CommitMessage]:
-                return compact_new_files(
-                    file_io=table.file_io, paths=table.paths,
-                    schema_manager=table.schema_manager,
-                    snapshot_manager=table.snapshot_manager, schema=schema, messages=messages,
-                )  # fmt: skip
-
+            lift = self.lift_level0
+        restore = self.restore_write_state if restored is None else lambda: restored
         return KeyValueTableWrite(
-            file_io=table.file_io, paths=table.paths, schema=schema,
-            commit_user=commit_user, restore_sequences=restore, compact_up=compact_up,
+            file_io=self.file_io, paths=self.paths, schema=self.schema,
+            commit_user=commit_user, restore_sequences=restore, lift_level0=lift,
+        )  # fmt: skip
+
+    takes_row_kinds: ClassVar[bool] = True
+    writes_by_bucket: ClassVar[bool] = True
+
+    def restore_write_state(self) -> dict[tuple[bytes, int], int]:
+        """``{(partition, bucket): largest sequence number}`` of the latest snapshot's live files.
+
+        Raises:
+            CorruptMetadataError: a manifest of the latest snapshot is missing (named).
+
+        Storage: reads the latest snapshot's manifest list and manifests.
+
+        Source: Paimon ``AbstractFileStoreWrite`` (``getMaxSequenceNumber(restoreFiles)``).
+        """
+        table = self.table
+        latest = table.snapshot_manager.latest_snapshot()
+        if latest is None:
+            return {}
+        with MissingFileCheck(
+            file_io=table.file_io, paths=table.paths,
+            schema_manager=table.schema_manager, snapshot=latest,
+        ).reading():  # fmt: skip
+            return restore_max_sequences(
+                FileStoreScan(
+                    file_io=table.file_io, paths=table.paths,
+                    schema_manager=table.schema_manager, snapshot=latest,
+                )
+            )  # fmt: skip
+
+    def lift_level0(self, messages: list[CommitMessage]) -> list[CommitMessage]:
+        """Compact a writer's new level-0 files up with lookup, in the same messages.
+
+        The :class:`~snaplake.write.kv_write.Level0Lift` of first-row tables
+        (see :func:`~snaplake.compaction.merge_tree_compact.compact_new_files`).
+
+        Raises:
+            MergeFunctionError: the merge engine rejects a key's versions.
+
+        Storage: writes the compaction outputs (the caller aborts on failure).
+        """
+        from snaplake.compaction.merge_tree_compact import compact_new_files
+
+        table = self.table
+        return compact_new_files(
+            file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
+            snapshot_manager=table.snapshot_manager, schema=self.schema, messages=messages,
         )  # fmt: skip
 
     def conflict_rules(self) -> tuple[ConflictRule, ...]:

@@ -36,6 +36,7 @@ from snaplake.mergetree.merge_function import MergeSpec, drop_retracts, merge_fu
 from snaplake.mergetree.sort_merge import SortMergeReader
 from snaplake.mergetree.sorted_run import KeyComparator, SortedRun, interval_partition
 from snaplake.store.format.data_file import DataFileMeta
+from snaplake.store.format.primary_key import MergeEngine
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.predicate import Predicate, and_expression, resolve_projection
@@ -389,7 +390,7 @@ def read_primary_key_batches(
     # Paimon's batch scan of a first-row table skips level 0: its writers compact
     # every write up with lookup before committing (AbstractBatchTableScan,
     # CoreOptions.batchScanSkipLevel0).
-    skip_level0 = schema.core_options.merge_engine == "first-row"
+    skip_level0 = schema.core_options.merge_engine == MergeEngine.FIRST_ROW
     for split in splits:
         pairs = [(f, p) for f, p in zip(split.files, split.paths, strict=True)
                  if not (skip_level0 and f.level == 0)]  # fmt: skip

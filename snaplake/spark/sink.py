@@ -35,8 +35,9 @@ from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitResult
 from snaplake.spark._common import connect_mode, is_connect, resolve_table
 from snaplake.spark.ordering import normalize_order_by
-from snaplake.spark.write import commit_or_abort, write_messages
+from snaplake.spark.write import write_messages
 from snaplake.table import Table
+from snaplake.write.batch_write import commit_or_abort
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -383,9 +384,7 @@ class SnaplakeSink:
                 num_messages=0, write_s=written - started, commit_s=0.0,
                 total_s=time.perf_counter() - started,
             )  # fmt: skip
-        commit = commit_or_abort(
-            self.table, schema, messages, commit=committer, commit_identifier=batch_id
-        )
+        commit = commit_or_abort(committer, schema, messages, commit_identifier=batch_id)
         done = time.perf_counter()
         outcome = BatchOutcome.DUPLICATE if commit.was_duplicate else BatchOutcome.COMMITTED
         return SinkBatchResult(

@@ -1,8 +1,9 @@
 """Write a Spark DataFrame into a snaplake table: executors write files, the driver commits.
 
-Each Spark task runs a :class:`snaplake.write.table_write.TableWrite` over
-its partition's Arrow batches (``mapInArrow``), so the files have the same
-partition/bucket layout and statistics as a plain Python write, and returns
+Each Spark task runs the writer of the table's FileStore
+(:meth:`snaplake.filestore.FileStore.new_write`) over its partition's Arrow
+batches (``mapInArrow``), so the files have the same partition/bucket layout
+and statistics as a plain Python write, and returns
 its ``CommitMessage`` bytes. The driver collects them and commits once.
 Files of a task attempt that fails are deleted by that attempt; files of
 a job that failed (every file is named with the job's token) and of a commit
@@ -31,15 +32,15 @@ import secrets
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
-from snaplake.compaction.merge_tree_compact import compact_new_files
-from snaplake.errors import AmbiguousOrderError, CommitStateUnknownError, SchemaMismatchError
+from snaplake.errors import AmbiguousOrderError, SchemaMismatchError
+from snaplake.filestore import file_store_for
 from snaplake.options import Operation
 from snaplake.spark._common import arrow_schema_of as spark_arrow_schema
 from snaplake.spark._common import (
@@ -53,13 +54,12 @@ from snaplake.store.format.bucket import bucket_ids
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
-from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.support import check_supported
 from snaplake.table import Table
-from snaplake.write.kv_write import KeyValueTableWrite, restore_max_sequences
+from snaplake.write.batch_write import commit_or_abort
 from snaplake.write.schema_merge import merge_data_schema
-from snaplake.write.table_write import TableWrite, abort_messages
+from snaplake.write.table_write import TableWrite
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -103,16 +103,26 @@ def _token_prefix(token: str, *, prefix: str = "data-") -> str:
     return f"{prefix}{token[:8]}-{token[8:12]}-{token[12:16]}-"
 
 
+@dataclass(slots=True)
+class _TaskTable:
+    """What a FileStore needs of the table, on an executor (see ``filestore.TableContext``)."""
+
+    file_io: FileIO
+    paths: PathFactory
+    schema_manager: SchemaManager
+    snapshot_manager: SnapshotManager
+    identifier: str
+
+
 class _WriteTask:
     """The function ``mapInArrow`` runs on an executor: one TableWrite per task attempt.
 
-    Holds only picklable configuration (the FileIO carries no client).
-    Yields one record batch of serialised CommitMessages, or nothing when the
+    Holds only picklable configuration (the FileIO carries no client). Yields
+    one record batch of serialised CommitMessages, or nothing when the
     partition had no rows. With a :class:`VersionCheck` each batch is checked
     (the rows arrive sorted by it) before it is written; ``order_only``
     columns are dropped after the check. On any exception it deletes every
-    file this attempt wrote, then re-raises, so a retried attempt leaves no
-    orphans.
+    file this attempt wrote, then re-raises: a retried attempt leaves no orphans.
     """
 
     def __init__(
@@ -120,6 +130,7 @@ class _WriteTask:
         *,
         file_io: FileIO,
         root: str,
+        identifier: str,
         schema: TableSchema,
         commit_user: str,
         token: str,
@@ -130,6 +141,7 @@ class _WriteTask:
     ) -> None:
         self.file_io = file_io
         self.root = root
+        self.identifier = identifier
         self.schema = schema
         self.commit_user = commit_user
         self.token = token
@@ -139,19 +151,17 @@ class _WriteTask:
         self.order_only = tuple(order_only)
 
     def _writer(self) -> TableWrite:
+        """The FileStore's writer: files named with the job's token, state from the driver."""
         paths = _BatchPathFactory(self.root, token=self.token)
-        if not self.schema.primary_keys:
-            return TableWrite(
-                file_io=self.file_io, paths=paths, schema=self.schema, commit_user=self.commit_user
-            )
-        return primary_key_writer(
+        table = _TaskTable(
             file_io=self.file_io,
-            root=self.root,
             paths=paths,
-            schema=self.schema,
-            commit_user=self.commit_user,
-            sequences=self.sequences,
+            schema_manager=SchemaManager(self.file_io, paths),
+            snapshot_manager=SnapshotManager(self.file_io, paths),
+            identifier=self.identifier,
         )
+        store = file_store_for(table, self.schema)
+        return store.new_write(self.commit_user, restored=self.sequences)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         write = self._writer()
@@ -180,17 +190,6 @@ class _WriteTask:
         if messages:
             payload = pa.array([m.to_bytes() for m in messages], pa.binary())
             yield pa.RecordBatch.from_arrays([payload], schema=_MESSAGE_SCHEMA)
-
-
-def _abort_on_driver(table: Table, schema: TableSchema, messages: Sequence[CommitMessage]) -> None:
-    """Delete the data files of uncommitted ``messages`` (best effort, logged)."""
-    if not messages:
-        return
-    try:
-        abort_messages(table.file_io, table.paths, schema, messages)
-        logger.info("deleted the files of %d uncommitted message(s)", len(messages))
-    except Exception:  # cleanup must not hide the original error
-        logger.warning("could not delete the files of %d message(s)", len(messages), exc_info=True)
 
 
 def _wait_for_tasks(
@@ -300,95 +299,22 @@ class _BucketTask:
         self.schema = schema
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        keys = self.schema.bucket_keys
+        keys, buckets = self.schema.bucket_keys, self.schema.core_options.bucket
         types = [self.schema.field_type(k) for k in keys]
         arrow = self.schema.arrow_schema
         for batch in batches:
-            table = pa.Table.from_batches([batch])
-            key_table = pa.table(
-                [table.column(k).cast(arrow.field(k).type) for k in keys], names=keys
-            )
-            ids = bucket_ids(key_table, keys, types, self.schema.core_options.bucket)
+            columns = [batch.column(k).cast(arrow.field(k).type) for k in keys]
+            ids = bucket_ids(pa.table(columns, names=keys), keys, types, buckets)
             yield batch.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
 
 
-def _by_bucket(
-    df: DataFrame, table: Table, schema: TableSchema
-) -> tuple[DataFrame, dict[tuple[bytes, int], int]]:
-    """Repartition ``df`` by (partition keys, bucket); restore the buckets' sequence numbers."""
+def _by_bucket(df: DataFrame, schema: TableSchema) -> DataFrame:
+    """Repartition ``df`` by (partition keys, Paimon bucket): one task writes each bucket."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
-    out_schema = StructType(
-        [*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), nullable=False)]
-    )
-    with_bucket = df.mapInArrow(_BucketTask(schema), out_schema)
-    parts = [*schema.partition_keys, BUCKET_COLUMN]
-    repartitioned = with_bucket.repartition(*parts)
-    latest = table.latest_snapshot()
-    sequences: dict[tuple[bytes, int], int] = {}
-    if latest is not None:
-        scan = FileStoreScan(
-            file_io=table.file_io,
-            paths=table.paths,
-            schema_manager=table.schema_manager,
-            snapshot=latest,
-        )
-        sequences = restore_max_sequences(scan)
-    return repartitioned, sequences
-
-
-def primary_key_writer(
-    *,
-    file_io: FileIO,
-    root: str,
-    paths: PathFactory,
-    schema: TableSchema,
-    commit_user: str,
-    sequences: Mapping[tuple[bytes, int], int],
-) -> KeyValueTableWrite:
-    """The writer of one task of a primary-key write (runs on an executor).
-
-    Sequence numbers continue ``sequences`` (restored on the driver). On a
-    first-row table (unless ``write-only``) the task lifts its level-0 files
-    with lookup compaction (its bucket only: one task per bucket).
-
-    Args:
-        file_io: Storage of the table (the executor's copy).
-        root: The table's root path.
-        paths: The job's PathFactory (file names carry the job's token).
-        schema: The schema the driver opened the write with.
-        commit_user: The sink's commit user.
-        sequences: ``(partition, bucket)`` -> the highest sequence number in
-            the latest snapshot (from the driver).
-
-    Raises:
-        UnsupportedTableError: the table uses a feature snaplake cannot write.
-
-    Source: Paimon ``MergeTreeWriter`` per bucket (Flink's ``RowDataStoreWriteOperator``).
-    """
-    opts = schema.core_options
-    compact_up = None
-    if opts.merge_engine == "first-row" and not opts.write_only:
-        table_paths = PathFactory(root)
-
-        def compact_up(messages: list[CommitMessage]) -> list[CommitMessage]:
-            return compact_new_files(
-                file_io=file_io,
-                paths=paths,
-                schema_manager=SchemaManager(file_io, table_paths),
-                snapshot_manager=SnapshotManager(file_io, table_paths),
-                schema=schema,
-                messages=messages,
-            )
-
-    return KeyValueTableWrite(
-        file_io=file_io,
-        paths=paths,
-        schema=schema,
-        commit_user=commit_user,
-        restore_sequences=lambda: sequences,
-        compact_up=compact_up,
-    )
+    fields = [*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), nullable=False)]
+    with_bucket = df.mapInArrow(_BucketTask(schema), StructType(fields))
+    return with_bucket.repartition(*schema.partition_keys, BUCKET_COLUMN)
 
 
 def write_messages(
@@ -404,26 +330,21 @@ def write_messages(
 ) -> tuple[list[CommitMessage], TableSchema]:
     """Write ``df`` into data files on the executors and return their CommitMessages.
 
-    A primary-key table's rows are first repartitioned by (partition keys,
-    Paimon bucket), so one task writes each bucket: its sequence numbers
-    continue the bucket's, restored once on the driver from the latest
-    snapshot and shipped to the tasks. Where versions of a key need an order
-    (see :mod:`snaplake.spark.ordering`), each task then sorts its rows by key
-    and ``order_by`` (Spark's ``sortWithinPartitions``, which spills), numbers
-    them in that order, and refuses a key whose versions nothing orders.
+    When the table's FileStore writes by bucket (primary-key tables), the rows
+    are first repartitioned by (partition keys, Paimon bucket): one task
+    writes each bucket, continuing the sequence numbers the driver restored
+    (``FileStore.restore_write_state``). Where versions of a key need an order
+    (:mod:`snaplake.spark.ordering`), each task sorts its rows by key and
+    ``order_by`` (``sortWithinPartitions``, which spills), numbers them in
+    that order, and refuses a key whose versions nothing orders.
 
-    Table columns the DataFrame lacks are written as NULL when the table
-    column is nullable (e.g. a column added by ``alter_table`` while a
-    stream runs), as Delta does.
+    Table columns the DataFrame lacks are written as NULL when nullable (e.g.
+    a column added by ``alter_table`` while a stream runs), as Delta does.
 
     Nothing is committed: the caller commits the messages or aborts them.
-    Every data file of the job is named with a random per-job token; when
-    the job fails, the driver deletes every file carrying the token (a task
-    attempt that fails also deletes its own files at once). On a classic
-    session it first waits for the job's remaining tasks to stop; on a Spark
-    Connect session it interrupts the job's tagged operations and deletes at
-    once, so a file a straggler task finishes afterwards is left, uncommitted,
-    for orphan clean (see the module docstring).
+    When the job fails, the driver deletes every file named with the job's
+    token (a failed task attempt deletes its own at once); see the module
+    docstring for stragglers on classic and Spark Connect sessions.
 
     Args:
         df: Any DataFrame whose columns match the table (any order; see
@@ -490,11 +411,12 @@ def write_messages(
             identifier=table.identifier,
         )
     schema = table.schema()
+    store = table.file_store(schema)
     check_supported(schema, Operation.WRITE)  # on the driver, before any job runs
     if row_kind_column is not None:
         if row_kind_column not in df.columns:
             raise SchemaMismatchError(f"row_kind_column {row_kind_column!r} is not a column")
-        if not schema.primary_keys:
+        if not store.takes_row_kinds:
             raise SchemaMismatchError("row kinds need a primary-key table")
     versions = plan_version_order(
         table.file_store(schema),
@@ -508,19 +430,19 @@ def write_messages(
     data_schema = df.drop(*[c for c in steering if c in df.columns]).schema
     check_spark_schema(data_schema, schema, check_nullability=check_nullability)
     token = secrets.token_hex(8)
-    sequences = None
-    if schema.primary_keys:
-        df, sequences = _by_bucket(df, table, schema)
+    if store.writes_by_bucket:
+        df = _by_bucket(df, schema)
         if versions is not None:
             df = versions.sort(df)
     task = _WriteTask(
         file_io=table.file_io,
         root=table.root,
+        identifier=table.identifier,
         schema=schema,
         commit_user=commit_user,
         token=token,
         row_kind_column=row_kind_column,
-        sequences=sequences,
+        sequences=store.restore_write_state(),
         versions=versions,
         order_only=order_only,
     )
@@ -552,73 +474,6 @@ def _relayed_text(text: str, mark: str) -> str:
     if start < 0:
         return text
     return text[start + len(mark) + 2 :].splitlines()[0]
-
-
-def commit_or_abort(
-    table: Table,
-    schema: TableSchema,
-    messages: Sequence[CommitMessage],
-    *,
-    commit: FileStoreCommit,
-    commit_identifier: int | None,
-    overwrite: Mapping[str, Any] | bool | None = None,
-) -> CommitResult:
-    """Commit ``messages`` with ``commit``; delete their files if the commit surely failed.
-
-    A ``CommitStateUnknownError`` deletes nothing (the snapshot may exist).
-    Any other error re-reads the table first: if the identifier landed after
-    all, nothing is deleted. A duplicate result (someone committed the same
-    identifier meanwhile) has already deleted this attempt's redundant files
-    (``FileStoreCommit.commit`` keeps those a snapshot references).
-
-    Args:
-        table: The table the files were written into.
-        schema: The schema the files were written with (for their paths).
-        messages: The executors' messages for this batch.
-        commit: The committer of the batch's commit user.
-        commit_identifier: The batch id (``None`` for a one-off batch write).
-        overwrite: As ``FileStoreCommit.commit``.
-
-    Returns:
-        The commit result (``was_duplicate`` when the identifier had landed).
-
-    Raises:
-        CommitError: whatever ``FileStoreCommit.commit`` raised; the files
-            are gone unless it was ``CommitStateUnknownError``.
-        SchemaMismatchError: an overwrite's files lie outside its spec.
-
-    Storage:
-        One commit (see ``FileStoreCommit.commit``, which also cleans up a
-        duplicate's files); on failure, deletes the messages' data files.
-    """
-    try:
-        result = commit.commit(messages, commit_identifier=commit_identifier, overwrite=overwrite)
-    except CommitStateUnknownError:
-        logger.warning(
-            "commit of %s to %s has an unknown outcome; its files are kept",
-            commit_identifier,
-            table.identifier,
-        )
-        raise
-    except Exception:
-        if not _landed(table, commit, commit_identifier):
-            _abort_on_driver(table, schema, messages)
-        raise
-    return result
-
-
-def _landed(table: Table, commit: FileStoreCommit, commit_identifier: int | None) -> bool:
-    """True when ``commit_identifier`` is recorded for the committer's user (or unknowable)."""
-    if commit_identifier is None:
-        return False
-    try:
-        last = commit.txn_map(table.latest_snapshot()).get(commit.commit_user)
-    except Exception:  # cannot tell: keep the files (orphan clean removes them)
-        logger.warning(
-            "could not re-read %s after a failed commit", table.identifier, exc_info=True
-        )
-        return True
-    return last is not None and last >= commit_identifier
 
 
 def write(
@@ -732,9 +587,7 @@ def write(
         order_by=order_by,
     )
     commit = target.new_commit(commit_user=user)
-    result = commit_or_abort(
-        target, schema, messages, commit=commit, commit_identifier=None, overwrite=overwrite
-    )
+    result = commit_or_abort(commit, schema, messages, commit_identifier=None, overwrite=overwrite)
     logger.info(
         "spark write to %s: snapshot %s, %d file(s), %d row(s), %.0f ms",
         target.identifier,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -44,17 +45,25 @@ from snaplake.mergetree.merge_function import (
     merge_function_for,
     merge_sorted,
 )
-from snaplake.options import CoreOptions
+from snaplake.options import CoreOptions, Operation
 from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.primary_key import RETRACTABLE_FUNCTIONS, MergeEngine
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
+from snaplake.store.support import check_supported
+from snaplake.write.bucket_buffer import BucketBuffer, PendingBucket
 from snaplake.write.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter
-from snaplake.write.table_write import TableWrite, _BucketBuffer, conform_to_schema
+from snaplake.write.table_write import RowKinds, conform_to_schema
 
-__all__ = ["KeyValueTableWrite", "SequenceRestore", "dropped_row_kinds", "restore_max_sequences"]
+__all__ = [
+    "KeyValueTableWrite",
+    "Level0Lift",
+    "SequenceRestore",
+    "dropped_row_kinds",
+    "restore_max_sequences",
+]
 
 SequenceRestore = Callable[[], Mapping[tuple[bytes, int], int]]
 """Returns ``{(partition, bucket): max sequence number}`` of the latest snapshot's live files."""
@@ -62,10 +71,28 @@ SequenceRestore = Callable[[], Mapping[tuple[bytes, int], int]]
 _KINDS_COLUMN = "_VALUE_KIND"
 
 
-class KeyValueTableWrite(TableWrite):
-    """Writes upserts and deletes of a primary-key table and prepares CommitMessages.
+class Level0Lift(Protocol):
+    """Compacts a writer's new level-0 files up before ``prepare_commit`` returns.
 
-    Not thread-safe; use one per task. Reusable across ``prepare_commit`` calls
+    Given the prepared messages, returns them with the lift's compaction in
+    the same messages (the level-0 files deleted, their outputs added). The
+    FileStore composes it for first-row tables (unless ``write-only``):
+    Paimon's readers skip level 0 of such tables.
+
+    Source: Paimon ``MergeTreeWriter`` with a lookup compaction
+    (``LookupMergeTreeCompactRewriter``) for first-row tables.
+    """
+
+    def __call__(self, messages: list[CommitMessage]) -> list[CommitMessage]:
+        """Return ``messages`` with their level-0 files compacted up (outputs written)."""
+
+
+class KeyValueTableWrite:
+    """The :class:`~snaplake.write.table_write.TableWrite` of a primary-key table.
+
+    Writes upserts and deletes and prepares CommitMessages. Built by
+    ``KeyValueFileStore.new_write`` (``table.new_write``); see ``TableWrite``
+    for the failure and reuse rules. Reusable across ``prepare_commit`` calls
     (sequence numbers keep increasing).
 
     Args:
@@ -75,17 +102,17 @@ class KeyValueTableWrite(TableWrite):
         commit_user: Recorded for logs only.
         restore_sequences: Reads each bucket's largest sequence number in the
             latest snapshot; called once, at the first write.
-        compact_up: first-row tables (unless ``write-only``): compacts the
-            prepared level-0 files up with lookup before ``prepare_commit``
-            returns (Paimon's readers skip level 0 of first-row tables).
+        lift_level0: Compacts the prepared level-0 files up before
+            ``prepare_commit`` returns (see :class:`Level0Lift`); ``None`` =
+            they stay at level 0.
 
     Raises:
         UnsupportedTableError: the table uses something snaplake cannot write
             (``bucket`` not a positive count, an unimplemented option).
         InvalidOptionError: an unknown merge engine or aggregate function.
-    """
 
-    _writes_key_value = True
+    Source: Paimon ``KeyValueFileStoreWrite`` / ``MergeTreeWriter``.
+    """
 
     def __init__(
         self,
@@ -95,15 +122,22 @@ class KeyValueTableWrite(TableWrite):
         schema: TableSchema,
         commit_user: str,
         restore_sequences: SequenceRestore,
-        compact_up: Callable[[list[CommitMessage]], list[CommitMessage]] | None = None,
+        lift_level0: Level0Lift | None = None,
     ) -> None:
-        super().__init__(file_io=file_io, paths=paths, schema=schema, commit_user=commit_user)
+        check_supported(schema, Operation.WRITE)
+        self.file_io = file_io
+        self.paths = paths
+        self.schema = schema
+        self.commit_user = commit_user
         opts = schema.core_options
         self.spec: MergeSpec = merge_function_for(schema)
         self._target = opts.target_file_size(has_primary_key=True)
         self._write_buffer = opts.write_buffer_size
         self._restore = restore_sequences
-        self._compact_up = compact_up
+        self._lift_level0 = lift_level0
+        self._buffer = BucketBuffer(
+            file_io=file_io, paths=paths, schema=schema, flush=self._write_level0_runs
+        )
         self._input_changelog = opts.changelog_producer == "input"
         self._sequences: dict[tuple[bytes, int], int] | None = None
         self._restore_lock = threading.Lock()
@@ -113,7 +147,7 @@ class KeyValueTableWrite(TableWrite):
         self,
         data: pa.Table | pa.RecordBatch,
         *,
-        row_kinds: pa.Array | pa.ChunkedArray | Sequence[object] | None = None,
+        row_kinds: RowKinds | None = None,
     ) -> None:
         """Buffer upserts (and, with ``row_kinds``, retractions) for the next ``prepare_commit``.
 
@@ -143,7 +177,7 @@ class KeyValueTableWrite(TableWrite):
         Storage: may write level-0 data files when the buffers exceed
         ``write-buffer-size`` (invisible until committed).
         """
-        self._check_usable()
+        self._buffer.check_usable()
         table = conform_to_schema(data, self.schema)
         kinds = self._kinds(table, row_kinds)
         kinds_arr = pa.array(kinds, type=pa.int8())
@@ -152,7 +186,7 @@ class KeyValueTableWrite(TableWrite):
             return
         self._check_retractions(kinds_arr)
         routed = table.append_column(_KINDS_COLUMN, kinds_arr)
-        for partition, part_path, bucket, part in self._route(routed):
+        for partition, part_path, bucket, part in self._buffer.route(routed):
             self._add(partition, part_path, bucket, part)
 
     def delete_arrow(self, keys: pa.Table | pa.RecordBatch) -> None:
@@ -216,21 +250,38 @@ class KeyValueTableWrite(TableWrite):
         Storage: writes the buffered rows as data files (and the compaction
         outputs); on a failure deletes them.
         """
-        messages = super().prepare_commit()
-        if self._compact_up is None or not messages:
+        messages = self._buffer.prepare_commit()
+        if self._lift_level0 is None or not messages:
             return messages
         try:
-            return self._compact_up(messages)
+            return self._lift_level0(messages)
         except BaseException as exc:
-            self._failed = exc
-            self.abort(messages)
+            self._buffer.discard(exc, messages)
             raise
+
+    def abort(self, messages: Sequence[CommitMessage] | None = None) -> None:
+        """Abandon this write: delete data files that will never be committed.
+
+        Args:
+            messages: Messages returned by :meth:`prepare_commit` that will not
+                be committed; the data and changelog files they add are
+                deleted. Files this writer wrote since the last
+                ``prepare_commit`` are always deleted, and buffered rows are
+                dropped. ``None`` = only that.
+
+        Storage: deletes data and changelog files only; never metadata.
+        """
+        self._buffer.abort(messages or ())
+
+    def close(self) -> None:
+        """Drop buffered rows (files already written stay until committed or aborted)."""
+        self._buffer.close()
 
     # ------------------------------------------------------------- validation
     def _kinds(
         self,
         table: pa.Table,
-        row_kinds: pa.Array | pa.ChunkedArray | Sequence[object] | None,
+        row_kinds: RowKinds | None,
     ) -> npt.NDArray[np.int8]:
         field = self.schema.core_options.rowkind_field
         if field is not None:
@@ -304,23 +355,14 @@ class KeyValueTableWrite(TableWrite):
             self._sequence_numbers(partition, bucket, data.num_rows),
             kinds,
         )
-        buf = self._buffers.get((partition, bucket))
-        if buf is None:
-            buf = _BucketBuffer(partition=partition, partition_path=part_path, bucket=bucket)
-            self._buffers[(partition, bucket)] = buf
-        buf.chunks.append(kv)
-        buf.nbytes += kv.nbytes
+        self._buffer.add(partition, part_path, bucket, kv)
         # One memory pool for all buckets: flush the largest buffer first (Paimon's
         # write buffers share a pool and the biggest owner is flushed).
-        while sum(b.nbytes for b in self._buffers.values()) >= self._write_buffer:
-            largest = max(self._buffers.values(), key=lambda b: b.nbytes)
-            self._flush_or_discard([largest])
+        while self._buffer.nbytes >= self._write_buffer:
+            self._buffer.flush([self._buffer.largest()])
 
-    def _flush(self, buf: _BucketBuffer) -> None:
-        if not buf.chunks:
-            return
-        data = pa.concat_tables(buf.chunks)
-        buf.chunks, buf.nbytes = [], 0
+    def _write_level0_runs(self, pending: PendingBucket, data: pa.Table) -> None:
+        """Sort ``data`` by key, fold equal keys, write one level-0 sorted run (and changelog)."""
         ordered = sort_key_value(
             data,
             self.spec.key_names,
@@ -329,28 +371,28 @@ class KeyValueTableWrite(TableWrite):
         )
         changelog: list[DataFileMeta] = []
         if self._input_changelog:  # the rows as written, in merge order (Paimon's raw consumer)
-            changelog = self._write_level0(buf, ordered, changelog=True)
+            changelog = self._write_level0(pending, ordered, changelog=True)
         try:
-            files = self._write_level0(buf, merge_sorted(ordered, self.spec), changelog=False)
+            files = self._write_level0(pending, merge_sorted(ordered, self.spec), changelog=False)
         except BaseException:
             self.file_io.delete_many(
-                [self.paths.data_file_path(buf.partition_path, buf.bucket, f.file_name)
+                [self.paths.data_file_path(pending.partition_path, pending.bucket, f.file_name)
                  for f in changelog]
             )  # fmt: skip
             raise
-        buf.changelog_files.extend(changelog)
-        buf.files.extend(files)
+        pending.changelog_files.extend(changelog)
+        pending.files.extend(files)
 
     def _write_level0(
-        self, buf: _BucketBuffer, rows: pa.Table, *, changelog: bool
+        self, pending: PendingBucket, rows: pa.Table, *, changelog: bool
     ) -> list[DataFileMeta]:
-        """Write key-sorted ``rows`` as level-0 data (or changelog) files of ``buf``'s bucket."""
+        """Write key-sorted ``rows`` as level-0 data (or changelog) files of ``pending``."""
         writer = KeyValueFileWriter(
             file_io=self.file_io,
             paths=self.paths,
             schema=self.schema,
-            partition_path=buf.partition_path,
-            bucket=buf.bucket,
+            partition_path=pending.partition_path,
+            bucket=pending.bucket,
             level=0,
             file_source=FileSource.APPEND,
             target_file_size=self._target,

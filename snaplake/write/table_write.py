@@ -1,41 +1,33 @@
-"""TableWrite: Arrow data -> data files per (partition, bucket) -> CommitMessages.
+"""TableWrite, the writer contract, and what every writer and compaction shares about data files.
 
-``write_arrow`` validates the data against the table schema before any file
-is written, splits rows by partition and bucket with vectorised Arrow/numpy
-code (a stable sort on one combined group id; no per-row Python), buffers
-per bucket and writes data files (``file.format``: Parquet, ORC or Avro, via
-:mod:`snaplake.store.format.file_format`) that roll at ``target-file-size``.
-``prepare_commit`` flushes and returns one CommitMessage per (partition,
-bucket); the files stay invisible until a commit publishes them. It never
-commits.
+:class:`TableWrite` is what ``table.new_write`` returns; the FileStore of the
+table's kind builds it (the append writer in :mod:`snaplake.write.append_write`,
+the primary-key writer in :mod:`snaplake.write.kv_write`, both composed
+around :class:`snaplake.write.bucket_buffer.BucketBuffer`). Here too:
+:func:`conform_to_schema` (data checked against the table schema before any
+file is written), :func:`open_data_file` / :func:`write_data_file` (data
+files in ``file.format``: Parquet, ORC or Avro, via
+:mod:`snaplake.store.format.file_format`), :func:`new_data_file_meta` and
+:func:`abort_messages` (delete the files of uncommitted messages).
 
-Source: Paimon ``TableWriteImpl`` / ``AppendOnlyWriter`` / ``RollingFileWriter``
-and pypaimon ``DataWriter`` (file naming, sequence ranges, stats).
+Source: Paimon ``TableWrite`` / ``RollingFileWriter`` and pypaimon
+``DataWriter`` (file naming, sequence ranges, stats).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import threading
-import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
-from snaplake.commit.message import CommitMessage, DataIncrement
-from snaplake.errors import SchemaMismatchError, UnsupportedTableError
-from snaplake.mergetree.kv import parse_row_kinds
-from snaplake.options import Operation
-from snaplake.store.format.binary_row import encode_binary_row
-from snaplake.store.format.bucket import bucket_ids
+from snaplake.commit.message import CommitMessage
+from snaplake.errors import SchemaMismatchError
 from snaplake.store.format.data_file import (
     EMPTY_BINARY_ROW,
     EMPTY_STATS,
@@ -47,11 +39,11 @@ from snaplake.store.format.data_file import (
 from snaplake.store.format.file_format import DataFileSpec
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
-from snaplake.store.format.stats import SimpleStatsParts, compute_value_stats
+from snaplake.store.format.stats import SimpleStatsParts
 from snaplake.store.io.file_io import FileIO
-from snaplake.store.support import check_supported
 
 __all__ = [
+    "RowKinds",
     "TableWrite",
     "abort_messages",
     "arrow_type_fits",
@@ -64,7 +56,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_ROWS_PER_SLICE = 131_072
+RowKinds: TypeAlias = pa.Array | pa.ChunkedArray | Sequence[object]
+"""One row kind per row: ``'+I' '-U' '+U' '-D'`` strings or integers 0..3 (numpy int8 too)."""
 
 
 def _family(t: pa.DataType) -> str:
@@ -173,18 +166,6 @@ def _cast_column(col: pa.ChunkedArray, field: pa.Field) -> pa.ChunkedArray:
             f"value) but the data has values of another length ({exc}); pad or trim them, or "
             "store them in a BYTES column"
         ) from exc
-
-
-def _group_ids(table: pa.Table, keys: Sequence[str], buckets: np.ndarray | None) -> np.ndarray:
-    """One int64 per row, equal for rows of the same (partition, bucket)."""
-    group = np.zeros(table.num_rows, dtype=np.int64)
-    for key in keys:
-        encoded = pc.dictionary_encode(table.column(key).combine_chunks())
-        codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
-        group = group * (len(encoded.dictionary) + 1) + codes
-    if buckets is not None:
-        group = group * (int(buckets.max(initial=0)) + 1) + buckets
-    return group
 
 
 @dataclass(slots=True)
@@ -322,28 +303,14 @@ def new_data_file_meta(
     )
 
 
-@dataclass(slots=True)
-class _BucketBuffer:
-    partition: bytes
-    partition_path: str
-    bucket: int
-    chunks: list[pa.Table] = field(default_factory=list)
-    nbytes: int = 0
-    files: list[DataFileMeta] = field(default_factory=list)
-    changelog_files: list[DataFileMeta] = field(default_factory=list)
+class TableWrite(Protocol):
+    """What ``table.new_write`` returns: Arrow rows in, data files out, CommitMessages to commit.
 
-    def increment(self) -> DataIncrement:
-        """The files written so far, as a DataIncrement."""
-        return DataIncrement(
-            new_files=tuple(self.files), changelog_files=tuple(self.changelog_files)
-        )
-
-
-class TableWrite:
-    """Writes Arrow data into a table's data files and prepares CommitMessages.
-
-    Not thread-safe; use one per task. Reusable: after ``prepare_commit`` it
-    starts collecting the next batch.
+    The FileStore of the table's kind builds it
+    (:class:`~snaplake.write.append_write.AppendOnlyTableWrite` for append
+    tables, :class:`~snaplake.write.kv_write.KeyValueTableWrite` for
+    primary-key tables). Not thread-safe; use one per task. Reusable: after
+    ``prepare_commit`` it starts collecting the next batch.
 
     A failure while writing data files (a full disk, refused credentials, a
     merge error of a primary-key flush) leaves no files behind: the writer
@@ -352,308 +319,48 @@ class TableWrite:
     ``prepare_commit`` (``ValueError``); write those rows again with a new
     writer. Messages already returned by ``prepare_commit`` are not touched.
 
-    Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-        schema: The table schema to write with (its id goes into every file).
-        commit_user: Recorded for logs only (the commit carries the user).
+    Attributes:
+        schema: The table schema the writer writes with (its id goes into every file).
+        commit_user: The user that will commit the messages (logs only).
 
-    Raises:
-        UnsupportedTableError: the table uses something snaplake cannot write
-            (:func:`snaplake.store.support.check_supported`).
-        UnsupportedTableError: ``schema`` has primary keys (their writer is
-            :class:`snaplake.write.kv_write.KeyValueTableWrite`).
+    Source: Paimon ``TableWrite``.
     """
 
-    _writes_key_value: ClassVar[bool] = False
-
-    def __init__(
-        self, *, file_io: FileIO, paths: PathFactory, schema: TableSchema, commit_user: str
-    ) -> None:
-        if schema.primary_keys and not self._writes_key_value:
-            raise UnsupportedTableError(
-                f"TableWrite writes append tables; this table has primary keys "
-                f"{list(schema.primary_keys)}: get its writer from table.new_write()",
-                feature="primary-key table",
-                operation="write",
-            )
-        self.file_io = file_io
-        self.paths = paths
-        self.schema = schema
-        self.commit_user = commit_user
-        check_supported(schema, Operation.WRITE)
-        opts = schema.core_options
-        self._num_buckets = opts.bucket
-        self._bucket_key = list(schema.bucket_keys)
-        self._target = opts.target_file_size_bytes
-        self._spec = DataFileSpec.from_options(opts)
-        self._buffers: dict[tuple[bytes, int], _BucketBuffer] = {}
-        self._next_sequence = 0
-        self._sequence_lock = threading.Lock()
-        self._closed = False
-        self._failed: BaseException | None = None
+    schema: TableSchema
+    commit_user: str
 
     def write_arrow(
         self,
         data: pa.Table | pa.RecordBatch,
         *,
-        row_kinds: pa.Array | pa.ChunkedArray | Sequence[object] | None = None,
+        row_kinds: RowKinds | None = None,
     ) -> None:
-        """Buffer ``data`` for the next ``prepare_commit``.
+        """Buffer ``data`` (columns matched by name, :func:`conform_to_schema`) for the next commit.
 
-        Args:
-            data: A ``pa.Table`` or ``pa.RecordBatch`` whose columns match the
-                table schema by name (see :func:`conform_to_schema`); any
-                number of rows. Buffered per (partition, bucket) until about
-                ``target-file-size`` bytes of Arrow data, then written.
-            row_kinds: Append tables take only ``+I`` rows (Paimon's append
-                writer refuses others); see the primary-key writer for more.
-
-        Raises:
-            TypeError: ``data`` is not a ``pa.Table`` or ``pa.RecordBatch``.
-            SchemaMismatchError: before any file is written, when the data does
-                not fit the schema or a row kind is not ``+I``.
-            UnsupportedTypeError: a partition value cannot be encoded.
-            StorageError: writing a rolled data file failed (``.path`` names
-                it); the writer discarded its unprepared files and rows (see
-                the class docstring).
-            ValueError: the writer is closed or failed before.
-
-        Storage: may write data files under
-        ``<partition>/bucket-<b>/`` (invisible until committed).
+        ``row_kinds``: one of ``'+I' '-U' '+U' '-D'`` (or int8 0..3) per row;
+        append tables take only ``+I``. May write data files (invisible until
+        committed). Errors: see the writer of the table's kind.
         """
-        self._check_usable()
-        if row_kinds is not None and parse_row_kinds(row_kinds, data.num_rows).any():
-            raise SchemaMismatchError(
-                "an append table takes only +I rows; -U/+U/-D need a primary-key table"
-            )
-        table = conform_to_schema(data, self.schema)
-        for partition, part_path, bucket, part in self._route(table):
-            self._add(partition, part_path, bucket, part)
 
     def delete_arrow(self, keys: pa.Table | pa.RecordBatch) -> None:
-        """Delete rows by primary key (primary-key tables only).
-
-        Raises:
-            UnsupportedTableError: always: an append table has no keys to delete by.
-        """
-        raise UnsupportedTableError(
-            "an append table has no primary key to delete by; deletes need a primary-key table",
-            feature="delete on an append table",
-            operation="write",
-        )
-
-    def _route(self, table: pa.Table) -> Iterator[tuple[bytes, str, int, pa.Table]]:
-        """Split conformed rows into (partition bytes, partition path, bucket, rows) slices.
-
-        Extra columns (beyond the schema's) travel along untouched.
-        """
-        if table.num_rows == 0:
-            return
-        keys = list(self.schema.partition_keys)
-        buckets = None
-        if self._num_buckets > 0:
-            buckets = bucket_ids(
-                table,
-                self._bucket_key,
-                [self.schema.field_type(k) for k in self._bucket_key],
-                self._num_buckets,
-            ).astype(np.int64)
-        if not keys and buckets is None:
-            yield EMPTY_BINARY_ROW, "", 0, table
-            return
-        group = _group_ids(table, keys, buckets)
-        steps = np.diff(group)
-        if not (steps >= 0).all():  # already grouped (e.g. sorted by partition): no copy
-            order = np.argsort(group, kind="stable")
-            group = group[order]
-            table = table.take(pa.array(order))
-            if buckets is not None:
-                buckets = buckets[order]
-            steps = np.diff(group)
-        starts = np.concatenate(([0], np.flatnonzero(steps) + 1))
-        ends = np.concatenate((starts[1:], [len(group)]))
-        types = self.schema.partition_types
-        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-            part = table.slice(s, e - s)
-            values = tuple(part.column(k)[0].as_py() for k in keys)
-            bucket = int(buckets[s]) if buckets is not None else 0
-            partition = encode_binary_row(values, types) if keys else EMPTY_BINARY_ROW
-            yield partition, self.schema.partition_path(values), bucket, part
-
-    def _add(self, partition: bytes, part_path: str, bucket: int, data: pa.Table) -> None:
-        buf = self._buffers.get((partition, bucket))
-        if buf is None:
-            buf = _BucketBuffer(partition=partition, partition_path=part_path, bucket=bucket)
-            self._buffers[(partition, bucket)] = buf
-        buf.chunks.append(data)
-        buf.nbytes += data.nbytes
-        if buf.nbytes >= self._target:
-            self._flush_or_discard([buf])
-
-    def _check_usable(self) -> None:
-        """Refuse a closed or failed writer (``ValueError``)."""
-        if self._closed:
-            raise ValueError("this TableWrite is closed; create a new one with table.new_write()")
-        if self._failed is not None:
-            raise ValueError(
-                "this TableWrite failed writing its data files "
-                f"({type(self._failed).__name__}: {self._failed}); it deleted the files it had "
-                "written since the last prepare_commit and dropped its buffered rows: write "
-                "those rows again with a new writer from table.new_write()"
-            ) from self._failed
-
-    def _flush_or_discard(self, buffers: Sequence[_BucketBuffer]) -> None:
-        """Flush ``buffers`` (in parallel when several); on a failure discard and re-raise.
-
-        Raises:
-            BaseException: whatever a flush raised, after :meth:`_discard`.
-        """
-        try:
-            if len(buffers) > 1:  # encoding (pyarrow) releases the GIL: write buckets in parallel
-                with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-                    list(pool.map(self._flush, buffers))  # the pool waits for every flush
-            else:
-                for buf in buffers:
-                    self._flush(buf)
-        except BaseException as exc:
-            self._discard(exc)
-            raise
-
-    def _discard(self, exc: BaseException) -> None:
-        """Delete the unprepared files, drop the buffers and refuse further writes.
-
-        Storage: deletes the data and changelog files written since the last
-        ``prepare_commit`` (a failed delete is logged; orphan clean removes it).
-        """
-        self._failed = exc
-        files = sum(len(b.files) + len(b.changelog_files) for b in self._buffers.values())
-        try:
-            self.abort()
-        except Exception:  # the write's own error is the one to report
-            logger.warning(
-                "could not delete the data files of a failed write; orphan clean removes them",
-                exc_info=True,
-            )
-            return
-        deleted = (
-            f"deleted the {files} data file(s) it had written since the last prepare_commit and "
-            if files
-            else ""
-        )
-        exc.add_note(
-            f"snaplake: the writer {deleted}dropped its buffered rows; write them again with a "
-            "new writer"
-        )
-
-    def _flush(self, buf: _BucketBuffer) -> None:
-        if not buf.chunks:
-            return
-        data = pa.concat_tables(buf.chunks)
-        buf.chunks, buf.nbytes = [], 0
-        # Roll: estimate rows per file from the in-memory size (files are smaller).
-        bytes_per_row = max(1, data.nbytes // max(1, data.num_rows))
-        rows_per_file = max(1, self._target // bytes_per_row)
-        for offset in range(0, data.num_rows, rows_per_file):
-            buf.files.append(self._write_file(buf, data.slice(offset, rows_per_file)))
-
-    def _write_file(self, buf: _BucketBuffer, data: pa.Table) -> DataFileMeta:
-        name = self.paths.new_data_file_name(
-            extension=self._spec.extension, prefix=self._spec.prefix
-        )
-        path = self.paths.data_file_path(buf.partition_path, buf.bucket, name)
-        try:
-            size = write_data_file(file_io=self.file_io, path=path, data=data, spec=self._spec)
-        except BaseException:
-            try:
-                self.file_io.delete_many([path])  # a streamed file may be left partly written
-            except Exception:  # the write's own error is the one to report
-                logger.warning("could not delete the partly written %s", path, exc_info=True)
-            raise
-        stats = compute_value_stats(
-            data, self.schema.value_types, stats_mode=self.schema.core_options.metadata_stats_mode
-        )
-        with self._sequence_lock:
-            start = max(self._next_sequence, time.time_ns() // 1000)
-            end = start + data.num_rows - 1
-            self._next_sequence = end + 1
-        logger.debug("wrote %s (%d rows, %d bytes)", path, data.num_rows, size)
-        return new_data_file_meta(
-            file_name=name,
-            size_bytes=size,
-            row_count=data.num_rows,
-            stats=stats,
-            schema_id=self.schema.id,
-            min_sequence_number=start,
-            max_sequence_number=end,
-            file_source=FileSource.APPEND,
-        )
+        """Buffer ``-D`` rows for the primary keys in ``keys`` (append tables refuse it)."""
 
     def prepare_commit(self) -> list[CommitMessage]:
-        """Flush every buffer and return one CommitMessage per (partition, bucket).
+        """Write every buffered row; return one CommitMessage per (partition, bucket) written.
 
-        Returns:
-            Messages for the files written since the last call (empty when no
-            rows were written). Pass them to ``FileStoreCommit.commit`` or, if
-            they will never be committed, to :meth:`abort`.
-
-        Raises:
-            StorageError: writing a data file failed (``.path`` names it); every
-                data file written since the last ``prepare_commit`` was deleted
-                and the buffered rows dropped (see the class docstring).
-            ValueError: the writer failed before.
-
-        Storage: writes the remaining buffered rows as data files; on a
-        failure deletes them and the files rolled since the last call.
+        The messages go to ``FileStoreCommit.commit`` or, if they will never
+        be committed, to :meth:`abort`. Never commits.
         """
-        if self._failed is not None:
-            self._check_usable()
-        buffers = list(self._buffers.values())
-        self._flush_or_discard(buffers)
-        messages = []
-        for buf in buffers:
-            if buf.files or buf.changelog_files:
-                messages.append(
-                    CommitMessage(
-                        partition=buf.partition,
-                        bucket=buf.bucket,
-                        total_buckets=self._num_buckets,
-                        data_increment=buf.increment(),
-                    )
-                )
-        self._buffers.clear()
-        return messages
 
     def abort(self, messages: Sequence[CommitMessage] | None = None) -> None:
-        """Abandon this write: delete data files that will never be committed.
+        """Delete the files of ``messages`` and the files written since ``prepare_commit``.
 
-        Args:
-            messages: Messages returned by :meth:`prepare_commit` that will not
-                be committed; their ADDed files are deleted. Files this writer
-                rolled since the last ``prepare_commit`` (not yet in any
-                message) are always deleted, and buffered rows are dropped.
-                ``None`` = only that.
-
-        Storage: deletes ``new_files``/``compact_after`` and changelog files of
-        ``messages`` and the writer's unprepared files; never metadata.
+        Buffered rows are dropped. Storage: deletes data and changelog files
+        only (see :func:`abort_messages`).
         """
-        pending = [
-            CommitMessage(
-                partition=buf.partition,
-                bucket=buf.bucket,
-                total_buckets=self._num_buckets,
-                data_increment=buf.increment(),
-            )
-            for buf in self._buffers.values()
-            if buf.files or buf.changelog_files
-        ]
-        self._buffers.clear()
-        abort_messages(self.file_io, self.paths, self.schema, [*(messages or ()), *pending])
 
     def close(self) -> None:
         """Drop buffered rows (files already written stay until committed or aborted)."""
-        self._buffers.clear()
-        self._closed = True
 
 
 def abort_messages(

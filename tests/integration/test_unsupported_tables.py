@@ -23,7 +23,6 @@ from snaplake.cli import cli
 from snaplake.compaction.expire import ExpireSnapshots
 from snaplake.compaction.orphan_clean import OrphanFilesClean
 from snaplake.errors import UnsupportedTableError
-from snaplake.write.table_write import TableWrite
 
 pytestmark = [pytest.mark.integration, requires_paimon]
 
@@ -67,13 +66,6 @@ def test_every_entry_point_refuses_a_primary_key_table_with_deletion_vectors(pk_
     _refused(table.to_arrow, "read")
     _refused(table.new_scan, "read")
     _refused(lambda: table.new_write(commit_user="u"), "write")
-    _refused(
-        lambda: TableWrite(
-            file_io=table.file_io, paths=table.paths, schema=table.schema(), commit_user="u"
-        ),
-        "write",
-        feature="primary-key table",  # the append writer never writes key/value files
-    )
     _refused(lambda: table.new_commit(commit_user="u").commit([]), "commit")
     _refused(table.compact, "maintenance")
     _refused(table.merge_manifests, "maintenance")

@@ -32,8 +32,9 @@ import snaplake
 from snaplake.errors import SchemaMismatchError
 from snaplake.spark import SnaplakeSink, read, write
 from snaplake.spark._common import is_connect
-from snaplake.spark.write import commit_or_abort, write_messages
+from snaplake.spark.write import write_messages
 from snaplake.table import Table
+from snaplake.write.batch_write import commit_or_abort
 
 pytestmark = [
     pytest.mark.spark,
@@ -210,7 +211,7 @@ def test_stream_through_sink_is_exactly_once(connect: Any, tmp_path: Path) -> No
     messages, schema = write_messages(batch, table, commit_user="connect-stream")
     assert messages
     committer = table.new_commit(commit_user="connect-stream")
-    result = commit_or_abort(table, schema, messages, commit=committer, commit_identifier=2)
+    result = commit_or_abort(committer, schema, messages, commit_identifier=2)
     assert result.was_duplicate
     assert len(table.snapshots()) == 3
     _assert_exact(table, expected)

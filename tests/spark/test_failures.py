@@ -141,8 +141,8 @@ def test_failed_job_cleanup_deletes_changelog_files_too(tmp_path: Path) -> None:
     table = catalog.create_table("db.pk", schema=PK_SCHEMA, partition_keys=["month"],
                                  primary_keys=PK_KEYS, options=options)  # fmt: skip
     token = "0123456789abcdef0123456789abcdef"
-    task = _WriteTask(file_io=table.file_io, root=table.root, schema=table.schema(),
-                      commit_user="u", token=token)  # fmt: skip
+    task = _WriteTask(file_io=table.file_io, root=table.root, identifier=table.identifier,
+                      schema=table.schema(), commit_user="u", token=token)  # fmt: skip
     assert list(task(iter(to_table(make_rows(0, 40)).to_batches())))  # files written
     root = Path(table.root)
     assert {p.name.split("-")[0] for p in root.rglob("bucket-*/*.parquet")} == {"data", "changelog"}
