@@ -5,14 +5,18 @@ Source: Paimon ``KeyValueFileStore``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
+from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
+from snaplake.compaction.job import CompactionJob
+from snaplake.compaction.merge_tree_compact import MergeTreeCompactionPlanner
 from snaplake.filestore.base import FileStore
 from snaplake.mergetree.read import read_primary_key_batches, read_primary_key_splits
+from snaplake.options import CoreOptions
 from snaplake.store.format.primary_key import MergeEngine
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.read.missing_files import MissingFileCheck
@@ -108,3 +112,37 @@ class KeyValueFileStore(FileStore):
             predicates=predicates, schema_of=schema_of,
         )  # fmt: skip
         return (b for t in tables for b in t.to_batches())
+
+    # compaction ------------------------------------------------------------
+    def new_compaction(
+        self,
+        *,
+        commit: FileStoreCommit,
+        full: bool = False,
+        partitions: Sequence[Mapping[str, Any]] | None = None,
+        options: CoreOptions | None = None,
+        max_files_per_bucket: int | None = None,
+    ) -> CompactionJob:
+        """LSM compaction (see :class:`MergeTreeCompactionPlanner`).
+
+        ``max_files_per_bucket`` is validated only: a bucket's unit is one
+        merge of overlapping sorted runs, never cut, so the plan is never capped.
+
+        Raises:
+            ValueError: an empty ``partitions`` list, or ``max_files_per_bucket < 2``.
+        """
+        if max_files_per_bucket is not None and max_files_per_bucket < 2:
+            raise ValueError(f"max_files_per_bucket must be >= 2, got {max_files_per_bucket}")
+        t = self.table
+        planner = MergeTreeCompactionPlanner(
+            file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager,
+            snapshot_manager=t.snapshot_manager, full=full, partitions=partitions,
+            options=options,
+        )  # fmt: skip
+        return CompactionJob(commit=commit, planner=planner)
+
+    def inline_compaction(self, *, commit: FileStoreCommit) -> CompactionJob | None:
+        """One LSM round of the buckets due, unless ``write-only`` (writers never compact)."""
+        if self.schema.core_options.write_only:
+            return None
+        return self.new_compaction(commit=commit)
