@@ -65,7 +65,7 @@ class CompactResult:
     @classmethod
     def of_commit(
         cls,
-        snapshot_id: int,
+        snapshot_id: int | None,
         messages: Sequence[CommitMessage],
         *,
         buckets: int,
@@ -76,7 +76,7 @@ class CompactResult:
         """The result of committing ``messages`` as snapshot ``snapshot_id``.
 
         Args:
-            snapshot_id: The COMPACT snapshot published.
+            snapshot_id: The COMPACT snapshot published (as the commit reports it).
             messages: The committed messages (compact increments).
             buckets: (partition, bucket) pairs the compaction rewrote.
             schema: The table's schema (names each message's partition directory).
