@@ -1,4 +1,4 @@
-"""The one CompactionJob on both table kinds: re-plan after a lost conflict, commit or delete, cap."""
+"""The one CompactionJob, both table kinds: re-plan after a lost conflict, commit or delete, cap."""
 
 from __future__ import annotations
 
