@@ -51,7 +51,7 @@ from snaplake.compaction.orphan_clean import OrphanCleanResult, OrphanFilesClean
 from snaplake.compaction.result import CompactResult
 from snaplake.daemon.config import Task
 from snaplake.daemon.memory import release_memory
-from snaplake.daemon.remote import RemoteCompaction
+from snaplake.daemon.remote import RemoteCompaction, RemoteOutcome
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
 from snaplake.store.format.paths import count_file_types
@@ -402,12 +402,12 @@ def compact_job(
         plan = job.plan_units()
         if not rounds:
             planned = plan.sorted_runs
-        outcome = remote.try_compact(table, job, plan) if remote is not None else None
-        if outcome is not None and outcome.result is not None:
+        outcome = remote.try_compact(table, job, plan) if remote is not None else RemoteOutcome()
+        if remote is not None and outcome.result is not None:
             rounds.append(outcome.result)
-            engine = remote.name if remote is not None else engine
+            engine = remote.name
         else:
-            failure = failure or (outcome.failure if outcome is not None else None)
+            failure = failure or outcome.failure
             rounds.append(job.execute(plan=plan, workers=workers))
         if rounds[-1].snapshot_id is None or not plan.capped or time.monotonic() >= deadline:
             break

@@ -9,7 +9,7 @@ import pytest
 from tests.helpers import sorted_ids
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, sorted_rows
 from tests.pk_helpers import to_table as pk_table
-from tests.unit.compaction.conftest import append, compaction_job
+from tests.unit.compaction.conftest import append, compaction_job, runs
 
 from snaplake.catalog import FileSystemCatalog
 from snaplake.compaction.append_compact import AppendCompactionPlanner
@@ -204,9 +204,9 @@ def test_the_plan_says_whether_the_cap_cut_files_off(make_table, tmp_path):
     for i in range(6):
         append(table, i * 10, 10)
     capped = compaction_job(table, max_files_per_bucket=4).plan_units()
-    assert capped.capped and sum(len(t.files) for u in capped.units for t in u.tasks) == 4
+    assert capped.capped and sum(len(t.files) for t in runs(capped)) == 4
     whole = compaction_job(table, max_files_per_bucket=6).plan_units()
-    assert not whole.capped and sum(len(t.files) for u in whole.units for t in u.tasks) == 6
+    assert not whole.capped and sum(len(t.files) for t in runs(whole)) == 6
     assert not compaction_job(table).plan_units().capped
     pk, _ = _pk_table(tmp_path)
     plan = compaction_job(pk, max_files_per_bucket=2).plan_units()
