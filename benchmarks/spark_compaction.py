@@ -190,10 +190,7 @@ def child_spark(root: Path, master: str, name: str) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
     import snaplake
-    from snaplake.compaction.distributed import (
-        AppendDistributedCompaction,
-        MergeTreeDistributedCompaction,
-    )
+    from snaplake.compaction.job import CompactionJob
     from snaplake.spark import compact
 
     phases: dict[str, float] = {}
@@ -208,11 +205,10 @@ def child_spark(root: Path, master: str, name: str) -> dict[str, Any]:
 
         return call
 
-    for job in (AppendDistributedCompaction, MergeTreeDistributedCompaction):
-        job.plan_units = timed("plan_s", job.plan_units)  # type: ignore[method-assign]
-        job.commit_rewritten = timed(  # type: ignore[method-assign]
-            "commit_s", job.commit_rewritten
-        )
+    CompactionJob.plan_units = timed("plan_s", CompactionJob.plan_units)  # type: ignore[method-assign]
+    CompactionJob.commit_rewritten = timed(  # type: ignore[method-assign]
+        "commit_s", CompactionJob.commit_rewritten
+    )
     t0 = time.perf_counter()
     spark = (
         SparkSession.builder.master(master)

@@ -36,11 +36,11 @@ from snaplake.write.table_write import RowKinds, TableWrite
 if TYPE_CHECKING:
     import pandas as pd
 
-    from snaplake.compaction.append_compact import CompactResult
     from snaplake.compaction.check import CheckResult
     from snaplake.compaction.expire import ExpireResult
     from snaplake.compaction.manifest_merge import MergeResult
     from snaplake.compaction.orphan_clean import OrphanCleanResult
+    from snaplake.compaction.result import CompactResult
     from snaplake.store.rollback import RollbackResult
     from snaplake.store.tags import TagInfo
 
@@ -343,7 +343,8 @@ class Table:
             from snaplake.compaction.inline import run_inline_maintenance
 
             def after_commit(_result: CommitResult) -> None:
-                run_inline_maintenance(self)
+                compaction = self.file_store().inline_compaction(commit=self._maintenance_commit())
+                run_inline_maintenance(self, compaction=compaction)
 
         committer = self.file_store(schema).new_commit(commit_user, after_commit=after_commit)
         committer.check_supported(schema)  # the latest options, once: its commits skip them
@@ -601,25 +602,18 @@ class Table:
                 partitions (``None`` = all).
 
         Raises:
-            CommitConflictError: a concurrent commit deleted an input (primary-key
-                tables: after re-planning up to three times); the outputs were
-                deleted, nothing is lost; run again.
+            CommitConflictError: a concurrent commit deleted an input, after
+                re-planning up to three times; the outputs were deleted,
+                nothing is lost; run again.
 
         Storage:
-            See :meth:`snaplake.compaction.AppendCompactor.execute` and
-            :meth:`snaplake.compaction.MergeTreeCompactor.execute`.
+            See :meth:`snaplake.compaction.CompactionJob.execute`.
         """
-        if self.schema().primary_keys:
-            from snaplake.compaction.merge_tree_compact import MergeTreeCompactor
-
-            return MergeTreeCompactor(
-                commit=self._maintenance_commit(), full=full, partition_filter=partition_filter
-            ).execute()
-        from snaplake.compaction.append_compact import AppendCompactor
-
-        return AppendCompactor(
-            commit=self._maintenance_commit(), partition_filter=partition_filter, full=full
-        ).execute()
+        specs = [partition_filter] if partition_filter is not None else None
+        job = self.file_store().new_compaction(
+            commit=self._maintenance_commit(), full=full, partitions=specs
+        )
+        return job.execute()
 
     def create_tag(self, name: str, *, snapshot_id: int | None = None) -> TagInfo:
         """Tag snapshot ``snapshot_id`` (default: the latest) as ``name``.

@@ -132,23 +132,22 @@ def remove_orphan_files(cli: CliContext, *, table: str, older_than: str, execute
 @click.option(
     "--full",
     is_flag=True,
-    help="Primary-key tables: compact every bucket into one top-level sorted run.",
+    help="Full compaction: primary-key tables compact every bucket into one top-level sorted "
+    "run; append tables rewrite every file after a bucket's leading large ones.",
 )
 @pass_cli
 def compact(cli: CliContext, *, table: str, partitions: tuple[str, ...], full: bool) -> None:
     """Compact TABLE's data files (a COMPACT snapshot).
 
-    Append tables: rewrite runs of small files into target-size files.
-    Primary-key tables: one round of LSM compaction (universal picking;
-    --full: everything into the top level, deletes dropped).
+    Append tables: rewrite runs of small files into target-size files
+    (--full: every file after a bucket's leading large ones). Primary-key
+    tables: one round of LSM compaction (universal picking; --full:
+    everything into the top level, deletes dropped).
 
-    Exit codes: 0 compacted or nothing due; 2 bad --partition or --full on an
-    append table; 3 a concurrent commit removed an input (nothing lost; run
-    again); 4 no such table.
+    Exit codes: 0 compacted or nothing due; 2 bad --partition; 3 a concurrent
+    commit removed an input (nothing lost; run again); 4 no such table.
     """
     target = cli.table(table)
-    if full and not target.primary_keys:
-        raise click.BadParameter("--full applies to primary-key tables", param_hint="--full")
     spec = parse_partition_spec(
         partitions, schema=target.arrow_schema, partition_keys=target.partition_keys
     )

@@ -1,24 +1,31 @@
 """Table maintenance: manifest merge, expiry, orphan clean, compaction, inline maintenance.
 
 Tags, consumers and rollback live beside the snapshot manager
-(``snaplake.store``). Compaction rewrites small files of append tables and
-runs the LSM compaction of primary-key tables.
+(``snaplake.store``). Compaction is one :class:`CompactionJob` (plan units,
+rewrite, commit once, abort) with a planner per table kind: small files of
+append tables (:class:`AppendCompactionPlanner`), the LSM compaction of
+primary-key tables (:class:`MergeTreeCompactionPlanner`); the table's
+FileStore picks it.
 
 Each operation is a separate commit by the ``snaplake-maintenance`` user (or a
 pure deletion) and returns a frozen result dataclass. This package imports
 ``snaplake.commit`` and ``snaplake.store`` only, never the table facade.
 """
 
-from snaplake.compaction.append_compact import AppendCompactor, CompactResult, CompactTask
-from snaplake.compaction.append_rewrite import AppendRewriter
-from snaplake.compaction.capped_compact import CappedCompactor
-from snaplake.compaction.distributed import (
-    DistributedCompaction,
-    RewriteUnit,
-    distributed_compaction,
+from snaplake.compaction.append_compact import (
+    AppendCompactionPlanner,
+    AppendRewriteUnit,
+    CompactTask,
 )
+from snaplake.compaction.append_rewrite import AppendRewriter
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
 from snaplake.compaction.inline import InlineMaintenanceResult, run_inline_maintenance
+from snaplake.compaction.job import (
+    CompactionJob,
+    CompactionPlan,
+    CompactionPlanner,
+    CompactionUnit,
+)
 from snaplake.compaction.maintenance import (
     MAINTENANCE_COMMIT_USER,
     MAINTENANCE_RETRY_POLICY,
@@ -28,7 +35,11 @@ from snaplake.compaction.maintenance import (
     maintenance_committer,
 )
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
-from snaplake.compaction.merge_tree_compact import MergeTreeCompactor, commit_compaction
+from snaplake.compaction.merge_tree_compact import (
+    MergeTreeCompactionPlanner,
+    MergeTreeRewriteUnit,
+    compact_new_files,
+)
 from snaplake.compaction.merge_tree_plan import (
     BucketCompaction,
     MergeTreeCompactPlanner,
@@ -40,35 +51,38 @@ from snaplake.compaction.orphan_clean import (
     OrphanCleanResult,
     OrphanFilesClean,
 )
+from snaplake.compaction.result import CompactResult
 
 __all__ = [
     "DEFAULT_OLDER_THAN",
     "MAINTENANCE_COMMIT_USER",
     "MAINTENANCE_RETRY_POLICY",
-    "AppendCompactor",
+    "AppendCompactionPlanner",
+    "AppendRewriteUnit",
     "AppendRewriter",
-    "CappedCompactor",
     "BucketCompaction",
     "CompactResult",
     "CompactTask",
-    "DistributedCompaction",
+    "CompactionJob",
+    "CompactionPlan",
+    "CompactionPlanner",
+    "CompactionUnit",
     "ExpireResult",
     "ExpireSnapshots",
     "FileCounts",
     "InlineMaintenanceResult",
     "ManifestFileMerger",
-    "MergeTreeCompactPlanner",
-    "MergeTreeCompactor",
     "MergeResult",
+    "MergeTreeCompactPlanner",
+    "MergeTreeCompactionPlanner",
+    "MergeTreeRewriteUnit",
     "OrphanCleanResult",
     "OrphanFilesClean",
-    "RewriteUnit",
     "SortedRunStats",
-    "commit_compaction",
-    "rewrite_bucket",
-    "distributed_compaction",
+    "compact_new_files",
     "count_files",
     "count_manifests",
     "maintenance_committer",
+    "rewrite_bucket",
     "run_inline_maintenance",
 ]

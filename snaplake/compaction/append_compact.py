@@ -1,4 +1,4 @@
-"""Small-file compaction for append tables: plan runs of small files, rewrite, commit once.
+"""Small-file compaction of append tables: the append kind's planner and rewrite units.
 
 Streaming writers leave many small Parquet files. For every (partition,
 bucket) of the latest snapshot, files are taken in sequence-number order and
@@ -15,10 +15,12 @@ A *full* compaction (``full=True``) leaves the leading files of at least that
 small-file size alone and rewrites every later file of the bucket, large ones
 included, when at least three remain and small ones outnumber large ones.
 
-Three steps, usable apart: :meth:`AppendCompactor.plan` (driver: which runs),
-:class:`~snaplake.compaction.append_rewrite.AppendRewriter` (per run, here in
-a thread pool or on a Spark executor: the new files and their
-CommitMessage), :meth:`AppendCompactor.commit_rewritten` (driver: one commit).
+:class:`AppendCompactionPlanner` is the append kind's
+:class:`~snaplake.compaction.job.CompactionPlanner`: it packs the runs of a
+bucket into :class:`AppendRewriteUnit` s of at most ``max_unit_bytes`` of
+input (a larger run is cut by :func:`split_run` where an output rolls), and
+merges the units' messages per (partition, bucket) before the commit. The
+:class:`~snaplake.compaction.job.CompactionJob` runs them.
 
 Appends never conflict with it. If a concurrent commit deleted one of the
 inputs (another compaction, an overwrite), the commit raises
@@ -29,8 +31,8 @@ Source: Paimon ``BucketedAppendCompactManager`` (files ordered by min sequence
 number, ``compaction.min.file-num``, small = below ``compactionFileSize``,
 large files at the head left alone; ``FullCompactTask``: leading large files
 skipped, the rest rewritten when at least 3 remain and small ones outnumber
-large ones) and ``AppendCompactCoordinator`` (bucket-unaware tables,
-``target-file-size * compaction.small-file-ratio``).
+large ones), ``AppendCompactCoordinator`` (bucket-unaware tables,
+``target-file-size * compaction.small-file-ratio``) and ``AppendCompactTask``.
 Difference: Paimon's window may include a large file between small ones; here
 runs never cross a large file, so outputs never overlap a kept file's range.
 Outputs are written in the table's schema at planning time, whatever schemas
@@ -40,276 +42,196 @@ the inputs were written with.
 from __future__ import annotations
 
 import dataclasses
-import logging
-import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage, CompactIncrement
-from snaplake.compaction.append_rewrite import AppendRewriter, CompactTask
-from snaplake.errors import CommitStateUnknownError, UnsupportedTableError
-from snaplake.options import Operation
-from snaplake.store.format.data_file import DataFileMeta
+from snaplake.compaction.append_rewrite import AppendRewriter, CompactTask, output_groups
+from snaplake.compaction.job import CompactionPlan, partition_specs
+from snaplake.options import CoreOptions, Operation
 from snaplake.store.format.partition import canonical_partition
-from snaplake.store.format.schema import TableSchema
-from snaplake.store.format.snapshot import CommitKind
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan, Split
+from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.support import check_supported
 from snaplake.write.table_write import abort_messages
 
-__all__ = ["AppendCompactor", "CompactResult", "CompactTask"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["AppendCompactionPlanner", "AppendRewriteUnit", "CompactTask", "split_run"]
 
 _FULL_COMPACT_MIN_FILES = 3
 """Paimon's ``FULL_COMPACT_MIN_FILE``: a full compaction rewrites at least this many files."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CompactResult:
-    """What a small-file compaction did.
+class AppendRewriteUnit:
+    """Runs of small files of one (partition, bucket) to rewrite in one task (picklable).
 
     Attributes:
-        snapshot_id: The COMPACT snapshot, or ``None`` when nothing was due.
-        buckets_compacted: (partition, bucket) pairs rewritten.
-        files_before: Input files rewritten.
-        files_after: Output files written.
-        bytes_before: Bytes of the inputs.
-        bytes_after: Bytes of the outputs.
-        rows_rewritten: Rows moved from inputs to outputs.
-        input_files: Full paths of the inputs (deleted from the table's view,
-            physically removed by snapshot expiry later).
-        output_files: Full paths of the outputs.
-        duration_s: Wall time, seconds.
+        tasks: The runs (or slices of one run), in sequence order.
+        target_file_size_bytes: Where outputs are rolled.
     """
 
-    snapshot_id: int | None
-    buckets_compacted: int = 0
-    files_before: int = 0
-    files_after: int = 0
-    bytes_before: int = 0
-    bytes_after: int = 0
-    rows_rewritten: int = 0
-    input_files: tuple[str, ...] = ()
-    output_files: tuple[str, ...] = ()
-    duration_s: float = 0.0
+    tasks: tuple[CompactTask, ...]
+    target_file_size_bytes: int
 
-    @classmethod
-    def of_messages(
-        cls,
-        snapshot_id: int | None,
-        messages: Sequence[CommitMessage],
-        *,
-        rows_rewritten: int,
-        input_files: Sequence[str],
-        output_files: Sequence[str],
-        start: float,
-    ) -> CompactResult:
-        """The result of committing ``messages`` (one per bucket) as snapshot ``snapshot_id``.
+    def __post_init__(self) -> None:
+        if not self.tasks:
+            raise ValueError("a rewrite unit needs at least one run")
 
-        Files and bytes are counted from the messages' compact increments (an
-        upgraded file counts on both sides, as in Paimon's metrics);
-        ``start`` is the ``time.monotonic()`` at which the compaction began.
+    @property
+    def partition(self) -> bytes:
+        """Partition BinaryRow bytes of the unit's bucket."""
+        return self.tasks[0].split.partition
+
+    @property
+    def bucket(self) -> int:
+        """The unit's bucket."""
+        return self.tasks[0].split.bucket
+
+    @property
+    def input_bytes(self) -> int:
+        """Bytes of the input files."""
+        return sum(f.file_size_bytes for t in self.tasks for f in t.files)
+
+    def rewrite(
+        self, *, file_io: FileIO, paths: PathFactory, schema_manager: SchemaManager
+    ) -> list[CommitMessage]:
+        """Rewrite every run with :class:`AppendRewriter`; one message per run.
+
+        Args:
+            file_io: Storage of the table.
+            paths: Names the outputs (a Spark job passes one whose names carry its token).
+            schema_manager: Reads the schemas the runs were written with.
+
+        Raises:
+            FileNotFoundError: an input vanished; this unit left no output.
+            StorageError: the storage failed; this unit left no output.
+
+        Storage:
+            Creates the outputs in the bucket's directory; deletes them again
+            if a later run of the unit fails.
         """
-        before = [f for m in messages for f in m.compact_increment.compact_before]
-        after = [f for m in messages for f in m.compact_increment.compact_after]
-        return cls(
-            snapshot_id=snapshot_id,
-            buckets_compacted=len(messages),
-            files_before=len(before),
-            files_after=len(after),
-            bytes_before=sum(f.file_size_bytes for f in before),
-            bytes_after=sum(f.file_size_bytes for f in after),
-            rows_rewritten=rows_rewritten,
-            input_files=tuple(input_files),
-            output_files=tuple(output_files),
-            duration_s=time.monotonic() - start,
-        )
+        rewriter = AppendRewriter(file_io=file_io, paths=paths, schema_manager=schema_manager)
+        done: list[CommitMessage] = []
+        try:
+            for task in self.tasks:
+                done += rewriter.rewrite(task, target_file_size_bytes=self.target_file_size_bytes)
+        except BaseException:
+            schema = schema_manager.latest()
+            if schema is not None and done:
+                abort_messages(file_io, paths, schema, done)
+            raise
+        return done
 
 
-class AppendCompactor:
-    """Plan and run small-file compaction of an append table's latest snapshot.
+class AppendCompactionPlanner:
+    """The append kind's compaction planner: runs of small files, packed into units per bucket.
 
     Args:
-        commit: The maintenance committer.
-        partition_filter: ``{partition_key: value}`` to compact only matching
-            partitions (``None`` = all).
-        target_file_size_bytes: Override ``target-file-size``.
-        min_file_num: Override ``compaction.min.file-num``.
-        small_file_ratio: Override ``compaction.small-file-ratio``.
-        workers: Buckets rewritten in parallel.
+        file_io: Storage of the table.
+        paths: The table's PathFactory.
+        schema_manager: Reads the latest schema (the outputs' schema).
+        snapshot_manager: Reads the latest snapshot (the one planned).
         full: Plan a full compaction (see the module docstring) instead of
             runs of small files.
+        partitions: Partition specs (``{key: value}``, a subset of the keys is
+            fine) to compact; ``None`` = every partition.
+        options: Effective options (``target-file-size``,
+            ``compaction.min.file-num``, ``compaction.small-file-ratio``);
+            ``None`` = the latest schema's.
+        max_files_per_bucket: Plan at most this many input files per
+            (partition, bucket): each keeps its oldest ones (a prefix of a run
+            of consecutive small files is itself such a run), and the plan
+            says it cut something off (``capped``), so a backlog is compacted
+            in rounds of bounded memory; ``None`` = no cap.
+
+    Raises:
+        ValueError: an empty ``partitions`` list, or ``max_files_per_bucket < 2``.
     """
+
+    workers: ClassVar[int] = 4
+    """Units rewritten at a time in process by default (each streams its runs)."""
 
     def __init__(
         self,
         *,
-        commit: FileStoreCommit,
-        partition_filter: Mapping[str, Any] | None = None,
-        target_file_size_bytes: int | None = None,
-        min_file_num: int | None = None,
-        small_file_ratio: float | None = None,
-        workers: int = 4,
+        file_io: FileIO,
+        paths: PathFactory,
+        schema_manager: SchemaManager,
+        snapshot_manager: SnapshotManager,
         full: bool = False,
+        partitions: Sequence[Mapping[str, Any]] | None = None,
+        options: CoreOptions | None = None,
+        max_files_per_bucket: int | None = None,
     ) -> None:
-        self.commit = commit
-        self.file_io: FileIO = commit.file_io
-        self.paths = commit.paths
-        self.partition_filter = partition_filter
+        if max_files_per_bucket is not None and max_files_per_bucket < 2:
+            raise ValueError(f"max_files_per_bucket must be >= 2, got {max_files_per_bucket}")
+        self.file_io = file_io
+        self.paths = paths
+        self.schema_manager = schema_manager
+        self.snapshot_manager = snapshot_manager
         self.full = full
-        self._target = target_file_size_bytes
-        self._min_files = min_file_num
-        self._ratio = small_file_ratio
-        self._workers = workers
-        self.rewriter = AppendRewriter(
-            file_io=commit.file_io, paths=commit.paths, schema_manager=commit.schema_manager
-        )
+        self.specs = partition_specs(partitions)
+        self.options = options
+        self.max_files_per_bucket = max_files_per_bucket
 
-    def _opts(self, schema: TableSchema) -> tuple[int, int, float]:
-        o = schema.core_options
-        target = self._target if self._target is not None else o.target_file_size_bytes
-        min_files = self._min_files if self._min_files is not None else o.compaction_min_file_num
-        ratio = self._ratio if self._ratio is not None else o.compaction_small_file_ratio
-        return max(target, 1), max(min_files, 2), ratio
+    def plan(self, *, max_unit_bytes: int) -> CompactionPlan:
+        """Plan the latest snapshot: due runs, capped per bucket, packed into units.
 
-    def target_file_size_bytes(self) -> int:
-        """The ``target-file-size`` outputs are rolled at (the override, else the table's).
-
-        Storage: lists the schema directory (the latest schema).
-        """
-        schema = self.commit.schema_manager.latest()
-        if schema is None:
-            return max(self._target or 1, 1)
-        return self._opts(schema)[0]
-
-    def plan(self) -> list[CompactTask]:
-        """Return the runs of files due for compaction in the latest snapshot.
+        A bucket named by several partition specs is planned once. Runs of one
+        bucket share a unit while it stays within ``max_unit_bytes``; a run
+        larger than that is cut by :func:`split_run`. Units come largest first.
 
         Raises:
             CorruptMetadataError: a manifest is undecodable.
-            SchemaMismatchError: ``partition_filter`` names a non-partition column.
-            UnsupportedTableError: the table has primary keys.
+            SchemaMismatchError: a partition spec names a non-partition column.
+            UnsupportedTableError: an option snaplake cannot maintain.
+            ValueError: ``max_unit_bytes < 1``.
 
-        Storage:
-            Reads the latest snapshot's manifests; writes nothing.
+        Storage: reads the latest snapshot's manifests; writes nothing.
         """
-        cm = self.commit
-        latest = cm.snapshot_manager.latest_snapshot()
-        schema = cm.schema_manager.latest()
+        if max_unit_bytes < 1:
+            raise ValueError(f"max_unit_bytes must be >= 1, got {max_unit_bytes}")
+        latest = self.snapshot_manager.latest_snapshot()
+        schema = self.schema_manager.latest()
         if latest is None or schema is None:
-            return []
-        if schema.primary_keys:
-            raise UnsupportedTableError(
-                "small-file compaction would mix versions of primary keys; primary-key tables "
-                "are compacted by the LSM compaction (table.compact())",
-                feature="primary-key table",
-                operation="maintenance",
-            )
+            return CompactionPlan(snapshot_id=None)
         check_supported(schema, Operation.MAINTENANCE)
         target, min_files, ratio = self._opts(schema)
-        small = target * ratio
-        scan = FileStoreScan(
-            file_io=self.file_io,
-            paths=self.paths,
-            schema_manager=cm.schema_manager,
-            snapshot=latest,
-            partition_filter=self.partition_filter,
-        )
-        tasks: list[CompactTask] = []
-        for split, owns in _splits_by_value(scan.plan(), schema):
-            if self.full:
-                tasks += _full_runs(split, small, owns, schema.id)
-                continue
-            run: list[int] = []
-            for i, f in enumerate([*split.files, None]):
-                fits = f is not None and f.file_size_bytes < small
-                if fits:
-                    run.append(i)
-                    continue
-                if len(run) >= min_files:
-                    tasks.append(_task(split, run, owns, schema.id))
-                run = [i] if f is not None and f.file_size_bytes < small else []
-        return tasks
-
-    def execute(self) -> CompactResult:
-        """Rewrite the planned runs and commit them as one COMPACT snapshot.
-
-        Returns:
-            What was rewritten; ``snapshot_id`` is ``None`` when nothing was due.
-
-        Raises:
-            CommitConflictError: a concurrent commit deleted one of the inputs;
-                the outputs were deleted and the table is unchanged by this run.
-                Running again plans on the new latest snapshot.
-            CommitRetriesExhaustedError: lost the publish race too often; the
-                outputs were deleted. Safe to run again.
-            CommitStateUnknownError: the publish outcome is unknown; outputs
-                are kept (the snapshot may reference them).
-            FileNotFoundError: an input file vanished while being read.
-
-        Storage:
-            Writes new Parquet files under the buckets' directories, then one
-            manifest, two manifest lists and one snapshot file. Inputs are not
-            deleted here (snapshot expiry does it once no retained snapshot
-            references them).
-        """
-        start = time.monotonic()
-        tasks = self.plan()
-        if not tasks:
-            return CompactResult(snapshot_id=None, duration_s=time.monotonic() - start)
-        target = self.target_file_size_bytes()
-        messages: list[CommitMessage] = []
-        with ThreadPoolExecutor(max_workers=max(1, min(self._workers, len(tasks)))) as pool:
-            futures = [
-                pool.submit(self.rewriter.rewrite, t, target_file_size_bytes=target) for t in tasks
+        buckets: dict[tuple[bytes, int], list[CompactTask]] = {}
+        planned_by: dict[tuple[bytes, int], int] = {}
+        for n, spec in enumerate(self.specs):
+            scan = FileStoreScan(
+                file_io=self.file_io, paths=self.paths, schema_manager=self.schema_manager,
+                snapshot=latest, partition_filter=spec,
+            )  # fmt: skip
+            for task in _runs(scan.plan(), schema, target * ratio, min_files, full=self.full):
+                key = (task.split.partition, task.split.bucket)
+                if planned_by.setdefault(key, n) == n:  # else an earlier spec covered it
+                    buckets.setdefault(key, []).append(task)
+        capped = False
+        units: list[AppendRewriteUnit] = []
+        for tasks in buckets.values():
+            kept, cut = _cap(tasks, self.max_files_per_bucket)
+            capped = capped or cut
+            sliced = [
+                piece
+                for task in kept
+                for piece in split_run(
+                    task, target_file_size_bytes=target, max_bytes=max_unit_bytes
+                )
             ]
-            errors: list[BaseException] = []
-            for fut in futures:
-                try:
-                    messages += fut.result()
-                except BaseException as exc:  # noqa: BLE001 - re-raised below after cleanup
-                    errors.append(exc)
-        if errors:
-            self.abort(messages)
-            raise errors[0]
-        return self.commit_rewritten(messages, started=start)
+            units += _pack(sliced, target=target, max_unit_bytes=max_unit_bytes)
+        units.sort(key=lambda u: -u.input_bytes)
+        return CompactionPlan(snapshot_id=latest.id, units=tuple(units), capped=capped)
 
-    def commit_rewritten(
-        self, messages: Sequence[CommitMessage], *, started: float | None = None
-    ) -> CompactResult:
-        """Commit rewritten runs (one message per run, any order) as one COMPACT snapshot.
-
-        Messages of one (partition, bucket) are merged into one. A commit that
-        surely failed deletes the outputs, so they never linger.
-
-        Args:
-            messages: What :meth:`AppendRewriter.rewrite` returned for runs of
-                :meth:`plan` (in this process or on executors).
-            started: ``time.monotonic()`` when the compaction began (for
-                ``duration_s``); default now.
-
-        Returns:
-            What was rewritten (``snapshot_id`` ``None`` for no messages).
-
-        Raises:
-            CommitConflictError: a concurrent commit deleted an input; the
-                outputs were deleted.
-            CommitRetriesExhaustedError: lost the publish race too often; the
-                outputs were deleted.
-            CommitStateUnknownError: the outcome is unknown; outputs are kept.
-
-        Storage:
-            One manifest, two manifest lists and one snapshot file; on a
-            failed commit, deletes the messages' outputs.
-        """
-        start = time.monotonic() if started is None else started
-        if not messages:
-            return CompactResult(snapshot_id=None, duration_s=time.monotonic() - start)
+    def commit_messages(
+        self, plan: CompactionPlan, messages: Sequence[CommitMessage]
+    ) -> list[CommitMessage]:
+        """Merge the runs' messages (any order) into one message per (partition, bucket)."""
         merged: dict[tuple[bytes, int], CommitMessage] = {}
         for m in messages:
             key = (m.partition, m.bucket)
@@ -326,51 +248,113 @@ class AppendCompactor:
                     + ci.compact_after,
                 ),
             )
-        try:
-            result = self.commit.commit(list(merged.values()), kind=CommitKind.COMPACT)
-        except CommitStateUnknownError:
-            raise
-        except Exception:  # surely not published; an interrupt may come after: keep
-            self.abort(messages)
-            raise
-        schema = self.commit.schema_manager.latest()
-        assert schema is not None
-        dirs = {k: schema.partition_path_of(m.partition) for k, m in merged.items()}
-        ins = [(k, f) for k, m in merged.items() for f in m.compact_increment.compact_before]
-        outs = [(k, f) for k, m in merged.items() for f in m.compact_increment.compact_after]
+        return list(merged.values())
 
-        def path(key: tuple[bytes, int], f: DataFileMeta) -> str:
-            return self.paths.data_file_path(
-                dirs[key], key[1], f.file_name, external_path=f.external_path
-            )
-
-        res = CompactResult(
-            snapshot_id=result.snapshot_id,
-            buckets_compacted=sum(1 for m in merged.values() if m.compact_increment.compact_after),
-            files_before=len(ins),
-            files_after=len(outs),
-            bytes_before=sum(f.file_size_bytes for _, f in ins),
-            bytes_after=sum(f.file_size_bytes for _, f in outs),
-            rows_rewritten=sum(f.row_count for _, f in outs),
-            input_files=tuple(path(k, f) for k, f in ins),
-            output_files=tuple(path(k, f) for k, f in outs),
-            duration_s=time.monotonic() - start,
+    def _opts(self, schema: TableSchema) -> tuple[int, int, float]:
+        o = self.options or schema.core_options
+        return (
+            max(o.target_file_size_bytes, 1),
+            max(o.compaction_min_file_num, 2),
+            o.compaction_small_file_ratio,
         )
-        logger.info(
-            "compacted %d file(s) into %d in %d bucket(s) of %s (snapshot %s, %.1f ms)",
-            res.files_before, res.files_after, res.buckets_compacted, self.paths.root,
-            res.snapshot_id, res.duration_s * 1000,
-        )  # fmt: skip
-        return res
 
-    def abort(self, messages: Sequence[CommitMessage]) -> None:
-        """Delete the outputs of rewritten runs that will not be committed.
 
-        Storage: deletes the messages' ``compact_after`` files (missing ones are fine).
-        """
-        schema = self.commit.schema_manager.latest()
-        if schema is not None and messages:
-            abort_messages(self.file_io, self.paths, schema, messages)
+def split_run(
+    task: CompactTask, *, target_file_size_bytes: int, max_bytes: int
+) -> list[CompactTask]:
+    """Cut a run larger than ``max_bytes`` into consecutive slices at output boundaries.
+
+    Slices end where :func:`~snaplake.compaction.append_rewrite.output_groups`
+    closes an output, so rewriting the slices one by one produces the same
+    output files (same rows, same order) as rewriting the run whole; only
+    each slice's sequence range is its own files' range.
+
+    Args:
+        task: One run.
+        target_file_size_bytes: Where outputs are rolled.
+        max_bytes: Input bytes per slice (a single output group larger than
+            this stays one slice).
+    """
+    if sum(f.file_size_bytes for f in task.files) <= max_bytes:
+        return [task]
+    slices: list[list[int]] = [[]]
+    size = 0
+    for group in output_groups(task.files, target_file_size_bytes):
+        group_bytes = sum(task.files[i].file_size_bytes for i in group)
+        if slices[-1] and size + group_bytes > max_bytes:
+            slices.append([])
+            size = 0
+        slices[-1] += group
+        size += group_bytes
+    return [_slice(task, s) for s in slices]
+
+
+def _slice(task: CompactTask, indexes: Sequence[int]) -> CompactTask:
+    """``task`` with only the files at ``indexes`` (their paths and own partitions aligned)."""
+    return dataclasses.replace(
+        task,
+        files=tuple(task.files[i] for i in indexes),
+        paths=tuple(task.paths[i] for i in indexes),
+        file_partitions=tuple(task.file_partitions[i] for i in indexes)
+        if task.file_partitions
+        else (),
+    )
+
+
+def _cap(tasks: Sequence[CompactTask], max_files: int | None) -> tuple[list[CompactTask], bool]:
+    """Keep the oldest ``max_files`` planned files of one bucket; say whether any was cut off.
+
+    A run cut to fewer than two files is left for a later round.
+    """
+    if max_files is None:
+        return list(tasks), False
+    room = max_files
+    out: list[CompactTask] = []
+    cut = False
+    for task in tasks:
+        keep = min(room, len(task.files))
+        cut = cut or keep < len(task.files)
+        if keep < 2:  # nothing to merge; the next round takes it
+            continue
+        room -= keep
+        out.append(_slice(task, range(keep)))
+    return out, cut
+
+
+def _pack(
+    tasks: Sequence[CompactTask], *, target: int, max_unit_bytes: int
+) -> list[AppendRewriteUnit]:
+    """Pack one bucket's runs, in order, into units of at most ``max_unit_bytes`` of input."""
+    packed: list[list[CompactTask]] = [[]]
+    size = 0
+    for task in tasks:
+        task_bytes = sum(f.file_size_bytes for f in task.files)
+        if packed[-1] and size + task_bytes > max_unit_bytes:
+            packed.append([])
+            size = 0
+        packed[-1].append(task)
+        size += task_bytes
+    return [AppendRewriteUnit(tasks=tuple(p), target_file_size_bytes=target) for p in packed if p]
+
+
+def _runs(
+    splits: Sequence[Split], schema: TableSchema, small: float, min_files: int, *, full: bool
+) -> list[CompactTask]:
+    """The runs due in ``splits``: of small files, or of a full compaction."""
+    tasks: list[CompactTask] = []
+    for split, owns in _splits_by_value(splits, schema):
+        if full:
+            tasks += _full_runs(split, small, owns, schema.id)
+            continue
+        run: list[int] = []
+        for i, f in enumerate([*split.files, None]):
+            if f is not None and f.file_size_bytes < small:
+                run.append(i)
+                continue
+            if len(run) >= min_files:
+                tasks.append(_task(split, run, owns, schema.id))
+            run = []
+    return tasks
 
 
 def _task(

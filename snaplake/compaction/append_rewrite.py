@@ -5,10 +5,10 @@ reads a run of consecutive small files in sequence order and streams their
 rows, in order, into files of about ``target-file-size``; each output gets a
 sequence range inside the run's range. It returns the run's
 :class:`~snaplake.commit.message.CommitMessage` (inputs as ``compact_before``,
-outputs as ``compact_after``) and commits nothing, so it runs where the
-planner is (:class:`~snaplake.compaction.append_compact.AppendCompactor`, in
-process) or on a Spark executor (``snaplake.spark.compact``), and the
-planner's process commits.
+outputs as ``compact_after``) and commits nothing, so a rewrite unit
+(:class:`~snaplake.compaction.append_compact.AppendRewriteUnit`) runs it in
+the planner's process or on a Spark executor (``snaplake.spark.compact``),
+and the planner's process commits.
 
 Inputs are read with the reader of their own format (the file extension:
 Parquet, ORC or Avro, through :mod:`snaplake.store.format.file_format`); runs

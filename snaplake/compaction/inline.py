@@ -3,13 +3,17 @@
 For tables that no daemon maintains, the table option
 ``snaplake.maintenance.inline = true`` makes the writer's process run the
 *due* manifest merge (minor or, above the threshold, full) and snapshot
-expiry right after each successful commit; on a primary-key table (unless
-``write-only = true``) first one round of LSM compaction, for the buckets
-whose sorted runs reached ``num-sorted-run.compaction-trigger``. The commit itself is unchanged
-and already landed; a maintenance failure is logged and reported in the
-result, never raised into the writer (DESIGN.md §7).
+expiry right after each successful commit; first, when the caller passes the
+table kind's inline compaction (``FileStore.inline_compaction``: primary-key
+tables unless ``write-only = true``), one round of it, in process (for LSM
+compaction: the buckets whose sorted runs reached
+``num-sorted-run.compaction-trigger``). The commit itself is unchanged and
+already landed; a maintenance failure is logged and reported in the result,
+never raised into the writer (DESIGN.md §7).
 
-The table is taken duck-typed (:class:`~snaplake.commit.file_store_commit.FileStoreTable`).
+The table is taken duck-typed (:class:`~snaplake.commit.file_store_commit.FileStoreTable`);
+this package cannot ask the FileStore, so the caller (``Table.new_commit``)
+passes the job.
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ import time
 from dataclasses import dataclass
 
 from snaplake.commit.file_store_commit import FileStoreTable
-from snaplake.compaction.append_compact import CompactResult
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
+from snaplake.compaction.job import CompactionJob
 from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
-from snaplake.compaction.merge_tree_compact import MergeTreeCompactor
+from snaplake.compaction.result import CompactResult
 from snaplake.errors import SnaplakeError
 
 __all__ = ["InlineMaintenanceResult", "run_inline_maintenance"]
@@ -37,7 +41,7 @@ class InlineMaintenanceResult:
 
     Attributes:
         enabled: ``snaplake.maintenance.inline`` was true (else nothing ran).
-        compact: The LSM compaction result (primary-key tables), if it ran.
+        compact: The compaction's result, if one was passed and it ran.
         merge: The merge result, if the merge ran.
         expire: The expiry result, if the expiry ran.
         error: ``"<ErrorClass>: message"`` of a failure (logged), else ``None``.
@@ -52,8 +56,10 @@ class InlineMaintenanceResult:
     duration_s: float = 0.0
 
 
-def run_inline_maintenance(table: FileStoreTable) -> InlineMaintenanceResult:
-    """Run the due manifest merge, then snapshot expiry, if the table opted in.
+def run_inline_maintenance(
+    table: FileStoreTable, *, compaction: CompactionJob | None = None
+) -> InlineMaintenanceResult:
+    """Run ``compaction``, the due manifest merge, then snapshot expiry, if the table opted in.
 
     Call it right after a writer's commit landed. With
     ``snaplake.maintenance.inline`` unset or false it returns at once
@@ -62,14 +68,16 @@ def run_inline_maintenance(table: FileStoreTable) -> InlineMaintenanceResult:
     Args:
         table: The table (anything with ``file_io``, ``paths``,
             ``schema_manager``, ``snapshot_manager`` and ``identifier``).
+        compaction: The table kind's inline compaction, run first with one
+            worker (``None``: none).
 
     Returns:
         What ran; a failure is in ``error`` (and logged at WARNING), never raised,
         because the writer's commit already succeeded.
 
     Storage:
-        As :meth:`ManifestFileMerger.execute` and :meth:`ExpireSnapshots.execute`
-        when they are due; nothing otherwise.
+        As :meth:`CompactionJob.execute`, :meth:`ManifestFileMerger.execute` and
+        :meth:`ExpireSnapshots.execute` when they are due; nothing otherwise.
     """
     start = time.monotonic()
     schema = table.schema_manager.latest()
@@ -79,8 +87,8 @@ def run_inline_maintenance(table: FileStoreTable) -> InlineMaintenanceResult:
     expire: ExpireResult | None = None
     compact: CompactResult | None = None
     try:
-        if schema.primary_keys and not schema.core_options.write_only:
-            compact = MergeTreeCompactor(commit=maintenance_committer(table), workers=1).execute()
+        if compaction is not None:
+            compact = compaction.execute(workers=1)
         merge = ManifestFileMerger(commit=maintenance_committer(table)).execute()
         expire = ExpireSnapshots(
             file_io=table.file_io,

@@ -1,17 +1,20 @@
-"""LSM compaction of primary-key tables: plan on a driver, rewrite per bucket, commit.
+"""LSM compaction of primary-key tables: the key-value kind's planner and rewrite units.
 
-Three steps, so an engine such as Spark can run the middle one on executors:
+:class:`MergeTreeCompactionPlanner` is the key-value kind's
+:class:`~snaplake.compaction.job.CompactionPlanner`:
+:class:`~snaplake.compaction.merge_tree_plan.MergeTreeCompactPlanner` picks,
+per (partition, bucket), the unit to compact (Paimon's universal compaction,
+or everything into the top level), and each bucket becomes one
+:class:`MergeTreeRewriteUnit` (one k-way merge, never sliced), rewritten by
+:func:`~snaplake.compaction.merge_tree_rewrite.rewrite_bucket`. The
+:class:`~snaplake.compaction.job.CompactionJob` commits the units' messages
+as one COMPACT snapshot, marked as a full compaction when every bucket of
+the table was fully compacted; conflict detection includes the LSM rule (no
+overlapping key ranges within a level >= 1). A lost commit deletes the
+outputs, never an input a unit only moved to another level.
 
-1. :class:`~snaplake.compaction.merge_tree_plan.MergeTreeCompactPlanner` picks,
-   per (partition, bucket), the unit to compact (``merge_tree_plan``).
-2. :func:`~snaplake.compaction.merge_tree_rewrite.rewrite_bucket` turns one task
-   into one ``CommitMessage`` (``merge_tree_rewrite``).
-3. :func:`commit_compaction` publishes one COMPACT snapshot (compact
-   before/after). :class:`MergeTreeCompactor` runs all three; on a conflict
-   (another compaction won, or an LSM overlap) it deletes its own outputs,
-   never an upgraded input, and plans again on the new latest snapshot.
-   :func:`compact_new_files` compacts a writer's own new files before its
-   commit (inline mode, Spark writers).
+:func:`compact_new_files` compacts a writer's own new files before its
+commit (first-row tables, whose readers skip level 0).
 
 Source: Paimon ``MergeTreeCompactManager``, ``MergeTreeCompactTask``,
 ``FileStoreCommitImpl`` (COMPACT commits).
@@ -20,182 +23,193 @@ Source: Paimon ``MergeTreeCompactManager``, ``MergeTreeCompactTask``,
 from __future__ import annotations
 
 import dataclasses
-import logging
-import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
-from snaplake.commit.result import CommitResult
-from snaplake.compaction.append_compact import CompactResult
+from snaplake.compaction.job import CompactionPlan, partition_specs
 from snaplake.compaction.merge_tree_plan import (
     FULL_COMPACTION_PROPERTY,
     BucketCompaction,
-    CompactPlan,
     MergeTreeCompactPlanner,
+    SortedRunStats,
     plan_bucket,
 )
-from snaplake.compaction.merge_tree_rewrite import RewriteResult, rewrite_bucket
-from snaplake.errors import CommitConflictError, CommitStateUnknownError
+from snaplake.compaction.merge_tree_rewrite import rewrite_bucket
 from snaplake.mergetree.sorted_run import KeyComparator
 from snaplake.mergetree.universal import UniversalCompaction
 from snaplake.options import CoreOptions
 from snaplake.store.format.data_file import DataFileMeta
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
-from snaplake.store.format.snapshot import CommitKind
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.snapshot_manager import SnapshotManager
 
-__all__ = ["MergeTreeCompactor", "commit_compaction", "compact_new_files"]
-
-logger = logging.getLogger(__name__)
-
-_MAX_REPLANS = 3
+__all__ = ["MergeTreeCompactionPlanner", "MergeTreeRewriteUnit", "compact_new_files"]
 
 
-def commit_compaction(
-    commit: FileStoreCommit, results: Sequence[RewriteResult], *, full: bool
-) -> CommitResult:
-    """Publish the rewrites as one COMPACT snapshot.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MergeTreeRewriteUnit:
+    """One bucket's LSM compaction, as planned, for one task (picklable).
+
+    Attributes:
+        task: The planned :class:`BucketCompaction` (its inputs, output level,
+            whether retractions are dropped).
+    """
+
+    task: BucketCompaction
+
+    @property
+    def partition(self) -> bytes:
+        """Partition BinaryRow bytes of the unit's bucket."""
+        return self.task.partition
+
+    @property
+    def bucket(self) -> int:
+        """The unit's bucket."""
+        return self.task.bucket
+
+    @property
+    def input_bytes(self) -> int:
+        """Bytes of the input files (upgraded ones included)."""
+        return sum(f.file_size_bytes for f in self.task.files)
+
+    def rewrite(
+        self, *, file_io: FileIO, paths: PathFactory, schema_manager: SchemaManager
+    ) -> list[CommitMessage]:
+        """Merge the bucket's unit with :func:`rewrite_bucket`; one message.
+
+        Memory is bounded by the streaming k-way merge (a batch per sorted
+        run, never the bucket).
+
+        Args:
+            file_io: Storage of the table.
+            paths: Names the outputs (a Spark job passes one whose names carry its token).
+            schema_manager: Reads the schema the unit was planned with.
+
+        Raises:
+            MergeFunctionError: the merge engine rejects a key's versions.
+            FileNotFoundError: an input vanished; this unit left no output.
+            StorageError: the storage failed; this unit left no output.
+
+        Storage:
+            Creates the outputs at the unit's output level in the bucket's
+            directory (deleted again if this raises); never deletes an input.
+        """
+        schema = schema_manager.schema(self.task.schema_id)
+        result = rewrite_bucket(self.task, file_io=file_io, paths=paths, schema=schema)
+        return [result.message]
+
+
+class MergeTreeCompactionPlanner:
+    """The key-value kind's compaction planner: one unit per bucket universal compaction picks.
 
     Args:
-        commit: The maintenance committer.
-        results: Output of :func:`rewrite_bucket`, one per bucket.
-        full: Every bucket of the table was fully compacted (marks the
-            snapshot for ``full-compaction.delta-commits``).
+        file_io: Storage of the table.
+        paths: The table's PathFactory.
+        schema_manager: Reads schemas.
+        snapshot_manager: Reads snapshots.
+        full: Compact every bucket into one top-level sorted run.
+        partitions: Partition specs to compact (``None`` = every partition).
+        options: Effective options for picking (the daemon's overrides);
+            ``None`` = the table's.
 
     Raises:
-        CommitConflictError: an input is no longer live or the outputs overlap
-            another file of their level (a concurrent compaction won).
-        CommitRetriesExhaustedError: writers kept winning the publish race.
-
-    Storage: one manifest, two manifest lists, one snapshot.
+        ValueError: an empty ``partitions`` list.
     """
-    messages = [r.message for r in results if not r.message.is_empty()]
-    properties = {FULL_COMPACTION_PROPERTY: "true"} if full else None
-    return commit.commit(messages, kind=CommitKind.COMPACT, properties=properties)
 
-
-class MergeTreeCompactor:
-    """Plan, rewrite (buckets in parallel) and commit one LSM compaction round.
-
-    Args:
-        commit: The maintenance committer.
-        full: Compact every bucket fully.
-        partition_filter: Only these partitions.
-        workers: Buckets rewritten at once (each holds one k-way merge in memory).
-        max_replans: Plans tried when a concurrent compaction wins.
-        task_filter: Optional filter of planned tasks (the daemon caps work per run).
-        options: Effective options for picking (the daemon's overrides).
-    """
+    workers: ClassVar[int] = 2
+    """Buckets merged at a time in process by default (each holds one k-way merge)."""
 
     def __init__(
         self,
         *,
-        commit: FileStoreCommit,
+        file_io: FileIO,
+        paths: PathFactory,
+        schema_manager: SchemaManager,
+        snapshot_manager: SnapshotManager,
         full: bool = False,
-        partition_filter: Mapping[str, Any] | None = None,
-        workers: int = 2,
-        max_replans: int = _MAX_REPLANS,
-        task_filter: Callable[[Sequence[BucketCompaction]], Sequence[BucketCompaction]]
-        | None = None,
+        partitions: Sequence[Mapping[str, Any]] | None = None,
         options: CoreOptions | None = None,
     ) -> None:
-        self.commit = commit
-        self.planner = MergeTreeCompactPlanner(
-            file_io=commit.file_io,
-            paths=commit.paths,
-            schema_manager=commit.schema_manager,
-            snapshot_manager=commit.snapshot_manager,
-            full=full,
-            partition_filter=partition_filter,
-            options=options,
+        self.planners = tuple(
+            MergeTreeCompactPlanner(
+                file_io=file_io,
+                paths=paths,
+                schema_manager=schema_manager,
+                snapshot_manager=snapshot_manager,
+                full=full,
+                partition_filter=spec,
+                options=options,
+            )
+            for spec in partition_specs(partitions)
         )
-        self.workers = max(1, workers)
-        self.max_replans = max(1, max_replans)
-        self.task_filter = task_filter
-        self.last_plan: CompactPlan | None = None
+        self._filtered = partitions is not None
 
-    def execute(self) -> CompactResult:
-        """Run one round; plan again (up to ``max_replans`` times) when a compaction races.
+    def plan(self, *, max_unit_bytes: int) -> CompactionPlan:
+        """Plan the latest snapshot's LSM compaction: one unit per bucket, largest first.
 
-        Returns:
-            What was rewritten; ``snapshot_id`` is ``None`` when nothing was due.
+        A bucket named by several partition specs is planned once. A bucket is
+        never sliced, whatever ``max_unit_bytes`` says (its unit is one merge
+        of overlapping sorted runs); ``max_unit_bytes`` is only validated. The
+        plan marks its commit as a full compaction
+        (``full-compaction.delta-commits`` counts from there) only when every
+        bucket of the table was planned for one.
 
         Raises:
-            CommitConflictError: every plan lost to a concurrent compaction.
-            CommitRetriesExhaustedError: writers kept winning; outputs deleted.
-            CommitStateUnknownError: the publish outcome is unknown; outputs kept.
-            MergeFunctionError: the merge engine rejects a key's versions.
+            UnsupportedTableError: a primary-key table snaplake cannot compact.
+            CorruptMetadataError: a manifest is undecodable.
+            SchemaMismatchError: a partition spec names a non-partition column.
+            ValueError: ``max_unit_bytes < 1``.
 
-        Storage: see :func:`rewrite_bucket` and :func:`commit_compaction`.
+        Storage: reads the latest snapshot's manifests; writes nothing.
         """
-        start = time.monotonic()
-        for attempt in range(1, self.max_replans + 1):
-            plan = self.planner.plan()
-            self.last_plan = plan
-            tasks = list(plan.tasks)
-            if self.task_filter is not None:
-                tasks = list(self.task_filter(tasks))
-            if not tasks:
-                return CompactResult(snapshot_id=None, duration_s=time.monotonic() - start)
-            try:
-                return self._run(plan, tasks, start)
-            except CommitConflictError:
-                if attempt == self.max_replans:
-                    raise
-                logger.info("compaction of %s lost a race; planning again", self.commit.table_name)
-        raise AssertionError("unreachable")
-
-    def _run(self, plan: CompactPlan, tasks: list[BucketCompaction], start: float) -> CompactResult:
-        schemas = {t.schema_id: self.commit.schema_manager.schema(t.schema_id) for t in tasks}
-        results: list[RewriteResult] = []
-        errors: list[BaseException] = []
-
-        def run(task: BucketCompaction) -> RewriteResult:
-            return rewrite_bucket(
-                task,
-                file_io=self.commit.file_io,
-                paths=self.commit.paths,
-                schema=schemas[task.schema_id],
+        if max_unit_bytes < 1:
+            raise ValueError(f"max_unit_bytes must be >= 1, got {max_unit_bytes}")
+        planned: dict[tuple[bytes, int], BucketCompaction] = {}
+        full = True
+        snapshot_id = None
+        runs = SortedRunStats()
+        for planner in self.planners:
+            plan = planner.plan()
+            full = full and plan.full
+            snapshot_id = plan.snapshot_id
+            runs = SortedRunStats(
+                buckets=runs.buckets + plan.runs.buckets,
+                max_sorted_runs=max(runs.max_sorted_runs, plan.runs.max_sorted_runs),
+                buckets_over_trigger=runs.buckets_over_trigger + plan.runs.buckets_over_trigger,
             )
-
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(tasks))) as pool:
-            for fut in [pool.submit(run, t) for t in tasks]:
-                try:
-                    results.append(fut.result())
-                except BaseException as exc:  # noqa: BLE001 - re-raised after cleanup
-                    errors.append(exc)
-        written = [p for r in results for p in r.written]
-        if errors:
-            self.commit.file_io.delete_many(written)
-            raise errors[0]
-        full = plan.full and self.task_filter is None and self.planner.partition_filter is None
-        try:
-            result = commit_compaction(self.commit, results, full=full)
-        except CommitStateUnknownError:
-            raise
-        except Exception:  # surely not published; an interrupt may come after: keep
-            self.commit.file_io.delete_many(written)
-            raise
-        res = CompactResult.of_messages(
-            result.snapshot_id,
-            [r.message for r in results],
-            rows_rewritten=sum(r.rows_rewritten for r in results),
-            input_files=[p for t in tasks for p in t.paths],
-            output_files=written,
-            start=start,
+            for task in plan.tasks:
+                planned.setdefault((task.partition, task.bucket), task)
+        units = sorted((MergeTreeRewriteUnit(task=t) for t in planned.values()),
+                       key=lambda u: -u.input_bytes)  # fmt: skip
+        marked = full and not self._filtered
+        return CompactionPlan(
+            snapshot_id=snapshot_id,
+            units=tuple(units),
+            whole_buckets=True,
+            properties={FULL_COMPACTION_PROPERTY: "true"} if marked else {},
+            sorted_runs=runs,
         )
-        logger.info(
-            "LSM-compacted %d bucket(s) of %s: %d file(s) -> %d (snapshot %s, %.1f ms)",
-            res.buckets_compacted, self.commit.table_name, res.files_before, res.files_after,
-            res.snapshot_id, res.duration_s * 1000,
-        )  # fmt: skip
-        return res
+
+    def commit_messages(
+        self, plan: CompactionPlan, messages: Sequence[CommitMessage]
+    ) -> list[CommitMessage]:
+        """The bucket messages to commit (empty ones dropped), each of a bucket of ``plan``.
+
+        Raises:
+            ValueError: a message of a bucket ``plan`` did not plan.
+        """
+        planned = {(u.partition, u.bucket) for u in plan.units}
+        for m in messages:
+            if (m.partition, m.bucket) not in planned:
+                raise ValueError(
+                    f"a message for bucket {m.bucket} of a partition this job did not plan; "
+                    "commit only messages of the units of the plan"
+                )
+        return [m for m in messages if not m.is_empty()]
 
 
 def compact_new_files(

@@ -8,13 +8,13 @@ the maintenance operation raises; the scheduler's job boundary
 
 - :func:`merge_manifests_job`: merge when the latest snapshot references at
   least ``manifest.merge-min-count`` manifests.
-- :func:`compact_job`: primary-key tables: one LSM compaction round for the
-  buckets universal compaction picks; append tables: rewrite small files when a
-  (partition, bucket) holds at
-  least ``compaction.min.file-num`` files smaller than ``target-file-size *
-  compaction.small-file-ratio``, at most ``max_files_per_bucket`` of them per
-  commit (a backlog takes several rounds, each one commit, so the memory of
-  a run does not grow with the backlog).
+- :func:`compact_job`: the table kind's compaction (``FileStore.new_compaction``):
+  primary-key tables: one LSM compaction round for the buckets universal
+  compaction picks; append tables: rewrite small files when a (partition,
+  bucket) holds at least ``compaction.min.file-num`` files smaller than
+  ``target-file-size * compaction.small-file-ratio``, at most
+  ``max_files_per_bucket`` of them per commit (a backlog takes several rounds,
+  each one commit, so the memory of a run does not grow with the backlog).
 - :func:`expire_snapshots_job`: expire by ``snapshot.num-retained.*`` /
   ``snapshot.time-retained`` / ``snapshot.expire.limit``.
 - :func:`orphan_clean_job`: delete unreferenced files older than a grace period.
@@ -35,8 +35,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Protocol
 
-from snaplake.compaction.append_compact import CompactResult
-from snaplake.compaction.capped_compact import CappedCompactor
 from snaplake.compaction.check import CheckResult
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
 from snaplake.compaction.maintenance import (
@@ -48,12 +46,12 @@ from snaplake.compaction.maintenance import (
     maintenance_committer,
 )
 from snaplake.compaction.manifest_merge import ManifestFileMerger, MergeResult
-from snaplake.compaction.merge_tree_compact import MergeTreeCompactor
 from snaplake.compaction.merge_tree_plan import SortedRunStats
 from snaplake.compaction.orphan_clean import OrphanCleanResult, OrphanFilesClean
+from snaplake.compaction.result import CompactResult
 from snaplake.daemon.config import Task
 from snaplake.daemon.memory import release_memory
-from snaplake.daemon.remote import RemoteCompaction
+from snaplake.daemon.remote import RemoteCompaction, RemoteOutcome
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
 from snaplake.store.format.paths import count_file_types
@@ -344,73 +342,6 @@ def merge_manifests_job(table: Table, *, options: CoreOptions) -> ManifestMergeJ
     )
 
 
-def _merge_compact_results(rounds: list[CompactResult]) -> CompactResult:
-    """One result for several rounds: counts summed, the last snapshot id."""
-    done = [r for r in rounds if r.snapshot_id is not None]
-    if len(done) <= 1:
-        return done[0] if done else rounds[-1]
-    return CompactResult(
-        snapshot_id=done[-1].snapshot_id,
-        buckets_compacted=sum(r.buckets_compacted for r in done),
-        files_before=sum(r.files_before for r in done),
-        files_after=sum(r.files_after for r in done),
-        bytes_before=sum(r.bytes_before for r in done),
-        bytes_after=sum(r.bytes_after for r in done),
-        rows_rewritten=sum(r.rows_rewritten for r in done),
-        input_files=tuple(p for r in done for p in r.input_files),
-        output_files=tuple(p for r in done for p in r.output_files),
-        duration_s=sum(r.duration_s for r in rounds),
-    )
-
-
-def _lsm_compact_job(
-    table: Table,
-    counts: FileCounts,
-    *,
-    options: CoreOptions,
-    workers: int,
-    remote: RemoteCompaction | None,
-) -> CompactJobResult:
-    """One LSM compaction round of a primary-key table (per bucket, only where due).
-
-    The merge streams (bounded memory per bucket); ``workers`` buckets at a
-    time. With ``remote``, a round where some bucket's input reaches the bar
-    runs on the engine (buckets below it in this process, one commit); when
-    the engine fails it runs here.
-    """
-    failure = None
-    if remote is not None:
-        outcome = remote.try_compact(table, options=options, commit=maintenance_committer(table))
-        if outcome.result is not None:
-            acted = outcome.result.snapshot_id is not None
-            return CompactJobResult(
-                table=table.identifier, files=counts, engine=remote.name,
-                compaction=outcome.result if acted else None, sorted_runs=outcome.sorted_runs,
-                sorted_runs_after=(
-                    count_sorted_runs(table, table.latest_snapshot(), options=options)
-                    if acted else outcome.sorted_runs
-                ),
-            )  # fmt: skip
-        failure = outcome.failure
-    compactor = MergeTreeCompactor(
-        commit=maintenance_committer(table), workers=workers, options=options
-    )
-    result = compactor.execute()
-    plan = compactor.last_plan
-    planned = plan.runs if plan is not None else SortedRunStats()
-    acted = result.snapshot_id is not None
-    return CompactJobResult(
-        table=table.identifier,
-        files=counts,
-        compaction=result if acted else None,
-        remote_failure=failure,
-        sorted_runs=planned,
-        sorted_runs_after=(
-            count_sorted_runs(table, table.latest_snapshot(), options=options) if acted else planned
-        ),
-    )
-
-
 def compact_job(
     table: Table,
     *,
@@ -420,74 +351,81 @@ def compact_job(
     budget: timedelta = timedelta(seconds=60),
     remote: RemoteCompaction | None = None,
 ) -> CompactJobResult:
-    """Compact small data files when a (partition, bucket) crosses its threshold.
+    """Compact the table where its kind's compaction finds work, in rounds of bounded size.
 
-    Rewrites at most ``max_files_per_bucket`` files per (partition, bucket)
-    and commit (:class:`CappedCompactor`); while a round left due files
-    behind, runs another round, for at most ``budget``. A backlog of
-    thousands of files thus costs several small commits instead of one run
-    holding all of them in memory.
+    Each round plans once (the table's FileStore picks the planner: small
+    files of append tables, at most ``max_files_per_bucket`` of them per
+    (partition, bucket); universal LSM compaction of primary-key tables),
+    hands that plan to ``remote`` when it reaches the engine's bar, else
+    runs it in this process (re-planning after a lost conflict), and
+    commits once. While a round's plan cut due files off, another round
+    runs, for at most ``budget``: a backlog of thousands of files costs
+    several small commits instead of one run holding all of them in memory.
 
     Args:
         table: The table to maintain.
         options: Effective options of the table.
         max_files_per_bucket: Input files per (partition, bucket) and round, >= 2.
-        workers: Buckets rewritten at a time; the memory of a round grows
+        workers: Units rewritten at a time; the memory of a round grows
             with it (1: the daemon is a background process).
         budget: Start no new round after this long.
-        remote: Delegate a compaction of at least ``remote.min_input_bytes``
+        remote: Delegate a round whose plan reaches ``remote.min_input_bytes``
             to a remote engine (primary-key tables: the buckets of at least
             that much; smaller ones in this process), falling back to in
             process when it fails.
 
     Returns:
-        File counts before, and the rounds' combined result if any ran
-        (``snapshot_id`` of the last round; counts and files summed).
+        File counts before, the planned sorted runs (primary-key tables), and
+        the rounds' combined result if any ran (``snapshot_id`` of the last
+        round; counts and files summed).
 
     Raises:
         CorruptMetadataError: a manifest is undecodable.
         CommitConflictError: a concurrent commit removed files being
-            compacted (the rounds committed before it stay).
+            compacted, on every re-plan (the rounds committed before it stay).
         ValueError: ``max_files_per_bucket < 2``.
 
     Storage: reads every manifest of the latest snapshot; when due, writes
     new data files and one COMPACT snapshot per round (see ``Table.compact``).
     """
-    latest = table.latest_snapshot()
     counts = count_files(
         table,
-        latest,
+        table.latest_snapshot(),
         options=options,
         target_file_size_bytes=table.file_store().target_file_size(options),
     )
-    if table.schema().primary_keys:
-        return _lsm_compact_job(table, counts, options=options, workers=workers, remote=remote)
-    if counts.buckets_due == 0:
-        return CompactJobResult(table=table.identifier, files=counts)
-    failure = None
-    if remote is not None:
-        outcome = remote.try_compact(table, options=options, commit=maintenance_committer(table))
-        if outcome.result is not None:
-            return CompactJobResult(table=table.identifier, files=counts,
-                                    compaction=outcome.result, engine=remote.name)  # fmt: skip
-        failure = outcome.failure
+    job = table.file_store().new_compaction(
+        commit=maintenance_committer(table, retry_policy=MAINTENANCE_RETRY_POLICY),
+        options=options,
+        max_files_per_bucket=max_files_per_bucket,
+    )
     deadline = time.monotonic() + budget.total_seconds()
     rounds: list[CompactResult] = []
+    engine, failure = "in-process", None
+    planned: SortedRunStats | None = None
     while True:
-        compactor = CappedCompactor(
-            max_files=max_files_per_bucket,
-            commit=maintenance_committer(table, retry_policy=MAINTENANCE_RETRY_POLICY),
-            target_file_size_bytes=options.target_file_size_bytes,
-            min_file_num=options.compaction_min_file_num,
-            small_file_ratio=options.compaction_small_file_ratio,
-            workers=workers,
-        )
-        rounds.append(compactor.execute())
-        if rounds[-1].snapshot_id is None or not compactor.capped or time.monotonic() >= deadline:
+        plan = job.plan_units()
+        if not rounds:
+            planned = plan.sorted_runs
+        outcome = remote.try_compact(table, job, plan) if remote is not None else RemoteOutcome()
+        if remote is not None and outcome.result is not None:
+            rounds.append(outcome.result)
+            engine = remote.name
+        else:
+            failure = failure or outcome.failure
+            rounds.append(job.execute(plan=plan, workers=workers))
+        if rounds[-1].snapshot_id is None or not plan.capped or time.monotonic() >= deadline:
             break
         release_memory()  # before the next round reads its inputs
-    return CompactJobResult(table=table.identifier, files=counts, remote_failure=failure,
-                            compaction=_merge_compact_results(rounds))  # fmt: skip
+    result = CompactResult.of_rounds(rounds)
+    acted = result.snapshot_id is not None
+    after = planned
+    if planned is not None and acted:
+        after = count_sorted_runs(table, table.latest_snapshot(), options=options)
+    return CompactJobResult(
+        table=table.identifier, files=counts, compaction=result if acted else None,
+        engine=engine, remote_failure=failure, sorted_runs=planned, sorted_runs_after=after,
+    )  # fmt: skip
 
 
 def _merge_expire_results(passes: list[ExpireResult]) -> ExpireResult:

@@ -1,13 +1,14 @@
 """Compaction on a remote engine: the daemon schedules, a Spark Connect cluster rewrites.
 
 With ``[tasks.compact] engine = "spark"`` the daemon keeps its leases,
-schedules and metrics, and hands a due compaction whose planned input is at
-least ``spark.min-input-bytes`` to a :class:`CompactionEngine` (rewriting on
-the cluster's executors, planning and committing here); smaller ones stay in
-process. Append tables compare the whole compaction's input with the bar.
-Primary-key tables compare each bucket's: when a bucket due for LSM
-compaction reaches it, the engine runs the round, the buckets that reach the
-bar on the cluster and the others in the daemon's process, one commit. When
+schedules and metrics, plans each compaction round once, and hands a plan
+whose input is at least ``spark.min-input-bytes`` to a
+:class:`CompactionEngine` (rewriting the plan's units on the cluster's
+executors, committing here); smaller ones stay in process. A plan of slices
+(append tables) is compared with the bar as a whole. A plan of whole buckets
+(primary-key tables) is compared bucket by bucket: when a bucket reaches the
+bar, the engine runs the round, the buckets that reach it on the cluster and
+the others in the daemon's process, one commit. When
 the engine fails (cluster unreachable, job failed) the compaction runs in
 process instead, with the reason logged and counted
 (``snaplake_daemon_remote_failures_total``).
@@ -28,11 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from snaplake.commit.file_store_commit import FileStoreCommit
-from snaplake.compaction.append_compact import AppendCompactor, CompactResult
-from snaplake.compaction.merge_tree_plan import MergeTreeCompactPlanner, SortedRunStats
+from snaplake.compaction.job import CompactionJob, CompactionPlan
+from snaplake.compaction.result import CompactResult
 from snaplake.errors import SnaplakeError, UnsupportedTableError
-from snaplake.options import CoreOptions
 from snaplake.table import Table
 
 __all__ = ["ENGINE_MODULES", "CompactionEngine", "RemoteCompaction", "RemoteOutcome", "load_engine"]
@@ -49,15 +48,16 @@ class CompactionEngine(Protocol):
     def compact(
         self,
         table: Table,
+        job: CompactionJob,
+        plan: CompactionPlan,
         *,
-        commit: FileStoreCommit,
-        options: CoreOptions,
         local_below_bytes: int | None = None,
     ) -> CompactResult:
-        """Plan (as in process, with ``options``), rewrite remotely, commit with ``commit``.
+        """Rewrite the units of ``job``'s ``plan`` remotely, then commit them with ``job``.
 
         ``local_below_bytes``: units (buckets) with less input are rewritten
-        in this process instead; ``None`` = all remotely. Raises on failure.
+        in this process instead; ``None`` = all remotely. Raises on failure
+        (after the job's outputs were deleted).
         """
         ...
 
@@ -90,16 +90,13 @@ class RemoteOutcome:
         result: The remote compaction's result, or ``None`` when it did not run
             or failed (then compact in process).
         failure: The exception class name when the engine failed, else ``None``.
-        input_bytes: Planned input bytes (append tables: what was compared with
-            the bar; primary-key tables: of the buckets that reach it).
-        sorted_runs: Primary-key tables: sorted runs per bucket of the planned
-            snapshot, else ``None``.
+        input_bytes: Planned input bytes compared with the bar (a plan of
+            whole buckets: of the buckets that reach it).
     """
 
     result: CompactResult | None = None
     failure: str | None = None
     input_bytes: int = 0
-    sorted_runs: SortedRunStats | None = None
 
 
 class RemoteCompaction:
@@ -136,76 +133,53 @@ class RemoteCompaction:
         """``remote`` without connection parameters (safe to log)."""
         return self.remote.split(";", 1)[0].rstrip("/")
 
-    def try_compact(
-        self, table: Table, *, options: CoreOptions, commit: FileStoreCommit
-    ) -> RemoteOutcome:
-        """Compact ``table`` on the engine if its planned input reaches the bar.
+    def try_compact(self, table: Table, job: CompactionJob, plan: CompactionPlan) -> RemoteOutcome:
+        """Run ``plan`` on the engine if its input reaches the bar.
 
-        Append tables: when the planned small-file compaction's input reaches
-        ``min_input_bytes``, all of it runs on the engine. Primary-key tables:
-        when some bucket's planned LSM compaction reaches it, the engine runs
-        the round with the buckets below the bar rewritten in this process
-        (one commit either way).
+        A plan of slices (``plan.whole_buckets`` false: append tables) runs
+        on the engine as a whole when its input reaches ``min_input_bytes``.
+        A plan of whole buckets (primary-key tables) runs on the engine when
+        some bucket's input reaches it, the buckets below the bar rewritten
+        in this process (one commit either way).
 
         Args:
             table: The table (its lease is held by this daemon).
-            options: Effective options (``target-file-size``,
-                ``compaction.min.file-num``, ``compaction.small-file-ratio``;
-                primary-key tables: the universal compaction options).
-            commit: The maintenance committer to publish with.
+            job: The table's compaction job (commits with the maintenance committer).
+            plan: The round's plan, made by ``job`` (the engine does not plan again).
 
         Returns:
-            The remote result; or no result (below the bar, a table kind the
+            The remote result; or no result (below the bar, a table the
             engine does not handle, or a failure named in ``failure``): then
-            the caller compacts in process.
+            the caller runs ``plan`` in process.
 
         Raises:
             SnaplakeError: what the compaction itself raised on this side
-                (``CommitConflictError``, ``CorruptMetadataError``,
-                ``UnsupportedTableError`` from planning, ...): the in-process
-                compaction would meet the same.
+                (``CommitConflictError``, ``CorruptMetadataError``, ...): the
+                in-process compaction would meet the same.
 
         Storage:
-            Reads the latest snapshot's manifests; when delegated, as
-            ``snaplake.spark.compact``.
+            When delegated, as ``snaplake.spark.compact``; nothing otherwise.
         """
-        runs = None
-        if table.schema().primary_keys:
-            plan = MergeTreeCompactPlanner(
-                file_io=commit.file_io,
-                paths=commit.paths,
-                schema_manager=commit.schema_manager,
-                snapshot_manager=commit.snapshot_manager,
-                options=options,
-            ).plan()
-            runs = plan.runs
-            sizes = [sum(f.file_size_bytes for f in t.files) for t in plan.tasks]
-            input_bytes = sum(b for b in sizes if b >= self.min_input_bytes)
-            due = any(b >= self.min_input_bytes for b in sizes)
-            local_below: int | None = self.min_input_bytes
+        bar = self.min_input_bytes
+        local_below: int | None = None
+        if plan.whole_buckets:
+            input_bytes = sum(u.input_bytes for u in plan.units if u.input_bytes >= bar)
+            due = any(u.input_bytes >= bar for u in plan.units)
+            local_below = bar
         else:
-            tasks = AppendCompactor(
-                commit=commit,
-                target_file_size_bytes=options.target_file_size_bytes,
-                min_file_num=options.compaction_min_file_num,
-                small_file_ratio=options.compaction_small_file_ratio,
-            ).plan()
-            input_bytes = sum(f.file_size_bytes for t in tasks for f in t.files)
-            due = bool(tasks) and input_bytes >= self.min_input_bytes
-            local_below = None
+            input_bytes = plan.input_bytes
+            due = bool(plan.units) and input_bytes >= bar
         if not due:
-            return RemoteOutcome(input_bytes=input_bytes, sorted_runs=runs)
+            return RemoteOutcome(input_bytes=input_bytes)
         logger.info(
             "compaction of %s (%d input bytes) delegated to %s at %s",
             table.identifier, input_bytes, self.name, self.where,
         )  # fmt: skip
         try:
-            result = self._get_engine().compact(
-                table, commit=commit, options=options, local_below_bytes=local_below
-            )
+            result = self._get_engine().compact(table, job, plan, local_below_bytes=local_below)
         except UnsupportedTableError as exc:
             logger.info("%s compacts %s in process: %s", self.name, table.identifier, exc)
-            return RemoteOutcome(input_bytes=input_bytes, sorted_runs=runs)
+            return RemoteOutcome(input_bytes=input_bytes)
         except SnaplakeError:
             raise
         except Exception as exc:  # noqa: BLE001 - remote boundary: any engine failure falls back
@@ -215,10 +189,8 @@ class RemoteCompaction:
                 _first_line(exc),
             )  # fmt: skip
             self._discard()
-            return RemoteOutcome(
-                failure=type(exc).__name__, input_bytes=input_bytes, sorted_runs=runs
-            )
-        return RemoteOutcome(result=result, input_bytes=input_bytes, sorted_runs=runs)
+            return RemoteOutcome(failure=type(exc).__name__, input_bytes=input_bytes)
+        return RemoteOutcome(result=result, input_bytes=input_bytes)
 
     def close(self) -> None:
         """Stop the engine's remote work and connection (daemon shutdown)."""

@@ -11,6 +11,9 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from snaplake.commit.conflict import ConflictRule
+from snaplake.commit.file_store_commit import FileStoreCommit
+from snaplake.compaction.append_compact import AppendCompactionPlanner
+from snaplake.compaction.job import CompactionJob
 from snaplake.filestore.base import FileStore
 from snaplake.options import CoreOptions
 from snaplake.store.format.schema import TableSchema
@@ -131,3 +134,26 @@ class AppendOnlyFileStore(FileStore):
     def count_sorted_runs(self, snapshot: Snapshot | None, *, options: CoreOptions) -> None:
         """``None``: append files form no sorted runs."""
         return None
+
+    # compaction ------------------------------------------------------------
+    def new_compaction(
+        self,
+        *,
+        commit: FileStoreCommit,
+        full: bool = False,
+        partitions: Sequence[Mapping[str, Any]] | None = None,
+        options: CoreOptions | None = None,
+        max_files_per_bucket: int | None = None,
+    ) -> CompactionJob:
+        """Small-file compaction (see :class:`AppendCompactionPlanner`).
+
+        Raises:
+            ValueError: an empty ``partitions`` list, or ``max_files_per_bucket < 2``.
+        """
+        t = self.table
+        planner = AppendCompactionPlanner(
+            file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager,
+            snapshot_manager=t.snapshot_manager, full=full, partitions=partitions,
+            options=options, max_files_per_bucket=max_files_per_bucket,
+        )  # fmt: skip
+        return CompactionJob(commit=commit, planner=planner)

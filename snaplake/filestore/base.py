@@ -27,6 +27,7 @@ from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.support import check_supported
 
 if TYPE_CHECKING:
+    from snaplake.compaction.job import CompactionJob
     from snaplake.compaction.merge_tree_plan import SortedRunStats
     from snaplake.write.table_write import TableWrite
 
@@ -249,6 +250,44 @@ class FileStore(ABC):
 
         Storage: reads every manifest of the snapshot (key-value tables).
         """
+
+    # compaction ------------------------------------------------------------
+    @abstractmethod
+    def new_compaction(
+        self,
+        *,
+        commit: FileStoreCommit,
+        full: bool = False,
+        partitions: Sequence[Mapping[str, Any]] | None = None,
+        options: CoreOptions | None = None,
+        max_files_per_bucket: int | None = None,
+    ) -> CompactionJob:
+        """Return this kind's compaction of the table's latest snapshot (nothing is read yet).
+
+        Args:
+            commit: The maintenance committer the job publishes with.
+            full: A full compaction (append: every file after a bucket's
+                leading large ones; key-value: every bucket into one
+                top-level sorted run).
+            partitions: Partition specs (``{key: value}``, a subset of the
+                keys is fine) to compact; ``None`` = every partition.
+            options: Effective options (the daemon's overrides); ``None`` =
+                the table's latest schema's.
+            max_files_per_bucket: Input files per (partition, bucket) one plan
+                takes at most (the plan says when it cut some off); ``None``
+                = no cap. A key-value bucket's merge is never cut.
+
+        Raises:
+            ValueError: an empty ``partitions`` list, or ``max_files_per_bucket < 2``.
+        """
+
+    def inline_compaction(self, *, commit: FileStoreCommit) -> CompactionJob | None:
+        """The compaction a writer's process runs after its commit in inline mode.
+
+        ``snaplake.maintenance.inline = true`` runs it before the due merge and
+        expiry (``None``: this kind compacts only on request or in the daemon).
+        """
+        return None
 
 
 def file_store_for(table: TableStorage, schema: TableSchema) -> FileStore:

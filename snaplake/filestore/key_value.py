@@ -11,8 +11,11 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from snaplake.commit.conflict import ConflictRule
+from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
+from snaplake.compaction.job import CompactionJob
 from snaplake.compaction.maintenance import count_sorted_runs
+from snaplake.compaction.merge_tree_compact import MergeTreeCompactionPlanner
 from snaplake.compaction.merge_tree_plan import SortedRunStats
 from snaplake.filestore.base import FileStore
 from snaplake.mergetree.conflict import LsmConflictRule
@@ -208,3 +211,37 @@ class KeyValueFileStore(FileStore):
     ) -> SortedRunStats:
         """Sorted runs per bucket (see ``compaction.maintenance.count_sorted_runs``)."""
         return count_sorted_runs(self.table, snapshot, options=options)
+
+    # compaction ------------------------------------------------------------
+    def new_compaction(
+        self,
+        *,
+        commit: FileStoreCommit,
+        full: bool = False,
+        partitions: Sequence[Mapping[str, Any]] | None = None,
+        options: CoreOptions | None = None,
+        max_files_per_bucket: int | None = None,
+    ) -> CompactionJob:
+        """LSM compaction (see :class:`MergeTreeCompactionPlanner`).
+
+        ``max_files_per_bucket`` is validated only: a bucket's unit is one
+        merge of overlapping sorted runs, never cut, so the plan is never capped.
+
+        Raises:
+            ValueError: an empty ``partitions`` list, or ``max_files_per_bucket < 2``.
+        """
+        if max_files_per_bucket is not None and max_files_per_bucket < 2:
+            raise ValueError(f"max_files_per_bucket must be >= 2, got {max_files_per_bucket}")
+        t = self.table
+        planner = MergeTreeCompactionPlanner(
+            file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager,
+            snapshot_manager=t.snapshot_manager, full=full, partitions=partitions,
+            options=options,
+        )  # fmt: skip
+        return CompactionJob(commit=commit, planner=planner)
+
+    def inline_compaction(self, *, commit: FileStoreCommit) -> CompactionJob | None:
+        """One LSM round of the buckets due, unless ``write-only`` (writers never compact)."""
+        if self.schema.core_options.write_only:
+            return None
+        return self.new_compaction(commit=commit)

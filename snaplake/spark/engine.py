@@ -2,8 +2,9 @@
 
 The maintenance daemon loads this module by name (``snaplake.daemon.remote``)
 only when a compaction is delegated; :class:`SparkConnectEngine` implements
-its ``CompactionEngine`` protocol with :func:`snaplake.spark.compact_table`:
-planning and the commit in the daemon's process, the rewriting on the
+its ``CompactionEngine`` protocol with
+:func:`snaplake.spark.maintenance.run_compaction`: planning (once, by the
+daemon) and the commit in the daemon's process, the rewriting on the
 cluster's executors (primary-key tables: the buckets below
 ``spark.min-input-bytes`` are merged in the daemon's process meanwhile).
 The Connect client retries an unreachable server only briefly, so a stopped
@@ -16,10 +17,9 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
-from snaplake.commit.file_store_commit import FileStoreCommit
-from snaplake.compaction.append_compact import CompactResult
-from snaplake.options import CoreOptions
-from snaplake.spark.maintenance import compact_table
+from snaplake.compaction.job import CompactionJob, CompactionPlan
+from snaplake.compaction.result import CompactResult
+from snaplake.spark.maintenance import run_compaction
 from snaplake.table import Table
 
 if TYPE_CHECKING:
@@ -52,17 +52,17 @@ class SparkConnectEngine:
     def compact(
         self,
         table: Table,
+        job: CompactionJob,
+        plan: CompactionPlan,
         *,
-        commit: FileStoreCommit,
-        options: CoreOptions,
         local_below_bytes: int | None = None,
     ) -> CompactResult:
-        """Compact ``table`` with the rewriting on the cluster (see :func:`compact_table`).
+        """Rewrite ``plan``'s units on the cluster, commit with ``job`` (:func:`run_compaction`).
 
         Args:
             table: The table.
-            commit: The maintenance committer.
-            options: The daemon's effective options of the table.
+            job: The table's compaction job (the daemon's maintenance committer).
+            plan: The plan the daemon decided on (not planned again).
             local_below_bytes: Units below this input size are rewritten in
                 the daemon's process, the others on the cluster.
 
@@ -75,13 +75,7 @@ class SparkConnectEngine:
         """
         session = self._get_session()
         try:
-            return compact_table(
-                session,
-                table,
-                commit=commit,
-                options=options,
-                local_below_bytes=local_below_bytes,
-            )
+            return run_compaction(session, table, job, plan, local_below_bytes=local_below_bytes)
         except Exception:
             self._drop(session)
             raise

@@ -1,8 +1,9 @@
 """Maintenance on Spark: compaction and orphan clean with the heavy work on executors.
 
-:func:`compact` plans on the driver with ``Table.compact``'s planner
-(:mod:`snaplake.compaction.distributed`: small-file compaction of append
-tables, universal or full LSM compaction of primary-key tables), ships one
+:func:`compact` plans on the driver with ``Table.compact``'s job (the
+table's :class:`~snaplake.compaction.job.CompactionJob`: small-file
+compaction of append tables, universal or full LSM compaction of primary-key
+tables), ships one
 unit per (partition, bucket), or per slice of a large append bucket, to the
 executors (``mapInArrow``), where each unit is rewritten with the same
 bounded-memory rewriter as in process and comes back as CommitMessage bytes;
@@ -37,13 +38,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
-from snaplake.compaction.append_compact import CompactResult
-from snaplake.compaction.distributed import (
+from snaplake.compaction.job import (
     DEFAULT_MAX_UNIT_BYTES,
-    RewriteUnit,
-    distributed_compaction,
+    CompactionJob,
+    CompactionPlan,
+    CompactionUnit,
 )
 from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.compaction.orphan_clean import (
@@ -52,7 +52,7 @@ from snaplake.compaction.orphan_clean import (
     OrphanFilesClean,
     list_candidates,
 )
-from snaplake.options import CoreOptions
+from snaplake.compaction.result import CompactResult
 from snaplake.spark._common import is_connect, resolve_table
 from snaplake.spark.write import _BatchPathFactory, _collect_classic, _collect_connect
 from snaplake.store.format.paths import PathFactory
@@ -64,7 +64,7 @@ from snaplake.write.table_write import abort_messages
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["compact", "compact_table", "remove_orphan_files"]
+__all__ = ["compact", "remove_orphan_files", "run_compaction"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ _DELETED_SCHEMA = pa.schema([pa.field("deleted", pa.int64(), nullable=False)])
 
 
 def _rewrite_units(
-    units: Sequence[RewriteUnit], *, file_io: FileIO, paths: PathFactory
+    units: Sequence[CompactionUnit], *, file_io: FileIO, paths: PathFactory
 ) -> list[CommitMessage]:
     """Rewrite ``units`` one after the other; on any exception delete every output, re-raise.
 
@@ -261,60 +261,54 @@ def compact(
         Paimon's Spark ``CompactProcedure`` (driver plan, executor rewrite,
         one driver commit), Delta's ``OPTIMIZE``.
     """
+    start = time.monotonic()
     target = resolve_table(table, warehouse=warehouse, options=options)
-    return compact_table(
-        spark, target, partitions=partitions, full=full, max_task_input_bytes=max_task_input_bytes
+    job = target.file_store().new_compaction(
+        commit=maintenance_committer(target), full=full, partitions=partitions
     )
+    plan = job.plan_units(max_unit_bytes=max_task_input_bytes)
+    return run_compaction(spark, target, job, plan, started=start)
 
 
-def compact_table(
+def run_compaction(
     spark: SparkSession,
     table: Table,
+    job: CompactionJob,
+    plan: CompactionPlan,
     *,
-    partitions: Sequence[Mapping[str, Any]] | None = None,
-    full: bool = False,
-    max_task_input_bytes: int = DEFAULT_MAX_UNIT_BYTES,
-    options: CoreOptions | None = None,
     local_below_bytes: int | None = None,
-    commit: FileStoreCommit | None = None,
     straggler_timeout_s: float = 120.0,
+    started: float | None = None,
 ) -> CompactResult:
-    """:func:`compact` as the daemon runs it (same errors and storage).
+    """Rewrite ``plan``'s units on the executors and commit them once with ``job``.
+
+    The Spark runner of a :class:`~snaplake.compaction.job.CompactionJob`
+    (the daemon's engine hands it the plan it decided on; nothing is planned
+    again). Errors and storage as :func:`compact`.
 
     Args:
         spark: The session.
-        table: The table.
-        partitions: As :func:`compact`.
-        full: As :func:`compact`.
-        max_task_input_bytes: As :func:`compact`.
-        options: Effective options (the daemon's overrides; see
-            :func:`~snaplake.compaction.distributed.distributed_compaction`);
-            ``None`` = the table's.
+        table: The table (its FileIO and root reach the executors).
+        job: The table's compaction job (commits on the driver).
+        plan: What ``job.plan_units`` returned.
         local_below_bytes: Units with less input than this are rewritten in
             this (the driver's) process, one at a time, while the executors
             rewrite the others (the daemon's ``spark.min-input-bytes``);
             ``None`` = every unit on the executors.
-        commit: The maintenance committer (default the table's, user
-            ``snaplake-maintenance``).
         straggler_timeout_s: After a failed job on a classic session, how
             long to wait for its running tasks before deleting its files.
+        started: ``time.monotonic()`` when the compaction began; default now.
     """
-    start = time.monotonic()
-    committer = commit if commit is not None else maintenance_committer(table)
-    job = distributed_compaction(
-        commit=committer, partitions=partitions, full=full, options=options
-    )
-    units = job.plan_units(max_unit_bytes=max_task_input_bytes)
-    if not units:
-        return CompactResult(snapshot_id=None, duration_s=time.monotonic() - start)
+    start = time.monotonic() if started is None else started
+    if not plan.units:
+        return CompactResult.nothing(start=start)
+    cm = job.commit
     bar = local_below_bytes
-    here = [u for u in units if bar is not None and u.input_bytes < bar]
-    there = [u for u in units if bar is None or u.input_bytes >= bar]
+    here = [u for u in plan.units if bar is not None and u.input_bytes < bar]
+    there = [u for u in plan.units if bar is None or u.input_bytes >= bar]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-compaction") as pool:
         local = (
-            pool.submit(_rewrite_units, here, file_io=committer.file_io, paths=committer.paths)
-            if here
-            else None
+            pool.submit(_rewrite_units, here, file_io=cm.file_io, paths=cm.paths) if here else None
         )
         try:
             messages = (
@@ -330,11 +324,11 @@ def compact_table(
             except BaseException:
                 job.abort(messages)
                 raise
-    return job.commit_rewritten(messages, started=start)
+    return job.commit_rewritten(plan, messages, started=start)
 
 
 def _rewrite_on_executors(
-    spark: SparkSession, table: Table, units: Sequence[RewriteUnit], straggler_timeout_s: float
+    spark: SparkSession, table: Table, units: Sequence[CompactionUnit], straggler_timeout_s: float
 ) -> list[CommitMessage]:
     """Run one Spark task per unit; return their messages (every job file deleted on failure)."""
     token = secrets.token_hex(8)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 from tests.daemon.helpers import LOW_THRESHOLDS, append, memory_table
 from tests.daemon.procs import wait_for
 
-from snaplake.compaction.append_compact import AppendCompactor
-from snaplake.compaction.capped_compact import CappedCompactor
 from snaplake.compaction.maintenance import (
     FileCounts,
     count_files,
@@ -104,21 +103,33 @@ def test_compaction_rounds_are_capped_per_bucket():
     assert sorted(table.to_arrow().column("id").to_pylist()) == list(range(35))
 
 
-def test_capped_compactor_keeps_the_oldest_files_of_a_run():
+def test_a_capped_plan_keeps_the_oldest_files_of_a_run_and_says_so():
     table = memory_table()
     append(table, 6)
-    compactor = CappedCompactor(max_files=4, commit=maintenance_committer(table),
-                                min_file_num=3)  # fmt: skip
-    (task,) = compactor.plan()
-    assert compactor.capped
-    full = AppendCompactor(commit=maintenance_committer(table), min_file_num=3).plan()
-    assert task.files == full[0].files[:4]
-    assert task.paths == full[0].paths[:4]
-    uncapped = CappedCompactor(max_files=6, commit=maintenance_committer(table), min_file_num=3)
-    assert uncapped.plan()[0].files == full[0].files
+    opts = CoreOptions({**table.options, "compaction.min.file-num": "3"})
+
+    def plan(max_files: int | None) -> Any:
+        return (
+            table.file_store()
+            .new_compaction(
+                commit=maintenance_committer(table), options=opts, max_files_per_bucket=max_files
+            )
+            .plan_units()
+        )
+
+    capped = plan(4)
+    ((task,),) = [u.tasks for u in capped.units]
+    assert capped.capped
+    full = plan(None)
+    ((whole,),) = [u.tasks for u in full.units]
+    assert not full.capped
+    assert task.files == whole.files[:4]
+    assert task.paths == whole.paths[:4]
+    uncapped = plan(6)
+    assert uncapped.units[0].tasks[0].files == whole.files
     assert not uncapped.capped
     with pytest.raises(ValueError, match="max_files"):
-        CappedCompactor(max_files=1, commit=maintenance_committer(table))
+        plan(1)
 
 
 def test_expiry_keeps_the_retention_limits():

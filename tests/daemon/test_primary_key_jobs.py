@@ -136,9 +136,9 @@ def test_compact_job_refreshes_the_sorted_run_gauges() -> None:
 def test_compact_summary_says_what_was_planned_and_what_was_compacted() -> None:
     """Universal compaction may compact buckets under the run trigger (size amplification):
     the log line must not read "0 bucket(s) over the trigger, 65 compacted"."""
-    from snaplake.compaction.append_compact import CompactResult
     from snaplake.compaction.maintenance import FileCounts
     from snaplake.compaction.merge_tree_plan import SortedRunStats
+    from snaplake.compaction.result import CompactResult
     from snaplake.daemon.jobs import CompactJobResult
 
     result = CompactJobResult(

@@ -14,7 +14,6 @@ import pytest
 from prometheus_client import CollectorRegistry
 from tests.daemon.helpers import LOW_THRESHOLDS, append, memory_table
 
-from snaplake.compaction.distributed import distributed_compaction
 from snaplake.daemon.config import Task
 from snaplake.daemon.jobs import compact_job, record_job_result
 from snaplake.daemon.remote import RemoteCompaction, load_engine
@@ -29,19 +28,20 @@ class _Engine:
     def __init__(self, error: BaseException | None = None) -> None:
         self.error = error
         self.calls: list[int | None] = []  # local_below_bytes of each call
+        self.plans: list[Any] = []  # the plan handed over in each call
         self.closed = 0
 
-    def compact(self, table: Any, *, commit: Any, options: CoreOptions,
+    def compact(self, table: Any, job: Any, plan: Any, *,
                 local_below_bytes: int | None = None) -> Any:  # fmt: skip
         self.calls.append(local_below_bytes)
+        self.plans.append(plan)
         if self.error is not None:
             raise self.error
-        job = distributed_compaction(commit=commit, options=options)
         messages = []
-        for unit in job.plan_units(max_unit_bytes=1 << 30):
-            messages += unit.rewrite(file_io=commit.file_io, paths=commit.paths,
-                                     schema_manager=commit.schema_manager)  # fmt: skip
-        return job.commit_rewritten(messages)
+        for unit in plan.units:  # the daemon's plan: nothing is planned again
+            messages += unit.rewrite(file_io=table.file_io, paths=table.paths,
+                                     schema_manager=table.schema_manager)  # fmt: skip
+        return job.commit_rewritten(plan, messages)
 
     def close(self) -> None:
         self.closed += 1
@@ -80,6 +80,23 @@ def test_large_compactions_are_delegated():
     assert table.to_arrow().num_rows == 30
     compact_job(_due_table(), options=OPTS, remote=remote)
     assert loads == ["spark@sc://127.0.0.1:1/;token=abc"]  # one engine, connected once
+
+
+def test_the_engine_gets_the_plan_the_daemon_decided_on(monkeypatch):
+    from snaplake.compaction.job import CompactionJob
+
+    planned: list[Any] = []
+    plan_units = CompactionJob.plan_units
+
+    def counted(self: CompactionJob, **kwargs: Any) -> Any:
+        planned.append(plan_units(self, **kwargs))
+        return planned[-1]
+
+    monkeypatch.setattr(CompactionJob, "plan_units", counted)
+    engine = _Engine()
+    remote, _ = _remote(engine)
+    assert compact_job(_due_table(), options=OPTS, remote=remote).engine == "spark"
+    assert len(planned) == 1 and engine.plans == planned  # planned once, handed over
 
 
 def test_small_compactions_stay_in_process():

@@ -221,7 +221,7 @@ _KILLED_DRIVER = textwrap.dedent(
     from {module} import {cls}
     from snaplake.spark import compact
 
-    def die(self, messages, *, started=None):
+    def die(self, plan, messages, *, started=None):
         print("KILLED-BEFORE-COMMIT", len(messages), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
 

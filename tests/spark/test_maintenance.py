@@ -87,7 +87,7 @@ def test_driver_killed_before_the_commit_leaves_only_orphans(spark: Any, tmp_pat
     table = checks.seeded(snaplake.FileSystemCatalog(str(wh)), "db.t")
     before_rows = checks.by_id(table.to_arrow())
     table, _ = checks.check_killed_driver_leaves_only_orphans(
-        spark, tmp_path, wh, committer="snaplake.compaction.append_compact.AppendCompactor"
+        spark, tmp_path, wh, committer="snaplake.compaction.job.CompactionJob"
     )
     assert checks.by_id(table.to_arrow()) == before_rows
     assert compact(spark, "db.t", warehouse=str(wh)).snapshot_id is not None

@@ -33,9 +33,10 @@ from tests.spark.maintenance_checks import (
 )
 
 import snaplake
+from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.compaction.merge_tree_plan import MergeTreeCompactPlanner
 from snaplake.spark import compact
-from snaplake.spark.maintenance import compact_table
+from snaplake.spark.maintenance import run_compaction
 from snaplake.table import Table
 
 pytestmark = [
@@ -116,7 +117,8 @@ def test_buckets_below_the_bar_are_rewritten_on_the_driver(
     bar = (sizes[3] + sizes[4]) // 2
     expected = local.compact()
     with caplog.at_level(logging.INFO, logger="snaplake.spark.maintenance"):
-        result = compact_table(spark, remote, local_below_bytes=bar)
+        job = remote.file_store().new_compaction(commit=maintenance_committer(remote))
+        result = run_compaction(spark, remote, job, job.plan_units(), local_below_bytes=bar)
     assert "spark compaction of db.remote: 2 task(s)" in caplog.text
     assert compact_counts(result) == compact_counts(expected)
     assert bucket_layout(remote) == bucket_layout(local)
@@ -128,7 +130,7 @@ def test_a_lost_conflict_deletes_the_outputs_never_an_upgraded_input(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another compaction of the same buckets commits between plan and commit: Spark's loses."""
-    from snaplake.compaction.distributed import MergeTreeDistributedCompaction
+    from snaplake.compaction.job import CompactionJob
     from snaplake.errors import CommitConflictError
 
     catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
@@ -141,14 +143,15 @@ def test_a_lost_conflict_deletes_the_outputs_never_an_upgraded_input(
         table.new_commit(commit_user="w").commit(w.prepare_commit())
         model.apply(rows)
     seen: list[Any] = []
-    commit = MergeTreeDistributedCompaction.commit_rewritten
+    commit = CompactionJob.commit_rewritten
 
-    def race(self: Any, messages: Any, *, started: Any = None) -> Any:
-        seen.extend(messages)
-        table.compact(full=True)  # the other compaction wins
-        return commit(self, messages, started=started)
+    def race(self: Any, plan: Any, messages: Any, *, started: Any = None) -> Any:
+        if not seen:  # Spark's job; the other compaction's commit_rewritten runs unchanged
+            seen.extend(messages)
+            table.compact(full=True)  # the other compaction wins
+        return commit(self, plan, messages, started=started)
 
-    monkeypatch.setattr(MergeTreeDistributedCompaction, "commit_rewritten", race)
+    monkeypatch.setattr(CompactionJob, "commit_rewritten", race)
     with pytest.raises(CommitConflictError):
         compact(spark, table, full=True)
     before = {f.file_name for m in seen for f in m.compact_increment.compact_before}
@@ -173,7 +176,7 @@ def test_driver_killed_before_the_commit_leaves_only_orphans(spark: Any, tmp_pat
         checks.upsert(table, model, k)
     table, out = check_killed_driver_leaves_only_orphans(
         spark, tmp_path, wh, full=True,
-        committer="snaplake.compaction.distributed.MergeTreeDistributedCompaction",
+        committer="snaplake.compaction.job.CompactionJob",
     )  # fmt: skip
     assert "KILLED-BEFORE-COMMIT 6" in out
     assert sorted_rows(table.to_arrow()) == model.rows()

@@ -30,7 +30,13 @@ def test_primary_key_table_through_the_cli(snaplake: Snaplake, tmp_path: Path) -
     filtered = snaplake.json("read", "db.kv", "--filter", "id >= 2")
     assert sorted((r["id"], r["v"]) for r in filtered) == [(2, "B"), (3, "c"), (4, "d")]
     snaplake("create-table", "db.app", "--from-parquet", str(first))
-    snaplake("compact", "db.app", "--full", expect=2)
+    for _ in range(3):
+        snaplake("write", "db.app", str(first))
+    # --full does on an append table what Table.compact(full=True) does: a full compaction
+    full = snaplake.json("compact", "db.app", "--full")
+    assert isinstance(full, dict) and full["compacted"] is True and full["files_before"] == 3
+    assert snaplake.json("compact", "db.app", "--full")["compacted"] is False
+    assert len(snaplake.json("read", "db.app")) == 9
 
 
 def test_evolved_primary_key_table_through_the_cli(snaplake: Snaplake, tmp_path: Path) -> None:

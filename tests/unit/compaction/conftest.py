@@ -8,6 +8,9 @@ import pytest
 from tests.helpers import SCHEMA, rows
 
 from snaplake.catalog import FileSystemCatalog
+from snaplake.compaction.append_rewrite import CompactTask
+from snaplake.compaction.job import CompactionJob, CompactionPlan
+from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.store.format.decoded_cache import metadata_cache
 from snaplake.table import Table
 
@@ -52,3 +55,13 @@ def append(table: Table, start: int, count: int, *, user: str = "w") -> int:
     result = table.new_commit(commit_user=user).commit(write.prepare_commit())
     assert result.snapshot_id is not None
     return result.snapshot_id
+
+
+def compaction_job(table: Table, **kwargs: object) -> CompactionJob:
+    """The table's compaction job with the maintenance committer (``FileStore.new_compaction``)."""
+    return table.file_store().new_compaction(commit=maintenance_committer(table), **kwargs)  # type: ignore[arg-type]
+
+
+def runs(plan: CompactionPlan) -> list[CompactTask]:
+    """The runs of an append table's plan, unit by unit."""
+    return [t for u in plan.units for t in u.tasks]  # type: ignore[attr-defined]

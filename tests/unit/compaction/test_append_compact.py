@@ -7,10 +7,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from tests.helpers import rows, sorted_ids
-from tests.unit.compaction.conftest import append
+from tests.unit.compaction.conftest import append, compaction_job, runs
 
-from snaplake.compaction.append_compact import AppendCompactor
-from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.errors import CommitConflictError
 from snaplake.store.format.data_file import FileSource
 from snaplake.store.format.snapshot import CommitKind
@@ -76,11 +74,11 @@ def test_large_files_split_runs(make_table):
     append(table, 1000, 2000)  # large: one file of ~30 KB, above the 4 KB threshold
     append(table, 9, 3)
     append(table, 12, 3)
-    compactor = AppendCompactor(commit=maintenance_committer(table))
-    tasks = compactor.plan()
+    job = compaction_job(table)
+    tasks = runs(job.plan_units())
     assert [f.row_count for f in tasks[0].files] == [3, 3, 3]
     assert all(f.file_size_bytes < 4096 for t in tasks for f in t.files)
-    compactor.execute()
+    job.execute()
     order = table.to_arrow().column("id").to_pylist()
     assert order == [*range(9), *range(1000, 3000), *range(9, 15)]
 
@@ -115,13 +113,13 @@ def test_racing_compactions_one_conflicts_and_cleans_up(make_table):
     table = make_table(partitioned=False)
     for i in range(5):
         append(table, i * 10, 10)
-    loser = AppendCompactor(commit=maintenance_committer(table))
-    tasks = loser.plan()
-    assert tasks
+    loser = compaction_job(table)
+    plan = loser.plan_units()
+    assert plan.units
     winner = table.compact()
     assert winner.snapshot_id is not None
-    # the loser planned on the old snapshot: force that plan
-    loser.plan = lambda: tasks  # type: ignore[method-assign]
+    # the loser planned on the old snapshot: force that plan (every re-plan too)
+    loser.plan_units = lambda **_: plan  # type: ignore[method-assign]
     before = {s.path for s in table.file_io.list_files(table.root)}
     with pytest.raises(CommitConflictError) as info:
         loser.execute()
@@ -135,15 +133,15 @@ def test_compaction_and_append_both_land(make_table, monkeypatch):
     table = make_table(partitioned=False)
     for i in range(5):
         append(table, i * 10, 10)
-    compactor = AppendCompactor(commit=maintenance_committer(table))
-    original = compactor.commit.commit
+    job = compaction_job(table)
+    original = job.commit.commit
 
     def commit_after_append(messages, **kw):
         append(table, 100, 5, user="other")
         return original(messages, **kw)
 
-    monkeypatch.setattr(compactor.commit, "commit", commit_after_append)
-    result = compactor.execute()
+    monkeypatch.setattr(job.commit, "commit", commit_after_append)
+    result = job.execute()
     assert result.snapshot_id == 7
     assert sorted_ids(table.to_arrow()) == [*range(50), *range(100, 105)]
 
@@ -172,9 +170,9 @@ def test_full_compaction_rewrites_large_files_after_the_head(make_table):
     append(table, 6, 3)
     append(table, 9, 3)
     head = _live_files(table)[0]
-    assert AppendCompactor(commit=maintenance_committer(table)).plan() == []  # runs are too short
-    full = AppendCompactor(commit=maintenance_committer(table), full=True)
-    (task,) = full.plan()
+    assert compaction_job(table).plan_units().units == ()  # runs are too short
+    full = compaction_job(table, full=True)
+    (task,) = runs(full.plan_units())
     assert [f.row_count for f in task.files] == [3, 1000, 3, 3]
     before = table.to_arrow().column("id").to_pylist()
     result = full.execute()
@@ -189,28 +187,27 @@ def test_full_compaction_needs_three_files_and_more_small_than_large(make_table)
                        partitioned=False)  # fmt: skip
     append(table, 0, 3)
     append(table, 3, 3)
-    assert AppendCompactor(commit=maintenance_committer(table), full=True).plan() == []  # 2 files
+    assert compaction_job(table, full=True).plan_units().units == ()  # 2 files
     append(table, 1000, 1000)
     append(table, 3000, 1000)
     # 2 small, 2 large: small ones do not outnumber large ones
-    assert AppendCompactor(commit=maintenance_committer(table), full=True).plan() == []
+    assert compaction_job(table, full=True).plan_units().units == ()
     append(table, 6, 3)
-    (task,) = AppendCompactor(commit=maintenance_committer(table), full=True).plan()
+    (task,) = runs(compaction_job(table, full=True).plan_units())
     assert len(task.files) == 5
 
 
 def test_rewrite_and_commit_apart_equal_execute(make_table):
-    """plan() + AppendRewriter.rewrite per run + commit_rewritten() is what execute() does."""
+    """plan_units() + a rewrite per unit + commit_rewritten() is what execute() does."""
     a, b = make_table(), make_table()
     for t in (a, b):
         for i in range(5):
             append(t, i * 10, 10)
     res_a = a.compact()
-    compactor = AppendCompactor(commit=maintenance_committer(b))
-    target = compactor.target_file_size_bytes()
-    messages = [m for t in compactor.plan()
-                for m in compactor.rewriter.rewrite(t, target_file_size_bytes=target)]  # fmt: skip
-    res_b = compactor.commit_rewritten(list(reversed(messages)))
+    job = compaction_job(b)
+    plan = job.plan_units()
+    messages = [m for u in plan.units for m in job.rewrite(u)]
+    res_b = job.commit_rewritten(plan, list(reversed(messages)))
     assert (res_b.files_before, res_b.files_after, res_b.buckets_compacted) == (
         res_a.files_before, res_a.files_after, res_a.buckets_compacted,
     )  # fmt: skip
@@ -225,13 +222,14 @@ def test_commit_rewritten_conflict_deletes_outputs(make_table):
     table = make_table(partitioned=False)
     for i in range(4):
         append(table, i * 10, 10)
-    compactor = AppendCompactor(commit=maintenance_committer(table))
-    (task,) = compactor.plan()
-    (message,) = compactor.rewriter.rewrite(task, target_file_size_bytes=1 << 20)
+    job = compaction_job(table)
+    plan = job.plan_units()
+    (unit,) = plan.units
+    (message,) = job.rewrite(unit)
     table.compact()  # someone else compacts the same inputs first
     outputs = [f.file_name for f in message.compact_increment.compact_after]
     with pytest.raises(CommitConflictError):
-        compactor.commit_rewritten([message])
+        job.commit_rewritten(plan, [message])
     on_disk = {p.name for p in Path(table.root).rglob("*.parquet")}
     assert not set(outputs) & on_disk
     assert sorted_ids(table.to_arrow()) == list(range(40))

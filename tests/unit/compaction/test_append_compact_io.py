@@ -13,12 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from tests.helpers import sorted_ids
-from tests.unit.compaction.conftest import FAST, append
+from tests.unit.compaction.conftest import FAST, append, compaction_job, runs
 
 import snaplake
 from snaplake.compaction import append_rewrite
-from snaplake.compaction.append_compact import AppendCompactor
-from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.stats import compute_value_stats
 from snaplake.write.table_write import new_data_file_meta
@@ -126,10 +124,13 @@ def test_polars_and_pyarrow_reads_agree(tmp_path, monkeypatch, schema, make_rows
     for i in range(4):
         _append(table, make_rows(i * 25, 25))
     before = table.to_arrow()
-    compactor = AppendCompactor(commit=maintenance_committer(table))
-    (task,) = compactor.plan()
+    job = compaction_job(table)
+    (task,) = runs(job.plan_units())
+    rewriter = append_rewrite.AppendRewriter(
+        file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager
+    )
     arrow_schema = table.arrow_schema
-    slow = compactor.rewriter._read_many_pyarrow(task.paths, arrow_schema)
+    slow = rewriter._read_many_pyarrow(task.paths, arrow_schema)
     polars_reads = append_rewrite._polars_round_trips(arrow_schema)
     assert polars_reads == (schema is WIDE)
     if polars_reads:  # the fast path must not have fallen back silently
@@ -137,11 +138,11 @@ def test_polars_and_pyarrow_reads_agree(tmp_path, monkeypatch, schema, make_rows
         def no_fallback(*_args):
             raise AssertionError("fell back to pyarrow")
 
-        monkeypatch.setattr(compactor.rewriter, "_read_many_pyarrow", no_fallback)
-    fast = compactor.rewriter._read_many(task.paths, arrow_schema)
+        monkeypatch.setattr(rewriter, "_read_many_pyarrow", no_fallback)
+    fast = rewriter._read_many(task.paths, arrow_schema)
     assert _same(fast, slow)
     monkeypatch.undo()
-    result = compactor.execute()
+    result = job.execute()
     assert result.files_before == 4
     assert result.files_after == 1
     assert _same(table.to_arrow(), before)
@@ -196,13 +197,13 @@ def test_vanished_input_raises_and_leaves_no_output(make_table, monkeypatch):
     table = make_table(partitioned=False)
     for i in range(5):
         append(table, i * 10, 10)
-    compactor = AppendCompactor(commit=maintenance_committer(table))
-    (task,) = compactor.plan()
+    job = compaction_job(table)
+    (task,) = runs(job.plan_units())
     os.remove(task.paths[3])
     before = {s.path for s in table.file_io.list_files(table.root)}
     latest = table.latest_snapshot().id
     with pytest.raises(FileNotFoundError):
-        compactor.execute()
+        job.execute()
     assert {s.path for s in table.file_io.list_files(table.root)} == before
     assert table.latest_snapshot().id == latest
 

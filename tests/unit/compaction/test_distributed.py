@@ -1,4 +1,4 @@
-"""Distributed compaction in one process: units planned, rewritten apart, committed once."""
+"""Append compaction in one process: units planned, rewritten apart (pickled), committed once."""
 
 from __future__ import annotations
 
@@ -11,15 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.helpers import sorted_ids
-from tests.unit.compaction.conftest import append
+from tests.unit.compaction.conftest import append, compaction_job
 
+from snaplake.compaction.append_compact import AppendRewriteUnit, split_run
 from snaplake.compaction.append_rewrite import CompactTask, output_groups
-from snaplake.compaction.distributed import (
-    AppendRewriteUnit,
-    distributed_compaction,
-    split_run,
-)
-from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.errors import CommitConflictError, UnsupportedTableError
 from snaplake.store.format.data_file import EMPTY_BINARY_ROW, DataFileMeta, FileSource
 from snaplake.store.format.stats import SimpleStatsParts
@@ -48,10 +43,11 @@ def test_units_rewritten_apart_give_the_in_process_result(make_table):
         for i in range(6):
             append(t, i * 10, 10)
     a.compact()
-    job = distributed_compaction(commit=maintenance_committer(b))
-    units = job.plan_units(max_unit_bytes=1 << 30)
+    job = compaction_job(b)
+    plan = job.plan_units(max_unit_bytes=1 << 30)
+    units = plan.units
     assert len(units) == 3  # one per (partition, bucket)
-    result = job.commit_rewritten(_run_units(b, units))
+    result = job.commit_rewritten(plan, _run_units(b, units))
     assert result.buckets_compacted == 3
     assert _layout(a) == _layout(b)
     assert sorted_ids(b.to_arrow()) == list(range(60))
@@ -61,14 +57,13 @@ def test_partition_specs_are_planned_once_per_bucket(make_table):
     table = make_table()
     for i in range(4):
         append(table, i * 10, 10)
-    job = distributed_compaction(
-        commit=maintenance_committer(table), partitions=[{"month": 2}, {"month": 2}, {"month": 3}]
-    )
-    units = job.plan_units(max_unit_bytes=1 << 30)
+    job = compaction_job(table, partitions=[{"month": 2}, {"month": 2}, {"month": 3}])
+    plan = job.plan_units(max_unit_bytes=1 << 30)
+    units = plan.units
     assert sorted(u.partition for u in units) == sorted(
         s.partition for s in table.new_scan().plan() if s.partition_values in ((2,), (3,))
     )
-    job.commit_rewritten(_run_units(table, units))
+    job.commit_rewritten(plan, _run_units(table, units))
     files = {s.partition_values: len(s.files) for s in table.new_scan().plan()}
     assert files == {(1,): 4, (2,): 1, (3,): 1}
 
@@ -82,12 +77,13 @@ def test_large_buckets_are_sliced_and_keep_their_rows(make_table):
         for i in range(12):
             append(t, i * 100, 100)
     a.compact()
-    job = distributed_compaction(commit=maintenance_committer(b))
+    job = compaction_job(b)
     total = sum(f.file_size_bytes for s in b.new_scan().plan() for f in s.files)
-    units = job.plan_units(max_unit_bytes=total // 3)
+    plan = job.plan_units(max_unit_bytes=total // 3)
+    units = plan.units
     assert len(units) >= 2  # one bucket, several slices
     assert all(u.bucket == 0 for u in units)
-    job.commit_rewritten(_run_units(b, units))
+    job.commit_rewritten(plan, _run_units(b, units))
     assert _layout(a) == _layout(b)  # slices end where outputs roll: the same files
     assert b.to_arrow().column("id").to_pylist() == list(range(1200))
     seqs = sorted((f.min_sequence_number, f.max_sequence_number)
@@ -100,9 +96,7 @@ def test_a_failing_unit_leaves_no_output(make_table):
     for i in range(3):
         append(table, i * 10, 10)
     append(table, 1000, 10)
-    (unit,) = distributed_compaction(commit=maintenance_committer(table)).plan_units(
-        max_unit_bytes=1 << 30
-    )
+    (unit,) = compaction_job(table).plan_units(max_unit_bytes=1 << 30).units
     assert isinstance(unit, AppendRewriteUnit)
     first, *_ = unit.tasks
     doomed = Path(first.paths[-1])
@@ -120,11 +114,12 @@ def test_conflict_on_commit_deletes_the_outputs(make_table):
     table = make_table(partitioned=False)
     for i in range(4):
         append(table, i * 10, 10)
-    job = distributed_compaction(commit=maintenance_committer(table))
-    messages = _run_units(table, job.plan_units(max_unit_bytes=1 << 30))
+    job = compaction_job(table)
+    plan = job.plan_units(max_unit_bytes=1 << 30)
+    messages = _run_units(table, plan.units)
     table.compact()
     with pytest.raises(CommitConflictError):
-        job.commit_rewritten(messages)
+        job.commit_rewritten(plan, messages)
     outs = {f.file_name for m in messages for f in m.compact_increment.compact_after}
     assert not outs & {p.name for p in Path(table.root).rglob("*.parquet")}
     assert sorted_ids(table.to_arrow()) == list(range(40))
@@ -134,10 +129,10 @@ def test_empty_specs_and_unsupported_primary_key_tables_are_refused(make_table):
     table = make_table()
     append(table, 0, 10)
     with pytest.raises(ValueError, match="partitions is empty"):
-        distributed_compaction(commit=maintenance_committer(table), partitions=[])
+        compaction_job(table, partitions=[])
     pk = dataclasses.replace(table.schema(), id=1, primary_keys=("id", "month"))
     table.schema_manager.create(pk)  # bucket = -1: dynamic buckets, refused when planning
-    job = distributed_compaction(commit=maintenance_committer(table))
+    job = compaction_job(table)
     with pytest.raises(UnsupportedTableError, match="bucket"):
         job.plan_units(max_unit_bytes=1 << 30)
 

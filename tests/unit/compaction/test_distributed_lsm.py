@@ -27,12 +27,8 @@ from tests.pk_helpers import to_table as pk_table
 
 import snaplake
 from snaplake.commit.message import CommitMessage
-from snaplake.compaction.distributed import (
-    MergeTreeDistributedCompaction,
-    MergeTreeRewriteUnit,
-    distributed_compaction,
-)
 from snaplake.compaction.maintenance import maintenance_committer
+from snaplake.compaction.merge_tree_compact import MergeTreeCompactionPlanner, MergeTreeRewriteUnit
 from snaplake.compaction.merge_tree_plan import FULL_COMPACTION_PROPERTY
 from snaplake.errors import CommitConflictError
 from snaplake.options import CoreOptions
@@ -64,6 +60,10 @@ def _twins(tmp_path: Path, **options: str) -> tuple[Any, Any, TableModel]:
     return tables[0], tables[1], model
 
 
+def _job(table: Any, **kwargs: Any) -> Any:
+    return table.file_store().new_compaction(commit=maintenance_committer(table), **kwargs)
+
+
 def _run(job: Any, units: Any, table: Any) -> list[CommitMessage]:
     messages: list[CommitMessage] = []
     for unit in pickle.loads(pickle.dumps(units)):  # what an executor receives
@@ -77,13 +77,14 @@ def _run(job: Any, units: Any, table: Any) -> list[CommitMessage]:
 def test_units_rewritten_apart_give_the_in_process_result(tmp_path: Path, full: bool) -> None:
     local, remote, model = _twins(tmp_path)
     expected = local.compact(full=full)
-    job = distributed_compaction(commit=maintenance_committer(remote), full=full)
-    assert isinstance(job, MergeTreeDistributedCompaction)
-    units = job.plan_units(max_unit_bytes=1)  # never sliced: one unit per bucket
+    job = _job(remote, full=full)
+    assert isinstance(job.planner, MergeTreeCompactionPlanner)
+    plan = job.plan_units(max_unit_bytes=1)  # never sliced: one unit per bucket
+    units = plan.units
     assert all(isinstance(u, MergeTreeRewriteUnit) for u in units)
     assert len({(u.partition, u.bucket) for u in units}) == len(units) == 6
     assert [u.input_bytes for u in units] == sorted((u.input_bytes for u in units), reverse=True)
-    result = job.commit_rewritten(_run(job, units, remote))
+    result = job.commit_rewritten(plan, _run(job, units, remote))
     assert expected.snapshot_id is not None
     assert compact_counts(result) == compact_counts(expected)
     assert bucket_layout(remote) == bucket_layout(local)
@@ -100,12 +101,10 @@ def test_units_rewritten_apart_give_the_in_process_result(tmp_path: Path, full: 
 
 def test_partition_specs_plan_once_and_never_mark_a_full_compaction(tmp_path: Path) -> None:
     _, table, model = _twins(tmp_path)
-    job = distributed_compaction(
-        commit=maintenance_committer(table), partitions=[{"month": 1}, {"month": 1}], full=True
-    )
-    units = job.plan_units(max_unit_bytes=1 << 30)
-    assert len(units) == 2  # the two buckets of month 1, once
-    job.commit_rewritten(_run(job, units, table))
+    job = _job(table, partitions=[{"month": 1}, {"month": 1}], full=True)
+    plan = job.plan_units(max_unit_bytes=1 << 30)
+    assert len(plan.units) == 2  # the two buckets of month 1, once
+    job.commit_rewritten(plan, _run(job, plan.units, table))
     assert FULL_COMPACTION_PROPERTY not in (table.latest_snapshot().properties or {})
     levels = {(s.partition_values, f.level) for s in table.new_scan().plan() for f in s.files}
     assert {lv for p, lv in levels if p == (1,)} == {3}  # num-levels = trigger + 1
@@ -116,8 +115,8 @@ def test_partition_specs_plan_once_and_never_mark_a_full_compaction(tmp_path: Pa
 def test_daemon_options_pick_the_compaction(tmp_path: Path) -> None:
     _, table, _ = _twins(tmp_path)
     lazy = CoreOptions({**table.options, "num-sorted-run.compaction-trigger": "10"})
-    job = distributed_compaction(commit=maintenance_committer(table), options=lazy)
-    assert job.plan_units(max_unit_bytes=1 << 30) == []
+    job = _job(table, options=lazy)
+    assert job.plan_units(max_unit_bytes=1 << 30).units == ()
 
 
 def test_a_lost_conflict_deletes_outputs_but_never_an_upgraded_input(tmp_path: Path) -> None:
@@ -132,8 +131,9 @@ def test_a_lost_conflict_deletes_outputs_but_never_an_upgraded_input(tmp_path: P
         w.write_arrow(pk_table(rows))
         table.new_commit(commit_user="w").commit(w.prepare_commit())
         model.apply(rows)
-    job = distributed_compaction(commit=maintenance_committer(table), full=True)
-    messages = _run(job, job.plan_units(max_unit_bytes=1 << 30), table)
+    job = _job(table, full=True)
+    plan = job.plan_units(max_unit_bytes=1 << 30)
+    messages = _run(job, plan.units, table)
     moved = {f.file_name for m in messages for f in m.compact_increment.compact_before} & {
         f.file_name for m in messages for f in m.compact_increment.compact_after
     }
@@ -141,7 +141,7 @@ def test_a_lost_conflict_deletes_outputs_but_never_an_upgraded_input(tmp_path: P
     assert moved and new, "the test needs both upgraded inputs and new outputs"
     table.compact(full=True)  # another compaction wins
     with pytest.raises(CommitConflictError):
-        job.commit_rewritten(messages)
+        job.commit_rewritten(plan, messages)
     on_disk = {p.name for p in Path(table.root).rglob("*.parquet")}
     assert not new & on_disk
     assert moved <= on_disk
@@ -151,8 +151,9 @@ def test_a_lost_conflict_deletes_outputs_but_never_an_upgraded_input(tmp_path: P
 def test_the_commit_checks_the_lsm_rule(tmp_path: Path) -> None:
     """Two jobs whose inputs differ but whose outputs overlap in one level: the second loses."""
     _, table, model = _twins(tmp_path)
-    first = distributed_compaction(commit=maintenance_committer(table), full=True)
-    (unit, *_) = first.plan_units(max_unit_bytes=1 << 30)
+    first = _job(table, full=True)
+    first_plan = first.plan_units(max_unit_bytes=1 << 30)
+    (unit, *_) = first_plan.units
     assert isinstance(unit, MergeTreeRewriteUnit)
     task = unit.task
     files = sorted(task.files, key=lambda f: f.min_sequence_number)
@@ -167,12 +168,12 @@ def test_the_commit_checks_the_lsm_rule(tmp_path: Path) -> None:
         )
         return MergeTreeRewriteUnit(task=sub)
 
-    second = distributed_compaction(commit=maintenance_committer(table), full=True)
-    second.plan_units(max_unit_bytes=1 << 30)
-    first.commit_rewritten(_run(first, [only(halves[0])], table))
+    second = _job(table, full=True)
+    second_plan = second.plan_units(max_unit_bytes=1 << 30)
+    first.commit_rewritten(first_plan, _run(first, [only(halves[0])], table))
     losing = _run(second, [only(halves[1])], table)
     with pytest.raises(CommitConflictError, match="LSM conflicts detected"):
-        second.commit_rewritten(losing)
+        second.commit_rewritten(second_plan, losing)
     outs = {f.file_name for m in losing for f in m.compact_increment.compact_after}
     assert not outs & {p.name for p in Path(table.root).rglob("*.parquet")}
     assert sorted_rows(table.to_arrow()) == model.rows()
@@ -180,11 +181,12 @@ def test_the_commit_checks_the_lsm_rule(tmp_path: Path) -> None:
 
 def test_messages_of_unplanned_buckets_are_refused(tmp_path: Path) -> None:
     _, table, _ = _twins(tmp_path)
-    job = distributed_compaction(commit=maintenance_committer(table))
-    messages = _run(job, job.plan_units(max_unit_bytes=1 << 30), table)
-    other = distributed_compaction(commit=maintenance_committer(table), partitions=[{"month": 3}])
-    mine = {u.partition for u in other.plan_units(max_unit_bytes=1 << 30)}
+    job = _job(table)
+    messages = _run(job, job.plan_units(max_unit_bytes=1 << 30).units, table)
+    other = _job(table, partitions=[{"month": 3}])
+    other_plan = other.plan_units(max_unit_bytes=1 << 30)
+    mine = {u.partition for u in other_plan.units}
     stray = [m for m in messages if m.partition not in mine]
     assert stray
     with pytest.raises(ValueError, match="did not plan"):
-        other.commit_rewritten(stray)
+        other.commit_rewritten(other_plan, stray)

@@ -20,7 +20,6 @@ from tests.pk_helpers import (
 import snaplake
 from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.compaction.maintenance import maintenance_committer
-from snaplake.compaction.merge_tree_compact import MergeTreeCompactor, commit_compaction
 from snaplake.compaction.merge_tree_plan import (
     FULL_COMPACTION_PROPERTY,
     BucketCompaction,
@@ -29,6 +28,22 @@ from snaplake.compaction.merge_tree_plan import (
 from snaplake.compaction.merge_tree_rewrite import rewrite_bucket
 from snaplake.errors import CommitConflictError
 from snaplake.store.format.snapshot import CommitKind
+
+
+def _job(table: Any, **kwargs: Any) -> Any:
+    return table.file_store().new_compaction(commit=maintenance_committer(table), **kwargs)
+
+
+def _between_plan_and_rewrite(job: Any, act: Any) -> None:
+    """Make ``act()`` run after each of ``job``'s plans, before its rewrite."""
+    plan_units = job.plan_units
+
+    def plan_then_act(**kwargs: Any) -> Any:
+        plan = plan_units(**kwargs)
+        act()
+        return plan
+
+    job.plan_units = plan_then_act
 
 
 def _table(tmp_path: Path, **options: str) -> Any:
@@ -109,13 +124,16 @@ def test_writer_never_conflicts_with_compaction(tmp_path: Path) -> None:
     model = TableModel(engine_model("deduplicate"))
     for i in range(3):
         _write(table, model, i * 10, 30, i)
-    commit = maintenance_committer(table)
+    job = _job(table)
+    writes: list[int] = []
 
-    def writer_commits_in_between(tasks: Any) -> Any:
-        _write(table, model, 5, 30, 7)  # a level-0 file lands after the plan
-        return tasks
+    def writer_commits_in_between() -> None:
+        if not writes:
+            writes.append(1)
+            _write(table, model, 5, 30, 7)  # a level-0 file lands after the plan
 
-    result = MergeTreeCompactor(commit=commit, task_filter=writer_commits_in_between).execute()
+    _between_plan_and_rewrite(job, writer_commits_in_between)
+    result = job.execute()
     assert result.snapshot_id is not None
     assert 0 in {f.level for f in _files(table)}
     assert sorted_rows(table.to_arrow()) == model.rows()
@@ -126,39 +144,34 @@ def test_two_compactions_one_wins_and_the_other_replans(tmp_path: Path) -> None:
     model = TableModel(engine_model("deduplicate"))
     for i in range(3):
         _write(table, model, i * 10, 30, i)
-    commit = maintenance_committer(table)
-    planner = MergeTreeCompactPlanner(
-        file_io=table.file_io,
-        paths=table.paths,
-        schema_manager=table.schema_manager,
-        snapshot_manager=table.snapshot_manager,
-    )
-    plan = planner.plan()
+    job = _job(table)
+    plan = job.plan_units()
     schema = table.schema()
-    first = [rewrite_bucket(t, file_io=table.file_io, paths=table.paths, schema=schema)
-             for t in plan.tasks]  # fmt: skip
-    second = [rewrite_bucket(t, file_io=table.file_io, paths=table.paths, schema=schema)
-              for t in plan.tasks]  # fmt: skip
-    commit_compaction(commit, first, full=False)
+    first = [rewrite_bucket(u.task, file_io=table.file_io, paths=table.paths, schema=schema)
+             for u in plan.units]  # fmt: skip
+    second = [rewrite_bucket(u.task, file_io=table.file_io, paths=table.paths, schema=schema)
+              for u in plan.units]  # fmt: skip
+    job.commit_rewritten(plan, [r.message for r in first])
     with pytest.raises(CommitConflictError):
-        commit_compaction(commit, second, full=False)
+        job.commit_rewritten(plan, [r.message for r in second])
     # the loser's outputs are its own to delete; the winner's stay
     assert all(Path(p).exists() for r in first for p in r.written)
     calls: list[int] = []
 
-    def race(tasks: Any) -> Any:
+    def race() -> None:
         if not calls:  # another compactor wins between this one's plan and commit
             calls.append(1)
             _write(table, model, 40, 30, 8)
             _write(table, model, 50, 30, 9)
-            MergeTreeCompactor(commit=maintenance_committer(table), full=True).execute()
+            _job(table, full=True).execute()
             _write(table, model, 80, 30, 12)  # due again for the re-plan
             _write(table, model, 90, 30, 13)
-        return tasks
 
     _write(table, model, 60, 30, 10)
     _write(table, model, 70, 30, 11)
-    result = MergeTreeCompactor(commit=commit, task_filter=race).execute()
+    job = _job(table)
+    _between_plan_and_rewrite(job, race)
+    result = job.execute()
     assert result.snapshot_id is not None and calls == [1]
     assert sorted_rows(table.to_arrow()) == model.rows()
 
