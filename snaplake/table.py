@@ -19,17 +19,14 @@ from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitResult
 from snaplake.errors import SnapshotNotFoundError, TableNotFoundError
 from snaplake.filestore import FileStore, file_store_for
-from snaplake.options import Operation
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileIO
-from snaplake.store.read.missing_files import MissingFileCheck
-from snaplake.store.read.predicate import parse_filter
-from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.tags import TagManager
+from snaplake.table_scan import TableScan
 from snaplake.write.batch_write import ArrowData, new_commit_user, write_and_commit
 from snaplake.write.table_write import RowKinds, TableWrite
 
@@ -45,101 +42,6 @@ if TYPE_CHECKING:
     from snaplake.store.tags import TagInfo
 
 __all__ = ["Table", "TableScan"]
-
-
-class TableScan:
-    """A planned read of one snapshot: ``plan()`` gives the splits, ``to_arrow()`` the rows.
-
-    Built by :meth:`Table.new_scan`; see there for the arguments.
-    ``schema`` is the TableSchema the rows are read in (the latest, or with
-    ``time_travel`` the snapshot's). ``tag`` names the tag the snapshot was
-    read through, if any.
-
-    A file that vanishes between planning and reading raises a typed error
-    (:class:`~snaplake.store.read.missing_files.MissingFileCheck`):
-    ``SnapshotNotFoundError`` when the snapshot expired (or is being
-    expired) meanwhile, ``TagNotFoundError`` when the tag was deleted,
-    ``CorruptMetadataError`` naming the file when the snapshot still uses it.
-    """
-
-    def __init__(
-        self,
-        table: Table,
-        snapshot: Snapshot | None,
-        *,
-        partition_filter: Mapping[str, Any] | None,
-        filter: Any,
-        columns: Sequence[str] | None,
-        time_travel: bool = False,
-        tag: str | None = None,
-    ) -> None:
-        self.table = table
-        self.snapshot = snapshot
-        self._missing = MissingFileCheck(
-            file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
-            snapshot=snapshot, tag=tag,
-        )  # fmt: skip
-        latest = table.schema()
-        table.file_store(latest).check_supported(Operation.READ)  # options: the table's latest
-        self.predicates = parse_filter(filter)
-        self.columns = list(columns) if columns is not None else None
-        # The latest state reads in the latest schema; time travel in the snapshot's.
-        self.schema: TableSchema = (
-            table.schema_manager.schema(snapshot.schema_id)
-            if time_travel and snapshot is not None
-            else latest
-        )
-        self._scan = table.file_store(self.schema).new_scan(
-            snapshot,
-            partition_filter=parse_filter(partition_filter) if partition_filter else None,
-            predicate=self.predicates,
-            read_schema=self.schema,
-        )
-        self.evolution = table.schema_evolution(self.schema)
-
-    def plan(self) -> list[Split]:
-        """Return the live files grouped by (partition, bucket), after pruning.
-
-        Raises:
-            CorruptMetadataError: a manifest list or manifest is undecodable,
-                or missing while the snapshot still uses it.
-            SnapshotNotFoundError: the snapshot expired meanwhile.
-        """
-        with self._missing.reading():
-            return self._scan.plan()
-
-    def to_arrow(self, *, limit: int | None = None) -> pa.Table:
-        """Read the planned rows into one Arrow table (exactly filtered).
-
-        A primary-key table returns the merged view: one row per key, merged
-        by the table's merge engine, deleted keys absent.
-
-        Raises:
-            SnapshotNotFoundError: the snapshot expired (or is being expired)
-                while it was read.
-            CorruptMetadataError: a file the snapshot uses is missing (``.path``).
-        """
-        with self._missing.reading():
-            return self.table.file_store(self.schema).read(
-                self.plan(), read_schema=self.schema, columns=self.columns,
-                predicates=self.predicates, limit=limit, evolution=self.evolution,
-                schema_of=self.table.schema_manager.schema,
-            )  # fmt: skip
-
-    def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """Yield the planned rows as record batches, one split at a time.
-
-        Raises:
-            SnapshotNotFoundError: as :meth:`to_arrow`, also while iterating.
-            CorruptMetadataError: as :meth:`to_arrow`.
-        """
-        return self._missing.batches(
-            self.table.file_store(self.schema).read_batches(
-                self.plan(), read_schema=self.schema, columns=self.columns,
-                predicates=self.predicates, evolution=self.evolution,
-                schema_of=self.table.schema_manager.schema,
-            )
-        )  # fmt: skip
 
 
 class Table:

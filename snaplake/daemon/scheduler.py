@@ -56,8 +56,8 @@ from snaplake.daemon.config import DaemonConfig, Task, WarehouseConfig
 from snaplake.daemon.config_describe import format_duration
 from snaplake.daemon.discovery import list_warehouse, missing_reason
 from snaplake.daemon.health import HealthState
+from snaplake.daemon.job_results import JobResult
 from snaplake.daemon.jobs import (
-    JobResult,
     check_job,
     compact_job,
     expire_snapshots_job,

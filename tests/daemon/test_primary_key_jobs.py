@@ -139,7 +139,7 @@ def test_compact_summary_says_what_was_planned_and_what_was_compacted() -> None:
     from snaplake.compaction.maintenance import FileCounts
     from snaplake.compaction.merge_tree_plan import SortedRunStats
     from snaplake.compaction.result import CompactResult
-    from snaplake.daemon.jobs import CompactJobResult
+    from snaplake.daemon.job_results import CompactJobResult
 
     result = CompactJobResult(
         table="db.t",
