@@ -71,7 +71,7 @@ def test_only_the_filestore_decides_the_table_kind() -> None:
 
 
 def test_no_module_exceeds_600_lines_except_declaration_tables() -> None:
-    tables = {"options.py", "store/format/types.py"}  # declaration tables (issue 19)
+    tables = {"options/registry.py", "store/format/types.py"}  # declaration tables (issue 19)
     long = {
         path.relative_to(PACKAGE).as_posix(): n
         for path in PACKAGE.rglob("*.py")
