@@ -41,14 +41,13 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.helpers import assert_java_rows
 from tests.oracle import PaimonOracle, requires_paimon
 from tests.oracle.java_paimon import (
     JavaPaimon,
     JavaRead,
     encode_value,
-    java_values,
     requires_java_paimon,
-    same_values,
 )
 
 import snaplake
@@ -206,14 +205,7 @@ def _java_layout(read: JavaRead) -> dict[tuple[Any, ...], list[str]]:
 
 def _assert_same(read: JavaRead, expected: pa.Table) -> None:
     assert read.misplaced_rows() == []  # Java's writer would store every row where it is
-    want = java_values(expected)
-    got = read.rows
-    assert len(got) == len(want)
-    if not same_values(got, want):
-        diffs = [(g, w) for g, w in zip(got, want, strict=True) if not same_values([g], [w])]
-        raise AssertionError(
-            f"{len(diffs)} rows differ; first: java={diffs[0][0]} want={diffs[0][1]}"
-        )
+    assert_java_rows(read.rows, expected)
 
 
 # -------------------------------------------------------------------- scenarios
@@ -413,7 +405,7 @@ def test_java_decides_where_pypaimon_disagrees(tmp_path: Path) -> None:
     theirs_read, ours_read = JavaPaimon().read_many(
         [(tmp_path / "py" / "db.db" / "t", None), (ours.root, None)]
     )
-    assert same_values(theirs_read.rows, java_values(data))
+    assert_java_rows(theirs_read.rows, data)
     misplaced = {row["row"][0] for row in theirs_read.misplaced_rows()}
     assert misplaced == {1, 2, 3}  # every row has a NULL key of those types
     _assert_same(ours_read, data)

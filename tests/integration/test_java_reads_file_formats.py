@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from tests.helpers import assert_java_rows
 
 import snaplake
 
@@ -92,7 +93,7 @@ def test_java_reads_orc_and_avro_tables(tmp_path):
         _commit(table, data)
         roots.append((table.root, None))
     for (root, _), read in zip(roots, jp.JavaPaimon().read_many(roots), strict=True):
-        assert jp.same_values(read.rows, jp.java_values(data)), root
+        assert_java_rows(read.rows, data, context=root)
 
 
 def test_java_reads_a_table_whose_format_changed(tmp_path):
@@ -116,4 +117,4 @@ def test_java_reads_a_table_whose_format_changed(tmp_path):
     names = {p.name.split(".", 1)[1] for p in Path(table.root).rglob("bucket-*/part-*")}
     assert names == {"zst.orc", "zst.avro"}
     read = jp.JavaPaimon().read(table.root)
-    assert jp.same_values(read.rows, jp.java_values(pa.concat_tables([data, data])))
+    assert_java_rows(read.rows, pa.concat_tables([data, data]))

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from tests.oracle import PaimonOracle, pred, requires_paimon
 from tests.pk_helpers import (
+    ENGINES,
     PK_KEYS,
     PK_SCHEMA,
     TableModel,
@@ -22,8 +23,6 @@ from tests.pk_helpers import (
 import snaplake
 
 pytestmark = [pytest.mark.integration, requires_paimon]
-
-ENGINES = ["deduplicate", "partial-update", "aggregation", "first-row"]
 
 
 def _write(table: Any, rows: list[dict[str, Any]], kinds: list[str] | None, ident: int) -> None:

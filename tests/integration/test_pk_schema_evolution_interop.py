@@ -21,21 +21,20 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.helpers import assert_java_rows, assert_same_rows
 from tests.oracle import PaimonOracle, requires_paimon
 from tests.oracle.java_paimon import (
     JavaPaimon,
     JavaPaimonError,
-    java_values,
     requires_java_paimon,
-    same_values,
 )
+from tests.pk_helpers import ENGINES
 
 import snaplake
 from snaplake import SchemaChange
 
 pytestmark = [pytest.mark.integration, requires_paimon]
 
-ENGINES = ["deduplicate", "partial-update", "aggregation", "first-row"]
 KEYS = ["month", "id"]
 SCHEMA0 = pa.schema(
     [
@@ -96,13 +95,6 @@ def _upsert(table: snaplake.Table, data: pa.Table, ident: int) -> None:
     table.new_commit(commit_user="s").commit(w.prepare_commit(), commit_identifier=ident)
 
 
-def _same(ours: pa.Table, theirs: pa.Table) -> None:
-    assert theirs.column_names == ours.column_names
-    theirs = theirs.cast(ours.schema)
-    key = [("month", "ascending"), ("id", "ascending")]
-    assert theirs.sort_by(key).to_pylist() == ours.sort_by(key).to_pylist()
-
-
 def _evolve(catalog: snaplake.FileSystemCatalog, name: str, engine: str) -> Iterator[str]:
     """Create and upsert, then each step: alter and upsert (new keys and existing ones).
 
@@ -138,16 +130,16 @@ def test_pypaimon_reads_evolved_snaplake_primary_key_tables(evolved: Path, engin
         table = catalog.get_table(name)
         ours = table.to_arrow()
         assert ours.num_rows >= 50, step
-        _same(ours, oracle.read(name))
+        assert_same_rows(ours, oracle.read(name), by=("month", "id"), same_columns=True)
     # time travel: the snapshot before the first alter, in schema 0, on both sides
     old = table.to_arrow(snapshot_id=2)
     assert old.schema.names == SCHEMA0.names
-    _same(old, oracle.read(name, snapshot_id=2))
+    assert_same_rows(old, oracle.read(name, snapshot_id=2), by=("month", "id"), same_columns=True)
     # full compaction rewrites in the current schema; pypaimon still agrees
     expected = table.to_arrow()
     table.compact(full=True)
-    _same(table.to_arrow(), expected)
-    _same(expected, oracle.read(name))
+    assert_same_rows(table.to_arrow(), expected, by=("month", "id"), same_columns=True)
+    assert_same_rows(expected, oracle.read(name), by=("month", "id"), same_columns=True)
 
 
 def test_snaplake_reads_upserts_and_compacts_a_primary_key_table_pypaimon_altered(
@@ -192,7 +184,7 @@ def test_snaplake_reads_upserts_and_compacts_a_primary_key_table_pypaimon_altere
                         for f in evolved}, schema=evolved)  # fmt: skip
     oracle.write("db.p", pp_rows)
     ours = table.to_arrow()
-    _same_keyed(ours, oracle.read("db.p"))
+    assert_same_rows(ours, oracle.read("db.p"), by=("month", "key"), same_columns=True)
     assert ours.num_rows == 45
     got = {r["key"]: r for r in ours.to_pylist()}
     assert got[0]["addr"] == {"town": "c0", "zip": 0, "city": None}
@@ -204,7 +196,7 @@ def test_snaplake_reads_upserts_and_compacts_a_primary_key_table_pypaimon_altere
     _upsert(table, mine, 7)
     ours = table.to_arrow()
     assert sorted(r["key"] for r in ours.to_pylist() if r["tag"] == "s") == list(range(35, 40))
-    _same_keyed(ours, oracle.read("db.p"))
+    assert_same_rows(ours, oracle.read("db.p"), by=("month", "key"), same_columns=True)
     java = shutil.which("java") is not None
     if java:
         # Java 0.9 cannot read files whose ROW fields changed since (newer Paimon maps
@@ -214,21 +206,19 @@ def test_snaplake_reads_upserts_and_compacts_a_primary_key_table_pypaimon_altere
     result = table.compact(full=True)
     assert result.snapshot_id is not None
     assert {f.schema_id for s in table.new_scan().plan() for f in s.files} == {1}
-    _same_keyed(table.to_arrow(), ours)
-    _same_keyed(ours, oracle.read("db.p"))
+    assert_same_rows(table.to_arrow(), ours, by=("month", "key"), same_columns=True)
+    assert_same_rows(ours, oracle.read("db.p"), by=("month", "key"), same_columns=True)
     if java:  # every file now in the current schema: Java 0.9 reads the same rows
         read = JavaPaimon().read(table.root)
         assert read.names == tuple(evolved.names)
-        assert same_values(read.rows, java_values(ours))
+        assert_java_rows(read.rows, ours)
     # time travel to pypaimon's first snapshot: schema 0 on both sides
-    _same_keyed(table.to_arrow(snapshot_id=1), oracle.read("db.p", snapshot_id=1), key="id")
-
-
-def _same_keyed(ours: pa.Table, theirs: pa.Table, key: str = "key") -> None:
-    assert theirs.column_names == ours.column_names
-    theirs = theirs.cast(ours.schema)
-    order = [("month", "ascending"), (key, "ascending")]
-    assert theirs.sort_by(order).to_pylist() == ours.sort_by(order).to_pylist()
+    assert_same_rows(
+        table.to_arrow(snapshot_id=1),
+        oracle.read("db.p", snapshot_id=1),
+        by=("month", "id"),
+        same_columns=True,
+    )
 
 
 @requires_java_paimon
@@ -259,6 +249,6 @@ def test_java_paimon_reads_evolved_snaplake_tables(evolved: Path, tmp_path: Path
     for i, table in enumerate(tables):
         latest, first = reads[i], reads[len(tables) + i]
         assert latest.names == tuple(table.arrow_schema.names)
-        assert same_values(latest.rows, java_values(table.to_arrow())), table.identifier
+        assert_java_rows(latest.rows, table.to_arrow(), context=table.identifier)
         assert first.names == tuple(SCHEMA0.names)
-        assert same_values(first.rows, java_values(table.to_arrow(snapshot_id=1)))
+        assert_java_rows(first.rows, table.to_arrow(snapshot_id=1))

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.daemon.procs import wait_for
+from tests.helpers import assert_java_rows
 from tests.integration.pk_writer_proc import USER, batch
 from tests.oracle import PaimonOracle
-from tests.oracle.java_paimon import JavaPaimon, java_values, same_values
+from tests.oracle.java_paimon import JavaPaimon
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, sorted_rows
 from tests.pk_helpers import bucket_layout as layout
 from tests.pk_helpers import compact_counts as counts
@@ -76,7 +77,7 @@ def assert_java_reads(root: str, expected: list[dict[str, Any]]) -> None:
     """Java Paimon 0.9 reads the merged view ``expected`` (no retraction survives the merge)."""
     read = JavaPaimon().read(root)
     assert {k for s in read.splits for k in s.kinds} <= {"+I", "+U"}
-    assert same_values(read.rows, java_values(pk_table(expected)))
+    assert_java_rows(read.rows, pk_table(expected))
 
 
 # ------------------------------------------------------------------------------------ checks

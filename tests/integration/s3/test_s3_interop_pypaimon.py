@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import SCHEMA, assert_same_rows, rows
 from tests.oracle import paimon_python, requires_paimon
 
 pytestmark = [pytest.mark.integration, pytest.mark.s3, requires_paimon]
@@ -52,11 +52,6 @@ def _pypaimon_read(warehouse, identifier: str, tmp_path: Path) -> pa.Table:
         return pa.ipc.open_file(source).read_all()
 
 
-def _same(ours: pa.Table, theirs: pa.Table) -> None:
-    theirs = theirs.select(ours.column_names).cast(ours.schema)
-    assert theirs.sort_by("id").equals(ours.sort_by("id")), "pypaimon read different rows"
-
-
 def test_pypaimon_reads_a_snaplake_table_on_seaweedfs(warehouse, tmp_path):
     catalog = warehouse.catalog()
     part = catalog.create_table("db.part", schema=SCHEMA, partition_keys=["month"])
@@ -76,7 +71,7 @@ def test_pypaimon_reads_a_snaplake_table_on_seaweedfs(warehouse, tmp_path):
     for identifier in ("db.part", "db.bucketed"):
         ours = catalog.get_table(identifier).to_arrow()
         assert ours.num_rows > 0
-        _same(ours, _pypaimon_read(warehouse, identifier, tmp_path))
+        assert_same_rows(ours, _pypaimon_read(warehouse, identifier, tmp_path))
 
 
 @pytest.mark.parametrize("fmt", ["orc", "avro"])
@@ -92,4 +87,4 @@ def test_orc_and_avro_tables_on_s3_both_ways(warehouse, tmp_path, fmt):
     assert table.compact().files_after == 3
     ours = table.to_arrow()
     assert ours.sort_by("id").equals(rows(0, 150))
-    _same(ours, _pypaimon_read(warehouse, f"db.{fmt}", tmp_path))
+    assert_same_rows(ours, _pypaimon_read(warehouse, f"db.{fmt}", tmp_path))
