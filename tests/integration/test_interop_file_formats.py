@@ -6,19 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.helpers import SCHEMA, assert_same_rows, rows
+from tests.helpers import SCHEMA, assert_same_rows, rows, write_and_commit
 from tests.oracle import PaimonOracle, pred, requires_paimon
 
 import snaplake
 from snaplake.errors import UnsupportedTableError
 
 pytestmark = [pytest.mark.integration, requires_paimon]
-
-
-def _commit(table, data, *, user="s"):
-    w = table.new_write(commit_user=user)
-    w.write_arrow(data)
-    return table.new_commit(commit_user=user).commit(w.prepare_commit())
 
 
 def _data_files(root: Path) -> list[str]:
@@ -39,7 +33,7 @@ def test_pypaimon_table_read_appended_compacted(tmp_path, fmt):
     assert_same_rows(rows(0, 300), table.to_arrow(), reader="snaplake")
     assert table.to_arrow(filter=("id", ">=", 290)).num_rows == 10
     for i in range(3):
-        _commit(table, rows(300 + 50 * i, 50))
+        write_and_commit(table, rows(300 + 50 * i, 50), commit_user="s")
     assert all(n.endswith(f".{fmt}") for n in _data_files(root))  # not .parquet
     assert_same_rows(rows(0, 450), oracle.read("db.t"), reader="pypaimon")
     # pypaimon prunes with the stats snaplake wrote for its files
@@ -60,7 +54,7 @@ def test_pypaimon_reads_a_table_snaplake_created(tmp_path, fmt):
         "db.t", schema=SCHEMA, partition_keys=["month"],
         options={"file.format": fmt, "file.compression": "snappy"},
     )  # fmt: skip
-    _commit(table, rows(0, 200))
+    write_and_commit(table, rows(0, 200), commit_user="s")
     assert_same_rows(rows(0, 200), PaimonOracle(tmp_path).read("db.t"), reader="pypaimon")
 
 
@@ -81,15 +75,15 @@ def test_a_table_whose_format_changed_reads_whole(tmp_path):
     oracle.write("db.t", rows(0, 90))
     _set_option(root, "file.format", "avro")
     table = snaplake.FileSystemCatalog(str(tmp_path)).get_table("db.t")
-    _commit(table, rows(90, 90))
+    write_and_commit(table, rows(90, 90), commit_user="s")
     _set_option(root, "file.format", "parquet")
     oracle.write("db.t", rows(180, 90))
-    _commit(table, rows(270, 90))
+    write_and_commit(table, rows(270, 90), commit_user="s")
     assert {n.rsplit(".", 1)[1] for n in _data_files(root)} == {"orc", "avro", "parquet"}
     assert_same_rows(rows(0, 360), table.to_arrow(), reader="snaplake")
     assert_same_rows(rows(0, 360), oracle.read("db.t"), reader="pypaimon")
     for i in range(4):  # compaction writes the table's current format
-        _commit(table, rows(360 + 10 * i, 10))
+        write_and_commit(table, rows(360 + 10 * i, 10), commit_user="s")
     result = table.compact()
     assert result.files_after == 3 and all(p.endswith(".parquet") for p in result.output_files)
     assert_same_rows(rows(0, 400), table.to_arrow(), reader="snaplake")
@@ -116,7 +110,7 @@ def test_pypaimon_reads_files_named_and_measured_by_table_options(tmp_path):
         "metadata.stats-mode": "counts",
     }
     table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"], options=options)
-    _commit(table, rows(0, 90))
+    write_and_commit(table, rows(0, 90), commit_user="s")
     names = _data_files(Path(table.root))
     assert names and all(n.startswith("part-") and n.endswith(".zst.parquet") for n in names)
     oracle = PaimonOracle(tmp_path)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from tests.helpers import assert_java_rows, assert_same_rows
+from tests.helpers import assert_java_rows, assert_same_rows, write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
 from tests.oracle.java_paimon import (
     JavaPaimon,
@@ -89,12 +89,6 @@ def _rows(schema: pa.Schema, ids: range, seed: int, *, partial: bool = False) ->
     return pa.table(columns, schema=schema)
 
 
-def _upsert(table: snaplake.Table, data: pa.Table, ident: int) -> None:
-    w = table.new_write(commit_user="s")
-    w.write_arrow(data)
-    table.new_commit(commit_user="s").commit(w.prepare_commit(), commit_identifier=ident)
-
-
 def _evolve(catalog: snaplake.FileSystemCatalog, name: str, engine: str) -> Iterator[str]:
     """Create and upsert, then each step: alter and upsert (new keys and existing ones).
 
@@ -105,14 +99,19 @@ def _evolve(catalog: snaplake.FileSystemCatalog, name: str, engine: str) -> Iter
         options={"bucket": "2", "merge-engine": engine, **OPTIONS[engine]},
     )  # fmt: skip
     partial = engine == "partial-update"
-    _upsert(table, _rows(SCHEMA0, range(40), 0), 1)
-    _upsert(table, _rows(SCHEMA0, range(20, 50), 1, partial=partial), 2)
+    write_and_commit(table, _rows(SCHEMA0, range(40), 0), commit_user="s", commit_identifier=1)
+    write_and_commit(
+        table,
+        _rows(SCHEMA0, range(20, 50), 1, partial=partial),
+        commit_user="s",
+        commit_identifier=2,
+    )
     yield "created"
     for ident, (step, changes) in enumerate(STEPS, start=3):
         catalog.alter_table(name, changes)
         schema = table.arrow_schema.remove_metadata()
-        _upsert(table, _rows(schema, range(ident * 5, ident * 5 + 30), ident, partial=partial),
-                ident)  # fmt: skip
+        data = _rows(schema, range(ident * 5, ident * 5 + 30), ident, partial=partial)
+        write_and_commit(table, data, commit_user="s", commit_identifier=ident)
         yield step
 
 
@@ -193,7 +192,7 @@ def test_snaplake_reads_upserts_and_compacts_a_primary_key_table_pypaimon_altere
     mine = pp_rows.slice(0, 5).set_column(
         evolved.get_field_index("tag"), evolved.field("tag"), pa.array(["s"] * 5)
     )
-    _upsert(table, mine, 7)
+    write_and_commit(table, mine, commit_user="s", commit_identifier=7)
     ours = table.to_arrow()
     assert sorted(r["key"] for r in ours.to_pylist() if r["tag"] == "s") == list(range(35, 40))
     assert_same_rows(ours, oracle.read("db.p"), by=("month", "key"), same_columns=True)
@@ -237,12 +236,12 @@ def test_java_paimon_reads_evolved_snaplake_tables(evolved: Path, tmp_path: Path
         "db.a", schema=SCHEMA0, partition_keys=["month"], options={"bucket": "2",
                                                                     "bucket-key": "id"}
     )  # fmt: skip
-    _upsert(append, _rows(SCHEMA0, range(30), 0), 1)
+    write_and_commit(append, _rows(SCHEMA0, range(30), 0), commit_user="s", commit_identifier=1)
     for ident, (_, changes) in enumerate(STEPS, start=2):
         snaplake.FileSystemCatalog(str(tmp_path)).alter_table("db.a", changes)
-        _upsert(append, _rows(append.arrow_schema.remove_metadata(), range(ident * 10,
+        write_and_commit(append, _rows(append.arrow_schema.remove_metadata(), range(ident * 10,
                                                                            ident * 10 + 10),
-                              ident), ident)  # fmt: skip
+                              ident), commit_user="s", commit_identifier=ident)  # fmt: skip
     tables.append(append)
     requests = [(t.root, None) for t in tables] + [(t.root, 1) for t in tables]
     reads = JavaPaimon().read_many(requests)

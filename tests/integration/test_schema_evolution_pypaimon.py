@@ -15,7 +15,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
-from tests.helpers import assert_same_rows
+from tests.helpers import assert_same_rows, write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
 
 import snaplake
@@ -82,24 +82,23 @@ def _rows(schema: pa.Schema, start: int, n: int) -> pa.Table:
                     schema=schema)  # fmt: skip
 
 
-def _commit(table: snaplake.Table, data: pa.Table, ident: int) -> None:
-    w = table.new_write(commit_user="s")
-    w.write_arrow(data)
-    table.new_commit(commit_user="s").commit(w.prepare_commit(), commit_identifier=ident)
-
-
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_pypaimon_reads_snaplake_tables_after_every_kind_of_change(tmp_path, layout):
     wh = tmp_path / "wh"
     catalog = snaplake.FileSystemCatalog(str(wh))
     table = catalog.create_table("db.t", schema=BASE, **LAYOUTS[layout])  # type: ignore[arg-type]
     oracle = PaimonOracle(wh)
-    _commit(table, _rows(BASE, 0, 30), 1)
-    _commit(table, _rows(BASE, 30, 30), 2)
+    write_and_commit(table, _rows(BASE, 0, 30), commit_user="s", commit_identifier=1)
+    write_and_commit(table, _rows(BASE, 30, 30), commit_user="s", commit_identifier=2)
     ident = 3
     for step, changes in STEPS:
         catalog.alter_table("db.t", changes)
-        _commit(table, _rows(table.arrow_schema.remove_metadata(), ident * 100, 20), ident)
+        write_and_commit(
+            table,
+            _rows(table.arrow_schema.remove_metadata(), ident * 100, 20),
+            commit_user="s",
+            commit_identifier=ident,
+        )
         ident += 1
         ours = table.to_arrow()
         theirs = oracle.read("db.t")
@@ -148,13 +147,18 @@ def test_snaplake_reads_and_appends_to_a_table_pypaimon_altered(tmp_path):
     assert_same_rows(table.to_arrow(), oracle.read("db.p"), same_columns=True)
     assert table.to_arrow().num_rows == 50
     # snaplake appends in pypaimon's new schema; pypaimon reads all of it
-    _commit(table, _rows(evolved, 200, 15), 1)
+    write_and_commit(table, _rows(evolved, 200, 15), commit_user="s", commit_identifier=1)
     ours = table.to_arrow()
     assert ours.num_rows == 65
     assert_same_rows(ours, oracle.read("db.p"), same_columns=True)
     # a second pypaimon alter on top of snaplake's commit, then both read again
     oracle.alter_table("db.p", [{"kind": "add_column", "name": "extra", "type": "INT"}])
-    _commit(table, _rows(evolved, 300, 5).append_column("extra", pa.array([1] * 5, pa.int32())), 2)
+    write_and_commit(
+        table,
+        _rows(evolved, 300, 5).append_column("extra", pa.array([1] * 5, pa.int32())),
+        commit_user="s",
+        commit_identifier=2,
+    )
     ours = table.to_arrow()
     assert ours.column("extra").null_count == 65
     assert_same_rows(ours, oracle.read("db.p"), same_columns=True)
