@@ -303,11 +303,7 @@ def test_overwrite_compaction_and_time_travel(catalog: snaplake.FileSystemCatalo
             write_and_commit(table, rows(i * 20, 20), commit_user="writer").snapshot_id is not None
         )
     replaced = pa.table({"id": [1000, 1001], "month": [2, 2], "carrier": ["new", "new"]}, schema)
-    write = table.new_write(commit_user="writer")
-    write.write_arrow(replaced)
-    overwrite = table.new_commit(commit_user="writer").commit(
-        write.prepare_commit(), overwrite={"month": 2}
-    )
+    overwrite = write_and_commit(table, replaced, commit_user="writer", overwrite={"month": 2})
     before_compact = overwrite.snapshot_id
     compacted = table.compact()
     assert compacted.snapshot_id is not None

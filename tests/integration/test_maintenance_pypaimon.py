@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pyarrow as pa
 import pytest
-from tests.helpers import SCHEMA, assert_same_rows, rows
+from tests.helpers import SCHEMA, assert_same_rows, rows, write_and_commit
 from tests.oracle import PaimonOracle, pred, requires_paimon
 
 from snaplake.catalog import FileSystemCatalog
@@ -23,12 +23,6 @@ OPTIONS = {
     "manifest.merge-min-count": "3",
     "compaction.min.file-num": "3",
 }
-
-
-def _append(table: Table, start: int, count: int) -> None:
-    w = table.new_write(commit_user="w")
-    w.write_arrow(rows(start, count))
-    table.new_commit(commit_user="w").commit(w.prepare_commit())
 
 
 def _live_paths(table: Table) -> set[str]:
@@ -49,7 +43,7 @@ def test_pypaimon_reads_after_every_operation(tmp_path):
         "db.t", schema=SCHEMA, partition_keys=["month"], options=OPTIONS
     )
     for i in range(5):
-        _append(table, i * 10, 10)
+        write_and_commit(table, rows(i * 10, 10))
 
     def check(tag: str | None = None) -> None:
         metadata_cache.clear()
@@ -60,7 +54,7 @@ def test_pypaimon_reads_after_every_operation(tmp_path):
     check()
     assert table.merge_manifests().merged
     check()
-    _append(table, 100, 10)
+    write_and_commit(table, rows(100, 10))
     table.compact()
     assert table.merge_manifests(full=True).full_compaction
     check()
@@ -85,12 +79,12 @@ def test_expiry_of_a_pypaimon_table_appended_by_snaplake(tmp_path):
     table = FileSystemCatalog(str(wh)).get_table("db.p")
     table.create_tag("paimon3", snapshot_id=3)
     for i in range(3):
-        _append(table, 100 + i * 10, 10)
+        write_and_commit(table, rows(100 + i * 10, 10))
     compacted = table.compact()  # rewrites pypaimon's files too
     assert compacted.snapshot_id is not None
     table.merge_manifests()
-    _append(table, 500, 3)
-    _append(table, 503, 3)
+    write_and_commit(table, rows(500, 3))
+    write_and_commit(table, rows(503, 3))
     tagged = {p for s in table.new_scan(tag="paimon3").plan() for p in s.paths}
     plan = table.expire_snapshots(dry_run=True)
     result = table.expire_snapshots()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from tests.helpers import assert_same_rows
+from tests.helpers import assert_same_rows, write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
 
 import snaplake
@@ -89,9 +89,7 @@ def test_snaplake_reads_nested_changes_pypaimon_made(tmp_path: Any) -> None:
     assert rows[1]["attrs"] == [("k1", {"a": 1, "bee": "s2.2"})]
     # snaplake appends in the final schema and compacts every file into it
     final = table.arrow_schema.remove_metadata()
-    w = table.new_write(commit_user="s")
-    w.write_arrow(_rows(final, range(500, 520)))
-    table.new_commit(commit_user="s").commit(w.prepare_commit())
+    write_and_commit(table, _rows(final, range(500, 520)), commit_user="s")
     assert_same_rows(table.to_arrow(), oracle.read("db.n"), same_columns=True)
     expected = table.to_arrow()
     snaplake.FileSystemCatalog(str(wh)).alter_table(

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from tests.helpers import assert_java_rows
+from tests.helpers import assert_java_rows, write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
 from tests.oracle.java_paimon import JavaPaimon, java_values, requires_java_paimon
 from tests.pk_helpers import (
@@ -176,9 +176,7 @@ def test_snaplake_maintains_a_pypaimon_input_changelog_table(tmp_path: Path) -> 
     theirs = [s for s in t.snapshots() if s.changelog_manifest_list]
     assert len(theirs) == 2  # pypaimon committed changelog with both snapshots
     rows = make_rows(30, 20, seed=7)
-    w = t.new_write(commit_user="snaplake")
-    w.write_arrow(to_table(rows), row_kinds=["+U"] * 20)
-    t.new_commit(commit_user="snaplake").commit(w.prepare_commit())
+    write_and_commit(t, to_table(rows), row_kinds=["+U"] * 20, commit_user="snaplake")
     model.apply(rows, ["+U"] * 20)
     assert t.compact(full=True).snapshot_id is not None
     assert sorted_rows(t.to_arrow()) == model.rows()

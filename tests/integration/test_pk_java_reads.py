@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import assert_java_rows
+from tests.helpers import assert_java_rows, write_and_commit
 from tests.merge_model import MergeModel
 from tests.oracle.java_paimon import (
     JavaPaimon,
@@ -121,9 +121,7 @@ def tables(
         )
         model = _model(engine)
         for ident, (rows, kinds) in enumerate(_history(engine)):
-            w = table.new_write(commit_user="w")
-            w.write_arrow(to_table(rows), row_kinds=kinds)
-            table.new_commit(commit_user="w").commit(w.prepare_commit(), commit_identifier=ident)
+            write_and_commit(table, to_table(rows), row_kinds=kinds, commit_identifier=ident)
             model.apply(rows, kinds)
             if ident == 1:  # to the top level; the retractions then stay in level-0 files
                 table.compact(full=True)
@@ -187,9 +185,7 @@ def test_java_09_fails_on_partial_update_reinsert_after_delete(tmp_path: Path) -
     )  # fmt: skip
     rows = make_rows(0, 3)
     for batch, kinds in ((rows, None), (rows[:1], ["-D"]), (rows[:1], ["+U"])):
-        w = table.new_write(commit_user="w")
-        w.write_arrow(to_table(batch), row_kinds=kinds)
-        table.new_commit(commit_user="w").commit(w.prepare_commit())
+        write_and_commit(table, to_table(batch), row_kinds=kinds)
     assert sorted_rows(table.to_arrow()) == rows  # later Paimon: the +U after the -D is the row
     with pytest.raises(
         JavaPaimonError, match=r"(?s)NullPointerException.*PartialUpdateMergeFunction"

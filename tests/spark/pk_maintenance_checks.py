@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.daemon.procs import wait_for
-from tests.helpers import assert_java_rows
+from tests.helpers import assert_java_rows, write_and_commit
 from tests.integration.pk_writer_proc import USER, batch
 from tests.oracle import PaimonOracle
 from tests.oracle.java_paimon import JavaPaimon
@@ -50,9 +50,9 @@ def upsert(table: Table, model: TableModel | None, k: int, *, rows: int = 80) ->
     """Write ``k``'s upserts and deletes (overlapping key ranges) in one commit."""
     data = make_rows(k * 30, rows, seed=k)
     kinds = ["-D" if r["id"] % 7 == k % 7 else "+U" for r in data]
-    w = table.new_write(commit_user="seed")
-    w.write_arrow(pk_table(data), row_kinds=kinds)
-    table.new_commit(commit_user="seed").commit(w.prepare_commit(), commit_identifier=k + 1)
+    write_and_commit(
+        table, pk_table(data), row_kinds=kinds, commit_user="seed", commit_identifier=k + 1
+    )
     if model is not None:
         model.apply(data, kinds)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import write_and_commit
 from tests.oracle import requires_paimon
 from tests.oracle.java_paimon import requires_java_paimon
 from tests.pk_helpers import (
@@ -103,9 +104,7 @@ def test_buckets_below_the_bar_are_rewritten_on_the_driver(
     local, remote, model = checks.seeded_twins(catalog)
     big = [r for r in make_rows(10_000, 3_000, seed=9) if r["month"] == 1]
     for table in (local, remote):  # month 1's buckets grow far beyond the others
-        w = table.new_write(commit_user="seed")
-        w.write_arrow(pk_table(big))
-        table.new_commit(commit_user="seed").commit(w.prepare_commit())
+        write_and_commit(table, pk_table(big), commit_user="seed")
     model.apply(big)
     plan = MergeTreeCompactPlanner(
         file_io=remote.file_io, paths=remote.paths, schema_manager=remote.schema_manager,
@@ -136,9 +135,7 @@ def test_a_lost_conflict_deletes_the_outputs_never_an_upgraded_input(
     model = TableModel(engine_model("deduplicate"))
     for start in (0, 300, 30):  # month 1 only; the second write stays alone: upgraded
         rows = [r for r in make_rows(start, 60) if r["month"] == 1]
-        w = table.new_write(commit_user="w")
-        w.write_arrow(pk_table(rows))
-        table.new_commit(commit_user="w").commit(w.prepare_commit())
+        write_and_commit(table, pk_table(rows))
         model.apply(rows)
     seen: list[Any] = []
     commit = MergeTreeDistributedCompaction.commit_rewritten
