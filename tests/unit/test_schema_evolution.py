@@ -26,6 +26,10 @@ V0 = pa.schema(
 )
 
 
+#: Every test runs on local disk and on pyarrow's memory:// file system.
+pytestmark = pytest.mark.parametrize("catalog", ["local", "memory"], indirect=True)
+
+
 def _rows_v0(start: int, n: int) -> pa.Table:
     ids = list(range(start, start + n))
     return pa.table(
@@ -89,13 +93,6 @@ def expected_latest(ids: range = range(15)) -> list[dict[str, object]]:
 
 def _sorted(table: pa.Table) -> list[dict[str, object]]:
     return sorted(table.to_pylist(), key=lambda r: r["id"])
-
-
-@pytest.fixture(params=["local", "memory"])
-def catalog(request, tmp_path):
-    if request.param == "local":
-        return snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    return snaplake.FileSystemCatalog(f"memory://{tmp_path.name}")
 
 
 def test_old_files_read_in_the_current_schema(catalog):

@@ -13,11 +13,6 @@ import snaplake
 from snaplake.errors import SnapshotNotFoundError
 
 
-@pytest.fixture
-def catalog(tmp_path):
-    return snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-
-
 def test_catalog_databases_and_tables(catalog):
     catalog.create_database("db", ignore_if_exists=True)
     catalog.create_database("db", ignore_if_exists=True)

@@ -43,11 +43,8 @@ CHANGES = [
 V1_NAMES = ["month", "id", "label", "qty", "price", "tag"]
 
 
-@pytest.fixture(params=["local", "memory"])
-def catalog(request: Any, tmp_path: Any) -> snaplake.FileSystemCatalog:
-    if request.param == "local":
-        return snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    return snaplake.FileSystemCatalog(f"memory://{tmp_path.name}")
+#: Every test runs on local disk and on pyarrow's memory:// file system.
+pytestmark = pytest.mark.parametrize("catalog", ["local", "memory"], indirect=True)
 
 
 def _create(catalog: snaplake.FileSystemCatalog, **options: str) -> snaplake.Table:
