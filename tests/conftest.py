@@ -1,8 +1,10 @@
-"""Suite-wide settings only: Hypothesis profiles and the environment isolation."""
+"""Suite-wide settings and fixtures: Hypothesis profiles, environment isolation, ``catalog``."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -19,3 +21,20 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 def _no_cloud_metadata(monkeypatch: pytest.MonkeyPatch) -> None:
     """Never let a test reach a cloud metadata endpoint."""
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@pytest.fixture
+def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """A FileSystemCatalog over a fresh warehouse: ``tmp_path / "wh"`` on local disk.
+
+    Parametrize it indirectly to run a module on both file systems:
+    ``pytest.mark.parametrize("catalog", ["local", "memory"], indirect=True)``
+    (``"memory"``: pyarrow's in-process ``memory://`` file system).
+    """
+    import snaplake
+
+    where = getattr(request, "param", "local")
+    if where == "memory":
+        return snaplake.FileSystemCatalog(f"memory://{tmp_path.name}")
+    assert where == "local", where
+    return snaplake.FileSystemCatalog(str(tmp_path / "wh"))

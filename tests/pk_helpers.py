@@ -20,6 +20,8 @@ PK_SCHEMA = pa.schema(
     ]
 )
 PK_KEYS = ["month", "id"]
+#: Paimon's merge engines, in the order the tests run them.
+ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 _KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from tests.helpers import SCHEMA, rows
+from tests.helpers import SCHEMA, rows, write_and_commit
 
 import snaplake
 from snaplake.table import Table
@@ -34,8 +34,12 @@ def append(table: Table, n_commits: int, *, start: int = 0, rows_per_commit: int
     committer = table.new_commit(commit_user=user)
     ident = start
     for _ in range(n_commits):
-        write = table.new_write(commit_user=user)
-        write.write_arrow(rows(ident, rows_per_commit, months=months))
-        committer.commit(write.prepare_commit(), commit_identifier=ident + 1)
+        write_and_commit(
+            table,
+            rows(ident, rows_per_commit, months=months),
+            commit_user=user,
+            commit_identifier=ident + 1,
+            committer=committer,
+        )
         ident += rows_per_commit
     return ident

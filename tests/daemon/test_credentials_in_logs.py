@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from tests.daemon.procs import REPO, daemon_config, log_events, start_daemon_file, wait_for
+from tests.helpers import write_and_commit
 from tests.s3_servers import S3Endpoint, start_moto
 
 import snaplake
@@ -59,9 +60,12 @@ def _warehouse(endpoint: S3Endpoint) -> tuple[str, dict[str, str]]:
     uri, options = f"s3://{bucket}/wh", _options(endpoint)
     table = snaplake.FileSystemCatalog(uri, options=options).create_table("db.t", schema=SCHEMA)
     for i in range(4):
-        write = table.new_write(commit_user="seed")
-        write.write_arrow(pa.table({"id": [i], "v": [f"v{i}"]}, schema=SCHEMA))
-        table.new_commit(commit_user="seed").commit(write.prepare_commit(), commit_identifier=i)
+        write_and_commit(
+            table,
+            pa.table({"id": [i], "v": [f"v{i}"]}, schema=SCHEMA),
+            commit_user="seed",
+            commit_identifier=i,
+        )
     return uri, options
 
 

@@ -21,6 +21,7 @@ from tests.daemon.procs import (
     start_daemon,
     wait_for,
 )
+from tests.helpers import write_and_commit
 
 import snaplake
 from snaplake import SchemaChange
@@ -34,9 +35,11 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("month", pa.int
 def _append(table: snaplake.Table, ident: int) -> None:
     names = table.arrow_schema.names
     data = {"id": [ident], "month": [1], "v": [ident], "reason": [f"r{ident}"]}
-    w = table.new_write(commit_user="w")
-    w.write_arrow(pa.table({n: data[n] for n in names}, schema=table.arrow_schema))
-    table.new_commit(commit_user="w").commit(w.prepare_commit(), commit_identifier=ident)
+    write_and_commit(
+        table,
+        pa.table({n: data[n] for n in names}, schema=table.arrow_schema),
+        commit_identifier=ident,
+    )
 
 
 def test_daemon_picks_up_option_changes_and_new_schemas(tmp_path: Path) -> None:

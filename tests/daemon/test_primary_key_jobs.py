@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry
+from tests.helpers import write_and_commit
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, sorted_rows
 from tests.pk_helpers import to_table as pk_table
 
@@ -30,9 +31,7 @@ def _pk_table(**options: str) -> Any:
 
 def _upsert(table: Any, model: TableModel, i: int) -> None:
     rows = make_rows(i * 7, 40, seed=i)
-    w = table.new_write(commit_user="writer")
-    w.write_arrow(pk_table(rows))
-    table.new_commit(commit_user="writer").commit(w.prepare_commit(), commit_identifier=i + 1)
+    write_and_commit(table, pk_table(rows), commit_user="writer", commit_identifier=i + 1)
     model.apply(rows)
 
 

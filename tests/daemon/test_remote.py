@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 from tests.daemon.helpers import LOW_THRESHOLDS, append, memory_table
+from tests.helpers import write_and_commit
 
 from snaplake.daemon.config import Task
 from snaplake.daemon.jobs import compact_job, record_job_result
@@ -184,9 +185,7 @@ def _pk_due_table(**options: str) -> tuple[Any, Any]:
     model = TableModel(engine_model("deduplicate"))
     for i in range(4):  # 4 sorted runs per bucket, over the trigger
         rows = make_rows(i * 20, 60 if i else 600, seed=i)  # month 1..3, the first write larger
-        w = table.new_write(commit_user="w")
-        w.write_arrow(pk_rows(rows))
-        table.new_commit(commit_user="w").commit(w.prepare_commit(), commit_identifier=i + 1)
+        write_and_commit(table, pk_rows(rows), commit_identifier=i + 1)
         model.apply(rows)
     return table, model
 

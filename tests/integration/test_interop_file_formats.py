@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import SCHEMA, assert_same_rows, rows, write_and_commit
 from tests.oracle import PaimonOracle, pred, requires_paimon
 
 import snaplake
@@ -16,18 +15,8 @@ from snaplake.errors import UnsupportedTableError
 pytestmark = [pytest.mark.integration, requires_paimon]
 
 
-def _commit(table, data, *, user="s"):
-    w = table.new_write(commit_user=user)
-    w.write_arrow(data)
-    return table.new_commit(commit_user=user).commit(w.prepare_commit())
-
-
 def _data_files(root: Path) -> list[str]:
     return sorted(p.name for p in root.rglob("bucket-*/*"))
-
-
-def _same(a: pa.Table, b: pa.Table) -> bool:
-    return bool(a.select(SCHEMA.names).cast(SCHEMA).sort_by("id").equals(b.sort_by("id")))
 
 
 @pytest.mark.parametrize("fmt", ["orc", "avro"])
@@ -40,12 +29,13 @@ def test_pypaimon_table_read_appended_compacted(tmp_path, fmt):
     oracle.write("db.t", rows(0, 300), commits=3)
     assert {n.rsplit(".", 1)[1] for n in _data_files(root)} == {fmt}
     table = snaplake.FileSystemCatalog(str(tmp_path)).get_table("db.t")
-    assert _same(table.to_arrow(), rows(0, 300))  # snaplake used to open .orc as Parquet
+    # snaplake used to open .orc as Parquet
+    assert_same_rows(rows(0, 300), table.to_arrow(), reader="snaplake")
     assert table.to_arrow(filter=("id", ">=", 290)).num_rows == 10
     for i in range(3):
-        _commit(table, rows(300 + 50 * i, 50))
+        write_and_commit(table, rows(300 + 50 * i, 50), commit_user="s")
     assert all(n.endswith(f".{fmt}") for n in _data_files(root))  # not .parquet
-    assert _same(oracle.read("db.t"), rows(0, 450))
+    assert_same_rows(rows(0, 450), oracle.read("db.t"), reader="pypaimon")
     # pypaimon prunes with the stats snaplake wrote for its files
     pruned = oracle.read_detailed("db.t", filter=pred.greater_or_equal("id", 400))
     assert sorted(pruned.table.column("id").to_pylist()) == list(range(400, 450))
@@ -53,8 +43,8 @@ def test_pypaimon_table_read_appended_compacted(tmp_path, fmt):
     result = table.compact()
     assert result.files_before == 18 and result.files_after == 3
     assert all(p.endswith(f".{fmt}") for p in result.output_files)
-    assert _same(oracle.read("db.t"), rows(0, 450))
-    assert _same(table.to_arrow(), rows(0, 450))
+    assert_same_rows(rows(0, 450), oracle.read("db.t"), reader="pypaimon")
+    assert_same_rows(rows(0, 450), table.to_arrow(), reader="snaplake")
 
 
 @pytest.mark.parametrize("fmt", ["orc", "avro"])
@@ -64,8 +54,8 @@ def test_pypaimon_reads_a_table_snaplake_created(tmp_path, fmt):
         "db.t", schema=SCHEMA, partition_keys=["month"],
         options={"file.format": fmt, "file.compression": "snappy"},
     )  # fmt: skip
-    _commit(table, rows(0, 200))
-    assert _same(PaimonOracle(tmp_path).read("db.t"), rows(0, 200))
+    write_and_commit(table, rows(0, 200), commit_user="s")
+    assert_same_rows(rows(0, 200), PaimonOracle(tmp_path).read("db.t"), reader="pypaimon")
 
 
 def _set_option(root: Path, key: str, value: str) -> None:
@@ -85,19 +75,19 @@ def test_a_table_whose_format_changed_reads_whole(tmp_path):
     oracle.write("db.t", rows(0, 90))
     _set_option(root, "file.format", "avro")
     table = snaplake.FileSystemCatalog(str(tmp_path)).get_table("db.t")
-    _commit(table, rows(90, 90))
+    write_and_commit(table, rows(90, 90), commit_user="s")
     _set_option(root, "file.format", "parquet")
     oracle.write("db.t", rows(180, 90))
-    _commit(table, rows(270, 90))
+    write_and_commit(table, rows(270, 90), commit_user="s")
     assert {n.rsplit(".", 1)[1] for n in _data_files(root)} == {"orc", "avro", "parquet"}
-    assert _same(table.to_arrow(), rows(0, 360))
-    assert _same(oracle.read("db.t"), rows(0, 360))
+    assert_same_rows(rows(0, 360), table.to_arrow(), reader="snaplake")
+    assert_same_rows(rows(0, 360), oracle.read("db.t"), reader="pypaimon")
     for i in range(4):  # compaction writes the table's current format
-        _commit(table, rows(360 + 10 * i, 10))
+        write_and_commit(table, rows(360 + 10 * i, 10), commit_user="s")
     result = table.compact()
     assert result.files_after == 3 and all(p.endswith(".parquet") for p in result.output_files)
-    assert _same(table.to_arrow(), rows(0, 400))
-    assert _same(oracle.read("db.t"), rows(0, 400))
+    assert_same_rows(rows(0, 400), table.to_arrow(), reader="snaplake")
+    assert_same_rows(rows(0, 400), oracle.read("db.t"), reader="pypaimon")
 
 
 def test_refused_format_settings_write_nothing(tmp_path):
@@ -120,13 +110,13 @@ def test_pypaimon_reads_files_named_and_measured_by_table_options(tmp_path):
         "metadata.stats-mode": "counts",
     }
     table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"], options=options)
-    _commit(table, rows(0, 90))
+    write_and_commit(table, rows(0, 90), commit_user="s")
     names = _data_files(Path(table.root))
     assert names and all(n.startswith("part-") and n.endswith(".zst.parquet") for n in names)
     oracle = PaimonOracle(tmp_path)
-    assert _same(oracle.read("db.t"), rows(0, 90))
+    assert_same_rows(rows(0, 90), oracle.read("db.t"), reader="pypaimon")
     got = oracle.read("db.t", filter=pred.greater_or_equal("id", 80))  # no bounds: no pruning
     assert sorted(got.column("id").to_pylist()) == list(range(80, 90))
     # pypaimon appends with the same options: snaplake reads its files too
     oracle.write("db.t", rows(90, 30))
-    assert _same(table.to_arrow(), rows(0, 120))
+    assert_same_rows(rows(0, 120), table.to_arrow(), reader="snaplake")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import SCHEMA, rows, write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
 
 import snaplake
@@ -13,12 +13,6 @@ from snaplake.errors import UnsupportedTableError
 from snaplake.store.format.avro import parse_container
 
 pytestmark = [pytest.mark.integration, requires_paimon]
-
-
-def _commit(table, data, *, user="s"):
-    w = table.new_write(commit_user=user)
-    w.write_arrow(data)
-    return table.new_commit(commit_user=user).commit(w.prepare_commit())
 
 
 def _codecs(root: Path) -> set[str]:
@@ -34,7 +28,7 @@ def test_snappy_manifests_written_by_pypaimon_are_read_and_appended_to(tmp_path)
     assert _codecs(root) == {"snappy"}
     table = snaplake.FileSystemCatalog(str(tmp_path)).get_table("db.t")
     assert table.to_arrow().sort_by("id").equals(rows(0, 100))
-    _commit(table, rows(100, 50))
+    write_and_commit(table, rows(100, 50), commit_user="s")
     table.merge_manifests(full=True)
     assert _codecs(root) == {"snappy"}
     assert oracle.read("db.t").sort_by("id").equals(rows(0, 150))
@@ -46,7 +40,7 @@ def test_pypaimon_reads_snappy_manifests_snaplake_wrote(tmp_path):
         "db.t", schema=SCHEMA, partition_keys=["month"], options={"manifest.compression": "snappy"}
     )
     for i in range(3):
-        _commit(table, rows(i * 40, 40))
+        write_and_commit(table, rows(i * 40, 40), commit_user="s")
     assert _codecs(Path(table.root)) == {"snappy"}
     assert PaimonOracle(tmp_path).read("db.t").sort_by("id").equals(rows(0, 120))
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pyarrow as pa
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import SCHEMA, rows, write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
 
 import snaplake
@@ -17,12 +17,6 @@ from snaplake.errors import UnsupportedTableError
 from snaplake.store.read.split_read import read_splits
 
 pytestmark = [pytest.mark.integration, requires_paimon]
-
-
-def _commit(table, data, *, user="s", overwrite=None):
-    w = table.new_write(commit_user=user)
-    w.write_arrow(data)
-    return table.new_commit(commit_user=user).commit(w.prepare_commit(), overwrite=overwrite)
 
 
 def _placement(table) -> dict[int, tuple[tuple[object, ...], int]]:
@@ -40,7 +34,9 @@ def test_fixed_buckets_without_bucket_key_land_where_pypaimon_puts_them(tmp_path
     oracle.write("db.b", rows(0, 90))
     table = snaplake.FileSystemCatalog(str(tmp_path)).get_table("db.b")
     theirs = _placement(table)
-    _commit(table, rows(90, 90))  # used to die with a numpy broadcast error
+    write_and_commit(
+        table, rows(90, 90), commit_user="s"
+    )  # used to die with a numpy broadcast error
     ours = _placement(table)
     # every row hashes the empty row (pypaimon, and Java's bucket function): one bucket
     assert {b for _, b in theirs.values()} == {b for _, b in ours.values()} == {3}
@@ -78,7 +74,7 @@ def mixed(tmp_path):
     oracle.write("db.m", _null_ts_rows(0, 6), commits=3)
     table = snaplake.FileSystemCatalog(str(tmp_path)).get_table("db.m")
     for i in range(3):
-        _commit(table, _null_ts_rows(100 + 2 * i, 2))
+        write_and_commit(table, _null_ts_rows(100 + 2 * i, 2), commit_user="s")
     encodings = {s.partition for s in table.new_scan().plan()}
     assert len(encodings) == 2, "expected pypaimon's and Java's encoding of the NULL partition"
     return oracle, table
@@ -86,7 +82,7 @@ def mixed(tmp_path):
 
 def test_dynamic_overwrite_replaces_both_writers_files(mixed):
     oracle, table = mixed
-    _commit(table, _null_ts_rows(500, 2), overwrite=True)
+    write_and_commit(table, _null_ts_rows(500, 2), commit_user="s", overwrite=True)
     assert sorted(table.to_arrow().column("id").to_pylist()) == [500, 501]
     assert sorted(oracle.read("db.m").column("id").to_pylist()) == [500, 501]
 

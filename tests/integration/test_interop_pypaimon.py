@@ -8,7 +8,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import SCHEMA, assert_same_rows, rows, write_and_commit
 from tests.oracle import PaimonOracle, pred, requires_paimon
 
 import snaplake
@@ -20,19 +20,6 @@ def _sorted(t: pa.Table) -> pa.Table:
     return t.sort_by("id")
 
 
-def _commit(table, data, *, user="s", ident=None, overwrite=None):
-    w = table.new_write(commit_user=user)
-    w.write_arrow(data)
-    return table.new_commit(commit_user=user).commit(
-        w.prepare_commit(), commit_identifier=ident, overwrite=overwrite
-    )
-
-
-def _assert_same_rows(ours: pa.Table, theirs: pa.Table) -> None:
-    theirs = theirs.select(ours.column_names).cast(ours.schema)
-    assert _sorted(theirs).equals(_sorted(ours)), "pypaimon read different rows"
-
-
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     """A snaplake warehouse with a partitioned and a bucketed table, several commits each."""
@@ -40,22 +27,22 @@ def written(tmp_path_factory):
     catalog = snaplake.FileSystemCatalog(str(wh))
     part = catalog.create_table("db.part", schema=SCHEMA, partition_keys=["month"])
     for i in range(4):
-        _commit(part, rows(i * 250, 250), ident=i)
+        write_and_commit(part, rows(i * 250, 250), commit_user="s", commit_identifier=i)
     replacement = rows(5000, 60).filter(pc.equal(rows(5000, 60).column("month"), 2))
-    _commit(part, replacement, overwrite={"month": 2})
+    write_and_commit(part, replacement, commit_user="s", overwrite={"month": 2})
     bucketed = catalog.create_table(
         "db.bucketed", schema=SCHEMA, partition_keys=["month"],
         options={"bucket": "4", "bucket-key": "carrier"},
     )  # fmt: skip
     for i in range(3):
-        _commit(bucketed, rows(i * 100, 100), ident=i)
+        write_and_commit(bucketed, rows(i * 100, 100), commit_user="s", commit_identifier=i)
     return wh, catalog
 
 
 def test_pypaimon_reads_snaplake_partitioned_table(written):
     wh, catalog = written
     table = catalog.get_table("db.part")
-    _assert_same_rows(table.to_arrow(), PaimonOracle(wh).read("db.part"))
+    assert_same_rows(table.to_arrow(), PaimonOracle(wh).read("db.part"))
     snaps = PaimonOracle(wh).snapshots("db.part")
     assert [s["id"] for s in snaps] == [1, 2, 3, 4, 5]
     assert snaps[-1]["commitKind"] == "OVERWRITE"
@@ -64,7 +51,7 @@ def test_pypaimon_reads_snaplake_partitioned_table(written):
 
 def test_pypaimon_reads_snaplake_bucketed_table(written):
     wh, catalog = written
-    _assert_same_rows(
+    assert_same_rows(
         catalog.get_table("db.bucketed").to_arrow(), PaimonOracle(wh).read("db.bucketed")
     )
 
@@ -73,7 +60,7 @@ def test_pypaimon_partition_filter_uses_our_partition_bytes(written):
     wh, catalog = written
     got = PaimonOracle(wh).read_detailed("db.part", filter=pred.equal("month", 3))
     ours = catalog.get_table("db.part").to_arrow(partition_filter={"month": 3})
-    _assert_same_rows(ours, got.table)
+    assert_same_rows(ours, got.table)
     assert got.num_files == len(
         catalog.get_table("db.part").new_scan(partition_filter={"month": 3}).plan()[0].files
     )
@@ -91,7 +78,7 @@ def test_pypaimon_value_filters_use_our_stats(written):
         (pred.is_in("id", [1, 251, 5001]), ("id", "in", [1, 251, 5001])),
     ]:
         got = oracle.read_detailed("db.part", filter=flt)
-        _assert_same_rows(table.to_arrow(filter=ours_filter), got.table)
+        assert_same_rows(table.to_arrow(filter=ours_filter), got.table)
     pruned = oracle.read_detailed("db.part", filter=pred.greater_or_equal("id", 750))
     assert pruned.num_files < all_files, "pypaimon could not prune with snaplake's stats"
     # the same pruning from snaplake's own planner
@@ -109,7 +96,7 @@ def test_rows_land_in_the_same_bucket_as_pypaimon(tmp_path):
     ours = snaplake.FileSystemCatalog(str(tmp_path / "snap")).create_table(
         "db.b", schema=SCHEMA, partition_keys=["month"], options=options
     )
-    _commit(ours, data)
+    write_and_commit(ours, data, commit_user="s")
 
     def placement(table):
         out = {}
@@ -129,15 +116,17 @@ def test_snaplake_reads_and_appends_to_a_pypaimon_table(tmp_path):
     oracle.create_table("db.p", SCHEMA, partition_keys=["month"], options={"bucket": "-1"})
     oracle.write("db.p", rows(0, 300), commits=3)
     table = snaplake.FileSystemCatalog(str(tmp_path)).get_table("db.p")
-    _assert_same_rows(table.to_arrow(), rows(0, 300))
+    assert_same_rows(table.to_arrow(), rows(0, 300))
     assert [s.id for s in table.snapshots()] == [1, 2, 3]
-    result = _commit(table, rows(300, 120), user="snap", ident=1)
+    result = write_and_commit(table, rows(300, 120), commit_user="snap", commit_identifier=1)
     assert result.snapshot_id == 4
-    _assert_same_rows(rows(0, 420), oracle.read("db.p"))
+    assert_same_rows(rows(0, 420), oracle.read("db.p"))
     # pypaimon appends again on top of snaplake's snapshot; snaplake still dedups its replay
     oracle.write("db.p", rows(1000, 30))
-    assert _commit(table, rows(300, 120), user="snap", ident=1).was_duplicate
-    _assert_same_rows(table.to_arrow(), oracle.read("db.p"))
+    assert write_and_commit(
+        table, rows(300, 120), commit_user="snap", commit_identifier=1
+    ).was_duplicate
+    assert_same_rows(table.to_arrow(), oracle.read("db.p"))
     assert table.to_arrow().num_rows == 450
     # the pypaimon-written snapshots round-trip through our Snapshot codec
     for s in table.snapshots():
@@ -149,8 +138,8 @@ def test_pypaimon_finds_files_under_our_partition_spelling(tmp_path, key):
     """Readers compute data paths from partition values: both must spell them alike."""
     catalog = snaplake.FileSystemCatalog(str(tmp_path))
     table = catalog.create_table(f"db.by_{key}", schema=SCHEMA, partition_keys=[key])
-    _commit(table, rows(0, 40))
-    _assert_same_rows(table.to_arrow(), PaimonOracle(tmp_path).read(f"db.by_{key}"))
+    write_and_commit(table, rows(0, 40), commit_user="s")
+    assert_same_rows(table.to_arrow(), PaimonOracle(tmp_path).read(f"db.by_{key}"))
 
 
 _BINARY = pa.schema(
@@ -182,15 +171,19 @@ def test_binary_n_reads_and_appends_as_fixed_size_binary(tmp_path):
     table = snaplake.FileSystemCatalog(str(tmp_path)).get_table("db.bin")
     assert table.arrow_schema.field("b").type == pa.binary(4)
     assert _sorted(table.to_arrow()).equals(_binary_rows(0, 50))
-    _commit(table, _binary_rows(50, 30), ident=1)  # fixed_size_binary(4), as the table reads
-    _commit(table, _binary_rows(80, 10, b_type=pa.binary()), ident=2)  # 4-byte binary values
+    write_and_commit(
+        table, _binary_rows(50, 30), commit_user="s", commit_identifier=1
+    )  # fixed_size_binary(4), as the table reads
+    write_and_commit(
+        table, _binary_rows(80, 10, b_type=pa.binary()), commit_user="s", commit_identifier=2
+    )  # 4-byte binary values
     with pytest.raises(snaplake.SchemaMismatchError, match="exactly n bytes"):
-        _commit(table, _binary_rows(90, 1, b_type=pa.binary()).set_column(
-            1, "b", pa.array([b"abc"], pa.binary())))  # fmt: skip
+        write_and_commit(table, _binary_rows(90, 1, b_type=pa.binary()).set_column(
+            1, "b", pa.array([b"abc"], pa.binary())), commit_user="s")  # fmt: skip
     assert _sorted(table.to_arrow()).equals(_binary_rows(0, 90))
     hit = table.to_arrow(filter=("b", "=", (33).to_bytes(4, "big")))  # pypaimon's stats too
     assert hit.column("id").to_pylist() == [33]
-    _assert_same_rows(_binary_rows(0, 90), oracle.read("db.bin"))
+    assert_same_rows(_binary_rows(0, 90), oracle.read("db.bin"))
 
 
 def test_a_table_created_from_fixed_size_binary_round_trips(tmp_path):
@@ -200,9 +193,9 @@ def test_a_table_created_from_fixed_size_binary_round_trips(tmp_path):
     table = catalog.create_table("db.ours", schema=_BINARY, options={"bucket": "-1"})
     assert table.schema().fields[1]["type"] == "BINARY(4)"
     assert table.arrow_schema == _BINARY
-    _commit(table, _binary_rows(0, 40))
+    write_and_commit(table, _binary_rows(0, 40), commit_user="s")
     assert _sorted(table.to_arrow()).equals(_binary_rows(0, 40))
     oracle = PaimonOracle(tmp_path)
-    _assert_same_rows(_binary_rows(0, 40), oracle.read("db.ours"))
+    assert_same_rows(_binary_rows(0, 40), oracle.read("db.ours"))
     oracle.write("db.ours", _binary_rows(40, 10))
     assert _sorted(table.to_arrow()).equals(_binary_rows(0, 50))

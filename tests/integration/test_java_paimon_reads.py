@@ -41,14 +41,13 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.helpers import assert_java_rows, write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
 from tests.oracle.java_paimon import (
     JavaPaimon,
     JavaRead,
     encode_value,
-    java_values,
     requires_java_paimon,
-    same_values,
 )
 
 import snaplake
@@ -179,14 +178,6 @@ def all_types_data(n: int = ROWS, *, seed: int = SEED) -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
-def _append(table: Table, data: pa.Table, *, user: str = "writer") -> int:
-    write = table.new_write(commit_user=user)
-    write.write_arrow(data)
-    result = table.new_commit(commit_user=user).commit(write.prepare_commit())
-    assert result.snapshot_id is not None
-    return result.snapshot_id
-
-
 def _layout(table: Table, snapshot_id: int | None = None) -> dict[tuple[Any, ...], list[str]]:
     """snaplake's plan as ``{(partition values..., bucket): sorted file names}``."""
     schema = table.arrow_schema
@@ -206,14 +197,7 @@ def _java_layout(read: JavaRead) -> dict[tuple[Any, ...], list[str]]:
 
 def _assert_same(read: JavaRead, expected: pa.Table) -> None:
     assert read.misplaced_rows() == []  # Java's writer would store every row where it is
-    want = java_values(expected)
-    got = read.rows
-    assert len(got) == len(want)
-    if not same_values(got, want):
-        diffs = [(g, w) for g, w in zip(got, want, strict=True) if not same_values([g], [w])]
-        raise AssertionError(
-            f"{len(diffs)} rows differ; first: java={diffs[0][0]} want={diffs[0][1]}"
-        )
+    assert_java_rows(read.rows, expected)
 
 
 # -------------------------------------------------------------------- scenarios
@@ -232,8 +216,8 @@ def catalog(warehouse: Path) -> snaplake.FileSystemCatalog:
 def test_every_column_type_reads_back_exactly(catalog: snaplake.FileSystemCatalog) -> None:
     data = all_types_data()
     table = catalog.create_table("db.types", schema=data.schema)
-    _append(table, data.slice(0, 150))
-    _append(table, data.slice(150))
+    assert write_and_commit(table, data.slice(0, 150), commit_user="writer").snapshot_id is not None
+    assert write_and_commit(table, data.slice(150), commit_user="writer").snapshot_id is not None
     read = JavaPaimon().read(table.root)
     assert read.names == tuple(data.schema.names)
     assert read.types == ("BIGINT NOT NULL", *(sql for _, sql in TYPES.values()))
@@ -268,8 +252,8 @@ def test_partitioned_with_awkward_and_null_values(catalog: snaplake.FileSystemCa
     table = catalog.create_table(
         "db.parts", schema=schema, partition_keys=["region", "day", "at", "amount"]
     )
-    _append(table, data.slice(0, 100))
-    _append(table, data.slice(100))
+    assert write_and_commit(table, data.slice(0, 100), commit_user="writer").snapshot_id is not None
+    assert write_and_commit(table, data.slice(100), commit_user="writer").snapshot_id is not None
     read = JavaPaimon().read(table.root)
     assert read.partition_keys == ("region", "day", "at", "amount")
     _assert_same(read, data)
@@ -287,8 +271,8 @@ def test_bucketed_rows_land_in_javas_bucket(catalog: snaplake.FileSystemCatalog)
         partition_keys=["day"],
         options={"bucket": "5", "bucket-key": "i32,s,dec38,ts6"},
     )
-    _append(table, data.slice(0, 120))
-    _append(table, data.slice(120))
+    assert write_and_commit(table, data.slice(0, 120), commit_user="writer").snapshot_id is not None
+    assert write_and_commit(table, data.slice(120), commit_user="writer").snapshot_id is not None
     read = JavaPaimon().read(table.root)
     _assert_same(read, data)
     assert _java_layout(read) == _layout(table)
@@ -315,13 +299,11 @@ def test_overwrite_compaction_and_time_travel(catalog: snaplake.FileSystemCatalo
         options={"compaction.min.file-num": "3", "target-file-size": "1 mb"},
     )
     for i in range(6):
-        _append(table, rows(i * 20, 20))
+        assert (
+            write_and_commit(table, rows(i * 20, 20), commit_user="writer").snapshot_id is not None
+        )
     replaced = pa.table({"id": [1000, 1001], "month": [2, 2], "carrier": ["new", "new"]}, schema)
-    write = table.new_write(commit_user="writer")
-    write.write_arrow(replaced)
-    overwrite = table.new_commit(commit_user="writer").commit(
-        write.prepare_commit(), overwrite={"month": 2}
-    )
+    overwrite = write_and_commit(table, replaced, commit_user="writer", overwrite={"month": 2})
     before_compact = overwrite.snapshot_id
     compacted = table.compact()
     assert compacted.snapshot_id is not None
@@ -358,7 +340,7 @@ def test_after_manifest_merge_and_expiry(catalog: snaplake.FileSystemCatalog) ->
             schema=schema,
         )  # fmt: skip
         written.append(chunk)
-        _append(table, chunk)
+        assert write_and_commit(table, chunk, commit_user="writer").snapshot_id is not None
     table.compact()
     merged = table.merge_manifests(full=True)
     assert merged.snapshot_id is not None
@@ -382,7 +364,7 @@ def test_row_with_all_fields_null(catalog: snaplake.FileSystemCatalog) -> None:
     schema = pa.schema([("id", pa.int64()), ("st", pa.struct([("x", pa.int32())]))])
     data = pa.table({"id": [1], "st": [{"x": None}]}, schema=schema)
     table = catalog.create_table("db.rownull", schema=schema)
-    _append(table, data)
+    assert write_and_commit(table, data, commit_user="writer").snapshot_id is not None
     _assert_same(JavaPaimon().read(table.root), data)
 
 
@@ -409,11 +391,11 @@ def test_java_decides_where_pypaimon_disagrees(tmp_path: Path) -> None:
     ours = snaplake.FileSystemCatalog(str(tmp_path / "ours")).create_table(
         "db.t", schema=schema, partition_keys=["at", "amount"], options=options
     )
-    _append(ours, data)
+    assert write_and_commit(ours, data, commit_user="writer").snapshot_id is not None
     theirs_read, ours_read = JavaPaimon().read_many(
         [(tmp_path / "py" / "db.db" / "t", None), (ours.root, None)]
     )
-    assert same_values(theirs_read.rows, java_values(data))
+    assert_java_rows(theirs_read.rows, data)
     misplaced = {row["row"][0] for row in theirs_read.misplaced_rows()}
     assert misplaced == {1, 2, 3}  # every row has a NULL key of those types
     _assert_same(ours_read, data)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from tests.helpers import assert_java_rows, write_and_commit
 
 import snaplake
 
@@ -69,12 +70,6 @@ def _data(n: int = 60) -> pa.Table:
     )  # fmt: skip
 
 
-def _commit(table, data):
-    w = table.new_write(commit_user="u")
-    w.write_arrow(data)
-    table.new_commit(commit_user="u").commit(w.prepare_commit())
-
-
 def test_java_reads_orc_and_avro_tables(tmp_path):
     catalog = snaplake.FileSystemCatalog(str(tmp_path))
     data = _data()
@@ -89,10 +84,10 @@ def test_java_reads_orc_and_avro_tables(tmp_path):
         table = catalog.create_table(
             f"db.{fmt}_{compression}", schema=_SCHEMA, partition_keys=["m"], options=options
         )
-        _commit(table, data)
+        write_and_commit(table, data, commit_user="u")
         roots.append((table.root, None))
     for (root, _), read in zip(roots, jp.JavaPaimon().read_many(roots), strict=True):
-        assert jp.same_values(read.rows, jp.java_values(data)), root
+        assert_java_rows(read.rows, data, context=root)
 
 
 def test_java_reads_a_table_whose_format_changed(tmp_path):
@@ -106,14 +101,14 @@ def test_java_reads_a_table_whose_format_changed(tmp_path):
     table = catalog.create_table("db.t", schema=_SCHEMA, partition_keys=["m"], options=options)
     data = _data()
     for i in range(3):
-        _commit(table, data.slice(i * 20, 20))
+        write_and_commit(table, data.slice(i * 20, 20), commit_user="u")
     assert table.compact().files_after == 3
     latest = table.schema()  # what ALTER TABLE ... SET ('file.format' = 'avro') leaves behind
     schema = {**latest.to_json_dict(), "id": latest.id + 1}
     schema["options"] = {**latest.options, "file.format": "avro"}
     Path(table.paths.schema_path(latest.id + 1)).write_text(json.dumps(schema))
-    _commit(table, data)
+    write_and_commit(table, data, commit_user="u")
     names = {p.name.split(".", 1)[1] for p in Path(table.root).rglob("bucket-*/part-*")}
     assert names == {"zst.orc", "zst.avro"}
     read = jp.JavaPaimon().read(table.root)
-    assert jp.same_values(read.rows, jp.java_values(pa.concat_tables([data, data])))
+    assert_java_rows(read.rows, pa.concat_tables([data, data]))

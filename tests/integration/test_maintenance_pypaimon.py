@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pyarrow as pa
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import SCHEMA, assert_same_rows, rows, write_and_commit
 from tests.oracle import PaimonOracle, pred, requires_paimon
 
 from snaplake.catalog import FileSystemCatalog
@@ -23,18 +23,6 @@ OPTIONS = {
     "manifest.merge-min-count": "3",
     "compaction.min.file-num": "3",
 }
-
-
-def _same(ours: pa.Table, theirs: pa.Table) -> None:
-    a = ours.sort_by("id")
-    b = theirs.select(a.column_names).cast(a.schema).sort_by("id")
-    assert a.equals(b), (a.num_rows, b.num_rows)
-
-
-def _append(table: Table, start: int, count: int) -> None:
-    w = table.new_write(commit_user="w")
-    w.write_arrow(rows(start, count))
-    table.new_commit(commit_user="w").commit(w.prepare_commit())
 
 
 def _live_paths(table: Table) -> set[str]:
@@ -55,18 +43,18 @@ def test_pypaimon_reads_after_every_operation(tmp_path):
         "db.t", schema=SCHEMA, partition_keys=["month"], options=OPTIONS
     )
     for i in range(5):
-        _append(table, i * 10, 10)
+        write_and_commit(table, rows(i * 10, 10))
 
     def check(tag: str | None = None) -> None:
         metadata_cache.clear()
-        _same(table.to_arrow(), oracle.read("db.t"))
+        assert_same_rows(table.to_arrow(), oracle.read("db.t"))
 
     table.create_tag("before", snapshot_id=3)
     assert table.compact().snapshot_id is not None
     check()
     assert table.merge_manifests().merged
     check()
-    _append(table, 100, 10)
+    write_and_commit(table, rows(100, 10))
     table.compact()
     assert table.merge_manifests(full=True).full_compaction
     check()
@@ -75,12 +63,12 @@ def test_pypaimon_reads_after_every_operation(tmp_path):
     assert table.expire_snapshots().snapshots_expired > 0
     check()
     for s in table.snapshots():  # every retained snapshot reads the same in pypaimon
-        _same(table.to_arrow(snapshot_id=s.id), oracle.read("db.t", snapshot_id=s.id))
+        assert_same_rows(table.to_arrow(snapshot_id=s.id), oracle.read("db.t", snapshot_id=s.id))
     table.remove_orphan_files(older_than=timedelta(0), dry_run=False)
     check()
     table.rollback_to("before")
     check()
-    _same(table.to_arrow(), pa.concat_tables([rows(0, 30)]))
+    assert_same_rows(table.to_arrow(), pa.concat_tables([rows(0, 30)]))
 
 
 def test_expiry_of_a_pypaimon_table_appended_by_snaplake(tmp_path):
@@ -91,12 +79,12 @@ def test_expiry_of_a_pypaimon_table_appended_by_snaplake(tmp_path):
     table = FileSystemCatalog(str(wh)).get_table("db.p")
     table.create_tag("paimon3", snapshot_id=3)
     for i in range(3):
-        _append(table, 100 + i * 10, 10)
+        write_and_commit(table, rows(100 + i * 10, 10))
     compacted = table.compact()  # rewrites pypaimon's files too
     assert compacted.snapshot_id is not None
     table.merge_manifests()
-    _append(table, 500, 3)
-    _append(table, 503, 3)
+    write_and_commit(table, rows(500, 3))
+    write_and_commit(table, rows(503, 3))
     tagged = {p for s in table.new_scan(tag="paimon3").plan() for p in s.paths}
     plan = table.expire_snapshots(dry_run=True)
     result = table.expire_snapshots()
@@ -113,11 +101,11 @@ def test_expiry_of_a_pypaimon_table_appended_by_snaplake(tmp_path):
     assert all(not os.path.exists(p) for p in deleted)
     # the tagged pypaimon version survives and both engines read the same rows
     metadata_cache.clear()
-    _same(table.to_arrow(tag="paimon3"), rows(0, 30))
-    _same(table.to_arrow(), oracle.read("db.p"))
+    assert_same_rows(table.to_arrow(tag="paimon3"), rows(0, 30))
+    assert_same_rows(table.to_arrow(), oracle.read("db.p"))
     expected = pa.concat_tables([rows(0, 60), rows(100, 30), rows(500, 6)])
-    _same(table.to_arrow(), expected)
+    assert_same_rows(table.to_arrow(), expected)
     # pypaimon can still append after snaplake's maintenance
     oracle.write("db.p", rows(900, 5))
     metadata_cache.clear()
-    _same(table.to_arrow(), pa.concat_tables([expected, rows(900, 5)]))
+    assert_same_rows(table.to_arrow(), pa.concat_tables([expected, rows(900, 5)]))

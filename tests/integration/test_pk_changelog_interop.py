@@ -16,8 +16,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.helpers import assert_java_rows, write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
-from tests.oracle.java_paimon import JavaPaimon, java_values, requires_java_paimon, same_values
+from tests.oracle.java_paimon import JavaPaimon, java_values, requires_java_paimon
 from tests.pk_helpers import (
     PK_KEYS,
     PK_SCHEMA,
@@ -133,7 +134,7 @@ def test_java_and_pypaimon_stream_the_changelog(
     expected = model.rows()
     assert sorted_rows(t.to_arrow()) == expected
     batch = java.read(t.root)
-    assert same_values(batch.rows, java_values(to_table(expected)))
+    assert_java_rows(batch.rows, to_table(expected))
     assert set(batch.splits[0].kinds) <= {"+I", "+U"} and not any(s.streaming for s in batch.splits)
     py = PaimonOracle(Path(t.root).parents[1]).read("db.t").select(PK_SCHEMA.names)
     assert sorted_rows(py.cast(PK_SCHEMA)) == expected
@@ -155,7 +156,7 @@ def test_streams_start_at_the_earliest_retained_snapshot_after_expiry(
     assert sorted(set(theirs.column("__snapshot").to_pylist())) == [4, 5]
     full = JavaPaimon().stream(t.root)  # Paimon's default start: the latest snapshot in full
     assert sorted(full.changes()) == [5]
-    assert same_values(full.rows, java_values(to_table(model.rows())))
+    assert_java_rows(full.rows, to_table(model.rows()))
 
 
 def test_snaplake_maintains_a_pypaimon_input_changelog_table(tmp_path: Path) -> None:
@@ -175,9 +176,7 @@ def test_snaplake_maintains_a_pypaimon_input_changelog_table(tmp_path: Path) -> 
     theirs = [s for s in t.snapshots() if s.changelog_manifest_list]
     assert len(theirs) == 2  # pypaimon committed changelog with both snapshots
     rows = make_rows(30, 20, seed=7)
-    w = t.new_write(commit_user="snaplake")
-    w.write_arrow(to_table(rows), row_kinds=["+U"] * 20)
-    t.new_commit(commit_user="snaplake").commit(w.prepare_commit())
+    write_and_commit(t, to_table(rows), row_kinds=["+U"] * 20, commit_user="snaplake")
     model.apply(rows, ["+U"] * 20)
     assert t.compact(full=True).snapshot_id is not None
     assert sorted_rows(t.to_arrow()) == model.rows()

@@ -7,8 +7,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.helpers import write_and_commit
 from tests.oracle import PaimonOracle, pred, requires_paimon
 from tests.pk_helpers import (
+    ENGINES,
     PK_KEYS,
     PK_SCHEMA,
     TableModel,
@@ -22,14 +24,6 @@ from tests.pk_helpers import (
 import snaplake
 
 pytestmark = [pytest.mark.integration, requires_paimon]
-
-ENGINES = ["deduplicate", "partial-update", "aggregation", "first-row"]
-
-
-def _write(table: Any, rows: list[dict[str, Any]], kinds: list[str] | None, ident: int) -> None:
-    w = table.new_write(commit_user="w")
-    w.write_arrow(to_table(rows), row_kinds=kinds)
-    table.new_commit(commit_user="w").commit(w.prepare_commit(), commit_identifier=ident)
 
 
 def _history(engine: str) -> list[tuple[list[dict[str, Any]], list[str] | None]]:
@@ -67,7 +61,7 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
         )
         model = TableModel(engine_model(engine), ignore_delete=engine == "first-row")
         for ident, (rows, kinds) in enumerate(_history(engine)):
-            _write(table, rows, kinds, ident)
+            write_and_commit(table, to_table(rows), row_kinds=kinds, commit_identifier=ident)
             model.apply(rows, kinds)
         models[engine] = model
     return wh, models
@@ -166,7 +160,7 @@ def test_compaction_levels_read_by_pypaimon(tmp_path: Path, engine: str) -> None
     model = TableModel(engine_model(engine), ignore_delete=engine == "first-row")
     history = [*_history(engine), (make_rows(50, 40, seed=11), None), *_history(engine)[1:]]
     for ident, (rows, kinds) in enumerate(history):
-        _write(table, rows, kinds, ident)
+        write_and_commit(table, to_table(rows), row_kinds=kinds, commit_identifier=ident)
         model.apply(rows, kinds)
         if ident % 2 == 1:
             table.compact()

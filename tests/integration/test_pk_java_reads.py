@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import assert_java_rows, write_and_commit
 from tests.merge_model import MergeModel
 from tests.oracle.java_paimon import (
     JavaPaimon,
     JavaPaimonError,
-    java_values,
     requires_java_paimon,
-    same_values,
 )
 from tests.pk_helpers import (
+    ENGINES,
     PK_KEYS,
     PK_SCHEMA,
     TableModel,
@@ -49,7 +49,6 @@ import snaplake
 
 pytestmark = [pytest.mark.integration, requires_java_paimon]
 
-ENGINES = ["deduplicate", "partial-update", "aggregation", "first-row"]
 _LEVELS = {"num-sorted-run.compaction-trigger": "2", "num-levels": "4"}
 
 
@@ -122,9 +121,7 @@ def tables(
         )
         model = _model(engine)
         for ident, (rows, kinds) in enumerate(_history(engine)):
-            w = table.new_write(commit_user="w")
-            w.write_arrow(to_table(rows), row_kinds=kinds)
-            table.new_commit(commit_user="w").commit(w.prepare_commit(), commit_identifier=ident)
+            write_and_commit(table, to_table(rows), row_kinds=kinds, commit_identifier=ident)
             model.apply(rows, kinds)
             if ident == 1:  # to the top level; the retractions then stay in level-0 files
                 table.compact(full=True)
@@ -157,7 +154,7 @@ def test_java_reads_every_merge_engine_before_and_after_compaction(
     n = len(tables)
     for i, (engine, (table, _sid, mid, final)) in enumerate(tables.items()):
         for read, expected in ((reads[i], mid), (reads[n + i], final)):
-            assert same_values(read.rows, java_values(to_table(expected))), engine
+            assert_java_rows(read.rows, to_table(expected), context=engine)
             assert {k for s in read.splits for k in s.kinds} <= {"+I", "+U"}, engine
             assert read.misplaced_rows() == [], engine
             assert read.primary_keys == tuple(PK_KEYS)
@@ -188,9 +185,7 @@ def test_java_09_fails_on_partial_update_reinsert_after_delete(tmp_path: Path) -
     )  # fmt: skip
     rows = make_rows(0, 3)
     for batch, kinds in ((rows, None), (rows[:1], ["-D"]), (rows[:1], ["+U"])):
-        w = table.new_write(commit_user="w")
-        w.write_arrow(to_table(batch), row_kinds=kinds)
-        table.new_commit(commit_user="w").commit(w.prepare_commit())
+        write_and_commit(table, to_table(batch), row_kinds=kinds)
     assert sorted_rows(table.to_arrow()) == rows  # later Paimon: the +U after the -D is the row
     with pytest.raises(
         JavaPaimonError, match=r"(?s)NullPointerException.*PartialUpdateMergeFunction"
@@ -212,5 +207,5 @@ def test_java_reads_the_level0_compaction_of_a_delete_and_reinsert_as_snaplake(
     table = build_deleted_and_reinserted(tmp_path)
     assert table.compact().files_before == 2
     read = JavaPaimon().read(table.root)
-    assert same_values(read.rows, java_values(table.to_arrow()))
+    assert_java_rows(read.rows, table.to_arrow())
     assert [r for r in read.rows if r[0] == 0] == [(0, "old", 3)]

@@ -21,21 +21,20 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.helpers import assert_java_rows, assert_same_rows, write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
 from tests.oracle.java_paimon import (
     JavaPaimon,
     JavaPaimonError,
-    java_values,
     requires_java_paimon,
-    same_values,
 )
+from tests.pk_helpers import ENGINES
 
 import snaplake
 from snaplake import SchemaChange
 
 pytestmark = [pytest.mark.integration, requires_paimon]
 
-ENGINES = ["deduplicate", "partial-update", "aggregation", "first-row"]
 KEYS = ["month", "id"]
 SCHEMA0 = pa.schema(
     [
@@ -90,19 +89,6 @@ def _rows(schema: pa.Schema, ids: range, seed: int, *, partial: bool = False) ->
     return pa.table(columns, schema=schema)
 
 
-def _upsert(table: snaplake.Table, data: pa.Table, ident: int) -> None:
-    w = table.new_write(commit_user="s")
-    w.write_arrow(data)
-    table.new_commit(commit_user="s").commit(w.prepare_commit(), commit_identifier=ident)
-
-
-def _same(ours: pa.Table, theirs: pa.Table) -> None:
-    assert theirs.column_names == ours.column_names
-    theirs = theirs.cast(ours.schema)
-    key = [("month", "ascending"), ("id", "ascending")]
-    assert theirs.sort_by(key).to_pylist() == ours.sort_by(key).to_pylist()
-
-
 def _evolve(catalog: snaplake.FileSystemCatalog, name: str, engine: str) -> Iterator[str]:
     """Create and upsert, then each step: alter and upsert (new keys and existing ones).
 
@@ -113,14 +99,19 @@ def _evolve(catalog: snaplake.FileSystemCatalog, name: str, engine: str) -> Iter
         options={"bucket": "2", "merge-engine": engine, **OPTIONS[engine]},
     )  # fmt: skip
     partial = engine == "partial-update"
-    _upsert(table, _rows(SCHEMA0, range(40), 0), 1)
-    _upsert(table, _rows(SCHEMA0, range(20, 50), 1, partial=partial), 2)
+    write_and_commit(table, _rows(SCHEMA0, range(40), 0), commit_user="s", commit_identifier=1)
+    write_and_commit(
+        table,
+        _rows(SCHEMA0, range(20, 50), 1, partial=partial),
+        commit_user="s",
+        commit_identifier=2,
+    )
     yield "created"
     for ident, (step, changes) in enumerate(STEPS, start=3):
         catalog.alter_table(name, changes)
         schema = table.arrow_schema.remove_metadata()
-        _upsert(table, _rows(schema, range(ident * 5, ident * 5 + 30), ident, partial=partial),
-                ident)  # fmt: skip
+        data = _rows(schema, range(ident * 5, ident * 5 + 30), ident, partial=partial)
+        write_and_commit(table, data, commit_user="s", commit_identifier=ident)
         yield step
 
 
@@ -138,16 +129,16 @@ def test_pypaimon_reads_evolved_snaplake_primary_key_tables(evolved: Path, engin
         table = catalog.get_table(name)
         ours = table.to_arrow()
         assert ours.num_rows >= 50, step
-        _same(ours, oracle.read(name))
+        assert_same_rows(ours, oracle.read(name), by=("month", "id"), same_columns=True)
     # time travel: the snapshot before the first alter, in schema 0, on both sides
     old = table.to_arrow(snapshot_id=2)
     assert old.schema.names == SCHEMA0.names
-    _same(old, oracle.read(name, snapshot_id=2))
+    assert_same_rows(old, oracle.read(name, snapshot_id=2), by=("month", "id"), same_columns=True)
     # full compaction rewrites in the current schema; pypaimon still agrees
     expected = table.to_arrow()
     table.compact(full=True)
-    _same(table.to_arrow(), expected)
-    _same(expected, oracle.read(name))
+    assert_same_rows(table.to_arrow(), expected, by=("month", "id"), same_columns=True)
+    assert_same_rows(expected, oracle.read(name), by=("month", "id"), same_columns=True)
 
 
 def test_snaplake_reads_upserts_and_compacts_a_primary_key_table_pypaimon_altered(
@@ -192,7 +183,7 @@ def test_snaplake_reads_upserts_and_compacts_a_primary_key_table_pypaimon_altere
                         for f in evolved}, schema=evolved)  # fmt: skip
     oracle.write("db.p", pp_rows)
     ours = table.to_arrow()
-    _same_keyed(ours, oracle.read("db.p"))
+    assert_same_rows(ours, oracle.read("db.p"), by=("month", "key"), same_columns=True)
     assert ours.num_rows == 45
     got = {r["key"]: r for r in ours.to_pylist()}
     assert got[0]["addr"] == {"town": "c0", "zip": 0, "city": None}
@@ -201,10 +192,10 @@ def test_snaplake_reads_upserts_and_compacts_a_primary_key_table_pypaimon_altere
     mine = pp_rows.slice(0, 5).set_column(
         evolved.get_field_index("tag"), evolved.field("tag"), pa.array(["s"] * 5)
     )
-    _upsert(table, mine, 7)
+    write_and_commit(table, mine, commit_user="s", commit_identifier=7)
     ours = table.to_arrow()
     assert sorted(r["key"] for r in ours.to_pylist() if r["tag"] == "s") == list(range(35, 40))
-    _same_keyed(ours, oracle.read("db.p"))
+    assert_same_rows(ours, oracle.read("db.p"), by=("month", "key"), same_columns=True)
     java = shutil.which("java") is not None
     if java:
         # Java 0.9 cannot read files whose ROW fields changed since (newer Paimon maps
@@ -214,21 +205,19 @@ def test_snaplake_reads_upserts_and_compacts_a_primary_key_table_pypaimon_altere
     result = table.compact(full=True)
     assert result.snapshot_id is not None
     assert {f.schema_id for s in table.new_scan().plan() for f in s.files} == {1}
-    _same_keyed(table.to_arrow(), ours)
-    _same_keyed(ours, oracle.read("db.p"))
+    assert_same_rows(table.to_arrow(), ours, by=("month", "key"), same_columns=True)
+    assert_same_rows(ours, oracle.read("db.p"), by=("month", "key"), same_columns=True)
     if java:  # every file now in the current schema: Java 0.9 reads the same rows
         read = JavaPaimon().read(table.root)
         assert read.names == tuple(evolved.names)
-        assert same_values(read.rows, java_values(ours))
+        assert_java_rows(read.rows, ours)
     # time travel to pypaimon's first snapshot: schema 0 on both sides
-    _same_keyed(table.to_arrow(snapshot_id=1), oracle.read("db.p", snapshot_id=1), key="id")
-
-
-def _same_keyed(ours: pa.Table, theirs: pa.Table, key: str = "key") -> None:
-    assert theirs.column_names == ours.column_names
-    theirs = theirs.cast(ours.schema)
-    order = [("month", "ascending"), (key, "ascending")]
-    assert theirs.sort_by(order).to_pylist() == ours.sort_by(order).to_pylist()
+    assert_same_rows(
+        table.to_arrow(snapshot_id=1),
+        oracle.read("db.p", snapshot_id=1),
+        by=("month", "id"),
+        same_columns=True,
+    )
 
 
 @requires_java_paimon
@@ -247,18 +236,18 @@ def test_java_paimon_reads_evolved_snaplake_tables(evolved: Path, tmp_path: Path
         "db.a", schema=SCHEMA0, partition_keys=["month"], options={"bucket": "2",
                                                                     "bucket-key": "id"}
     )  # fmt: skip
-    _upsert(append, _rows(SCHEMA0, range(30), 0), 1)
+    write_and_commit(append, _rows(SCHEMA0, range(30), 0), commit_user="s", commit_identifier=1)
     for ident, (_, changes) in enumerate(STEPS, start=2):
         snaplake.FileSystemCatalog(str(tmp_path)).alter_table("db.a", changes)
-        _upsert(append, _rows(append.arrow_schema.remove_metadata(), range(ident * 10,
+        write_and_commit(append, _rows(append.arrow_schema.remove_metadata(), range(ident * 10,
                                                                            ident * 10 + 10),
-                              ident), ident)  # fmt: skip
+                              ident), commit_user="s", commit_identifier=ident)  # fmt: skip
     tables.append(append)
     requests = [(t.root, None) for t in tables] + [(t.root, 1) for t in tables]
     reads = JavaPaimon().read_many(requests)
     for i, table in enumerate(tables):
         latest, first = reads[i], reads[len(tables) + i]
         assert latest.names == tuple(table.arrow_schema.names)
-        assert same_values(latest.rows, java_values(table.to_arrow())), table.identifier
+        assert_java_rows(latest.rows, table.to_arrow(), context=table.identifier)
         assert first.names == tuple(SCHEMA0.names)
-        assert same_values(first.rows, java_values(table.to_arrow(snapshot_id=1)))
+        assert_java_rows(first.rows, table.to_arrow(snapshot_id=1))

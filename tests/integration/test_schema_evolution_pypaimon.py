@@ -15,6 +15,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
+from tests.helpers import assert_same_rows, write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
 
 import snaplake
@@ -81,47 +82,43 @@ def _rows(schema: pa.Schema, start: int, n: int) -> pa.Table:
                     schema=schema)  # fmt: skip
 
 
-def _commit(table: snaplake.Table, data: pa.Table, ident: int) -> None:
-    w = table.new_write(commit_user="s")
-    w.write_arrow(data)
-    table.new_commit(commit_user="s").commit(w.prepare_commit(), commit_identifier=ident)
-
-
-def _same(ours: pa.Table, theirs: pa.Table) -> None:
-    assert theirs.column_names == ours.column_names
-    theirs = theirs.cast(ours.schema)
-    assert theirs.sort_by("id").equals(ours.sort_by("id")), "pypaimon read different rows"
-
-
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_pypaimon_reads_snaplake_tables_after_every_kind_of_change(tmp_path, layout):
     wh = tmp_path / "wh"
     catalog = snaplake.FileSystemCatalog(str(wh))
     table = catalog.create_table("db.t", schema=BASE, **LAYOUTS[layout])  # type: ignore[arg-type]
     oracle = PaimonOracle(wh)
-    _commit(table, _rows(BASE, 0, 30), 1)
-    _commit(table, _rows(BASE, 30, 30), 2)
+    write_and_commit(table, _rows(BASE, 0, 30), commit_user="s", commit_identifier=1)
+    write_and_commit(table, _rows(BASE, 30, 30), commit_user="s", commit_identifier=2)
     ident = 3
     for step, changes in STEPS:
         catalog.alter_table("db.t", changes)
-        _commit(table, _rows(table.arrow_schema.remove_metadata(), ident * 100, 20), ident)
+        write_and_commit(
+            table,
+            _rows(table.arrow_schema.remove_metadata(), ident * 100, 20),
+            commit_user="s",
+            commit_identifier=ident,
+        )
         ident += 1
         ours = table.to_arrow()
         theirs = oracle.read("db.t")
         assert ours.num_rows == 60 + 20 * (ident - 3), step
-        _same(ours, theirs)
+        assert_same_rows(ours, theirs, same_columns=True)
     # filters on evolved columns agree (pypaimon prunes by its own stats evolution)
-    _same(table.to_arrow(filter=("flight_no", ">=", 130)),
-          oracle.read("db.t", filter={"op": "greater_or_equal", "field": "flight_no",
-                                       "value": 130}))  # fmt: skip
+    pred = {"op": "greater_or_equal", "field": "flight_no", "value": 130}
+    assert_same_rows(
+        table.to_arrow(filter=("flight_no", ">=", 130)),
+        oracle.read("db.t", filter=pred),
+        same_columns=True,
+    )
     # time travel to before the first change reads the old schema on both sides
     old_ours = table.to_arrow(snapshot_id=2)
     assert old_ours.schema.names == BASE.names
-    _same(old_ours, oracle.read("db.t", snapshot_id=2))
+    assert_same_rows(old_ours, oracle.read("db.t", snapshot_id=2), same_columns=True)
     # compaction rewrites every file in the current schema; pypaimon still agrees
     catalog.alter_table("db.t", [SchemaChange.set_option("compaction.min.file-num", "2")])
     assert table.compact().files_after > 0
-    _same(table.to_arrow(), oracle.read("db.t"))
+    assert_same_rows(table.to_arrow(), oracle.read("db.t"), same_columns=True)
 
 
 def test_snaplake_reads_and_appends_to_a_table_pypaimon_altered(tmp_path):
@@ -147,18 +144,25 @@ def test_snaplake_reads_and_appends_to_a_table_pypaimon_altered(tmp_path):
     assert table.schema().to_json_dict()["fields"] == schema["fields"]
     evolved = table.arrow_schema.remove_metadata()
     oracle.write("db.p", _rows(evolved, 100, 10))
-    _same(table.to_arrow(), oracle.read("db.p"))
+    assert_same_rows(table.to_arrow(), oracle.read("db.p"), same_columns=True)
     assert table.to_arrow().num_rows == 50
     # snaplake appends in pypaimon's new schema; pypaimon reads all of it
-    _commit(table, _rows(evolved, 200, 15), 1)
+    write_and_commit(table, _rows(evolved, 200, 15), commit_user="s", commit_identifier=1)
     ours = table.to_arrow()
     assert ours.num_rows == 65
-    _same(ours, oracle.read("db.p"))
+    assert_same_rows(ours, oracle.read("db.p"), same_columns=True)
     # a second pypaimon alter on top of snaplake's commit, then both read again
     oracle.alter_table("db.p", [{"kind": "add_column", "name": "extra", "type": "INT"}])
-    _commit(table, _rows(evolved, 300, 5).append_column("extra", pa.array([1] * 5, pa.int32())), 2)
+    write_and_commit(
+        table,
+        _rows(evolved, 300, 5).append_column("extra", pa.array([1] * 5, pa.int32())),
+        commit_user="s",
+        commit_identifier=2,
+    )
     ours = table.to_arrow()
     assert ours.column("extra").null_count == 65
-    _same(ours, oracle.read("db.p"))
+    assert_same_rows(ours, oracle.read("db.p"), same_columns=True)
     # snaplake's time travel to pypaimon's first snapshot reads schema 0 like pypaimon
-    _same(table.to_arrow(snapshot_id=1), oracle.read("db.p", snapshot_id=1))
+    assert_same_rows(
+        table.to_arrow(snapshot_id=1), oracle.read("db.p", snapshot_id=1), same_columns=True
+    )

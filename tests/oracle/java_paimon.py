@@ -36,7 +36,6 @@ import dataclasses
 import datetime as dt
 import decimal
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -62,7 +61,6 @@ __all__ = [
     "java_paimon_dir",
     "java_values",
     "requires_java_paimon",
-    "same_values",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -466,19 +464,6 @@ def _encode_column(column: pa.Array | pa.ChunkedArray, dtype: pa.DataType) -> li
         counts = column.cast(pa.timestamp(dtype.unit)).cast(pa.int64())
         return list(pc.multiply_checked(counts, _NANOS_PER_UNIT[dtype.unit]).to_pylist())
     return [encode_value(v, dtype) for v in column.to_pylist()]
-
-
-def same_values(left: Sequence[Sequence[Any]], right: Sequence[Sequence[Any]]) -> bool:
-    """Compare encoded rows; NaN equals NaN (they sort alike but ``nan != nan``)."""
-
-    def norm(v: Any) -> Any:
-        if isinstance(v, float) and math.isnan(v):
-            return "NaN"
-        if isinstance(v, tuple):
-            return tuple(norm(x) for x in v)
-        return v
-
-    return [norm(tuple(r)) for r in left] == [norm(tuple(r)) for r in right]
 
 
 if __name__ == "__main__":

@@ -23,11 +23,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from tests.merge_model import DELETE, INSERT, MergeModel, Version, visible
+from tests.pk_helpers import ENGINES
 
 from snaplake import SchemaChange
 from snaplake.catalog import FileSystemCatalog
 
-ENGINES = ["deduplicate", "partial-update", "aggregation", "first-row"]
 ARROW = {
     "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(), "float32": pa.float32(),
     "float64": pa.float64(), "string": pa.string(), "bool": pa.bool_(),

@@ -23,14 +23,20 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from tests.merge_model import MergeModel
-from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, make_rows, sorted_rows, to_table
+from tests.pk_helpers import (
+    ENGINES,
+    PK_KEYS,
+    PK_SCHEMA,
+    TableModel,
+    make_rows,
+    sorted_rows,
+    to_table,
+)
 
 from snaplake.catalog import FileSystemCatalog
 from snaplake.mergetree.kv import VALUE_KIND
 from snaplake.store.format.manifest import read_manifest_file
 from snaplake.store.format.manifest_list import read_manifest_list
-
-ENGINES = ["deduplicate", "partial-update", "aggregation", "first-row"]
 
 _BASE = {
     "bucket": "2",

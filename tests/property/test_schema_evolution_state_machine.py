@@ -20,6 +20,7 @@ import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from tests.helpers import write_and_commit
 
 from snaplake import SchemaChange
 from snaplake.catalog import FileSystemCatalog
@@ -133,9 +134,9 @@ class SchemaEvolutionMachine(RuleBasedStateMachine):
                       else f"s{r}.{fid}" if kind == "string" else (r * 7 + fid) % 100)
                 for fid, name, kind in self.columns
             }  # fmt: skip
-        w = self.table.new_write(commit_user="writer")
-        w.write_arrow(self.expected(self.columns, frozenset(ids)))
-        result = self.table.new_commit(commit_user="writer").commit(w.prepare_commit())
+        result = write_and_commit(
+            self.table, self.expected(self.columns, frozenset(ids)), commit_user="writer"
+        )
         self.record(result.snapshot_id, self.latest_rows() | frozenset(ids))
 
     @rule(kind=st.sampled_from(["int8", "int16", "int32", "float32", "string"]),

@@ -1,4 +1,7 @@
-"""Checks of snaplake.spark.compact / remove_orphan_files shared by the classic and Connect tests.
+"""Checks of snaplake.spark.compact / remove_orphan_files on append tables.
+
+The ``check_*`` names match tests/spark/pk_maintenance_checks.py (primary-key
+tables): tests/spark/test_maintenance.py runs either module's check by name.
 
 Each check takes a SparkSession (classic or Connect) and a scratch directory,
 builds real tables on local disk or S3, and compares the Spark run with the
@@ -8,6 +11,7 @@ pypaimon (the format oracle).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import signal
@@ -22,10 +26,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from tests.daemon.procs import start_writer, wait_for, writer_summary
+from tests.helpers import write_and_commit
 from tests.oracle import PaimonOracle
 from tests.spark.conftest import spark_env
+from tests.spark.faults import FailingDataFileIO
 
 import snaplake
+from snaplake.errors import SchemaMismatchError, UnsupportedTableError
 from snaplake.spark import compact, remove_orphan_files
 from snaplake.table import Table
 
@@ -66,10 +73,9 @@ def seeded(catalog: snaplake.FileSystemCatalog, name: str, *, commits: int = 12,
     )
     committer = table.new_commit(commit_user="seed")
     for i in range(commits):
-        write = table.new_write(commit_user="seed")
         n = rows * 20 if i == big_at else rows
-        write.write_arrow(writer_rows(first_id + i * rows * 100, n, noise=i == big_at))
-        committer.commit(write.prepare_commit())
+        data = writer_rows(first_id + i * rows * 100, n, noise=i == big_at)
+        write_and_commit(table, data, commit_user="seed", committer=committer)
     return table
 
 
@@ -210,6 +216,63 @@ def check_compact_on_s3(spark: Any, endpoint: Any) -> None:
     dry = remove_orphan_files(spark, "db.remote", warehouse=warehouse, options=options,
                               older_than=timedelta(0))  # fmt: skip
     assert dry.orphan_files == remote.remove_orphan_files(older_than=timedelta(0)).orphan_files
+
+
+def check_task_failing_on_its_first_attempt(spark: Any, tmp_path: Path) -> None:
+    """The first attempt of the largest task fails after one output; its retry succeeds.
+
+    Needs a classic session whose tasks are retried (``local[2,3]``).
+    """
+    wh = tmp_path / "wh"
+    catalog = snaplake.FileSystemCatalog(str(wh))
+    plain = seeded(catalog, "db.t", commits=30, rows=60)
+    markers = tmp_path / "markers"
+    failing = FailingDataFileIO(partition=0, attempts=(0,), after_files=1, marker_dir=str(markers))
+    table = Table(file_io=failing, root=plain.root, identifier="db.t")
+    before_rows = by_id(table.to_arrow())
+    before_files = data_files(table)
+    result = compact(spark, table)
+    assert result.snapshot_id is not None
+    assert sorted(os.listdir(markers)) == ["p0-a0-1"]  # the fault happened, once
+    outputs = {Path(p).name for p in result.output_files}
+    assert max(len(outputs), result.files_after) >= 2
+    assert data_files(table) == before_files | outputs  # nothing else left behind
+    assert live_files(table) == (
+        (before_files - {Path(p).name for p in result.input_files}) | outputs
+    )
+    assert by_id(table.to_arrow()) == before_rows
+
+
+def check_driver_killed_before_the_commit(spark: Any, tmp_path: Path) -> None:
+    """A driver that dies after the executors wrote: table unchanged, orphans removable."""
+    wh = tmp_path / "wh"
+    table = seeded(snaplake.FileSystemCatalog(str(wh)), "db.t")
+    before_rows = by_id(table.to_arrow())
+    table, _ = check_killed_driver_leaves_only_orphans(
+        spark, tmp_path, wh, committer="snaplake.compaction.job.CompactionJob"
+    )
+    assert by_id(table.to_arrow()) == before_rows
+    assert compact(spark, "db.t", warehouse=str(wh)).snapshot_id is not None
+
+
+def check_refusals_before_any_job(spark: Any, tmp_path: Path) -> None:
+    """Nothing due, bad partitions, a missing warehouse, an unsupported table: no job runs."""
+    wh = tmp_path / "wh"
+    catalog = snaplake.FileSystemCatalog(str(wh))
+    table = seeded(catalog, "db.t", commits=2)
+    assert compact(spark, table).snapshot_id is None  # nothing due: no job, no snapshot
+    with pytest.raises(SchemaMismatchError, match="not a partition key"):
+        compact(spark, table, partitions=[{"payload": "x"}])
+    with pytest.raises(ValueError, match="partitions is empty"):
+        compact(spark, table, partitions=[])
+    with pytest.raises(ValueError, match="warehouse"):
+        compact(spark, "db.t")
+    table.schema_manager.create(  # a primary-key table with dynamic buckets (bucket = -1)
+        dataclasses.replace(table.schema(), id=1, primary_keys=("id", "month"))
+    )
+    with pytest.raises(UnsupportedTableError, match="bucket"):
+        compact(spark, table)
+    assert len(table.snapshots()) == 2
 
 
 _REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,7 @@
-"""Checks of snaplake.spark.compact on primary-key tables, shared by the classic and Connect tests.
+"""Checks of snaplake.spark.compact on primary-key tables.
+
+The ``check_*`` names match tests/spark/maintenance_checks.py (append tables):
+tests/spark/test_maintenance.py runs either module's check by name.
 
 Each check builds real primary-key tables (local disk or S3), runs Paimon's universal
 or full LSM compaction on Spark executors, and compares with ``table.compact()`` on a
@@ -8,24 +11,35 @@ local disk, with Java Paimon 0.9 (tests/oracle/java_paimon.py).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.daemon.procs import wait_for
+from tests.helpers import assert_java_rows, write_and_commit
 from tests.integration.pk_writer_proc import USER, batch
 from tests.oracle import PaimonOracle
-from tests.oracle.java_paimon import JavaPaimon, java_values, same_values
+from tests.oracle.java_paimon import JavaPaimon
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, sorted_rows
 from tests.pk_helpers import bucket_layout as layout
 from tests.pk_helpers import compact_counts as counts
 from tests.pk_helpers import to_table as pk_table
-from tests.spark.maintenance_checks import data_files, live_files
+from tests.spark.faults import FailingDataFileIO
+from tests.spark.maintenance_checks import (
+    check_killed_driver_leaves_only_orphans,
+    data_files,
+    live_files,
+)
 
 import snaplake
 from snaplake.compaction.merge_tree_plan import FULL_COMPACTION_PROPERTY
+from snaplake.errors import UnsupportedTableError
 from snaplake.spark import compact
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import TXN_PROPERTY_PREFIX
 from snaplake.table import Table
 
@@ -49,9 +63,9 @@ def upsert(table: Table, model: TableModel | None, k: int, *, rows: int = 80) ->
     """Write ``k``'s upserts and deletes (overlapping key ranges) in one commit."""
     data = make_rows(k * 30, rows, seed=k)
     kinds = ["-D" if r["id"] % 7 == k % 7 else "+U" for r in data]
-    w = table.new_write(commit_user="seed")
-    w.write_arrow(pk_table(data), row_kinds=kinds)
-    table.new_commit(commit_user="seed").commit(w.prepare_commit(), commit_identifier=k + 1)
+    write_and_commit(
+        table, pk_table(data), row_kinds=kinds, commit_user="seed", commit_identifier=k + 1
+    )
     if model is not None:
         model.apply(data, kinds)
 
@@ -76,7 +90,7 @@ def assert_java_reads(root: str, expected: list[dict[str, Any]]) -> None:
     """Java Paimon 0.9 reads the merged view ``expected`` (no retraction survives the merge)."""
     read = JavaPaimon().read(root)
     assert {k for s in read.splits for k in s.kinds} <= {"+I", "+U"}
-    assert same_values(read.rows, java_values(pk_table(expected)))
+    assert_java_rows(read.rows, pk_table(expected))
 
 
 # ------------------------------------------------------------------------------------ checks
@@ -108,7 +122,7 @@ def check_compact_equals_in_process(spark: Any, tmp_path: Path, *, full: bool) -
     }  # inputs stay for expiry; nothing else was left
 
 
-def check_compact_with_concurrent_upserts(spark: Any, tmp_path: Path) -> None:
+def check_compact_with_concurrent_writer(spark: Any, tmp_path: Path) -> None:
     """A writer process upserts while spark compacts: every snapshot equals the model."""
     wh = tmp_path / "wh"
     catalog = snaplake.FileSystemCatalog(str(wh))
@@ -162,6 +176,63 @@ def check_compact_with_concurrent_upserts(spark: Any, tmp_path: Path) -> None:
         assert sorted_rows(table.to_arrow(snapshot_id=snap.id)) == expected[k], snap.id
     assert pypaimon_rows(wh, "db.t") == expected[len(done)]
     assert_java_reads(table.root, expected[len(done)])
+
+
+def check_task_failing_on_its_first_attempt(spark: Any, tmp_path: Path) -> None:
+    """The first attempt of the largest bucket's task fails after one output; its retry succeeds.
+
+    Needs a classic session whose tasks are retried (``local[2,3]``).
+    """
+    wh = tmp_path / "wh"
+    catalog = snaplake.FileSystemCatalog(str(wh))
+    plain = create(catalog, "db.t", **{"target-file-size": "4 kb"})
+    model = TableModel(engine_model("deduplicate"))
+    for k in range(4):  # ~700 keys per bucket: two outputs per bucket
+        upsert(plain, model, k, rows=2000)
+    markers = tmp_path / "markers"
+    failing = FailingDataFileIO(partition=0, attempts=(0,), after_files=1, marker_dir=str(markers))
+    table = Table(file_io=failing, root=plain.root, identifier="db.t")
+    before_files = data_files(table)
+    result = compact(spark, table, full=True)
+    assert result.snapshot_id is not None
+    assert sorted(os.listdir(markers)) == ["p0-a0-1"]  # the fault happened, once
+    outputs = {Path(p).name for p in result.output_files}
+    assert data_files(table) == before_files | outputs  # nothing else left behind
+    assert live_files(table) == outputs  # full compaction with deletes: all rewritten
+    assert sorted_rows(table.to_arrow()) == model.rows()
+
+
+def check_driver_killed_before_the_commit(spark: Any, tmp_path: Path) -> None:
+    """A driver that dies after the executors wrote: table unchanged, orphans removable."""
+    wh = tmp_path / "wh"
+    table = create(snaplake.FileSystemCatalog(str(wh)), "db.t")
+    model = TableModel(engine_model("deduplicate"))
+    for k in range(4):
+        upsert(table, model, k)
+    table, out = check_killed_driver_leaves_only_orphans(
+        spark, tmp_path, wh, full=True,
+        committer="snaplake.compaction.job.CompactionJob",
+    )  # fmt: skip
+    assert "KILLED-BEFORE-COMMIT 6" in out
+    assert sorted_rows(table.to_arrow()) == model.rows()
+    assert compact(spark, "db.t", warehouse=str(wh)).snapshot_id is not None
+    assert sorted_rows(table.to_arrow()) == model.rows()
+
+
+def check_refusals_before_any_job(spark: Any, tmp_path: Path) -> None:
+    """A primary-key table snaplake cannot compact (deletion vectors) is refused before any job."""
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    table = create(catalog, "db.t")
+    upsert(table, None, 0)
+    files = data_files(table)
+    raw = table.schema().to_json_dict()
+    raw["id"] = 1
+    raw["options"] = {**raw["options"], "deletion-vectors.enabled": "true"}
+    SchemaManager(table.file_io, PathFactory(table.root)).create(TableSchema.from_json_dict(raw))
+    with pytest.raises(UnsupportedTableError, match="deletion vectors"):
+        compact(spark, "db.t", warehouse=str(tmp_path / "wh"))
+    assert len(table.snapshots()) == 1
+    assert data_files(table) == files
 
 
 def check_compact_on_s3(spark: Any, endpoint: Any) -> None:

@@ -1,24 +1,51 @@
-"""snaplake.spark.compact and remove_orphan_files on classic Spark (local[2], tasks retried).
+"""snaplake.spark.compact and remove_orphan_files over {classic, Connect} x {append, primary key}.
 
-One session per module; tasks may fail up to 3 times (``local[2,3]``), so a task
-that fails on its first attempt is retried as on a cluster.
+Two sessions for the whole module, one after the other (pytest groups the tests by
+the module-scoped ``session`` parameter): a classic ``local[2,3]`` session, whose
+tasks may fail up to 3 times so a task failing on its first attempt is retried as
+on a cluster; then a Spark Connect session on a local server (``connect`` of
+tests/spark/test_connect.py), whose units run in the server's Python workers while
+planning and the commit run here, in the client.
+
+Each table kind has its checks in one module with the same ``check_*`` names
+(tests/spark/maintenance_checks.py, tests/spark/pk_maintenance_checks.py). Cases
+that need task retries or a killable driver run on the classic session only; the
+orphan clean is checked on append tables, the driver-side rewrite of small buckets
+and the lost conflict on primary-key tables.
 """
 
 from __future__ import annotations
 
-import os
+import logging
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
+from tests.helpers import write_and_commit
 from tests.oracle import requires_paimon
-from tests.spark import maintenance_checks as checks
-from tests.spark.faults import FailingDataFileIO
+from tests.oracle.java_paimon import requires_java_paimon
+from tests.pk_helpers import (
+    TableModel,
+    bucket_layout,
+    compact_counts,
+    engine_model,
+    make_rows,
+    sorted_rows,
+    to_table,
+)
+from tests.spark import maintenance_checks, pk_maintenance_checks
+from tests.spark.conftest import new_session
+from tests.spark.maintenance_checks import data_files, live_files
+from tests.spark.test_connect import connect  # noqa: F401 - the Connect session, by name
 
 import snaplake
-from snaplake.errors import SchemaMismatchError, UnsupportedTableError
+from snaplake.compaction.maintenance import maintenance_committer
+from snaplake.compaction.merge_tree_plan import MergeTreeCompactPlanner
 from snaplake.spark import compact
-from snaplake.table import Table
+from snaplake.spark._common import is_connect
+from snaplake.spark.maintenance import run_compaction
 
 pytestmark = [
     pytest.mark.spark,
@@ -26,89 +53,163 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas"),
 ]
 
-SPARK_MASTER = "local[2,3]"
+#: The classic session's master: 2 threads, a failed task retried up to 3 times.
+CLASSIC_MASTER = "local[2,3]"
+SESSIONS = ["classic", "connect"]
+CLASSIC = pytest.mark.parametrize("session", ["classic"], indirect=True)
+#: Table kind -> its checks; Java Paimon reads the primary-key results too.
+KINDS = [
+    pytest.param("append", id="append"),
+    pytest.param("primary-key", id="primary-key", marks=requires_java_paimon),
+]
+_CHECKS: dict[str, ModuleType] = {
+    "append": maintenance_checks,
+    "primary-key": pk_maintenance_checks,
+}
 
 
+@pytest.fixture(scope="module", params=SESSIONS)
+def session(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The module's classic session, then (after the classic one stopped) its Connect session."""
+    if request.param == "connect":
+        remote = request.getfixturevalue("connect")
+        assert is_connect(remote)
+        yield remote
+        return
+    classic = new_session(CLASSIC_MASTER)
+    assert not is_connect(classic)
+    yield classic
+    for query in classic.streams.active:
+        query.stop()
+    classic.stop()
+
+
+def checks(kind: str) -> ModuleType:
+    """The checks of table kind ``kind`` (``"append"`` or ``"primary-key"``)."""
+    return _CHECKS[kind]
+
+
+# ------------------------------------------------------------------ both sessions, both kinds
 @requires_paimon
-@pytest.mark.parametrize("full", [False, True])
-def test_compact_equals_table_compact(spark: Any, tmp_path: Path, full: bool) -> None:
-    checks.check_compact_equals_in_process(spark, tmp_path, full=full)
+@pytest.mark.parametrize("full", [False, True], ids=["universal", "full"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_compact_equals_table_compact(session: Any, tmp_path: Path, kind: str, full: bool) -> None:
+    checks(kind).check_compact_equals_in_process(session, tmp_path, full=full)
 
 
 @requires_paimon
 @pytest.mark.slow
-def test_compact_while_a_writer_commits(spark: Any, tmp_path: Path) -> None:
-    checks.check_compact_with_concurrent_writer(spark, tmp_path)
-
-
-def test_remove_orphan_files_equals_table_remove_orphan_files(spark: Any, tmp_path: Path) -> None:
-    checks.check_remove_orphan_files_equals_in_process(spark, tmp_path)
+@pytest.mark.parametrize("kind", KINDS)
+def test_compact_while_a_writer_commits(session: Any, tmp_path: Path, kind: str) -> None:
+    checks(kind).check_compact_with_concurrent_writer(session, tmp_path)
 
 
 @pytest.mark.s3
-def test_compact_on_s3(spark: Any) -> None:
-    from tests.s3_servers import start_moto
+@pytest.mark.parametrize("kind", ["append", "primary-key"])
+def test_compact_on_s3(session: Any, kind: str) -> None:
+    """Classic against moto, Connect against SeaweedFS."""
+    from tests.s3_servers import start_moto, start_seaweedfs
 
-    server = start_moto()
+    server = start_seaweedfs() if is_connect(session) else start_moto()
     try:
-        checks.check_compact_on_s3(spark, server.endpoint)
+        checks(kind).check_compact_on_s3(session, server.endpoint)
     finally:
         server.stop()
 
 
+# ------------------------------------------------------------------------- both sessions
+def test_remove_orphan_files_equals_table_remove_orphan_files(session: Any, tmp_path: Path) -> None:
+    maintenance_checks.check_remove_orphan_files_equals_in_process(session, tmp_path)
+
+
+# ------------------------------------------------------------------- classic, both kinds
+@pytest.mark.parametrize("kind", ["append", "primary-key"])
+@CLASSIC
 def test_task_failing_on_its_first_attempt_leaves_no_extra_files(
-    spark: Any, tmp_path: Path
+    session: Any, tmp_path: Path, kind: str
 ) -> None:
-    """The first attempt of the largest task fails after one output; its retry succeeds."""
-    wh = tmp_path / "wh"
-    catalog = snaplake.FileSystemCatalog(str(wh))
-    plain = checks.seeded(catalog, "db.t", commits=30, rows=60)
-    markers = tmp_path / "markers"
-    failing = FailingDataFileIO(partition=0, attempts=(0,), after_files=1, marker_dir=str(markers))
-    table = Table(file_io=failing, root=plain.root, identifier="db.t")
-    before_rows = checks.by_id(table.to_arrow())
-    before_files = checks.data_files(table)
-    result = compact(spark, table)
-    assert result.snapshot_id is not None
-    assert sorted(os.listdir(markers)) == ["p0-a0-1"]  # the fault happened, once
-    outputs = {Path(p).name for p in result.output_files}
-    assert max(len(outputs), result.files_after) >= 2
-    assert checks.data_files(table) == before_files | outputs  # nothing else left behind
-    assert checks.live_files(table) == (
-        (before_files - {Path(p).name for p in result.input_files}) | outputs
-    )
-    assert checks.by_id(table.to_arrow()) == before_rows
+    checks(kind).check_task_failing_on_its_first_attempt(session, tmp_path)
 
 
 @pytest.mark.slow
-def test_driver_killed_before_the_commit_leaves_only_orphans(spark: Any, tmp_path: Path) -> None:
-    """A driver that dies after the executors wrote: table unchanged, orphans removable."""
-    wh = tmp_path / "wh"
-    table = checks.seeded(snaplake.FileSystemCatalog(str(wh)), "db.t")
-    before_rows = checks.by_id(table.to_arrow())
-    table, _ = checks.check_killed_driver_leaves_only_orphans(
-        spark, tmp_path, wh, committer="snaplake.compaction.job.CompactionJob"
-    )
-    assert checks.by_id(table.to_arrow()) == before_rows
-    assert compact(spark, "db.t", warehouse=str(wh)).snapshot_id is not None
+@pytest.mark.parametrize("kind", ["append", "primary-key"])
+@CLASSIC
+def test_driver_killed_before_the_commit_leaves_only_orphans(
+    session: Any, tmp_path: Path, kind: str
+) -> None:
+    checks(kind).check_driver_killed_before_the_commit(session, tmp_path)
 
 
-def test_refusals_come_before_any_job(spark: Any, tmp_path: Path) -> None:
-    wh = tmp_path / "wh"
-    catalog = snaplake.FileSystemCatalog(str(wh))
-    table = checks.seeded(catalog, "db.t", commits=2)
-    assert compact(spark, table).snapshot_id is None  # nothing due: no job, no snapshot
-    with pytest.raises(SchemaMismatchError, match="not a partition key"):
-        compact(spark, table, partitions=[{"payload": "x"}])
-    with pytest.raises(ValueError, match="partitions is empty"):
-        compact(spark, table, partitions=[])
-    with pytest.raises(ValueError, match="warehouse"):
-        compact(spark, "db.t")
-    import dataclasses
+@pytest.mark.parametrize("kind", ["append", "primary-key"])
+@CLASSIC
+def test_refusals_come_before_any_job(session: Any, tmp_path: Path, kind: str) -> None:
+    checks(kind).check_refusals_before_any_job(session, tmp_path)
 
-    table.schema_manager.create(  # a primary-key table with dynamic buckets (bucket = -1)
-        dataclasses.replace(table.schema(), id=1, primary_keys=("id", "month"))
-    )
-    with pytest.raises(UnsupportedTableError, match="bucket"):
-        compact(spark, table)
-    assert len(table.snapshots()) == 2
+
+# --------------------------------------------------------------- classic, primary-key tables
+@CLASSIC
+def test_buckets_below_the_bar_are_rewritten_on_the_driver(
+    session: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The daemon's split: large buckets on the executors, small ones here; one commit."""
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    local, remote, model = pk_maintenance_checks.seeded_twins(catalog)
+    big = [r for r in make_rows(10_000, 3_000, seed=9) if r["month"] == 1]
+    for table in (local, remote):  # month 1's buckets grow far beyond the others
+        write_and_commit(table, to_table(big), commit_user="seed")
+    model.apply(big)
+    plan = MergeTreeCompactPlanner(
+        file_io=remote.file_io, paths=remote.paths, schema_manager=remote.schema_manager,
+        snapshot_manager=remote.snapshot_manager,
+    ).plan()  # fmt: skip
+    sizes = sorted(sum(f.file_size_bytes for f in t.files) for t in plan.tasks)
+    assert len(sizes) == 6 and sizes[3] < sizes[4]  # two large buckets (month 1)
+    bar = (sizes[3] + sizes[4]) // 2
+    expected = local.compact()
+    with caplog.at_level(logging.INFO, logger="snaplake.spark.maintenance"):
+        job = remote.file_store().new_compaction(commit=maintenance_committer(remote))
+        result = run_compaction(session, remote, job, job.plan_units(), local_below_bytes=bar)
+    assert "spark compaction of db.remote: 2 task(s)" in caplog.text
+    assert compact_counts(result) == compact_counts(expected)
+    assert bucket_layout(remote) == bucket_layout(local)
+    assert sorted_rows(remote.to_arrow()) == model.rows()
+    assert data_files(remote) == live_files(remote) | {Path(p).name for p in result.input_files}
+
+
+@CLASSIC
+def test_a_lost_conflict_deletes_the_outputs_never_an_upgraded_input(
+    session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another compaction of the same buckets commits between plan and commit: Spark's loses."""
+    from snaplake.compaction.job import CompactionJob
+    from snaplake.errors import CommitConflictError
+
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    table = pk_maintenance_checks.create(catalog, "db.t", **{"target-file-size": "1 kb"})
+    model = TableModel(engine_model("deduplicate"))
+    for start in (0, 300, 30):  # month 1 only; the second write stays alone: upgraded
+        rows = [r for r in make_rows(start, 60) if r["month"] == 1]
+        write_and_commit(table, to_table(rows))
+        model.apply(rows)
+    seen: list[Any] = []
+    commit = CompactionJob.commit_rewritten
+
+    def race(self: Any, plan: Any, messages: Any, *, started: Any = None) -> Any:
+        if not seen:  # Spark's job; the other compaction's commit_rewritten runs unchanged
+            seen.extend(messages)
+            table.compact(full=True)  # the other compaction wins
+        return commit(self, plan, messages, started=started)
+
+    monkeypatch.setattr(CompactionJob, "commit_rewritten", race)
+    with pytest.raises(CommitConflictError):
+        compact(session, table, full=True)
+    before = {f.file_name for m in seen for f in m.compact_increment.compact_before}
+    after = {f.file_name for m in seen for f in m.compact_increment.compact_after}
+    upgraded, written = before & after, after - before
+    assert upgraded and written, "the test needs an upgraded input and a merged output"
+    on_disk = data_files(table)
+    assert upgraded <= on_disk and not written & on_disk
+    assert sorted_rows(table.to_arrow()) == model.rows()
+    assert on_disk == live_files(table) | {  # the winner's inputs stay for expiry
+        f.file_name for s in table.new_scan(snapshot_id=3).plan() for f in s.files
+    }

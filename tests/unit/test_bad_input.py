@@ -6,7 +6,7 @@ import os
 
 import pyarrow as pa
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import SCHEMA, rows, write_and_commit
 
 import snaplake
 from snaplake.errors import (
@@ -21,9 +21,7 @@ from snaplake.errors import (
 def table(tmp_path):
     catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
     t = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
-    w = t.new_write(commit_user="u")
-    w.write_arrow(rows(0, 30))
-    t.new_commit(commit_user="u").commit(w.prepare_commit(), commit_identifier=1)
+    write_and_commit(t, rows(0, 30), commit_user="u", commit_identifier=1)
     return t
 
 
@@ -113,9 +111,12 @@ def test_awkward_partition_values_are_escaped(tmp_path, value):
     catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
     schema = pa.schema([("p", pa.string()), ("v", pa.int64())])
     t = catalog.create_table("db.p", schema=schema, partition_keys=["p"])
-    w = t.new_write(commit_user="u")
-    w.write_arrow(pa.table({"p": [value, "plain"], "v": [1, 2]}, schema=schema))
-    t.new_commit(commit_user="u").commit(w.prepare_commit(), commit_identifier=1)
+    write_and_commit(
+        t,
+        pa.table({"p": [value, "plain"], "v": [1, 2]}, schema=schema),
+        commit_user="u",
+        commit_identifier=1,
+    )
     table_root = os.path.realpath(t.root)
     for s in t.file_io.list_files(str(tmp_path)):
         if s.path.endswith(".snaplake-database"):

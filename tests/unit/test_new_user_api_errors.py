@@ -14,7 +14,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import SCHEMA, rows, write_and_commit
 
 import snaplake
 from snaplake.errors import SchemaMismatchError
@@ -24,9 +24,7 @@ from snaplake.errors import SchemaMismatchError
 def table(tmp_path):
     catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
     t = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
-    w = t.new_write(commit_user="u")
-    w.write_arrow(rows(0, 30))
-    t.new_commit(commit_user="u").commit(w.prepare_commit(), commit_identifier=1)
+    write_and_commit(t, rows(0, 30), commit_user="u", commit_identifier=1)
     return t
 
 

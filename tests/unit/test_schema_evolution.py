@@ -9,6 +9,7 @@ import datetime as dt
 import orjson
 import pyarrow as pa
 import pytest
+from tests.helpers import write_and_commit
 
 import snaplake
 from snaplake import SchemaChange
@@ -25,6 +26,10 @@ V0 = pa.schema(
 )
 
 
+#: Every test runs on local disk and on pyarrow's memory:// file system.
+pytestmark = pytest.mark.parametrize("catalog", ["local", "memory"], indirect=True)
+
+
 def _rows_v0(start: int, n: int) -> pa.Table:
     ids = list(range(start, start + n))
     return pa.table(
@@ -37,12 +42,6 @@ def _rows_v0(start: int, n: int) -> pa.Table:
         },
         schema=V0,
     )
-
-
-def _commit(table: snaplake.Table, data: pa.Table, ident: int) -> None:
-    w = table.new_write(commit_user="w")
-    w.write_arrow(data)
-    table.new_commit(commit_user="w").commit(w.prepare_commit(), commit_identifier=ident)
 
 
 CHANGES = [
@@ -69,10 +68,10 @@ def _rows_v1(start: int, n: int) -> pa.Table:
 def evolve_flights(catalog: snaplake.FileSystemCatalog, **create: object) -> snaplake.Table:
     """Schema 0 rows 0-9 (two commits), alter, schema 1 rows 10-14; returns the table."""
     table = catalog.create_table("db.f", schema=V0, partition_keys=["month"], **create)  # type: ignore[arg-type]
-    _commit(table, _rows_v0(0, 5), 1)
-    _commit(table, _rows_v0(5, 5), 2)
+    write_and_commit(table, _rows_v0(0, 5), commit_identifier=1)
+    write_and_commit(table, _rows_v0(5, 5), commit_identifier=2)
     catalog.alter_table("db.f", CHANGES)
-    _commit(table, _rows_v1(10, 5).select(table.arrow_schema.names), 3)
+    write_and_commit(table, _rows_v1(10, 5).select(table.arrow_schema.names), commit_identifier=3)
     return table
 
 
@@ -94,13 +93,6 @@ def expected_latest(ids: range = range(15)) -> list[dict[str, object]]:
 
 def _sorted(table: pa.Table) -> list[dict[str, object]]:
     return sorted(table.to_pylist(), key=lambda r: r["id"])
-
-
-@pytest.fixture(params=["local", "memory"])
-def catalog(request, tmp_path):
-    if request.param == "local":
-        return snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    return snaplake.FileSystemCatalog(f"memory://{tmp_path.name}")
 
 
 def test_old_files_read_in_the_current_schema(catalog):
@@ -157,7 +149,7 @@ def test_time_travel_reads_the_schema_of_the_snapshot(catalog):
 
 def test_the_latest_read_uses_the_latest_schema_before_any_new_commit(catalog):
     table = catalog.create_table("db.f", schema=V0, partition_keys=["month"])
-    _commit(table, _rows_v0(0, 4), 1)
+    write_and_commit(table, _rows_v0(0, 4), commit_identifier=1)
     catalog.alter_table("db.f", CHANGES)
     got = table.to_arrow()
     assert got.schema.names == ["id", "month", "destination", "flight", "delay_reason"]
@@ -172,7 +164,7 @@ def test_snapshots_record_the_newest_schema(catalog):
 
 def test_writer_opened_before_an_alter_commits_after_it(catalog):
     table = catalog.create_table("db.f", schema=V0, partition_keys=["month"])
-    _commit(table, _rows_v0(0, 2), 1)
+    write_and_commit(table, _rows_v0(0, 2), commit_identifier=1)
     stale = table.new_write(commit_user="old")
     catalog.alter_table("db.f", CHANGES)
     # the stale writer checks against the schema it was opened with
@@ -186,7 +178,7 @@ def test_writer_opened_before_an_alter_commits_after_it(catalog):
     assert snap.schema_id == 1  # the latest schema, as Paimon records it
     assert {f.schema_id for s in table.new_scan().plan() for f in s.files} == {0}
     assert _sorted(table.to_arrow()) == expected_latest(range(5))
-    _commit(table, _rows_v1(10, 1).select(table.arrow_schema.names), 2)
+    write_and_commit(table, _rows_v1(10, 1).select(table.arrow_schema.names), commit_identifier=2)
     assert table.to_arrow().num_rows == 6
 
 
@@ -209,7 +201,7 @@ def test_commit_refuses_files_of_a_schema_that_no_longer_reads(catalog, tmp_path
 def test_reads_cast_columns_another_engine_retyped_and_keep_their_files(catalog):
     """Stats of a column retyped outside the widenings are not used: the file is kept."""
     table = catalog.create_table("db.f", schema=V0, partition_keys=["month"])
-    _commit(table, _rows_v0(0, 4), 1)
+    write_and_commit(table, _rows_v0(0, 4), commit_identifier=1)
     doc = table.schema().to_json_dict()
     doc["id"] = 1
     doc["fields"][3]["type"] = "STRING"
@@ -245,11 +237,11 @@ def test_bucketed_table_reads_across_schemas(catalog):
 def test_rows_come_in_file_order_across_schemas(catalog):
     table = catalog.create_table("db.o", schema=V0)
     for i in range(3):  # files of schema 0, 1, 2 interleave with a compaction-free history
-        _commit(table, _rows_v0(i * 10, 10).select(V0.names), i + 1)
+        write_and_commit(table, _rows_v0(i * 10, 10).select(V0.names), commit_identifier=i + 1)
     catalog.alter_table("db.o", [SchemaChange.rename_column("dest", "d1")])
     for i in range(3, 5):
         data = _rows_v0(i * 10, 10).rename_columns([("d1" if n == "dest" else n) for n in V0.names])
-        _commit(table, data, i + 1)
+        write_and_commit(table, data, commit_identifier=i + 1)
     catalog.alter_table("db.o", [SchemaChange.update_column_type("flight", pa.int64())])
     assert table.to_arrow().column("id").to_pylist() == list(range(50))
     assert table.to_arrow(limit=25).column("id").to_pylist() == list(range(25))

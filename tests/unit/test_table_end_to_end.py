@@ -7,23 +7,10 @@ import os
 
 import pyarrow as pa
 import pytest
-from tests.helpers import SCHEMA, rows, sorted_ids
+from tests.helpers import SCHEMA, rows, sorted_ids, write_and_commit
 
 import snaplake
 from snaplake.errors import SnapshotNotFoundError
-
-
-@pytest.fixture
-def catalog(tmp_path):
-    return snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-
-
-def _append(table, data, *, user="u", ident=None):
-    write = table.new_write(commit_user=user)
-    write.write_arrow(data)
-    return table.new_commit(commit_user=user).commit(
-        write.prepare_commit(), commit_identifier=ident
-    )
 
 
 def test_catalog_databases_and_tables(catalog):
@@ -45,8 +32,8 @@ def test_append_read_time_travel_and_history(catalog):
     table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
     assert table.latest_snapshot() is None
     assert table.to_arrow().num_rows == 0
-    r1 = _append(table, rows(0, 100), ident=1)
-    r2 = _append(table, rows(100, 50), ident=2)
+    r1 = write_and_commit(table, rows(0, 100), commit_user="u", commit_identifier=1)
+    r2 = write_and_commit(table, rows(100, 50), commit_user="u", commit_identifier=2)
     assert (r1.snapshot_id, r2.snapshot_id) == (1, 2)
     assert not r1.was_duplicate and r1.attempts == 1 and r1.records_added == 100
     assert sorted_ids(table.to_arrow()) == list(range(150))
@@ -68,7 +55,7 @@ def test_append_read_time_travel_and_history(catalog):
 
 def test_partition_layout_and_pruning(catalog):
     table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
-    _append(table, rows(0, 90))
+    write_and_commit(table, rows(0, 90), commit_user="u")
     root = table.root
     assert sorted(d for d in os.listdir(root) if d.startswith("month=")) == [
         "month=1",
@@ -86,7 +73,7 @@ def test_partition_layout_and_pruning(catalog):
 def test_value_stats_pruning_and_exact_filters(catalog):
     table = catalog.create_table("db.t", schema=SCHEMA)
     for i in range(4):  # four files with disjoint id ranges
-        _append(table, rows(i * 100, 100))
+        write_and_commit(table, rows(i * 100, 100), commit_user="u")
     assert len(table.new_scan().plan()[0].files) == 4
     pruned = table.new_scan(filter=("id", ">=", 250)).plan()
     assert len(pruned[0].files) == 2
@@ -103,7 +90,7 @@ def test_fixed_buckets(catalog):
         "db.t", schema=SCHEMA, partition_keys=["month"],
         options={"bucket": "4", "bucket-key": "carrier"},
     )  # fmt: skip
-    _append(table, rows(0, 400))
+    write_and_commit(table, rows(0, 400), commit_user="u")
     splits = table.new_scan().plan()
     assert {s.bucket for s in splits} <= {0, 1, 2, 3}
     for s in splits:  # every carrier lives in exactly one bucket
@@ -121,7 +108,7 @@ def test_fixed_buckets(catalog):
 
 def test_overwrite_static_and_dynamic(catalog):
     table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
-    _append(table, rows(0, 90))
+    write_and_commit(table, rows(0, 90), commit_user="u")
     new = rows(1000, 30).filter(pa.compute.equal(rows(1000, 30).column("month"), 1))
     write = table.new_write(commit_user="o")
     write.write_arrow(new)
@@ -150,7 +137,7 @@ def test_overwrite_static_and_dynamic(catalog):
 
 def test_target_file_size_rolls_files(catalog):
     table = catalog.create_table("db.t", schema=SCHEMA, options={"target-file-size": "64 kb"})
-    _append(table, rows(0, 20_000))
+    write_and_commit(table, rows(0, 20_000), commit_user="u")
     files = table.new_scan().plan()[0].files
     assert len(files) > 3
     assert sum(f.row_count for f in files) == 20_000
@@ -232,7 +219,11 @@ def test_binary_n_columns_as_bucket_keys_and_primary_keys(catalog):
     bucketed = catalog.create_table(
         "db.bucketed", schema=schema, options={"bucket": "3", "bucket-key": "k"}
     )
-    _append(bucketed, pa.table({"k": _keys(*range(30)), "v": list(range(30))}, schema=schema))
+    write_and_commit(
+        bucketed,
+        pa.table({"k": _keys(*range(30)), "v": list(range(30))}, schema=schema),
+        commit_user="u",
+    )
     assert sorted(bucketed.to_arrow().column("v").to_pylist()) == list(range(30))
     hit = bucketed.to_arrow(filter=("k", "=", (7).to_bytes(4, "big")))
     assert hit.to_pylist() == [{"k": (7).to_bytes(4, "big"), "v": 7}]
@@ -240,7 +231,7 @@ def test_binary_n_columns_as_bucket_keys_and_primary_keys(catalog):
                                  options={"bucket": "2"})  # fmt: skip
     for round_ in range(3):
         data = pa.table({"k": _keys(*range(10)), "v": [round_] * 10}, schema=schema)
-        _append(keyed, data, ident=round_)
+        write_and_commit(keyed, data, commit_user="u", commit_identifier=round_)
     assert keyed.to_arrow().column("v").to_pylist() == [2] * 10
     keyed.compact(full=True)
     merged = keyed.to_arrow().sort_by("k")

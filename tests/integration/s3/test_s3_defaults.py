@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from tests.helpers import write_and_commit
 from tests.integration.s3.conftest import SCHEMA
 from tests.s3_servers import FaultRule, S3Endpoint, fault_proxy
 
@@ -47,9 +48,7 @@ def _round_trip(catalog: snaplake.FileSystemCatalog) -> None:
     """The README quick start on S3: create, write, commit, read back through pyarrow's S3."""
     catalog.create_database("db", ignore_if_exists=True)
     table = catalog.create_table("db.t", schema=SCHEMA)
-    write = table.new_write(commit_user="u")
-    write.write_arrow(ROWS)
-    result = table.new_commit(commit_user="u").commit(write.prepare_commit())
+    result = write_and_commit(table, ROWS, commit_user="u")
     assert result.snapshot_id == 1
     assert catalog.get_table("db.t").to_arrow().sort_by("id").equals(ROWS)
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
+from tests.helpers import write_and_commit
 from tests.integration.s3.conftest import SCHEMA, S3Warehouse
 from tests.s3_servers import fault_proxy
 
@@ -42,12 +43,6 @@ def _data(start: int = 0, n: int = 5) -> pa.Table:
     return pa.table({"id": list(range(start, start + n)), "user": ["u"] * n}, schema=SCHEMA)
 
 
-def _append(table: Table, data: pa.Table, *, user: str = "u") -> int | None:
-    write = table.new_write(commit_user=user)
-    write.write_arrow(data)
-    return table.new_commit(commit_user=user).commit(write.prepare_commit()).snapshot_id
-
-
 def test_bad_credentials_create_table_is_an_access_error_and_writes_nothing(warehouse):
     catalog = warehouse.catalog(**{"s3.secret-access-key": BAD_SECRET})
     with pytest.raises(StorageAccessError) as info:
@@ -58,7 +53,7 @@ def test_bad_credentials_create_table_is_an_access_error_and_writes_nothing(ware
 
 def test_bad_credentials_on_commit_data_files_and_reads_are_access_errors(warehouse):
     good = warehouse.catalog().create_table("db.t", schema=SCHEMA)
-    _append(good, _data())
+    write_and_commit(good, _data(), commit_user="u")
     before = warehouse.list_keys()
     bad_io = S3FileIO({**warehouse.options, "s3.secret-access-key": BAD_SECRET})
     with pytest.raises(StorageAccessError):  # opening the table reads its schema
@@ -84,7 +79,7 @@ def test_missing_bucket_is_a_storage_error_naming_the_bucket(warehouse):
     assert "does not exist" in str(info.value) and "no-such-bucket" in str(info.value)
     # Through pyarrow too (a data file of a table whose bucket vanished).
     good = warehouse.catalog().create_table("db.t", schema=SCHEMA)
-    _append(good, _data())
+    write_and_commit(good, _data(), commit_user="u")
     target = f"s3://no-such-bucket-{warehouse.bucket}/wh/db.db/t/bucket-0/data-x.parquet"
     with pytest.raises(StorageError, match="does not exist"):
         write_data_file(file_io=good.file_io, path=target, data=_data(10), spec=_spec("zstd"))
@@ -100,7 +95,7 @@ def test_missing_bucket_is_a_storage_error_naming_the_bucket(warehouse):
 def test_missing_live_data_file_reads_as_corrupt_metadata_with_its_path(warehouse):
     """A file the latest snapshot uses, deleted outside maintenance: corrupt, named (18.9a)."""
     table = warehouse.catalog().create_table("db.t", schema=SCHEMA)
-    _append(table, _data())
+    write_and_commit(table, _data(), commit_user="u")
     victim = next(k for k in warehouse.list_keys() if k.endswith(".parquet"))
     warehouse.endpoint.client().delete_object(Bucket=warehouse.bucket, Key=victim)
     with pytest.raises(CorruptMetadataError) as info:

@@ -15,20 +15,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import SCHEMA, assert_same_rows, rows, write_and_commit
 from tests.oracle import paimon_python, requires_paimon
 
 pytestmark = [pytest.mark.integration, pytest.mark.s3, requires_paimon]
 
 READER = Path(__file__).with_name("paimon_s3_read.py")
-
-
-def _commit(table, data, *, ident=None, overwrite=None):
-    write = table.new_write(commit_user="s")
-    write.write_arrow(data)
-    return table.new_commit(commit_user="s").commit(
-        write.prepare_commit(), commit_identifier=ident, overwrite=overwrite
-    )
 
 
 def _pypaimon_read(warehouse, identifier: str, tmp_path: Path) -> pa.Table:
@@ -52,31 +44,29 @@ def _pypaimon_read(warehouse, identifier: str, tmp_path: Path) -> pa.Table:
         return pa.ipc.open_file(source).read_all()
 
 
-def _same(ours: pa.Table, theirs: pa.Table) -> None:
-    theirs = theirs.select(ours.column_names).cast(ours.schema)
-    assert theirs.sort_by("id").equals(ours.sort_by("id")), "pypaimon read different rows"
-
-
 def test_pypaimon_reads_a_snaplake_table_on_seaweedfs(warehouse, tmp_path):
     catalog = warehouse.catalog()
     part = catalog.create_table("db.part", schema=SCHEMA, partition_keys=["month"])
     for i in range(3):
-        _commit(part, rows(i * 200, 200), ident=i)
+        write_and_commit(part, rows(i * 200, 200), commit_user="s", commit_identifier=i)
     replacement = rows(5000, 60)
-    _commit(
-        part, replacement.filter(pc.equal(replacement.column("month"), 2)), overwrite={"month": 2}
+    write_and_commit(
+        part,
+        replacement.filter(pc.equal(replacement.column("month"), 2)),
+        commit_user="s",
+        overwrite={"month": 2},
     )
     bucketed = catalog.create_table(
         "db.bucketed", schema=SCHEMA, partition_keys=["month"],
         options={"bucket": "4", "bucket-key": "carrier"},
     )  # fmt: skip
     for i in range(2):
-        _commit(bucketed, rows(i * 100, 100), ident=i)
+        write_and_commit(bucketed, rows(i * 100, 100), commit_user="s", commit_identifier=i)
 
     for identifier in ("db.part", "db.bucketed"):
         ours = catalog.get_table(identifier).to_arrow()
         assert ours.num_rows > 0
-        _same(ours, _pypaimon_read(warehouse, identifier, tmp_path))
+        assert_same_rows(ours, _pypaimon_read(warehouse, identifier, tmp_path))
 
 
 @pytest.mark.parametrize("fmt", ["orc", "avro"])
@@ -88,8 +78,8 @@ def test_orc_and_avro_tables_on_s3_both_ways(warehouse, tmp_path, fmt):
         options={"file.format": fmt, "compaction.min.file-num": "3"},
     )  # fmt: skip
     for i in range(3):
-        _commit(table, rows(i * 50, 50), ident=i)
+        write_and_commit(table, rows(i * 50, 50), commit_user="s", commit_identifier=i)
     assert table.compact().files_after == 3
     ours = table.to_arrow()
     assert ours.sort_by("id").equals(rows(0, 150))
-    _same(ours, _pypaimon_read(warehouse, f"db.{fmt}", tmp_path))
+    assert_same_rows(ours, _pypaimon_read(warehouse, f"db.{fmt}", tmp_path))

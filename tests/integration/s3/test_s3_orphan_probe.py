@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 import pytest
+from tests.helpers import write_and_commit
 from tests.integration.s3.conftest import SCHEMA
 
 from snaplake.compaction.orphan_clean import OrphanFilesClean
@@ -20,9 +21,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.s3]
 
 def test_orphan_clean_deletes_old_probe_objects_and_readers_ignore_them(warehouse):
     table = warehouse.catalog().create_table("db.t", schema=SCHEMA)
-    write = table.new_write(commit_user="u")
-    write.write_arrow(pa.table({"id": [1, 2, 3], "user": ["a", "b", "c"]}, schema=SCHEMA))
-    table.new_commit(commit_user="u").commit(write.prepare_commit(), commit_identifier=1)
+    write_and_commit(
+        table,
+        pa.table({"id": [1, 2, 3], "user": ["a", "b", "c"]}, schema=SCHEMA),
+        commit_user="u",
+        commit_identifier=1,
+    )
     prefix = "wh/db.db/t"
     assert not [k for k in warehouse.list_keys() if ".snaplake-probe-" in k]
     # What a crash mid-probe leaves, wherever the first create-only write went.

@@ -13,13 +13,12 @@ from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
-from tests.helpers import referenced_files
+from tests.helpers import referenced_files, write_and_commit
 from tests.integration.s3.conftest import SCHEMA, S3Warehouse
 from tests.s3_servers import FaultRule, fault_proxy
 
 from snaplake.commit.result import add_commit_listener, remove_commit_listener
 from snaplake.store.io.s3.file_io import S3FileIO
-from snaplake.table import Table
 
 pytestmark = [pytest.mark.integration, pytest.mark.s3]
 
@@ -37,14 +36,6 @@ def _data(start: int, n: int = 4) -> pa.Table:
     return pa.table({"id": list(range(start, start + n)), "user": ["u"] * n}, schema=SCHEMA)
 
 
-def _append(table: Table, data: pa.Table, identifier: int):
-    write = table.new_write(commit_user="u")
-    write.write_arrow(data)
-    return table.new_commit(commit_user="u").commit(
-        write.prepare_commit(), commit_identifier=identifier
-    )
-
-
 def _is_put_of(name: str):
     return lambda method, target, headers: method == "PUT" and target.split("?")[0].endswith(name)
 
@@ -57,7 +48,7 @@ def test_failure_after_the_snapshot_put_keeps_it(warehouse: S3Warehouse, monkeyp
             endpoint=endpoint, bucket=warehouse.bucket, uri=warehouse.uri, options=options
         ).catalog()
         table = catalog.create_table("db.t", schema=SCHEMA)
-        _append(table, _data(0), 1)
+        write_and_commit(table, _data(0), commit_user="u", commit_identifier=1)
         snapshot_2 = table.paths.snapshot_path(2)
         hits: list[str] = []
         if step == "answer-lost":
@@ -117,5 +108,8 @@ def test_failure_after_the_snapshot_put_keeps_it(warehouse: S3Warehouse, monkeyp
         assert sorted(table.to_arrow().column("id").to_pylist()) == [0, 1, 2, 3, 100, 101, 102, 103]
         replay = table.new_commit(commit_user="u").commit(messages, commit_identifier=2)
         assert replay.was_duplicate and replay.snapshot_id == 2
-        assert _append(table, _data(200), 3).snapshot_id == 3
+        assert (
+            write_and_commit(table, _data(200), commit_user="u", commit_identifier=3).snapshot_id
+            == 3
+        )
         assert table.to_arrow().num_rows == 12

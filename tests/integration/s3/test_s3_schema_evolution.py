@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from tests.helpers import write_and_commit
 from tests.integration.s3.conftest import S3Warehouse
 from tests.unit.test_schema_evolution import V0, evolve_flights, expected_latest
 
@@ -72,9 +73,7 @@ def test_primary_key_schema_evolution_on_s3(warehouse: S3Warehouse) -> None:
                                           "fields.qty.aggregate-function": "sum"})  # fmt: skip
 
     def upsert(data: pa.Table, ident: int) -> None:
-        w = table.new_write(commit_user="w")
-        w.write_arrow(data)
-        table.new_commit(commit_user="w").commit(w.prepare_commit(), commit_identifier=ident)
+        write_and_commit(table, data, commit_identifier=ident)
 
     upsert(pa.table({"id": [1, 2], "qty": pa.array([2**30, 1], pa.int32()), "name": ["a", "b"]},
                     schema=schema), 1)  # fmt: skip

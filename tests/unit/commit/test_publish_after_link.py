@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 
 import pytest
-from tests.helpers import SCHEMA, referenced_files, rows, sorted_ids
+from tests.helpers import SCHEMA, referenced_files, rows, sorted_ids, write_and_commit
 
 import snaplake
 from snaplake.commit.result import add_commit_listener, remove_commit_listener
@@ -35,16 +35,8 @@ ERRORS: dict[str, Callable[[], BaseException]] = {
 def table(tmp_path):
     catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
     table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
-    _append(table, rows(0, 6), 1)
+    write_and_commit(table, rows(0, 6), commit_user="u", commit_identifier=1)
     return table
-
-
-def _append(table, data, identifier: int):
-    write = table.new_write(commit_user="u")
-    write.write_arrow(data)
-    return table.new_commit(commit_user="u").commit(
-        write.prepare_commit(), commit_identifier=identifier
-    )
 
 
 def _inject(monkeypatch, request, table, step: str, error) -> list[str]:
@@ -125,7 +117,7 @@ def test_failure_after_the_link_keeps_the_published_snapshot(
     assert sorted_ids(table.to_arrow()) == list(range(6)) + list(range(100, 106))
     # A replay of the identifier is a duplicate; the next commit lands.
     assert table.new_commit(commit_user="u").commit(messages, commit_identifier=2).was_duplicate
-    _append(table, rows(200, 3), 3)
+    write_and_commit(table, rows(200, 3), commit_user="u", commit_identifier=3)
     assert table.latest_snapshot().id == 3
     assert len(table.to_arrow()) == 15
 
@@ -142,11 +134,11 @@ def test_failure_before_the_link_publishes_nothing_and_cleans_up(table, monkeypa
     monkeypatch.setattr(local_file_io, "_sync_path", sync)
     manifests_before = sorted(os.listdir(table.paths.manifest_dir))
     with pytest.raises(OSError, match="injected EIO"):
-        _append(table, rows(100, 6), 2)
+        write_and_commit(table, rows(100, 6), commit_user="u", commit_identifier=2)
     monkeypatch.undo()
     assert table.latest_snapshot().id == 1
     assert sorted(os.listdir(table.paths.manifest_dir)) == manifests_before
-    _append(table, rows(100, 6), 2)
+    write_and_commit(table, rows(100, 6), commit_user="u", commit_identifier=2)
     assert table.latest_snapshot().id == 2
 
 
@@ -155,7 +147,7 @@ def test_latest_snapshot_with_missing_lists_is_corrupt_not_a_lost_race(table):
     snap = table.latest_snapshot()
     os.unlink(table.paths.manifest_path(snap.delta_manifest_list))
     with pytest.raises(CorruptMetadataError, match=snap.delta_manifest_list) as err:
-        _append(table, rows(100, 6), 2)
+        write_and_commit(table, rows(100, 6), commit_user="u", commit_identifier=2)
     assert err.value.path == table.paths.manifest_path(snap.delta_manifest_list)
     assert table.latest_snapshot().id == 1
 
@@ -168,7 +160,7 @@ def test_snapshot_whose_id_does_not_match_its_file_name_is_corrupt(table):
     with open(table.paths.snapshot_path(2), "wb") as f:
         f.write(data)
     with pytest.raises(CorruptMetadataError, match="snapshot-2") as err:
-        _append(table, rows(100, 6), 2)
+        write_and_commit(table, rows(100, 6), commit_user="u", commit_identifier=2)
     assert err.value.path == table.paths.snapshot_path(2)
     with pytest.raises(CorruptMetadataError, match="snapshot-2"):
         table.to_arrow()
@@ -178,7 +170,7 @@ def test_snapshot_whose_id_does_not_match_its_file_name_is_corrupt(table):
 def test_compaction_interrupted_after_the_link_keeps_its_outputs(table, monkeypatch, error_name):
     """A COMPACT snapshot is kept whole too: the rewritten files it adds are not aborted."""
     for i in range(1, 6):
-        _append(table, rows(i * 10, 3), i + 1)
+        write_and_commit(table, rows(i * 10, 3), commit_user="u", commit_identifier=i + 1)
     latest = table.latest_snapshot().id
     target = table.paths.snapshot_path(latest + 1)
     real_sync = local_file_io._sync_path

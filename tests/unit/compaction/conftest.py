@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import SCHEMA, rows, write_and_commit
 
 from snaplake.catalog import FileSystemCatalog
 from snaplake.compaction.append_rewrite import CompactTask
@@ -50,9 +50,7 @@ def make_table(tmp_path) -> Callable[..., Table]:
 
 def append(table: Table, start: int, count: int, *, user: str = "w") -> int:
     """Append rows ``start..start+count-1`` in one commit; return the snapshot id."""
-    write = table.new_write(commit_user=user)
-    write.write_arrow(rows(start, count))
-    result = table.new_commit(commit_user=user).commit(write.prepare_commit())
+    result = write_and_commit(table, rows(start, count), commit_user=user)
     assert result.snapshot_id is not None
     return result.snapshot_id
 

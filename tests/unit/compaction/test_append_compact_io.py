@@ -12,7 +12,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from tests.helpers import sorted_ids
+from tests.helpers import sorted_ids, write_and_commit
 from tests.unit.compaction.conftest import FAST, append, compaction_job, runs
 
 import snaplake
@@ -110,19 +110,13 @@ def _table(root: str, schema: pa.Schema, **options: str) -> snaplake.Table:
     )
 
 
-def _append(table: snaplake.Table, data: pa.Table) -> None:
-    write = table.new_write(commit_user="w")
-    write.write_arrow(data)
-    table.new_commit(commit_user="w").commit(write.prepare_commit())
-
-
 @pytest.mark.parametrize(
     ("schema", "make_rows"), [(WIDE, _wide_rows), (NESTED, _nested_rows)], ids=["flat", "nested"]
 )
 def test_polars_and_pyarrow_reads_agree(tmp_path, monkeypatch, schema, make_rows):
     table = _table(str(tmp_path / "wh"), schema)
     for i in range(4):
-        _append(table, make_rows(i * 25, 25))
+        write_and_commit(table, make_rows(i * 25, 25))
     before = table.to_arrow()
     job = compaction_job(table)
     (task,) = runs(job.plan_units())
@@ -151,7 +145,7 @@ def test_polars_and_pyarrow_reads_agree(tmp_path, monkeypatch, schema, make_rows
 def test_memory_file_io_reads_through_bytes():
     table = _table(f"memory://{uuid.uuid4().hex}", WIDE)
     for i in range(3):
-        _append(table, _wide_rows(i * 10, 10))
+        write_and_commit(table, _wide_rows(i * 10, 10))
     before = table.to_arrow()
     result = table.compact()
     assert result.files_after == 1
@@ -217,10 +211,10 @@ def test_batched_rewrite_of_a_large_input_has_the_stats_of_the_whole_file(
         monkeypatch.setattr(append_rewrite, "_polars", lambda: None)
     table = _table(str(tmp_path / "wh"), WIDE)
     for i in range(4):
-        _append(table, _wide_rows(i * 50, 50))
+        write_and_commit(table, _wide_rows(i * 50, 50))
     table.compact()  # one output of 200 rows
     for i in range(4, 7):
-        _append(table, _wide_rows(i * 50, 50))
+        write_and_commit(table, _wide_rows(i * 50, 50))
     before = table.to_arrow()
     # The 200-row output is now "large": read 7 rows at a time; small inputs one by one.
     (big,) = [f for f in table.new_scan().plan()[0].files if f.row_count == 200]

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from tests.check_helpers import live_files, rewrite_entry, with_bound, with_null_count
-from tests.helpers import SCHEMA, rows
+from tests.helpers import SCHEMA, rows, write_and_commit
 
 from snaplake.catalog import FileSystemCatalog
 from snaplake.errors import SnapshotNotFoundError
@@ -33,9 +33,7 @@ def _append_table(tmp_path: Path) -> Table:
         "db.t", schema=SCHEMA, partition_keys=["month"], options={"compaction.min.file-num": "2"}
     )
     for start in (0, 30):
-        w = table.new_write(commit_user="w")
-        w.write_arrow(rows(start, 30))
-        table.new_commit(commit_user="w").commit(w.prepare_commit())
+        write_and_commit(table, rows(start, 30))
     return table
 
 
@@ -54,9 +52,7 @@ def _upsert(table: Table, keys: range, *, kind: str = "+I", tag: str = "v") -> N
         },
         schema=PK_SCHEMA,
     )
-    w = table.new_write(commit_user="w")
-    w.write_arrow(data, row_kinds=[kind] * len(keys))
-    table.new_commit(commit_user="w").commit(w.prepare_commit())
+    write_and_commit(table, data, row_kinds=[kind] * len(keys))
 
 
 def _only(result: Any) -> Any:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import write_and_commit
 from tests.pk_helpers import (
     PK_KEYS,
     PK_SCHEMA,
@@ -59,9 +60,7 @@ def _table(tmp_path: Path, **options: str) -> Any:
 def _write(table: Any, model: TableModel, start: int, n: int, seed: int) -> None:
     rows = make_rows(start, n, seed=seed)
     kinds = ["-D" if r["id"] % 9 == 0 else "+I" for r in rows]
-    w = table.new_write(commit_user="w")
-    w.write_arrow(to_table(rows), row_kinds=kinds)
-    table.new_commit(commit_user="w").commit(w.prepare_commit())
+    write_and_commit(table, to_table(rows), row_kinds=kinds)
     model.apply(rows, kinds)
 
 

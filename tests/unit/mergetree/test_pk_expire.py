@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import write_and_commit
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, make_rows, sorted_rows, to_table
 
 import snaplake
@@ -23,12 +24,6 @@ def _table(tmp_path: Path, **options: str) -> Any:
         options={"bucket": "1", "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 s",
                  **options},
     )  # fmt: skip
-
-
-def _commit(table: Any, rows: list[dict[str, Any]], kinds: list[str] | None = None) -> None:
-    w = table.new_write(commit_user="w")
-    w.write_arrow(to_table(rows), row_kinds=kinds)
-    table.new_commit(commit_user="w").commit(w.prepare_commit())
 
 
 def _delta(table: Any, snap: Snapshot) -> list[ManifestEntry]:
@@ -65,7 +60,7 @@ def test_expiry_keeps_files_compaction_moved_to_another_level(
     expected: list[dict[str, Any]] = []
     for i in range(3):  # disjoint key ranges: every file is its own section
         rows = make_rows(i * 3000, 3000, month_mod=1, seed=i)
-        _commit(table, rows)
+        write_and_commit(table, to_table(rows))
         expected += rows
     before = {f.file_name for s in table.new_scan().plan() for f in s.files}
     assert table.compact().snapshot_id is not None
@@ -78,7 +73,8 @@ def test_expiry_keeps_files_compaction_moved_to_another_level(
     # Paimon's order: the DELETE at the old level precedes the ADD at the new one, so
     # Java's expiry (order-sensitive) keeps the file too.
     assert not (_paimon_expiry_deletes(entries) & upgraded)
-    _commit(table, make_rows(50, 10, month_mod=1, seed=9))  # one more, so the COMPACT expires
+    # one more, so the COMPACT expires
+    write_and_commit(table, to_table(make_rows(50, 10, month_mod=1, seed=9)))
     with caplog.at_level(logging.WARNING, logger="snaplake.compaction.expire"):
         result = table.expire_snapshots()
     assert compact.id in result.expired_snapshot_ids
@@ -96,8 +92,8 @@ def test_expiry_keeps_files_compaction_moved_to_another_level(
 def test_expiry_deletes_level0_files_a_first_row_commit_compacted_away(tmp_path: Path) -> None:
     """A first-row writer ADDs and DELETEs its level-0 file in one commit: expiry removes it."""
     table = _table(tmp_path, **{"merge-engine": "first-row", "ignore-delete": "true"})
-    _commit(table, make_rows(0, 20))
-    _commit(table, make_rows(10, 20, seed=1))
+    write_and_commit(table, to_table(make_rows(0, 20)))
+    write_and_commit(table, to_table(make_rows(10, 20, seed=1)))
     second = table.latest_snapshot()
     compacted_away = {
         e.file.file_name
@@ -106,7 +102,7 @@ def test_expiry_deletes_level0_files_a_first_row_commit_compacted_away(tmp_path:
     }
     live = {f.file_name for s in table.new_scan().plan() for f in s.files}
     dead = compacted_away - live
-    _commit(table, make_rows(40, 5, seed=2))
+    write_and_commit(table, to_table(make_rows(40, 5, seed=2)))
     result = table.expire_snapshots()
     deleted = {p.rsplit("/", 1)[-1] for p in result.data_files}
     assert dead <= deleted
@@ -120,9 +116,9 @@ def test_record_counts_count_retraction_rows_as_java_does(tmp_path: Path) -> Non
     recordCountDelete(deltaFiles)``, ``ManifestEntry.recordCountAdd`` sums ``rowCount``).
     """
     table = _table(tmp_path)
-    _commit(table, make_rows(0, 10))
+    write_and_commit(table, to_table(make_rows(0, 10)))
     rows = make_rows(0, 4, seed=1)
-    _commit(table, rows, ["-D"] * 4)
+    write_and_commit(table, to_table(rows), row_kinds=["-D"] * 4)
     snaps = table.snapshots()
     assert (snaps[0].delta_record_count, snaps[0].total_record_count) == (10, 10)
     assert (snaps[1].delta_record_count, snaps[1].total_record_count) == (4, 14)

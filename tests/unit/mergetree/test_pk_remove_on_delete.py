@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from tests.helpers import write_and_commit
 
 import snaplake
 
@@ -46,9 +47,7 @@ def _write(
         },
         schema=SCHEMA,
     )
-    w = table.new_write(commit_user="w")
-    w.write_arrow(data, row_kinds=[kind] * len(rows))
-    table.new_commit(commit_user="w").commit(w.prepare_commit())
+    write_and_commit(table, data, row_kinds=[kind] * len(rows))
 
 
 def build_deleted_and_reinserted(warehouse: Path) -> Any:

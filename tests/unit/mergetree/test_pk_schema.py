@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pytest
+from tests.helpers import write_and_commit
 
 from snaplake import SchemaChange
 from snaplake.catalog import FileSystemCatalog
@@ -115,9 +116,11 @@ def test_scan_bucket_refuses_reads_only(tmp_path: Path) -> None:
     catalog = FileSystemCatalog(str(tmp_path))
     table = catalog.create_table("db.t", schema=_SCHEMA, primary_keys=["id"],
                                  options={"bucket": "2", "scan.bucket": "1"})  # fmt: skip
-    w = table.new_write(commit_user="u")
-    w.write_arrow(pa.table({"month": [1], "id": [7], "v": ["x"], "n": [2]}, schema=_SCHEMA))
-    table.new_commit(commit_user="u").commit(w.prepare_commit())
+    write_and_commit(
+        table,
+        pa.table({"month": [1], "id": [7], "v": ["x"], "n": [2]}, schema=_SCHEMA),
+        commit_user="u",
+    )
     with pytest.raises(UnsupportedTableError, match=r"scan\.bucket"):
         table.to_arrow()
 
@@ -173,9 +176,12 @@ def test_a_typo_in_an_aggregate_function_key_cannot_lose_sums(tmp_path: Path) ->
         options={**_AGG, "fields.distance.aggregate-function": "sum"},
     )
     for i, d in enumerate([100, 200, 300]):
-        w = table.new_write(commit_user="u")
-        w.write_arrow(pa.table({"id": [1], "distance": [d]}, schema=schema))
-        table.new_commit(commit_user="u").commit(w.prepare_commit(), commit_identifier=i)
+        write_and_commit(
+            table,
+            pa.table({"id": [1], "distance": [d]}, schema=schema),
+            commit_user="u",
+            commit_identifier=i,
+        )
     assert table.to_arrow().column("distance").to_pylist() == [600]
 
 

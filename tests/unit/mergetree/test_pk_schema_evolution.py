@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pytest
+from tests.helpers import write_and_commit
 
 import snaplake
 from snaplake import SchemaChange
@@ -43,11 +44,8 @@ CHANGES = [
 V1_NAMES = ["month", "id", "label", "qty", "price", "tag"]
 
 
-@pytest.fixture(params=["local", "memory"])
-def catalog(request: Any, tmp_path: Any) -> snaplake.FileSystemCatalog:
-    if request.param == "local":
-        return snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    return snaplake.FileSystemCatalog(f"memory://{tmp_path.name}")
+#: Every test runs on local disk and on pyarrow's memory:// file system.
+pytestmark = pytest.mark.parametrize("catalog", ["local", "memory"], indirect=True)
 
 
 def _create(catalog: snaplake.FileSystemCatalog, **options: str) -> snaplake.Table:
@@ -74,12 +72,6 @@ def _v0(ids: range, *, qty: int = 1, name: str = "n", note: str = "note") -> pa.
 def _v1(table: snaplake.Table, rows: list[dict[str, Any]]) -> pa.Table:
     schema = table.arrow_schema
     return pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows], schema=schema)
-
-
-def _write(table: snaplake.Table, data: pa.Table, ident: int, *, kinds: Any = None) -> None:
-    w = table.new_write(commit_user="w")
-    w.write_arrow(data, row_kinds=kinds)
-    table.new_commit(commit_user="w").commit(w.prepare_commit(), commit_identifier=ident)
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
@@ -159,7 +151,9 @@ def _refused(
 def test_primary_key_rules_are_refused_with_nothing_written(catalog, options, changes, error,
                                                             rule):  # fmt: skip
     table = _create(catalog, **options)
-    _write(table, _v0(range(2), note="+I"), 1)  # "+I": the row kind when note is rowkind.field
+    write_and_commit(
+        table, _v0(range(2), note="+I"), commit_identifier=1
+    )  # "+I": the row kind when note is rowkind.field
     _refused(catalog, table, changes, error, rule)
 
 
@@ -195,13 +189,15 @@ def test_nested_changes_are_refused(catalog):
 # ----------------------------------------------------------------------------- reads
 def test_deduplicate_reads_every_schema_by_field_id(catalog):
     table = _create(catalog)
-    _write(table, _v0(range(6)), 1)
+    write_and_commit(table, _v0(range(6)), commit_identifier=1)
     catalog.alter_table("db.t", CHANGES)
     assert table.arrow_schema.names == V1_NAMES
     assert _rows(table.to_arrow()) == [_old(i) for i in range(6)]  # before any new file
     new = [{**_old(i), "label": f"x{i}", "qty": 2**40 + i, "tag": f"t{i}"} for i in range(3, 8)]
-    _write(table, _v1(table, new), 2)
-    _write(table, _v1(table, [{"month": 2, "id": 1}]), 3, kinds=["-D"])
+    write_and_commit(table, _v1(table, new), commit_identifier=2)
+    write_and_commit(
+        table, _v1(table, [{"month": 2, "id": 1}]), commit_identifier=3, row_kinds=["-D"]
+    )
     expected = [_old(0), _old(2), *new]
     assert _rows(table.to_arrow()) == expected
     assert _rows(pa.Table.from_batches(list(table.to_batches()))) == expected
@@ -218,10 +214,15 @@ def test_deduplicate_reads_every_schema_by_field_id(catalog):
 def test_key_stats_prune_files_of_every_schema_and_value_filters_prune_none(catalog):
     """The table's kind picks the pruning: key stats (by field id) for files of any schema."""
     table = _create(catalog, bucket="1")
-    _write(table, _v0(range(4)), 1)
-    _write(table, _v0(range(10, 14)), 2)
+    write_and_commit(table, _v0(range(4)), commit_user="w", commit_identifier=1)
+    write_and_commit(table, _v0(range(10, 14)), commit_user="w", commit_identifier=2)
     catalog.alter_table("db.t", CHANGES)
-    _write(table, _v1(table, [{**_old(i), "tag": "t"} for i in range(20, 24)]), 3)
+    write_and_commit(
+        table,
+        _v1(table, [{**_old(i), "tag": "t"} for i in range(20, 24)]),
+        commit_user="w",
+        commit_identifier=3,
+    )
 
     def planned(filter: Any, **kwargs: Any) -> list[tuple[int, int]]:
         splits = table.new_scan(filter=filter, **kwargs).plan()
@@ -242,9 +243,14 @@ def test_key_stats_prune_files_of_every_schema_and_value_filters_prune_none(cata
 def test_split_read_task_survives_pickling_and_merges_every_schema(catalog):
     """What Spark's executors run: whole splits merged, files of older schemas read by id."""
     table = _create(catalog)
-    _write(table, _v0(range(6)), 1)
+    write_and_commit(table, _v0(range(6)), commit_user="w", commit_identifier=1)
     catalog.alter_table("db.t", CHANGES)
-    _write(table, _v1(table, [{**_old(i), "label": "x", "tag": "t"} for i in (1, 4)]), 2)
+    write_and_commit(
+        table,
+        _v1(table, [{**_old(i), "label": "x", "tag": "t"} for i in (1, 4)]),
+        commit_user="w",
+        commit_identifier=2,
+    )
     scan = table.new_scan()
     splits = scan.plan()
     task = table.file_store(scan.schema).split_read_task(
@@ -259,11 +265,11 @@ def test_split_read_task_survives_pickling_and_merges_every_schema(catalog):
 
 def test_partial_update_keeps_older_values_where_the_added_column_is_null(catalog):
     table = _create(catalog, **{"merge-engine": "partial-update"})
-    _write(table, _v0(range(4)), 1)
+    write_and_commit(table, _v0(range(4)), commit_identifier=1)
     stale = table.new_write(commit_user="stale")  # opened before the alter
     catalog.alter_table("db.t", CHANGES)
     # a new-schema partial row sets only the added column
-    _write(table, _v1(table, [{"month": 2, "id": 1, "tag": "t1"}]), 2)
+    write_and_commit(table, _v1(table, [{"month": 2, "id": 1, "tag": "t1"}]), commit_identifier=2)
     # the stale writer's row, NULL in the added column, updates only what it holds
     stale.write_arrow(_v0(range(1, 2), qty=7, name="z"))
     table.new_commit(commit_user="stale").commit(stale.prepare_commit(), commit_identifier=1)
@@ -277,8 +283,8 @@ def test_aggregation_folds_widened_and_added_columns(catalog):
     table = _create(catalog, **{"merge-engine": "aggregation",
                                 "fields.qty.aggregate-function": "sum",
                                 "fields.price.aggregate-function": "max"})  # fmt: skip
-    _write(table, _v0(range(4), qty=2**30), 1)
-    _write(table, _v0(range(2), qty=2**30), 2)
+    write_and_commit(table, _v0(range(4), qty=2**30), commit_identifier=1)
+    write_and_commit(table, _v0(range(2), qty=2**30), commit_identifier=2)
     hits = [
         SchemaChange.add_column("hits", pa.int64()),
         SchemaChange.set_option("fields.hits.aggregate-function", "sum"),
@@ -293,8 +299,8 @@ def test_aggregation_folds_widened_and_added_columns(catalog):
          "first_nn": "f"}
         for i in (1, 2)
     ]  # fmt: skip
-    _write(table, _v1(table, rows), 3)
-    _write(table, _v1(table, rows[:1]), 4)
+    write_and_commit(table, _v1(table, rows), commit_identifier=3)
+    write_and_commit(table, _v1(table, rows[:1]), commit_identifier=4)
     got = {r["id"]: r for r in table.to_arrow().to_pylist()}
     # id 0: two old versions, INT sums past 2^31 once read as BIGINT; hits all NULL
     assert (got[0]["qty"], got[0]["hits"], got[0]["tag"]) == (2**31, None, None)
@@ -311,18 +317,22 @@ def test_aggregation_folds_widened_and_added_columns(catalog):
 
 def test_first_row_keeps_the_first_version_across_schemas(catalog):
     table = _create(catalog, **{"merge-engine": "first-row"})
-    _write(table, _v0(range(3)), 1)
+    write_and_commit(table, _v0(range(3)), commit_identifier=1)
     catalog.alter_table("db.t", CHANGES)
-    _write(table, _v1(table, [{**_old(i), "label": "late", "tag": "t"} for i in range(1, 5)]), 2)
+    write_and_commit(
+        table,
+        _v1(table, [{**_old(i), "label": "late", "tag": "t"} for i in range(1, 5)]),
+        commit_identifier=2,
+    )
     late = [{**_old(i), "label": "late", "tag": "t"} for i in (3, 4)]
     assert _rows(table.to_arrow()) == [_old(0), _old(1), _old(2), *late]
 
 
 def test_time_travel_reads_a_snapshot_in_its_schema(catalog):
     table = _create(catalog)
-    _write(table, _v0(range(3)), 1)
+    write_and_commit(table, _v0(range(3)), commit_identifier=1)
     catalog.alter_table("db.t", CHANGES)
-    _write(table, _v1(table, [{**_old(1), "tag": "t"}]), 2)
+    write_and_commit(table, _v1(table, [{**_old(1), "tag": "t"}]), commit_identifier=2)
     catalog.alter_table("db.t", [SchemaChange.rename_column("tag", "tag2")])
     old = table.to_arrow(snapshot_id=1)
     assert old.schema == V0
@@ -337,9 +347,9 @@ def test_time_travel_reads_a_snapshot_in_its_schema(catalog):
 def test_compaction_writes_outputs_in_the_current_schema(catalog):
     table = _create(catalog)
     for i in range(3):
-        _write(table, _v0(range(i, 6)), i + 1)
+        write_and_commit(table, _v0(range(i, 6)), commit_identifier=i + 1)
     catalog.alter_table("db.t", CHANGES)
-    _write(table, _v1(table, [{**_old(2), "tag": "t2"}]), 4)
+    write_and_commit(table, _v1(table, [{**_old(2), "tag": "t2"}]), commit_identifier=4)
     catalog.alter_table("db.t", [SchemaChange.rename_column("tag", "tag2")])
     expected = _rows(table.to_arrow())
     inputs = {f.file_name for s in table.new_scan().plan() for f in s.files}
@@ -356,9 +366,11 @@ def test_compaction_writes_outputs_in_the_current_schema(catalog):
 def test_upgraded_files_keep_their_schema_and_read_in_the_current_one(catalog):
     """A large file alone in its key range is upgraded (re-recorded), not rewritten."""
     table = _create(catalog, **{"target-file-size": "1 b", "bucket": "1"})
-    _write(table, _v0(range(3)), 1)
+    write_and_commit(table, _v0(range(3)), commit_identifier=1)
     catalog.alter_table("db.t", CHANGES)
-    _write(table, _v1(table, [{**_old(i), "tag": "t"} for i in range(5, 8)]), 2)
+    write_and_commit(
+        table, _v1(table, [{**_old(i), "tag": "t"} for i in range(5, 8)]), commit_identifier=2
+    )
     table.compact(full=True)
     files = [f for s in table.new_scan().plan() for f in s.files]
     assert {f.schema_id for f in files} == {0, 1}
@@ -370,7 +382,7 @@ def test_upgraded_files_keep_their_schema_and_read_in_the_current_one(catalog):
 
 def test_key_value_writer_opened_before_an_alter_commits_after_it(catalog):
     table = _create(catalog)
-    _write(table, _v0(range(3)), 1)
+    write_and_commit(table, _v0(range(3)), commit_identifier=1)
     stale = table.new_write(commit_user="stale")
     catalog.alter_table("db.t", CHANGES)
     with pytest.raises(SchemaMismatchError):
@@ -384,7 +396,7 @@ def test_key_value_writer_opened_before_an_alter_commits_after_it(catalog):
     assert snapshot is not None and snapshot.schema_id == 1
     assert {f.schema_id for s in table.new_scan().plan() for f in s.files} == {0}
     assert _rows(table.to_arrow()) == [_old(1), _old(2, label="s2"), _old(3, label="s3")]
-    _write(table, _v1(table, [{**_old(3), "tag": "new"}]), 2)
+    write_and_commit(table, _v1(table, [{**_old(3), "tag": "new"}]), commit_identifier=2)
     assert _rows(table.to_arrow())[-1] == {**_old(3), "tag": "new"}
 
 
@@ -396,7 +408,7 @@ def _write_schema(table: snaplake.Table, doc: dict[str, Any]) -> None:
 def test_a_primary_key_renamed_by_another_engine_reads_upserts_and_compacts(catalog):
     """pypaimon and newer Paimon rename primary-key columns; old files keep ``_KEY_<old>``."""
     table = _create(catalog)
-    _write(table, _v0(range(4)), 1)
+    write_and_commit(table, _v0(range(4)), commit_identifier=1)
     doc = table.schema().to_json_dict()
     doc["id"] = 1
     doc["fields"][1]["name"] = "key"
@@ -406,7 +418,7 @@ def test_a_primary_key_renamed_by_another_engine_reads_upserts_and_compacts(cata
     rows = table.to_arrow()
     assert sorted(rows.column("key").to_pylist()) == [0, 1, 2, 3]
     data = table.to_arrow(filter=("key", "=", 2)).set_column(2, "name", pa.array(["z"]))
-    _write(table, data, 2)
+    write_and_commit(table, data, commit_identifier=2)
     assert table.to_arrow(filter=("key", "=", 2)).column("name").to_pylist() == ["z"]
     table.compact(full=True)
     got = sorted(table.to_arrow().to_pylist(), key=lambda r: r["key"])
@@ -422,8 +434,8 @@ def test_nested_fields_changed_by_another_engine_read_by_id(catalog):
     data = _v0(range(2)).append_column(
         "addr", pa.array([{"city": "a", "zip": 1}, {"city": "b", "zip": 2}], addr)
     )
-    _write(table, data, 1)
-    _write(table, data, 2)
+    write_and_commit(table, data, commit_identifier=1)
+    write_and_commit(table, data, commit_identifier=2)
     doc = table.schema().to_json_dict()
     row = doc["fields"][6]["type"]
     city, zipcode = row["fields"]
@@ -448,10 +460,12 @@ def test_nested_fields_changed_by_another_engine_read_by_id(catalog):
 def test_a_stale_first_row_writer_never_compacts_newer_columns_away(catalog):
     """A first-row writer compacts up in its commit; files of newer schemas keep their columns."""
     table = _create(catalog, **{"merge-engine": "first-row", "bucket": "1"})
-    _write(table, _v0(range(2)), 1)
+    write_and_commit(table, _v0(range(2)), commit_identifier=1)
     stale = table.new_write(commit_user="stale")
     catalog.alter_table("db.t", CHANGES)
-    _write(table, _v1(table, [{**_old(i), "tag": f"t{i}"} for i in range(2, 4)]), 2)
+    write_and_commit(
+        table, _v1(table, [{**_old(i), "tag": f"t{i}"} for i in range(2, 4)]), commit_identifier=2
+    )
     before = {f.file_name for s in table.new_scan().plan() for f in s.files}
     stale.write_arrow(_v0(range(3, 6), name="s"))
     table.new_commit(commit_user="stale").commit(stale.prepare_commit(), commit_identifier=1)
@@ -468,9 +482,9 @@ def test_compaction_refuses_to_write_inputs_into_an_older_schema(catalog):
     from snaplake.compaction.merge_tree_rewrite import rewrite_bucket
 
     table = _create(catalog, bucket="1")
-    _write(table, _v0(range(2)), 1)
+    write_and_commit(table, _v0(range(2)), commit_identifier=1)
     catalog.alter_table("db.t", CHANGES)
-    _write(table, _v1(table, [{**_old(1), "tag": "t"}]), 2)
+    write_and_commit(table, _v1(table, [{**_old(1), "tag": "t"}]), commit_identifier=2)
     plan = MergeTreeCompactPlanner(
         file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
         snapshot_manager=table.snapshot_manager, full=True,

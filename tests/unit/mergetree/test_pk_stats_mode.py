@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import write_and_commit
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, make_rows, sorted_rows, to_table
 
 import snaplake
@@ -40,9 +41,7 @@ def _load(table: Any) -> list[dict[str, Any]]:
     rows = make_rows(0, 50)
     for r in rows:
         r["name"] = f"a-rather-long-name-{r['id']:03d}"
-    w = table.new_write(commit_user="w")
-    w.write_arrow(to_table(rows))
-    table.new_commit(commit_user="w").commit(w.prepare_commit())
+    write_and_commit(table, to_table(rows))
     return rows
 
 

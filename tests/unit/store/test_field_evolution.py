@@ -7,6 +7,7 @@ import orjson
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.helpers import write_and_commit
 
 import snaplake
 from snaplake.store.format.types import DataField, DataType, TypeRoot, parse_type
@@ -69,9 +70,11 @@ def test_append_table_reads_a_row_column_changed_by_another_engine(tmp_path):
     catalog = snaplake.FileSystemCatalog(str(tmp_path))
     addr = pa.struct([("city", pa.string()), ("zip", pa.int32())])
     table = catalog.create_table("db.a", schema=pa.schema([("id", pa.int64()), ("addr", addr)]))
-    w = table.new_write(commit_user="u")
-    w.write_arrow(pa.table({"id": [1], "addr": pa.array([{"city": "c", "zip": 7}], addr)}))
-    table.new_commit(commit_user="u").commit(w.prepare_commit())
+    write_and_commit(
+        table,
+        pa.table({"id": [1], "addr": pa.array([{"city": "c", "zip": 7}], addr)}),
+        commit_user="u",
+    )
     doc = table.schema().to_json_dict()
     city, zipcode = doc["fields"][1]["type"]["fields"]
     doc["fields"][1]["type"]["fields"] = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import SCHEMA, rows, write_and_commit
 
 import snaplake
 from snaplake.errors import CorruptMetadataError, UnsupportedTypeError
@@ -17,9 +17,7 @@ from snaplake.table import Table
 def table(tmp_path) -> Table:
     catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
     t = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
-    w = t.new_write(commit_user="u")
-    w.write_arrow(rows(0, 30))
-    t.new_commit(commit_user="u").commit(w.prepare_commit(), commit_identifier=1)
+    write_and_commit(t, rows(0, 30), commit_user="u", commit_identifier=1)
     return t
 
 
@@ -32,9 +30,7 @@ def _edit_json(path: str, edit) -> None:
 
 
 def _commit_more(table: Table, identifier: int) -> None:
-    w = table.new_write(commit_user="u")
-    w.write_arrow(rows(100, 3))
-    table.new_commit(commit_user="u").commit(w.prepare_commit(), commit_identifier=identifier)
+    write_and_commit(table, rows(100, 3), commit_user="u", commit_identifier=identifier)
 
 
 @pytest.mark.parametrize(

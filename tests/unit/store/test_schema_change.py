@@ -35,11 +35,6 @@ SCHEMA = pa.schema(
 
 
 @pytest.fixture
-def catalog(tmp_path):
-    return snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-
-
-@pytest.fixture
 def table(catalog):
     return catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
 
