@@ -37,7 +37,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from snaplake.compaction._io import (
@@ -48,7 +47,7 @@ from snaplake.compaction._io import (
 )
 from snaplake.compaction.retention import SnapshotRetention
 from snaplake.errors import CorruptMetadataError
-from snaplake.options import Operation
+from snaplake.options import CoreOptions, Operation
 from snaplake.store.consumers import ConsumerManager
 from snaplake.store.format.avro import parse_container
 from snaplake.store.format.avro_codecs import decompress_block
@@ -136,16 +135,17 @@ class ExpireSnapshots:
         paths: The table's PathFactory.
         schema_manager: Reads the schema (partition types for data paths, options).
         snapshot_manager: Reads snapshots.
-        retain_min: Override ``snapshot.num-retained.min`` (>= 1).
-        retain_max: Override ``snapshot.num-retained.max``.
-        time_retained: Override ``snapshot.time-retained``.
-        expire_limit: Override ``snapshot.expire.limit``.
+        options: Effective options (retention, ``changelog.*`` retention,
+            ``consumer.*``; the daemon's overrides, see
+            :class:`~snaplake.compaction.retention.SnapshotRetention`);
+            ``None`` = the latest schema's.
         now_ms: Epoch milliseconds (injected by tests).
         workers: Threads for reading metadata and deleting files.
 
     Raises:
-        InvalidOptionError: ``retain_max < retain_min`` or ``retain_min < 1``
-            (raised by :meth:`plan` / :meth:`execute`).
+        InvalidOptionError: ``snapshot.num-retained.max < .min`` or
+            ``snapshot.num-retained.min < 1`` in the effective options
+            (raised by :meth:`plan` / :meth:`execute`, before anything is deleted).
     """
 
     def __init__(
@@ -155,10 +155,7 @@ class ExpireSnapshots:
         paths: PathFactory,
         schema_manager: SchemaManager,
         snapshot_manager: SnapshotManager,
-        retain_min: int | None = None,
-        retain_max: int | None = None,
-        time_retained: timedelta | None = None,
-        expire_limit: int | None = None,
+        options: CoreOptions | None = None,
         now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         workers: int = 8,
     ) -> None:
@@ -169,8 +166,7 @@ class ExpireSnapshots:
         self.tags = TagManager(file_io, paths)
         self.consumers = ConsumerManager(file_io, paths)
         self.retention = SnapshotRetention(
-            snapshot_manager=snapshot_manager, consumers=self.consumers, retain_min=retain_min,
-            retain_max=retain_max, time_retained=time_retained, expire_limit=expire_limit,
+            snapshot_manager=snapshot_manager, consumers=self.consumers, options=options,
             now_ms=now_ms,
         )  # fmt: skip
         self._workers = workers

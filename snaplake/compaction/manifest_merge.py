@@ -48,7 +48,7 @@ from snaplake.commit.manifest_rewrite import ManifestMergePlan, RewriteManifests
 from snaplake.commit.retry import RetryPolicy
 from snaplake.compaction._io import parallel_map, read_entries_strict, read_list_strict
 from snaplake.errors import CorruptMetadataError
-from snaplake.options import Operation
+from snaplake.options import CoreOptions, Operation
 from snaplake.store.format.manifest import (
     FileKind,
     ManifestEntry,
@@ -106,9 +106,10 @@ class ManifestFileMerger:
 
     Args:
         commit: The maintenance committer (its ``commit_user`` signs the snapshot).
-        target_size_bytes: Override ``manifest.target-file-size``.
-        merge_min_count: Override ``manifest.merge-min-count``.
-        full_threshold_bytes: Override ``manifest.full-compaction-threshold-size``.
+        options: Effective options (``manifest.target-file-size``,
+            ``manifest.merge-min-count``,
+            ``manifest.full-compaction-threshold-size``; the daemon's
+            overrides); ``None`` = the latest schema's.
         retry_policy: Backoff between attempts; defaults to the committer's policy.
 
     Plans the merge for the commit producer
@@ -120,17 +121,13 @@ class ManifestFileMerger:
         self,
         *,
         commit: FileStoreCommit,
-        target_size_bytes: int | None = None,
-        merge_min_count: int | None = None,
-        full_threshold_bytes: int | None = None,
+        options: CoreOptions | None = None,
         retry_policy: RetryPolicy | None = None,
     ) -> None:
         self.commit = commit
         self.file_io = commit.file_io
         self.paths = commit.paths
-        self._target = target_size_bytes
-        self._min_count = merge_min_count
-        self._full_threshold = full_threshold_bytes
+        self.options = options
         self._retry_policy = retry_policy
 
     # ----------------------------------------------------------------- public
@@ -196,7 +193,7 @@ class ManifestFileMerger:
 
         Args:
             metas: The manifests, in commit order.
-            schema: The latest table schema (options and partition types).
+            schema: The latest table schema (partition types; its options unless given).
             full: Force a full compaction.
 
         Returns:
@@ -225,15 +222,12 @@ class ManifestFileMerger:
 
     # ----------------------------------------------------------------- options
     def _opts(self, schema: TableSchema) -> tuple[int, int, int]:
-        o = schema.core_options
-        target = self._target if self._target is not None else o.manifest_target_file_size_bytes
-        count = self._min_count if self._min_count is not None else o.manifest_merge_min_count
-        full = (
-            self._full_threshold
-            if self._full_threshold is not None
-            else o.manifest_full_compaction_threshold_bytes
+        o = self.options if self.options is not None else schema.core_options
+        return (
+            max(o.manifest_target_file_size_bytes, 1),
+            max(o.manifest_merge_min_count, 1),
+            max(o.manifest_full_compaction_threshold_bytes, 1),
         )
-        return max(target, 1), max(count, 1), max(full, 1)
 
     # ----------------------------------------------------------------- minor
     def _minor(self, plan: ManifestMergePlan, schema: TableSchema) -> list[ManifestFileMeta]:

@@ -1,11 +1,12 @@
 """SnapshotRetention: which snapshots are due for expiry, by the retention options and consumers.
 
 ``snapshot.num-retained.min`` / ``.max``, ``snapshot.time-retained``,
-``snapshot.expire.limit`` (each overridable by the caller), consumers that
-pin snapshots (``consumer/consumer-<id>``, idle ones past
-``consumer.expiration-time`` not counted, none with
-``consumer.changelog-only``), and the refusal of changelog retention longer
-than the snapshots'.
+``snapshot.expire.limit``, consumers that pin snapshots
+(``consumer/consumer-<id>``, idle ones past ``consumer.expiration-time`` not
+counted, none with ``consumer.changelog-only``), and the refusal of changelog
+retention longer than the snapshots'. Every option is read from the effective
+options the caller passes (the daemon's defaults under the table's own), else
+from the table's latest schema, as every maintenance operation takes them.
 
 Source: Paimon ``ExpireSnapshotsImpl.expire`` (the range), ``ExpireConfig``,
 ``ConsumerManager.minNextSnapshot`` / ``expire``.
@@ -31,10 +32,10 @@ class SnapshotRetention:
     Args:
         snapshot_manager: Reads snapshot ids and commit times.
         consumers: The table's consumers (pins).
-        retain_min: Override ``snapshot.num-retained.min`` (>= 1).
-        retain_max: Override ``snapshot.num-retained.max``.
-        time_retained: Override ``snapshot.time-retained``.
-        expire_limit: Override ``snapshot.expire.limit``.
+        options: Effective options (``snapshot.num-retained.*``,
+            ``snapshot.time-retained``, ``snapshot.expire.limit``,
+            ``changelog.*`` retention, ``consumer.*``; the daemon's
+            overrides); ``None`` = the latest schema's.
         now_ms: Epoch milliseconds (injected by tests).
     """
 
@@ -43,34 +44,29 @@ class SnapshotRetention:
         *,
         snapshot_manager: SnapshotManager,
         consumers: ConsumerManager,
-        retain_min: int | None,
-        retain_max: int | None,
-        time_retained: timedelta | None,
-        expire_limit: int | None,
+        options: CoreOptions | None = None,
         now_ms: Callable[[], int],
     ) -> None:
         self.snapshot_manager = snapshot_manager
         self.consumers = consumers
-        self._retain_min = retain_min
-        self._retain_max = retain_max
-        self._time_retained = time_retained
-        self._expire_limit = expire_limit
+        self.options = options
         self._now_ms = now_ms
 
-    def options(self, schema: TableSchema) -> tuple[int, int, timedelta, int]:
+    def effective_options(self, schema: TableSchema) -> CoreOptions:
+        """The options in effect: those given, else ``schema``'s."""
+        return self.options if self.options is not None else schema.core_options
+
+    def limits(self, schema: TableSchema) -> tuple[int, int, timedelta, int]:
         """Return ``(retain_min, retain_max, time_retained, expire_limit)`` in effect.
 
         Raises:
-            InvalidOptionError: ``retain_min < 1`` or ``retain_max < retain_min``.
+            InvalidOptionError: ``snapshot.num-retained.min < 1`` or
+                ``snapshot.num-retained.max < snapshot.num-retained.min``.
             UnsupportedTableError: changelog kept longer than its snapshots.
         """
-        opts = schema.core_options
-        rmin = self._retain_min if self._retain_min is not None else opts.snapshot_num_retained_min
-        rmax = self._retain_max if self._retain_max is not None else opts.snapshot_num_retained_max
-        tret = (
-            self._time_retained if self._time_retained is not None else opts.snapshot_time_retained
-        )
-        limit = self._expire_limit if self._expire_limit is not None else opts.snapshot_expire_limit
+        opts = self.effective_options(schema)
+        rmin, rmax = opts.snapshot_num_retained_min, opts.snapshot_num_retained_max
+        tret, limit = opts.snapshot_time_retained, opts.snapshot_expire_limit
         if rmin < 1:
             raise InvalidOptionError(
                 f"snapshot.num-retained.min must be at least 1, got {rmin}",
@@ -130,14 +126,13 @@ class SnapshotRetention:
         Source: Paimon ``ExpireSnapshotsImpl`` / ``ConsumerManager.minNextSnapshot``
         and ``ConsumerManager.expire``.
         """
-        opts = schema.core_options
-        if opts.consumer_changelog_only:
+        if self.effective_options(schema).consumer_changelog_only:
             return None
         return self.consumers.min_next_snapshot(modified_after_ms=self.consumer_cutoff_ms(schema))
 
     def consumer_cutoff_ms(self, schema: TableSchema) -> int | None:
         """Epoch ms before which an idle consumer expires (``consumer.expiration-time``)."""
-        ttl = schema.core_options.consumer_expiration_time
+        ttl = self.effective_options(schema).consumer_expiration_time
         return None if ttl is None else self._now_ms() - int(ttl.total_seconds() * 1000)
 
     def expire_range(self, schema: TableSchema) -> tuple[int, int, int] | None:
@@ -145,7 +140,7 @@ class SnapshotRetention:
 
         Source: Paimon ``ExpireSnapshotsImpl.expire``.
         """
-        rmin, rmax, tret, limit = self.options(schema)
+        rmin, rmax, tret, limit = self.limits(schema)
         latest = self.snapshot_manager.latest_snapshot_id()
         earliest = self.snapshot_manager.earliest_snapshot_id()
         if latest is None or earliest is None:

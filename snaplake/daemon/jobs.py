@@ -104,9 +104,7 @@ def merge_manifests_job(table: Table, *, options: CoreOptions) -> ManifestMergeJ
         )
     merge = ManifestFileMerger(
         commit=maintenance_committer(table, retry_policy=MAINTENANCE_RETRY_POLICY),
-        target_size_bytes=options.manifest_target_file_size_bytes,
-        merge_min_count=min_count,
-        full_threshold_bytes=options.manifest_full_compaction_threshold_bytes,
+        options=options,
         retry_policy=MAINTENANCE_RETRY_POLICY,
     ).execute(full=False)
     return ManifestMergeJobResult(
@@ -252,10 +250,7 @@ def expire_snapshots_job(
         paths=table.paths,
         schema_manager=table.schema_manager,
         snapshot_manager=sm,
-        retain_min=options.snapshot_num_retained_min,
-        retain_max=options.snapshot_num_retained_max,
-        time_retained=options.snapshot_time_retained,
-        expire_limit=options.snapshot_expire_limit,
+        options=options,
     )
     # snapshot.expire.limit bounds one pass (Paimon expires after every commit);
     # the daemon runs passes until it has caught up with a fast writer.

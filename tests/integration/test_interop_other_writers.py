@@ -3,8 +3,6 @@ BINARY partition keys, and partitions pypaimon encodes differently from Java."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pyarrow as pa
 import pytest
 from tests.helpers import SCHEMA, rows, write_and_commit
@@ -14,6 +12,7 @@ import snaplake
 from snaplake.compaction.expire import ExpireSnapshots
 from snaplake.compaction.maintenance import count_files
 from snaplake.errors import UnsupportedTableError
+from snaplake.options import CoreOptions
 from snaplake.store.read.split_read import read_splits
 
 pytestmark = [pytest.mark.integration, requires_paimon]
@@ -109,8 +108,9 @@ def test_compaction_groups_both_writers_files_and_expiry_cleans_them(mixed):
         paths=table.paths,
         schema_manager=table.schema_manager,
         snapshot_manager=table.snapshot_manager,
-        retain_min=1,
-        time_retained=timedelta(0),
+        options=CoreOptions(
+            {**table.options, "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 s"}
+        ),
     ).execute()
     assert len(expired.data_files) == 6
     assert sorted(oracle.read("db.m").column("id").to_pylist()) == expected

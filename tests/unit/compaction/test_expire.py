@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-from datetime import timedelta
 
 import pytest
 from tests.helpers import sorted_ids
@@ -9,12 +8,18 @@ from tests.unit.compaction.conftest import append
 
 from snaplake.compaction.expire import ExpireSnapshots, _skipping_tags
 from snaplake.errors import CorruptMetadataError, InvalidOptionError, SnapshotNotFoundError
+from snaplake.options import CoreOptions
 from snaplake.store.format.decoded_cache import metadata_cache
 from snaplake.store.format.snapshot import CommitKind, Snapshot
 
 
 def _files(table):
     return {s.path for s in table.file_io.list_files(table.root)}
+
+
+def _with(table, overrides):
+    """The table's options with ``overrides`` (the effective options a caller passes)."""
+    return CoreOptions({**table.options, **overrides})
 
 
 def _expirer(table, **kw):
@@ -78,8 +83,25 @@ def test_invalid_retention(make_table):
     append(table, 0, 1)
     with pytest.raises(InvalidOptionError):
         table.expire_snapshots()
-    with pytest.raises(InvalidOptionError):
-        _expirer(table, retain_min=0, retain_max=5).plan()
+    bad = _with(table, {"snapshot.num-retained.min": "0", "snapshot.num-retained.max": "5"})
+    with pytest.raises(InvalidOptionError) as info:
+        _expirer(table, options=bad).plan()
+    assert info.value.key == "snapshot.num-retained.min"
+
+
+def test_options_given_replace_the_tables_and_bad_ones_delete_nothing(make_table):
+    table = make_table({"snapshot.num-retained.min": "5"})
+    for i in range(6):
+        append(table, i, 1)
+    before = _files(table)
+    keep_max = _with(table, {"snapshot.num-retained.min": "4", "snapshot.num-retained.max": "2"})
+    with pytest.raises(InvalidOptionError) as info:
+        _expirer(table, options=keep_max).execute()
+    assert info.value.key == "snapshot.num-retained.max"
+    assert _files(table) == before
+    assert _expirer(table).plan().expired_snapshot_ids == (1,)  # None: the table's min of 5
+    keep_two = _with(table, {"snapshot.num-retained.min": "2"})
+    assert _expirer(table, options=keep_two).execute().expired_snapshot_ids == (1, 2, 3, 4)
 
 
 def test_dry_run_deletes_nothing_and_matches_execute(make_table):
@@ -200,4 +222,5 @@ def test_time_retained_override(make_table):
     for i in range(4):
         append(table, i, 1)
     assert table.expire_snapshots().expired_snapshot_ids == ()
-    assert _expirer(table, time_retained=timedelta(0)).execute().expired_snapshot_ids == (1, 2)
+    young = _with(table, {"snapshot.time-retained": "0 s"})
+    assert _expirer(table, options=young).execute().expired_snapshot_ids == (1, 2)

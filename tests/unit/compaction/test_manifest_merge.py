@@ -5,9 +5,10 @@ from tests.helpers import sorted_ids
 from tests.unit.compaction.conftest import append
 
 from snaplake.commit.snapshot_commit import SnapshotCommit
-from snaplake.compaction.maintenance import MAINTENANCE_COMMIT_USER
+from snaplake.compaction.maintenance import MAINTENANCE_COMMIT_USER, maintenance_committer
 from snaplake.compaction.manifest_merge import ManifestFileMerger
 from snaplake.errors import CommitRetriesExhaustedError
+from snaplake.options import CoreOptions
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.manifest_list import read_manifest_list
 from snaplake.store.format.snapshot import CommitKind
@@ -250,3 +251,15 @@ def test_exhausted_retries_clean_up(make_table, monkeypatch):
 def test_empty_table(make_table):
     table = make_table()
     assert not table.merge_manifests().merged
+
+
+def test_options_given_replace_the_tables(make_table):
+    table = make_table({"manifest.merge-min-count": "100"})
+    _append_many(table, 4)
+    commit = maintenance_committer(table)
+    assert not ManifestFileMerger(commit=commit).execute().merged  # None: the table's 100
+    low = CoreOptions({**table.options, "manifest.merge-min-count": "4"})
+    result = ManifestFileMerger(commit=commit, options=low).execute()
+    assert result.merged and not result.full_compaction
+    assert (result.manifests_before, result.manifests_after) == (4, 1)
+    assert sorted_ids(table.to_arrow()) == list(range(40))
