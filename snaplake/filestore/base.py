@@ -24,6 +24,7 @@ from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.predicate import Predicate
 from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
+from snaplake.store.read.stats_filter import StatsFilter
 from snaplake.store.support import check_supported
 
 if TYPE_CHECKING:
@@ -204,7 +205,6 @@ class FileStore(ABC):
         """
 
     # scan ------------------------------------------------------------------
-    @abstractmethod
     def new_scan(
         self,
         snapshot: Snapshot | None,
@@ -216,12 +216,27 @@ class FileStore(ABC):
         """Plan the live files of ``snapshot`` that may hold rows matching the filters.
 
         Arguments as :class:`~snaplake.store.read.scan.FileStoreScan`; the
-        files are pruned by the statistics this kind's rows allow.
+        files are pruned by the statistics this kind's rows allow
+        (:meth:`stats_filter`).
 
         Raises:
             SchemaMismatchError: a ``partition_filter`` column is not a partition key.
 
-        Source: Paimon ``FileStore.newScan``.
+        Source: Paimon ``FileStore.newScan`` (``AppendOnlyFileStore`` /
+        ``KeyValueFileStore``: the same scan with the kind's stats filter).
+        """
+        return FileStoreScan(
+            file_io=self.file_io, paths=self.paths, schema_manager=self.table.schema_manager,
+            snapshot=snapshot, partition_filter=partition_filter, predicate=predicate,
+            read_schema=read_schema, stats_filter=self.stats_filter(),
+        )  # fmt: skip
+
+    @abstractmethod
+    def stats_filter(self) -> StatsFilter:
+        """Which predicates prune this kind's files in a scan, and on which of a file's stats.
+
+        Source: Paimon ``AppendOnlyFileStoreScan`` / ``KeyValueFileStoreScan``
+        (``filterByStats``).
         """
 
     # kind facts ------------------------------------------------------------

@@ -31,7 +31,7 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.read.missing_files import MissingFileCheck
 from snaplake.store.read.predicate import Predicate
-from snaplake.store.read.scan import FileStoreScan, Split
+from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.stats_filter import KeyStatsFilter
 from snaplake.write.kv_write import KeyValueTableWrite, restore_max_sequences
@@ -90,12 +90,7 @@ class KeyValueFileStore(FileStore):
             file_io=table.file_io, paths=table.paths,
             schema_manager=table.schema_manager, snapshot=latest,
         ).reading():  # fmt: skip
-            return restore_max_sequences(
-                FileStoreScan(
-                    file_io=table.file_io, paths=table.paths,
-                    schema_manager=table.schema_manager, snapshot=latest,
-                )
-            )  # fmt: skip
+            return restore_max_sequences(self.new_scan(latest))
 
     def lift_level0(self, messages: list[CommitMessage]) -> list[CommitMessage]:
         """Compact a writer's new level-0 files up with lookup, in the same messages.
@@ -178,23 +173,12 @@ class KeyValueFileStore(FileStore):
         )  # fmt: skip
 
     # scan ------------------------------------------------------------------
-    def new_scan(
-        self,
-        snapshot: Snapshot | None,
-        *,
-        partition_filter: Mapping[str, Any] | Sequence[Predicate] | None = None,
-        predicate: Sequence[Predicate] = (),
-        read_schema: TableSchema | None = None,
-    ) -> FileStoreScan:
-        """A scan pruning files by their key stats, on key predicates only (``KeyStatsFilter``).
+    def stats_filter(self) -> KeyStatsFilter:
+        """Prune by a file's key stats, on key predicates only (see :class:`KeyStatsFilter`).
 
-        Source: Paimon ``KeyValueFileStore.newScan``.
+        Source: Paimon ``KeyValueFileStoreScan``.
         """
-        return FileStoreScan(
-            file_io=self.file_io, paths=self.paths, schema_manager=self.table.schema_manager,
-            snapshot=snapshot, partition_filter=partition_filter, predicate=predicate,
-            read_schema=read_schema, stats_filter=KeyStatsFilter(),
-        )  # fmt: skip
+        return KeyStatsFilter()
 
     # kind facts ------------------------------------------------------------
     @property
