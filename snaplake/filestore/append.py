@@ -139,10 +139,8 @@ class AppendOnlyFileStore(FileStore):
         Raises:
             ValueError: an empty ``partitions`` list, or ``max_files_per_bucket < 2``.
         """
-        t = self.table
         planner = AppendCompactionPlanner(
-            file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager,
-            snapshot_manager=t.snapshot_manager, full=full, partitions=partitions,
-            options=options, max_files_per_bucket=max_files_per_bucket,
+            self.table, full=full, partitions=partitions, options=options,
+            max_files_per_bucket=max_files_per_bucket,
         )  # fmt: skip
         return CompactionJob(commit=commit, planner=planner)

@@ -105,11 +105,7 @@ class KeyValueFileStore(FileStore):
         """
         from snaplake.compaction.merge_tree_compact import compact_new_files
 
-        table = self.table
-        return compact_new_files(
-            file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
-            snapshot_manager=table.snapshot_manager, schema=self.schema, messages=messages,
-        )  # fmt: skip
+        return compact_new_files(self.table, schema=self.schema, messages=messages)
 
     def conflict_rules(self) -> tuple[ConflictRule, ...]:
         """The LSM rule: files a commit puts at levels >= 1 overlap no other file of their level.
@@ -216,12 +212,9 @@ class KeyValueFileStore(FileStore):
         """
         if max_files_per_bucket is not None and max_files_per_bucket < 2:
             raise ValueError(f"max_files_per_bucket must be >= 2, got {max_files_per_bucket}")
-        t = self.table
         planner = MergeTreeCompactionPlanner(
-            file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager,
-            snapshot_manager=t.snapshot_manager, full=full, partitions=partitions,
-            options=options,
-        )  # fmt: skip
+            self.table, full=full, partitions=partitions, options=options
+        )
         return CompactionJob(commit=commit, planner=planner)
 
     def inline_compaction(self, *, commit: FileStoreCommit) -> CompactionJob | None:
