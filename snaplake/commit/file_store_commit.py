@@ -88,11 +88,8 @@ class FileStoreCommit:
     """Publishes CommitMessages of one ``commit_user`` as snapshots of one table.
 
     Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-        schema_manager: Reads the table schema.
-        snapshot_manager: Reads snapshots.
-        table_name: ``db.table`` (for logs and metrics labels).
+        table: The table's storage, paths and managers; its ``identifier``
+            (``db.table``) names it in logs and metrics labels.
         commit_user: Who commits. Must stay the same across restarts of a
             streaming job so that replayed identifiers are recognised.
         retry_policy: Backoff; defaults to the table's ``commit.*`` options.
@@ -122,12 +119,8 @@ class FileStoreCommit:
 
     def __init__(
         self,
+        table: TableStorage,
         *,
-        file_io: FileIO,
-        paths: PathFactory,
-        schema_manager: SchemaManager,
-        snapshot_manager: SnapshotManager,
-        table_name: str,
         commit_user: str,
         retry_policy: RetryPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -137,6 +130,8 @@ class FileStoreCommit:
         after_commit: Callable[[CommitResult], None] | None = None,
         conflict_rules: Sequence[ConflictRule] = (),
     ) -> None:
+        file_io, paths, table_name = table.file_io, table.paths, table.identifier
+        schema_manager, snapshot_manager = table.schema_manager, table.snapshot_manager
         self.snapshot_commit = SnapshotCommit(
             file_io=file_io,
             paths=paths,
@@ -189,10 +184,8 @@ class FileStoreCommit:
         """
         rules = (*table.file_store().conflict_rules(), *conflict_rules)
         return cls(
-            file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
-            snapshot_manager=table.snapshot_manager, table_name=table.identifier,
-            commit_user=commit_user, retry_policy=retry_policy, after_commit=after_commit,
-            conflict_rules=rules,
+            table, commit_user=commit_user, retry_policy=retry_policy,
+            after_commit=after_commit, conflict_rules=rules,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ public

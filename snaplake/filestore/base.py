@@ -150,12 +150,9 @@ class FileStore(ABC):
 
         Source: Paimon ``AbstractFileStore.newCommit``.
         """
-        table = self.table
         return FileStoreCommit(
-            file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
-            snapshot_manager=table.snapshot_manager, table_name=table.identifier,
-            commit_user=commit_user, retry_policy=retry_policy, after_commit=after_commit,
-            conflict_rules=self.conflict_rules(),
+            self.table, commit_user=commit_user, retry_policy=retry_policy,
+            after_commit=after_commit, conflict_rules=self.conflict_rules(),
         )  # fmt: skip
 
     # read ------------------------------------------------------------------
