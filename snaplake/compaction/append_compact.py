@@ -46,7 +46,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from snaplake.commit.file_store_commit import TableStorage
 from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.compaction.append_rewrite import AppendRewriter, CompactTask, output_groups
 from snaplake.compaction.job import CompactionPlan, partition_specs
@@ -57,6 +56,7 @@ from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.support import check_supported
+from snaplake.store.table_storage import TableStorage
 from snaplake.write.table_write import abort_messages
 
 __all__ = ["AppendCompactionPlanner", "AppendRewriteUnit", "CompactTask", "split_run"]

@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from snaplake.commit.file_store_commit import TableStorage
 from snaplake.commit.message import CommitMessage
 from snaplake.compaction.job import CompactionPlan, partition_specs
 from snaplake.compaction.merge_tree_plan import (
@@ -46,6 +45,7 @@ from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
+from snaplake.store.table_storage import TableStorage
 
 __all__ = ["MergeTreeCompactionPlanner", "MergeTreeRewriteUnit", "compact_new_files"]
 

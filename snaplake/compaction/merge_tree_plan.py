@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from snaplake.commit.file_store_commit import TableStorage
 from snaplake.mergetree.sorted_run import KeyComparator, Levels
 from snaplake.mergetree.universal import CompactUnit, UniversalCompaction, pick_full_compaction
 from snaplake.options import CoreOptions, Operation
@@ -30,6 +29,7 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.support import check_supported
+from snaplake.store.table_storage import TableStorage
 
 __all__ = [
     "BucketCompaction",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 
 from snaplake.commit.conflict import ConflictRule
-from snaplake.commit.file_store_commit import FileStoreCommit, TableStorage
+from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitResult
 from snaplake.commit.retry import RetryPolicy
 from snaplake.options import CoreOptions, Operation
@@ -26,13 +26,14 @@ from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.stats_filter import StatsFilter
 from snaplake.store.support import check_supported
+from snaplake.store.table_storage import TableStorage
 
 if TYPE_CHECKING:
     from snaplake.compaction.job import CompactionJob
     from snaplake.compaction.merge_tree_plan import SortedRunStats
     from snaplake.write.table_write import TableWrite
 
-__all__ = ["FileStore", "TableStorage", "file_store_for"]
+__all__ = ["FileStore", "file_store_for"]
 
 
 class FileStore(ABC):
