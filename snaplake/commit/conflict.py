@@ -24,12 +24,9 @@ from typing import Any, Protocol
 from snaplake.errors import CommitConflictError
 from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import read_manifest_list
-from snaplake.store.format.paths import PathFactory
-from snaplake.store.format.schema import SchemaManager
 from snaplake.store.format.snapshot import Snapshot
-from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan, merge_live_entries
-from snaplake.store.snapshot_manager import SnapshotManager
+from snaplake.store.table_storage import TableStorage
 
 __all__ = [
     "ConflictDetection",
@@ -184,10 +181,8 @@ class ConflictDetection:
     e.g. by a rollback, which triggers a full re-read).
 
     Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-        schema_manager: Reads schemas for the scan.
-        snapshot_manager: Reads snapshots.
+        table: The table's storage, paths and managers (scans and snapshots
+            are read through them).
         rules: Further checks, run in order after the deleted-files check:
             the table kind's (:meth:`snaplake.filestore.FileStore.conflict_rules`)
             and any the caller adds. This class adds none itself.
@@ -196,19 +191,8 @@ class ConflictDetection:
     incremental ``readIncrementalChanges`` on retry.
     """
 
-    def __init__(
-        self,
-        *,
-        file_io: FileIO,
-        paths: PathFactory,
-        schema_manager: SchemaManager,
-        snapshot_manager: SnapshotManager,
-        rules: Sequence[ConflictRule] = (),
-    ) -> None:
-        self.file_io = file_io
-        self.paths = paths
-        self.schema_manager = schema_manager
-        self.snapshot_manager = snapshot_manager
+    def __init__(self, table: TableStorage, *, rules: Sequence[ConflictRule] = ()) -> None:
+        self.table = table
         self.rules = tuple(rules)
         self._checked: Snapshot | None = None
         self._live: dict[EntryKey, ManifestEntry] = {}
@@ -280,21 +264,19 @@ class ConflictDetection:
         """Bring the live files of ``partitions`` up to ``latest`` (incrementally when possible)."""
         if self._checked is not None and self._still_current(self._checked):
             for sid in range(self._checked.id + 1, latest.id + 1):
-                snap = self.snapshot_manager.snapshot(sid)
+                snap = self.table.snapshot_manager.snapshot(sid)
                 apply_entries(self._live, self.delta_entries(snap), partitions=partitions)
         else:
+            t = self.table
             scan = FileStoreScan(
-                file_io=self.file_io,
-                paths=self.paths,
-                schema_manager=self.schema_manager,
-                snapshot=latest,
+                file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager, snapshot=latest
             )
             live = merge_live_entries(scan.read_entries(scan.manifest_metas()))
             self._live = {k: e for k, e in live.items() if e.partition in partitions}
         self._checked = latest
 
     def _still_current(self, snap: Snapshot) -> bool:
-        current = self.snapshot_manager.try_snapshot(snap.id)
+        current = self.table.snapshot_manager.try_snapshot(snap.id)
         return (
             current is not None
             and current.time_millis == snap.time_millis
@@ -303,20 +285,21 @@ class ConflictDetection:
 
     def delta_entries(self, snap: Snapshot) -> list[ManifestEntry]:
         """Entries of ``snap``'s delta manifests, in order."""
-        metas = read_manifest_list(self.file_io, self.paths.manifest_path(snap.delta_manifest_list))
+        file_io, paths = self.table.file_io, self.table.paths
+        metas = read_manifest_list(file_io, paths.manifest_path(snap.delta_manifest_list))
         out: list[ManifestEntry] = []
         for m in metas:
-            out.extend(read_manifest_file(self.file_io, self.paths.manifest_path(m.file_name)))
+            out.extend(read_manifest_file(file_io, paths.manifest_path(m.file_name)))
         return out
 
     def _find_removers(self, missing: Sequence[ManifestEntry], latest: Snapshot) -> dict[str, int]:
         """Best effort: which recent snapshot DELETEd each missing file."""
         wanted = {d.file.file_name for d in missing}
         found: dict[str, int] = {}
-        earliest = self.snapshot_manager.earliest_snapshot_id() or 1
+        earliest = self.table.snapshot_manager.earliest_snapshot_id() or 1
         low = max(earliest, latest.id - _REMOVER_SEARCH_DEPTH)
         for sid in range(latest.id, low - 1, -1):
-            snap = self.snapshot_manager.try_snapshot(sid)
+            snap = self.table.snapshot_manager.try_snapshot(sid)
             if snap is None:
                 continue
             for e in self.delta_entries(snap):

@@ -28,11 +28,11 @@ from snaplake.commit.message import CommitMessage
 from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import read_manifest_list
 from snaplake.store.format.paths import PathFactory
-from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import Snapshot
-from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.snapshot_manager import SnapshotManager, read_snapshot_file
+from snaplake.store.table_storage import TableStorage
 
 __all__ = ["data_file_paths", "delete_unreferenced_files", "find_holding_snapshot"]
 
@@ -87,11 +87,8 @@ def data_file_paths(
 
 
 def delete_unreferenced_files(
+    table: TableStorage,
     *,
-    file_io: FileIO,
-    paths: PathFactory,
-    schema_manager: SchemaManager,
-    snapshot_manager: SnapshotManager,
     schema: TableSchema,
     messages: Sequence[CommitMessage],
     latest: Snapshot,
@@ -102,10 +99,7 @@ def delete_unreferenced_files(
     clean removes the files later) and the failure is logged.
 
     Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-        schema_manager: Reads schemas (for scans).
-        snapshot_manager: Reads snapshots.
+        table: The table's storage, paths and managers.
         schema: Gives the partition paths of the messages.
         messages: The duplicate commit's messages.
         latest: The latest snapshot.
@@ -134,38 +128,30 @@ def delete_unreferenced_files(
     if not adds and not changelog:
         return []
     try:
-        referenced = _referenced_names(
-            file_io, paths, schema_manager, snapshot_manager, latest,
-            {e.file.file_name for e in adds},
-        ) if adds else set()  # fmt: skip
-        referenced |= _referenced_changelog(
-            file_io, paths, snapshot_manager, latest, {e.file.file_name for e in changelog}
+        referenced = (
+            _referenced_names(table, latest, {e.file.file_name for e in adds}) if adds else set()
         )
+        referenced |= _referenced_changelog(table, latest, {e.file.file_name for e in changelog})
         adds += changelog
     except (OSError, ValueError):
         logger.warning("could not check whether a duplicate's data files are referenced; "
                        "leaving them to orphan clean", exc_info=True)  # fmt: skip
         return []
     targets = data_file_paths(
-        paths, schema, [e for e in adds if e.file.file_name not in referenced]
+        table.paths, schema, [e for e in adds if e.file.file_name not in referenced]
     )
-    file_io.delete_many(targets)
+    table.file_io.delete_many(targets)
     logger.info("deleted %d data file(s) of a duplicate commit (%d referenced, kept)",
                 len(targets), len(adds) - len(targets))  # fmt: skip
     return targets
 
 
-def _referenced_changelog(
-    file_io: FileIO,
-    paths: PathFactory,
-    snapshot_manager: SnapshotManager,
-    latest: Snapshot,
-    names: set[str],
-) -> set[str]:
+def _referenced_changelog(table: TableStorage, latest: Snapshot, names: set[str]) -> set[str]:
     """Which of the changelog file ``names`` a retained snapshot's or a tag's changelog lists."""
     found: set[str] = set()
     if not names:
         return found
+    file_io, paths, snapshot_manager = table.file_io, table.paths, table.snapshot_manager
     earliest = snapshot_manager.earliest_snapshot_id() or latest.id
     snaps = (snapshot_manager.try_snapshot(sid) for sid in range(latest.id, earliest - 1, -1))
     tags = (read_snapshot_file(file_io, s.path) for s in file_io.list_files(paths.tag_dir))
@@ -181,30 +167,20 @@ def _referenced_changelog(
     return found
 
 
-def _live_names(
-    file_io: FileIO, paths: PathFactory, schema_manager: SchemaManager, snapshot: Snapshot
-) -> set[str]:
+def _live_names(table: TableStorage, snapshot: Snapshot) -> set[str]:
     scan = FileStoreScan(
-        file_io=file_io, paths=paths, schema_manager=schema_manager, snapshot=snapshot
-    )
+        file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
+        snapshot=snapshot,
+    )  # fmt: skip
     return {e.file.file_name for e in scan.plan_entries()}
 
 
-def _referenced_names(
-    file_io: FileIO,
-    paths: PathFactory,
-    schema_manager: SchemaManager,
-    snapshot_manager: SnapshotManager,
-    latest: Snapshot,
-    names: set[str],
-) -> set[str]:
+def _referenced_names(table: TableStorage, latest: Snapshot, names: set[str]) -> set[str]:
     """Which of ``names`` a retained snapshot or a tag references."""
-    found = names & _live_names(file_io, paths, schema_manager, latest)
+    file_io, paths, snapshot_manager = table.file_io, table.paths, table.snapshot_manager
+    found = names & _live_names(table, latest)
     earliest = snapshot_manager.earliest_snapshot_id() or latest.id
-    history = ConflictDetection(
-        file_io=file_io, paths=paths, schema_manager=schema_manager,
-        snapshot_manager=snapshot_manager,
-    )  # fmt: skip
+    history = ConflictDetection(table)
     for sid in range(latest.id, earliest, -1):
         if found == names:
             return found
@@ -219,5 +195,5 @@ def _referenced_names(
     for status in file_io.list_files(paths.tag_dir):
         tag = read_snapshot_file(file_io, status.path)
         if tag is not None and tag.id < earliest and found != names:
-            found |= names & _live_names(file_io, paths, schema_manager, tag)
+            found |= names & _live_names(table, tag)
     return found

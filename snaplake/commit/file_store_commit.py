@@ -44,14 +44,12 @@ from snaplake.commit.retry import RetryPolicy
 from snaplake.commit.snapshot_commit import SnapshotCommit
 from snaplake.errors import SchemaMismatchError
 from snaplake.options import Operation
-from snaplake.store.format.paths import PathFactory
-from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from snaplake.store.io.file_io import FileIO
-from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.support import check_supported
+from snaplake.store.table_storage import TableStorage
 
-__all__ = ["ConflictRuleSource", "FileStoreCommit", "FileStoreTable", "TableStorage"]
+__all__ = ["ConflictRuleSource", "FileStoreCommit", "FileStoreTable"]
 
 
 class ConflictRuleSource(Protocol):
@@ -60,16 +58,6 @@ class ConflictRuleSource(Protocol):
     def conflict_rules(self) -> tuple[ConflictRule, ...]:
         """The checks a commit to this kind of table must pass beyond "deleted files are live"."""
         ...
-
-
-class TableStorage(Protocol):
-    """A table's storage, paths and managers (``snaplake.table.Table`` satisfies it)."""
-
-    file_io: FileIO
-    paths: PathFactory
-    schema_manager: SchemaManager
-    snapshot_manager: SnapshotManager
-    identifier: str
 
 
 class FileStoreTable(TableStorage, Protocol):
@@ -88,11 +76,8 @@ class FileStoreCommit:
     """Publishes CommitMessages of one ``commit_user`` as snapshots of one table.
 
     Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-        schema_manager: Reads the table schema.
-        snapshot_manager: Reads snapshots.
-        table_name: ``db.table`` (for logs and metrics labels).
+        table: The table's storage, paths and managers; its ``identifier``
+            (``db.table``) names it in logs and metrics labels.
         commit_user: Who commits. Must stay the same across restarts of a
             streaming job so that replayed identifiers are recognised.
         retry_policy: Backoff; defaults to the table's ``commit.*`` options.
@@ -122,12 +107,8 @@ class FileStoreCommit:
 
     def __init__(
         self,
+        table: TableStorage,
         *,
-        file_io: FileIO,
-        paths: PathFactory,
-        schema_manager: SchemaManager,
-        snapshot_manager: SnapshotManager,
-        table_name: str,
         commit_user: str,
         retry_policy: RetryPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -137,30 +118,21 @@ class FileStoreCommit:
         after_commit: Callable[[CommitResult], None] | None = None,
         conflict_rules: Sequence[ConflictRule] = (),
     ) -> None:
-        self.snapshot_commit = SnapshotCommit(
-            file_io=file_io,
-            paths=paths,
-            snapshot_manager=snapshot_manager,
-            table_name=table_name,
-            commit_user=commit_user,
-            clock=clock,
-            wall_clock_ms=wall_clock_ms,
-            sleep=sleep,
-            rng=rng,
-        )
-        self.file_io = file_io
-        self.paths = paths
-        self.schema_manager = schema_manager
-        self.snapshot_manager = snapshot_manager
-        self.table_name = table_name
+        self.file_io, self.paths = table.file_io, table.paths
+        self.schema_manager, self.snapshot_manager = table.schema_manager, table.snapshot_manager
+        self.table_name = table.identifier
         self.commit_user = commit_user
+        self.snapshot_commit = SnapshotCommit(
+            file_io=self.file_io, paths=self.paths, snapshot_manager=self.snapshot_manager,
+            table_name=self.table_name, commit_user=commit_user, clock=clock,
+            wall_clock_ms=wall_clock_ms, sleep=sleep, rng=rng,
+        )  # fmt: skip
         self._retry_policy = retry_policy
         self._after_commit = after_commit
         self.conflict_rules = tuple(conflict_rules)
         self.context = CommitContext(
-            file_io=file_io, paths=paths, schema_manager=schema_manager,
-            snapshot_manager=snapshot_manager, table_name=table_name, commit_user=commit_user,
-            snapshot_commit=self.snapshot_commit, conflict_rules=self.conflict_rules,
+            table=table, commit_user=commit_user, snapshot_commit=self.snapshot_commit,
+            conflict_rules=self.conflict_rules,
         )  # fmt: skip
         self._supported_schema_id: int | None = None
 
@@ -189,10 +161,8 @@ class FileStoreCommit:
         """
         rules = (*table.file_store().conflict_rules(), *conflict_rules)
         return cls(
-            file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
-            snapshot_manager=table.snapshot_manager, table_name=table.identifier,
-            commit_user=commit_user, retry_policy=retry_policy, after_commit=after_commit,
-            conflict_rules=rules,
+            table, commit_user=commit_user, retry_policy=retry_policy,
+            after_commit=after_commit, conflict_rules=rules,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ public

@@ -79,9 +79,9 @@ class OverwriteFiles(SnapshotProducer):
             return []
         ctx = self.context
         scan = FileStoreScan(
-            file_io=ctx.file_io,
-            paths=ctx.paths,
-            schema_manager=ctx.schema_manager,
+            file_io=ctx.table.file_io,
+            paths=ctx.table.paths,
+            schema_manager=ctx.table.schema_manager,
             snapshot=latest,
             partition_filter=scan_filter,
         )

@@ -50,12 +50,10 @@ from snaplake.commit.snapshot_commit import SnapshotCommit
 from snaplake.store.format.manifest import FileKind, ManifestEntry
 from snaplake.store.format.manifest_list import ManifestFileMeta
 from snaplake.store.format.manifest_writer import write_manifest
-from snaplake.store.format.paths import PathFactory
-from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.schema_evolution import check_files_readable
-from snaplake.store.snapshot_manager import SnapshotManager
+from snaplake.store.table_storage import TableStorage
 
 __all__ = [
     "AppendFiles",
@@ -74,22 +72,14 @@ class CommitContext:
     """What the producers of one committer share: the table, the user, the publisher, the rules.
 
     Attributes:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-        schema_manager: Reads schemas.
-        snapshot_manager: Reads snapshots.
-        table_name: ``db.table`` (logs).
+        table: The table's storage, paths and managers (``identifier`` in logs).
         commit_user: Who commits.
         snapshot_commit: The publishing loop of ``commit_user``.
         conflict_rules: The table kind's checks beyond "deleted files are
             live" (:meth:`snaplake.filestore.FileStore.conflict_rules`).
     """
 
-    file_io: FileIO
-    paths: PathFactory
-    schema_manager: SchemaManager
-    snapshot_manager: SnapshotManager
-    table_name: str
+    table: TableStorage
     commit_user: str
     snapshot_commit: SnapshotCommit
     conflict_rules: tuple[ConflictRule, ...] = ()
@@ -189,7 +179,7 @@ class SnapshotProducer:
         self._conflicts: ConflictDetection | None = None
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.context.table_name!r}, kind={self.kind.value})"
+        return f"{type(self).__name__}({self.context.table.identifier!r}, kind={self.kind.value})"
 
     def replaced_entries(
         self, latest: Snapshot | None, adds: Sequence[ManifestEntry]
@@ -220,10 +210,8 @@ class SnapshotProducer:
         duplicate = self.duplicate_of(latest)
         if duplicate is not None and latest is not None:
             delete_unreferenced_files(
-                file_io=ctx.file_io, paths=ctx.paths, schema_manager=ctx.schema_manager,
-                snapshot_manager=ctx.snapshot_manager, schema=self.schema,
-                messages=self.messages, latest=latest,
-            )  # fmt: skip
+                ctx.table, schema=self.schema, messages=self.messages, latest=latest
+            )
             return duplicate
         entries = self._prepare()
         if entries is None:
@@ -233,19 +221,15 @@ class SnapshotProducer:
         adds = [e for e in entries if e.kind == FileKind.ADD]
         deletes = [e for e in entries if e.kind == FileKind.DELETE]
         if self._conflicts is None:
-            self._conflicts = ConflictDetection(
-                file_io=ctx.file_io,
-                paths=ctx.paths,
-                schema_manager=ctx.schema_manager,
-                snapshot_manager=ctx.snapshot_manager,
-                rules=ctx.conflict_rules,
-            )
+            self._conflicts = ConflictDetection(ctx.table, rules=ctx.conflict_rules)
         self._conflicts.check(entries, latest)
         delta = [self._delta] if self._delta is not None else []
         attempt_manifests: list[str] = []
         extra_deletes = self.replaced_entries(latest, adds)
         if extra_deletes:
-            meta = write_manifest(ctx.file_io, ctx.paths, extra_deletes, schema=self.schema)
+            meta = write_manifest(
+                ctx.table.file_io, ctx.table.paths, extra_deletes, schema=self.schema
+            )
             attempt_manifests.append(meta.file_name)
             delta.append(meta)
         all_deletes = deletes + extra_deletes
@@ -262,9 +246,9 @@ class SnapshotProducer:
             delta_record_count=sum(e.file.row_count for e in adds)
             - sum(e.file.row_count for e in all_deletes),
             new_files=(
-                *data_file_paths(ctx.paths, self.schema, [*adds, *changelog]),
-                *(ctx.paths.manifest_path(m.file_name) for m in delta),
-                *(ctx.paths.manifest_path(m.file_name) for m in [self._changelog] if m),
+                *data_file_paths(ctx.table.paths, self.schema, [*adds, *changelog]),
+                *(ctx.table.paths.manifest_path(m.file_name) for m in delta),
+                *(ctx.table.paths.manifest_path(m.file_name) for m in [self._changelog] if m),
             ),
             attempt_manifests=tuple(attempt_manifests),
         )
@@ -286,13 +270,14 @@ class SnapshotProducer:
         if last is None or last < self.identifier:
             return None
         holder = find_holding_snapshot(
-            ctx.snapshot_manager, commit_user=ctx.commit_user, identifier=self.identifier,
+            ctx.table.snapshot_manager, commit_user=ctx.commit_user, identifier=self.identifier,
             highest=last,
         )  # fmt: skip
         logger.info(
             "commit of %s by %s with identifier %d is a duplicate of snapshot %s; nothing "
             "published",
-            ctx.table_name, ctx.commit_user, self.identifier, holder.id if holder else "(expired)",
+            ctx.table.identifier, ctx.commit_user, self.identifier,
+            holder.id if holder else "(expired)",
         )  # fmt: skip
         return CommitStop(
             snapshot_id=holder.id if holder else None, outcome=CommitOutcome.DUPLICATE
@@ -307,14 +292,18 @@ class SnapshotProducer:
         check_self_consistent(entries)
         adds = [e for e in entries if e.kind == FileKind.ADD]
         check_total_buckets(adds, self.schema.core_options.bucket)
-        check_files_readable([e.file for e in adds], self.schema, ctx.schema_manager.schema)
+        check_files_readable([e.file for e in adds], self.schema, ctx.table.schema_manager.schema)
         changelog = self._changelog_of_messages()
         if not self.publishes_when_empty and not entries and not changelog:
             return None
         if entries:
-            self._delta = write_manifest(ctx.file_io, ctx.paths, entries, schema=self.schema)
+            self._delta = write_manifest(
+                ctx.table.file_io, ctx.table.paths, entries, schema=self.schema
+            )
         if changelog:
-            self._changelog = write_manifest(ctx.file_io, ctx.paths, changelog, schema=self.schema)
+            self._changelog = write_manifest(
+                ctx.table.file_io, ctx.table.paths, changelog, schema=self.schema
+            )
             self._changelog_entries = changelog
         self._entries = entries
         return entries
@@ -337,9 +326,9 @@ class SnapshotProducer:
             ctx = self.context
             logger.warning(
                 "an overwrite commits no changelog (as in Paimon): deleting its %d changelog "
-                "file(s) of %s", len(changelog), ctx.table_name,
+                "file(s) of %s", len(changelog), ctx.table.identifier,
             )  # fmt: skip
-            ctx.file_io.delete_many(data_file_paths(ctx.paths, self.schema, changelog))
+            ctx.table.file_io.delete_many(data_file_paths(ctx.table.paths, self.schema, changelog))
             return []
         return changelog
 

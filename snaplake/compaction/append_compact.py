@@ -55,8 +55,8 @@ from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan, Split
-from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.support import check_supported
+from snaplake.store.table_storage import TableStorage
 from snaplake.write.table_write import abort_messages
 
 __all__ = ["AppendCompactionPlanner", "AppendRewriteUnit", "CompactTask", "split_run"]
@@ -131,10 +131,8 @@ class AppendCompactionPlanner:
     """The append kind's compaction planner: runs of small files, packed into units per bucket.
 
     Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-        schema_manager: Reads the latest schema (the outputs' schema).
-        snapshot_manager: Reads the latest snapshot (the one planned).
+        table: The table's storage, paths and managers (its latest snapshot
+            is the one planned, its latest schema the outputs').
         full: Plan a full compaction (see the module docstring) instead of
             runs of small files.
         partitions: Partition specs (``{key: value}``, a subset of the keys is
@@ -157,11 +155,8 @@ class AppendCompactionPlanner:
 
     def __init__(
         self,
+        table: TableStorage,
         *,
-        file_io: FileIO,
-        paths: PathFactory,
-        schema_manager: SchemaManager,
-        snapshot_manager: SnapshotManager,
         full: bool = False,
         partitions: Sequence[Mapping[str, Any]] | None = None,
         options: CoreOptions | None = None,
@@ -169,10 +164,7 @@ class AppendCompactionPlanner:
     ) -> None:
         if max_files_per_bucket is not None and max_files_per_bucket < 2:
             raise ValueError(f"max_files_per_bucket must be >= 2, got {max_files_per_bucket}")
-        self.file_io = file_io
-        self.paths = paths
-        self.schema_manager = schema_manager
-        self.snapshot_manager = snapshot_manager
+        self.table = table
         self.full = full
         self.specs = partition_specs(partitions)
         self.options = options
@@ -195,8 +187,9 @@ class AppendCompactionPlanner:
         """
         if max_unit_bytes < 1:
             raise ValueError(f"max_unit_bytes must be >= 1, got {max_unit_bytes}")
-        latest = self.snapshot_manager.latest_snapshot()
-        schema = self.schema_manager.latest()
+        t = self.table
+        latest = t.snapshot_manager.latest_snapshot()
+        schema = t.schema_manager.latest()
         if latest is None or schema is None:
             return CompactionPlan(snapshot_id=None)
         check_supported(schema, Operation.MAINTENANCE)
@@ -205,7 +198,7 @@ class AppendCompactionPlanner:
         planned_by: dict[tuple[bytes, int], int] = {}
         for n, spec in enumerate(self.specs):
             scan = FileStoreScan(
-                file_io=self.file_io, paths=self.paths, schema_manager=self.schema_manager,
+                file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager,
                 snapshot=latest, partition_filter=spec,
             )  # fmt: skip
             for task in _runs(scan.plan(), schema, target * ratio, min_files, full=self.full):

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from snaplake.commit.file_store_commit import FileStoreCommit, FileStoreTable, TableStorage
+from snaplake.commit.file_store_commit import FileStoreCommit, FileStoreTable
 from snaplake.commit.retry import RetryPolicy
 from snaplake.compaction.merge_tree_plan import SortedRunStats, sorted_run_stats
 from snaplake.options import CoreOptions
 from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.read.scan import FileStoreScan
+from snaplake.store.table_storage import TableStorage
 
 __all__ = [
     "MAINTENANCE_COMMIT_USER",

@@ -45,7 +45,7 @@ from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
-from snaplake.store.snapshot_manager import SnapshotManager
+from snaplake.store.table_storage import TableStorage
 
 __all__ = ["MergeTreeCompactionPlanner", "MergeTreeRewriteUnit", "compact_new_files"]
 
@@ -107,10 +107,7 @@ class MergeTreeCompactionPlanner:
     """The key-value kind's compaction planner: one unit per bucket universal compaction picks.
 
     Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-        schema_manager: Reads schemas.
-        snapshot_manager: Reads snapshots.
+        table: The table's storage, paths and managers.
         full: Compact every bucket into one top-level sorted run.
         partitions: Partition specs to compact (``None`` = every partition).
         options: Effective options for picking (the daemon's overrides);
@@ -125,25 +122,14 @@ class MergeTreeCompactionPlanner:
 
     def __init__(
         self,
+        table: TableStorage,
         *,
-        file_io: FileIO,
-        paths: PathFactory,
-        schema_manager: SchemaManager,
-        snapshot_manager: SnapshotManager,
         full: bool = False,
         partitions: Sequence[Mapping[str, Any]] | None = None,
         options: CoreOptions | None = None,
     ) -> None:
         self.planners = tuple(
-            MergeTreeCompactPlanner(
-                file_io=file_io,
-                paths=paths,
-                schema_manager=schema_manager,
-                snapshot_manager=snapshot_manager,
-                full=full,
-                partition_filter=spec,
-                options=options,
-            )
+            MergeTreeCompactPlanner(table, full=full, partition_filter=spec, options=options)
             for spec in partition_specs(partitions)
         )
         self._filtered = partitions is not None
@@ -213,13 +199,7 @@ class MergeTreeCompactionPlanner:
 
 
 def compact_new_files(
-    *,
-    file_io: FileIO,
-    paths: PathFactory,
-    schema_manager: SchemaManager,
-    snapshot_manager: SnapshotManager,
-    schema: TableSchema,
-    messages: Sequence[CommitMessage],
+    table: TableStorage, *, schema: TableSchema, messages: Sequence[CommitMessage]
 ) -> list[CommitMessage]:
     """Lift a writer's new level-0 files with lookup compaction, in the writer's commit.
 
@@ -230,10 +210,8 @@ def compact_new_files(
     inputs), so one snapshot publishes the result.
 
     Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-        schema_manager: Reads schemas.
-        snapshot_manager: Reads the latest snapshot (the buckets' current files).
+        table: The table's storage, paths and managers (its latest snapshot
+            holds the buckets' current files).
         schema: The writer's schema (the table's latest is used when newer).
         messages: The writer's prepared messages (new level-0 files).
 
@@ -248,17 +226,18 @@ def compact_new_files(
     """
     if not any(m.data_increment.new_files for m in messages):
         return list(messages)  # nothing to lift: no schema or snapshot read
-    current = schema_manager.latest()
+    file_io, paths = table.file_io, table.paths
+    current = table.schema_manager.latest()
     if current is not None and current.id > schema.id:
         # The writer was opened before an alter: compact in the current schema, so
         # files written under it since keep their newer columns (the writer's new
         # files read into it by field id).
         schema = current
-    latest = snapshot_manager.latest_snapshot()
+    latest = table.snapshot_manager.latest_snapshot()
     live: dict[tuple[bytes, int], tuple[list[DataFileMeta], list[str]]] = {}
     if latest is not None:
         scan = FileStoreScan(
-            file_io=file_io, paths=paths, schema_manager=schema_manager, snapshot=latest
+            file_io=file_io, paths=paths, schema_manager=table.schema_manager, snapshot=latest
         )
         for split in scan.plan():
             live[(split.partition, split.bucket)] = (list(split.files), list(split.paths))

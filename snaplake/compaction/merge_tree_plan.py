@@ -24,14 +24,12 @@ from snaplake.mergetree.universal import CompactUnit, UniversalCompaction, pick_
 from snaplake.options import CoreOptions, Operation
 from snaplake.store.format.data_file import DataFileMeta
 from snaplake.store.format.manifest import ManifestEntry
-from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.primary_key import MergeEngine
-from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
-from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
-from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.support import check_supported
+from snaplake.store.table_storage import TableStorage
 
 __all__ = [
     "BucketCompaction",
@@ -123,10 +121,7 @@ class MergeTreeCompactPlanner:
     """Plans LSM compaction of a primary-key table's latest snapshot.
 
     Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-        schema_manager: Reads schemas.
-        snapshot_manager: Reads snapshots.
+        table: The table's storage, paths and managers.
         full: Compact every bucket fully into its top level.
         partition_filter: ``{partition_key: value}`` to plan only matching partitions.
         options: Effective options for picking (the daemon's overrides); ``None`` =
@@ -135,19 +130,13 @@ class MergeTreeCompactPlanner:
 
     def __init__(
         self,
+        table: TableStorage,
         *,
-        file_io: FileIO,
-        paths: PathFactory,
-        schema_manager: SchemaManager,
-        snapshot_manager: SnapshotManager,
         full: bool = False,
         partition_filter: Mapping[str, Any] | None = None,
         options: CoreOptions | None = None,
     ) -> None:
-        self.file_io = file_io
-        self.paths = paths
-        self.schema_manager = schema_manager
-        self.snapshot_manager = snapshot_manager
+        self.table = table
         self.full = full
         self.partition_filter = partition_filter
         self.options = options
@@ -169,7 +158,7 @@ class MergeTreeCompactPlanner:
                 count += 1
                 if count >= every:
                     return True
-            snap = self.snapshot_manager.try_snapshot(snap.id - 1) if snap.id > 1 else None
+            snap = self.table.snapshot_manager.try_snapshot(snap.id - 1) if snap.id > 1 else None
         return False
 
     def plan(self) -> CompactPlan:
@@ -182,25 +171,23 @@ class MergeTreeCompactPlanner:
 
         Storage: reads the latest snapshot's manifests; writes nothing.
         """
-        latest = self.snapshot_manager.latest_snapshot()
+        t = self.table
+        latest = t.snapshot_manager.latest_snapshot()
         if latest is None:
             return CompactPlan(snapshot_id=None, tasks=(), full=self.full, runs=SortedRunStats())
         # Outputs are written in the current schema (files of older schemas are
         # read into it by field id), as Paimon's compaction writes with the
         # table's latest schema.
-        schema = self.schema_manager.latest() or self.schema_manager.schema(latest.schema_id)
+        schema = t.schema_manager.latest() or t.schema_manager.schema(latest.schema_id)
         check_supported(schema, Operation.MAINTENANCE)
         opts = self.options or schema.core_options
         full = self.full or self.full_compaction_due(latest, opts.full_compaction_delta_commits)
         strategy = UniversalCompaction.from_options(opts)
         cmp = KeyComparator(schema.key_types)
         scan = FileStoreScan(
-            file_io=self.file_io,
-            paths=self.paths,
-            schema_manager=self.schema_manager,
-            snapshot=latest,
-            partition_filter=self.partition_filter,
-        )
+            file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager,
+            snapshot=latest, partition_filter=self.partition_filter,
+        )  # fmt: skip
         tasks: list[BucketCompaction] = []
         buckets = max_runs = over = 0
         trigger = opts.num_sorted_run_compaction_trigger

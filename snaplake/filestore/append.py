@@ -19,7 +19,7 @@ from snaplake.options import CoreOptions
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.read.predicate import Predicate
-from snaplake.store.read.scan import FileStoreScan, Split
+from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.split_read import read_splits, read_splits_batches
 from snaplake.store.read.stats_filter import ValueStatsFilter
@@ -103,23 +103,12 @@ class AppendOnlyFileStore(FileStore):
         return None
 
     # scan ------------------------------------------------------------------
-    def new_scan(
-        self,
-        snapshot: Snapshot | None,
-        *,
-        partition_filter: Mapping[str, Any] | Sequence[Predicate] | None = None,
-        predicate: Sequence[Predicate] = (),
-        read_schema: TableSchema | None = None,
-    ) -> FileStoreScan:
-        """A scan pruning files by their value stats (see :class:`ValueStatsFilter`).
+    def stats_filter(self) -> ValueStatsFilter:
+        """Prune by a file's value stats, on any predicate (see :class:`ValueStatsFilter`).
 
-        Source: Paimon ``AppendOnlyFileStore.newScan``.
+        Source: Paimon ``AppendOnlyFileStoreScan``.
         """
-        return FileStoreScan(
-            file_io=self.file_io, paths=self.paths, schema_manager=self.table.schema_manager,
-            snapshot=snapshot, partition_filter=partition_filter, predicate=predicate,
-            read_schema=read_schema, stats_filter=ValueStatsFilter(),
-        )  # fmt: skip
+        return ValueStatsFilter()
 
     # kind facts ------------------------------------------------------------
     @property
@@ -150,10 +139,8 @@ class AppendOnlyFileStore(FileStore):
         Raises:
             ValueError: an empty ``partitions`` list, or ``max_files_per_bucket < 2``.
         """
-        t = self.table
         planner = AppendCompactionPlanner(
-            file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager,
-            snapshot_manager=t.snapshot_manager, full=full, partitions=partitions,
-            options=options, max_files_per_bucket=max_files_per_bucket,
+            self.table, full=full, partitions=partitions, options=options,
+            max_files_per_bucket=max_files_per_bucket,
         )  # fmt: skip
         return CompactionJob(commit=commit, planner=planner)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 
 from snaplake.commit.conflict import ConflictRule
-from snaplake.commit.file_store_commit import FileStoreCommit, TableStorage
+from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitResult
 from snaplake.commit.retry import RetryPolicy
 from snaplake.options import CoreOptions, Operation
@@ -24,14 +24,16 @@ from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.predicate import Predicate
 from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
+from snaplake.store.read.stats_filter import StatsFilter
 from snaplake.store.support import check_supported
+from snaplake.store.table_storage import TableStorage
 
 if TYPE_CHECKING:
     from snaplake.compaction.job import CompactionJob
     from snaplake.compaction.merge_tree_plan import SortedRunStats
     from snaplake.write.table_write import TableWrite
 
-__all__ = ["FileStore", "TableStorage", "file_store_for"]
+__all__ = ["FileStore", "file_store_for"]
 
 
 class FileStore(ABC):
@@ -149,12 +151,9 @@ class FileStore(ABC):
 
         Source: Paimon ``AbstractFileStore.newCommit``.
         """
-        table = self.table
         return FileStoreCommit(
-            file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
-            snapshot_manager=table.snapshot_manager, table_name=table.identifier,
-            commit_user=commit_user, retry_policy=retry_policy, after_commit=after_commit,
-            conflict_rules=self.conflict_rules(),
+            self.table, commit_user=commit_user, retry_policy=retry_policy,
+            after_commit=after_commit, conflict_rules=self.conflict_rules(),
         )  # fmt: skip
 
     # read ------------------------------------------------------------------
@@ -204,7 +203,6 @@ class FileStore(ABC):
         """
 
     # scan ------------------------------------------------------------------
-    @abstractmethod
     def new_scan(
         self,
         snapshot: Snapshot | None,
@@ -216,12 +214,27 @@ class FileStore(ABC):
         """Plan the live files of ``snapshot`` that may hold rows matching the filters.
 
         Arguments as :class:`~snaplake.store.read.scan.FileStoreScan`; the
-        files are pruned by the statistics this kind's rows allow.
+        files are pruned by the statistics this kind's rows allow
+        (:meth:`stats_filter`).
 
         Raises:
             SchemaMismatchError: a ``partition_filter`` column is not a partition key.
 
-        Source: Paimon ``FileStore.newScan``.
+        Source: Paimon ``FileStore.newScan`` (``AppendOnlyFileStore`` /
+        ``KeyValueFileStore``: the same scan with the kind's stats filter).
+        """
+        return FileStoreScan(
+            file_io=self.file_io, paths=self.paths, schema_manager=self.table.schema_manager,
+            snapshot=snapshot, partition_filter=partition_filter, predicate=predicate,
+            read_schema=read_schema, stats_filter=self.stats_filter(),
+        )  # fmt: skip
+
+    @abstractmethod
+    def stats_filter(self) -> StatsFilter:
+        """Which predicates prune this kind's files in a scan, and on which of a file's stats.
+
+        Source: Paimon ``AppendOnlyFileStoreScan`` / ``KeyValueFileStoreScan``
+        (``filterByStats``).
         """
 
     # kind facts ------------------------------------------------------------

@@ -31,7 +31,7 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.read.missing_files import MissingFileCheck
 from snaplake.store.read.predicate import Predicate
-from snaplake.store.read.scan import FileStoreScan, Split
+from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.stats_filter import KeyStatsFilter
 from snaplake.write.kv_write import KeyValueTableWrite, restore_max_sequences
@@ -90,12 +90,7 @@ class KeyValueFileStore(FileStore):
             file_io=table.file_io, paths=table.paths,
             schema_manager=table.schema_manager, snapshot=latest,
         ).reading():  # fmt: skip
-            return restore_max_sequences(
-                FileStoreScan(
-                    file_io=table.file_io, paths=table.paths,
-                    schema_manager=table.schema_manager, snapshot=latest,
-                )
-            )  # fmt: skip
+            return restore_max_sequences(self.new_scan(latest))
 
     def lift_level0(self, messages: list[CommitMessage]) -> list[CommitMessage]:
         """Compact a writer's new level-0 files up with lookup, in the same messages.
@@ -110,11 +105,7 @@ class KeyValueFileStore(FileStore):
         """
         from snaplake.compaction.merge_tree_compact import compact_new_files
 
-        table = self.table
-        return compact_new_files(
-            file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
-            snapshot_manager=table.snapshot_manager, schema=self.schema, messages=messages,
-        )  # fmt: skip
+        return compact_new_files(self.table, schema=self.schema, messages=messages)
 
     def conflict_rules(self) -> tuple[ConflictRule, ...]:
         """The LSM rule: files a commit puts at levels >= 1 overlap no other file of their level.
@@ -178,23 +169,12 @@ class KeyValueFileStore(FileStore):
         )  # fmt: skip
 
     # scan ------------------------------------------------------------------
-    def new_scan(
-        self,
-        snapshot: Snapshot | None,
-        *,
-        partition_filter: Mapping[str, Any] | Sequence[Predicate] | None = None,
-        predicate: Sequence[Predicate] = (),
-        read_schema: TableSchema | None = None,
-    ) -> FileStoreScan:
-        """A scan pruning files by their key stats, on key predicates only (``KeyStatsFilter``).
+    def stats_filter(self) -> KeyStatsFilter:
+        """Prune by a file's key stats, on key predicates only (see :class:`KeyStatsFilter`).
 
-        Source: Paimon ``KeyValueFileStore.newScan``.
+        Source: Paimon ``KeyValueFileStoreScan``.
         """
-        return FileStoreScan(
-            file_io=self.file_io, paths=self.paths, schema_manager=self.table.schema_manager,
-            snapshot=snapshot, partition_filter=partition_filter, predicate=predicate,
-            read_schema=read_schema, stats_filter=KeyStatsFilter(),
-        )  # fmt: skip
+        return KeyStatsFilter()
 
     # kind facts ------------------------------------------------------------
     @property
@@ -232,12 +212,9 @@ class KeyValueFileStore(FileStore):
         """
         if max_files_per_bucket is not None and max_files_per_bucket < 2:
             raise ValueError(f"max_files_per_bucket must be >= 2, got {max_files_per_bucket}")
-        t = self.table
         planner = MergeTreeCompactionPlanner(
-            file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager,
-            snapshot_manager=t.snapshot_manager, full=full, partitions=partitions,
-            options=options,
-        )  # fmt: skip
+            self.table, full=full, partitions=partitions, options=options
+        )
         return CompactionJob(commit=commit, planner=planner)
 
     def inline_compaction(self, *, commit: FileStoreCommit) -> CompactionJob | None:

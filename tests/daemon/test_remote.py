@@ -193,10 +193,7 @@ def _pk_due_table(**options: str) -> tuple[Any, Any]:
 def _bucket_inputs(table: Any) -> list[int]:
     from snaplake.compaction.merge_tree_plan import MergeTreeCompactPlanner
 
-    plan = MergeTreeCompactPlanner(
-        file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
-        snapshot_manager=table.snapshot_manager,
-    ).plan()  # fmt: skip
+    plan = MergeTreeCompactPlanner(table).plan()
     return sorted(sum(f.file_size_bytes for f in t.files) for t in plan.tasks)
 
 

@@ -143,10 +143,7 @@ def test_daemon_delegates_large_primary_key_buckets_and_falls_back(tmp_path: Pat
     for k in range(4):
         pk.upsert(table, model, k)
     _big_month_one(table, model, 1)
-    plan = MergeTreeCompactPlanner(
-        file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
-        snapshot_manager=table.snapshot_manager,
-    ).plan()  # fmt: skip
+    plan = MergeTreeCompactPlanner(table).plan()
     sizes = sorted(sum(f.file_size_bytes for f in t.files) for t in plan.tasks)
     assert len(sizes) == 6 and sizes[3] < sizes[4]  # month 1's two buckets are the large ones
     bar = (sizes[3] + sizes[4]) // 2

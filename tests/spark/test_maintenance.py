@@ -158,10 +158,7 @@ def test_buckets_below_the_bar_are_rewritten_on_the_driver(
     for table in (local, remote):  # month 1's buckets grow far beyond the others
         write_and_commit(table, to_table(big), commit_user="seed")
     model.apply(big)
-    plan = MergeTreeCompactPlanner(
-        file_io=remote.file_io, paths=remote.paths, schema_manager=remote.schema_manager,
-        snapshot_manager=remote.snapshot_manager,
-    ).plan()  # fmt: skip
+    plan = MergeTreeCompactPlanner(remote).plan()
     sizes = sorted(sum(f.file_size_bytes for f in t.files) for t in plan.tasks)
     assert len(sizes) == 6 and sizes[3] < sizes[4]  # two large buckets (month 1)
     bar = (sizes[3] + sizes[4]) // 2

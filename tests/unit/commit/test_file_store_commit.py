@@ -34,11 +34,7 @@ def _messages(table, data, user="u"):
 
 
 def _committer(table, user="u", **kw):
-    return FileStoreCommit(
-        file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
-        snapshot_manager=table.snapshot_manager, table_name="db.t", commit_user=user,
-        sleep=lambda s: None, **kw,
-    )  # fmt: skip
+    return FileStoreCommit(table, commit_user=user, sleep=lambda s: None, **kw)
 
 
 def _manifest_files(table):

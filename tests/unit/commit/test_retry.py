@@ -90,9 +90,8 @@ def _lose_every_race(table, times: int) -> None:
 
 def _committer(table, policy: RetryPolicy, clock: FakeClock) -> FileStoreCommit:
     return FileStoreCommit(
-        file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
-        snapshot_manager=table.snapshot_manager, table_name="db.t", commit_user="u",
-        retry_policy=policy, clock=clock, sleep=clock.sleep, rng=lambda: 0.5,
+        table, commit_user="u", retry_policy=policy, clock=clock, sleep=clock.sleep,
+        rng=lambda: 0.5,
     )  # fmt: skip
 
 

@@ -192,10 +192,7 @@ def test_lsm_rule_refuses_overlapping_level(tmp_path: Path) -> None:
         maintenance_committer(table).commit([message], kind=CommitKind.COMPACT)
     assert sorted_rows(table.to_arrow()) == model.rows()
     assert isinstance(
-        MergeTreeCompactPlanner(
-            file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
-            snapshot_manager=table.snapshot_manager, full=True,
-        ).plan().tasks[0],
+        MergeTreeCompactPlanner(table, full=True).plan().tasks[0],
         BucketCompaction,
     )  # fmt: skip
 

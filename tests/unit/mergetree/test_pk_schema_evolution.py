@@ -485,10 +485,7 @@ def test_compaction_refuses_to_write_inputs_into_an_older_schema(catalog):
     write_and_commit(table, _v0(range(2)), commit_identifier=1)
     catalog.alter_table("db.t", CHANGES)
     write_and_commit(table, _v1(table, [{**_old(1), "tag": "t"}]), commit_identifier=2)
-    plan = MergeTreeCompactPlanner(
-        file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
-        snapshot_manager=table.snapshot_manager, full=True,
-    ).plan()  # fmt: skip
+    plan = MergeTreeCompactPlanner(table, full=True).plan()
     task = next(t for t in plan.tasks if any(f.schema_id == 1 for f in t.files))
     assert task.schema_id == 1
     with pytest.raises(SchemaMismatchError, match="older"):
