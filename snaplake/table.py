@@ -335,18 +335,26 @@ class Table:
             time_travel=tag is not None or snapshot_id is not None or as_of is not None, tag=tag,
         )  # fmt: skip
 
-    def to_arrow(self, *, limit: int | None = None, **kwargs: Any) -> pa.Table:
-        """Read a snapshot into an Arrow table; other arguments as :meth:`new_scan`.
-
-        Args:
-            limit: Read at most this many rows (``None`` = all).
-            **kwargs: The snapshot, filters and columns, as :meth:`new_scan` takes them.
+    def to_arrow(
+        self,
+        *,
+        snapshot_id: int | None = None,
+        as_of: datetime | None = None,
+        partition_filter: Mapping[str, Any] | None = None,
+        filter: Any = None,
+        columns: Sequence[str] | None = None,
+        limit: int | None = None,
+        tag: str | None = None,
+    ) -> pa.Table:
+        """Read a snapshot into an Arrow table; arguments as :meth:`new_scan`.
 
         Raises:
             SnapshotNotFoundError: the snapshot was never written or expired.
-            TypeError: an argument :meth:`new_scan` does not take.
         """
-        return self.new_scan(**kwargs).to_arrow(limit=limit)
+        return self.new_scan(
+            snapshot_id=snapshot_id, as_of=as_of, partition_filter=partition_filter,
+            filter=filter, columns=columns, tag=tag,
+        ).to_arrow(limit=limit)  # fmt: skip
 
     def to_pandas(self, **kwargs: Any) -> pd.DataFrame:
         """Read a snapshot into a pandas DataFrame; arguments as :meth:`to_arrow`.
