@@ -11,7 +11,8 @@ Source: Paimon ``FileStore``, ``AppendOnlyFileStore``, ``KeyValueFileStore``.
 """
 
 from snaplake.filestore.append import AppendOnlyFileStore
-from snaplake.filestore.base import FileStore, file_store_for
+from snaplake.filestore.base import FileStore
+from snaplake.filestore.factory import file_store_for
 from snaplake.filestore.key_value import KeyValueFileStore
 
 __all__ = [

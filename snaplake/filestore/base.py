@@ -1,4 +1,4 @@
-"""The FileStore contract, and the one place that picks a table's kind.
+"""The FileStore contract: what every table kind provides.
 
 Source: Paimon ``FileStore`` / ``AbstractFileStore`` (one object per table
 kind, created from the schema by ``FileStoreTableFactory``).
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from snaplake.compaction.merge_tree_plan import SortedRunStats
     from snaplake.write.table_write import TableWrite
 
-__all__ = ["FileStore", "file_store_for"]
+__all__ = ["FileStore"]
 
 
 class FileStore(ABC):
@@ -301,18 +301,3 @@ class FileStore(ABC):
         expiry (``None``: this kind compacts only on request or in the daemon).
         """
         return None
-
-
-def file_store_for(table: TableStorage, schema: TableSchema) -> FileStore:
-    """Return the FileStore of ``schema``'s kind: key-value with primary keys, else append.
-
-    This is the one place outside the schema rules that looks at the primary key.
-
-    Source: Paimon ``FileStoreTableFactory.create``.
-    """
-    from snaplake.filestore.append import AppendOnlyFileStore
-    from snaplake.filestore.key_value import KeyValueFileStore
-
-    if schema.primary_keys:
-        return KeyValueFileStore(table, schema)
-    return AppendOnlyFileStore(table, schema)

@@ -1,0 +1,30 @@
+"""The one place that picks a table's kind from its schema.
+
+Source: Paimon ``FileStoreTableFactory.create``.
+"""
+
+from __future__ import annotations
+
+from snaplake.filestore.append import AppendOnlyFileStore
+from snaplake.filestore.base import FileStore
+from snaplake.filestore.key_value import KeyValueFileStore
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.table_storage import TableStorage
+
+__all__ = ["file_store_for"]
+
+
+def file_store_for(table: TableStorage, schema: TableSchema) -> FileStore:
+    """Return the FileStore of ``schema``'s kind: key-value with primary keys, else append.
+
+    Args:
+        table: The table's storage, paths, managers and identifier.
+        schema: The schema the store works in.
+
+    This is the one place outside the schema rules that looks at the primary key.
+
+    Source: Paimon ``FileStoreTableFactory.create``.
+    """
+    if schema.primary_keys:
+        return KeyValueFileStore(table, schema)
+    return AppendOnlyFileStore(table, schema)
