@@ -96,14 +96,22 @@ def create_table(
     partition_keys: Sequence[str] = (),
     primary_keys: Sequence[str] = (),
     options: Mapping[str, str] | None = None,
+    bucket: int | None = None,
+    ignore_if_exists: bool = False,
 ) -> snaplake.Table:
-    """Create ``identifier`` in a catalog, or in a local warehouse directory ``where``.
+    """Create ``identifier`` in a catalog, or in a warehouse ``where`` (a directory or URI).
 
     An append table without ``primary_keys``, a primary-key table with them
-    (``options`` then needs ``bucket``, as Paimon's do). Raises what
-    ``FileSystemCatalog.create_table`` raises (e.g. ``TableAlreadyExistsError``).
+    (then it needs a ``bucket``, as Paimon's do). ``bucket`` sets the option
+    ``bucket`` (it wins over one in ``options``). Raises what
+    ``FileSystemCatalog.create_table`` raises (e.g. ``TableAlreadyExistsError``
+    unless ``ignore_if_exists``).
     """
     import snaplake
+
+    opts = dict(options or {})
+    if bucket is not None:
+        opts["bucket"] = str(bucket)
 
     catalog = (
         where
@@ -115,7 +123,8 @@ def create_table(
         schema=schema,
         partition_keys=list(partition_keys),
         primary_keys=list(primary_keys),
-        options=dict(options or {}),
+        options=opts,
+        ignore_if_exists=ignore_if_exists,
     )
 
 

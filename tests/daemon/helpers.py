@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import itertools
 
-from tests.helpers import SCHEMA, rows, write_and_commit
+from tests.helpers import create_table, rows, write_and_commit
 
-import snaplake
 from snaplake.table import Table
 
 _names = itertools.count()
@@ -23,9 +22,9 @@ LOW_THRESHOLDS = {
 
 def memory_table(options: dict[str, str] | None = None, *, name: str = "db.t") -> Table:
     """A fresh in-memory partitioned table."""
-    catalog = snaplake.FileSystemCatalog(f"memory://daemon{next(_names)}")
-    return catalog.create_table(name, schema=SCHEMA, partition_keys=["month"],
-                                options=options or {})  # fmt: skip
+    return create_table(
+        f"memory://daemon{next(_names)}", name, partition_keys=["month"], options=options
+    )
 
 
 def append(table: Table, n_commits: int, *, start: int = 0, rows_per_commit: int = 5,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from tests.daemon.procs import REPO, daemon_config, log_events, start_daemon_file, wait_for
-from tests.helpers import write_and_commit
+from tests.helpers import create_table, write_and_commit
 from tests.s3_servers import S3Endpoint, start_moto
 
 import snaplake
@@ -58,7 +58,7 @@ def _assert_no_credentials(text: str) -> None:
 def _warehouse(endpoint: S3Endpoint) -> tuple[str, dict[str, str]]:
     bucket = endpoint.new_bucket("creds")
     uri, options = f"s3://{bucket}/wh", _options(endpoint)
-    table = snaplake.FileSystemCatalog(uri, options=options).create_table("db.t", schema=SCHEMA)
+    table = create_table(snaplake.FileSystemCatalog(uri, options=options), schema=SCHEMA)
     for i in range(4):
         write_and_commit(
             table,

@@ -41,6 +41,7 @@ from tests.daemon.procs import (
     writer_summary,
 )
 from tests.daemon.promql import expressions, load_dashboard, substitute
+from tests.helpers import create_table, write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
 
 import snaplake
@@ -71,23 +72,19 @@ _TTL = timedelta(seconds=10)
 
 
 def _create(warehouse: Path, name: str, options: dict[str, str]) -> Table:
-    catalog = snaplake.FileSystemCatalog(str(warehouse))
-    return catalog.create_table(name, schema=SCHEMA, partition_keys=["month"], options=options)
+    return create_table(warehouse, name, schema=SCHEMA, partition_keys=["month"], options=options)
 
 
 def _append(table: Table, start: int, count: int, *, user: str = "seed", ident: int = 1) -> None:
-    write = table.new_write(commit_user=user)
-    write.write_arrow(
-        pa.table(
-            {
-                "id": pa.array(range(start, start + count), pa.int64()),
-                "month": pa.array([1 + i % 2 for i in range(count)], pa.int32()),
-                "payload": pa.array([f"seed-{i}" for i in range(count)]),
-            },
-            schema=SCHEMA,
-        )
+    data = pa.table(
+        {
+            "id": pa.array(range(start, start + count), pa.int64()),
+            "month": pa.array([1 + i % 2 for i in range(count)], pa.int32()),
+            "payload": pa.array([f"seed-{i}" for i in range(count)]),
+        },
+        schema=SCHEMA,
     )
-    table.new_commit(commit_user=user).commit(write.prepare_commit(), commit_identifier=ident)
+    write_and_commit(table, data, commit_user=user, commit_identifier=ident)
 
 
 class Sampler(threading.Thread):
@@ -124,9 +121,9 @@ def soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for i in range(4):
         _append(idle, i * 10, 10, ident=i + 1)
     # A primary-key table (the sorted-run panels): 6 upsert commits = 6 level-0 runs per bucket.
-    upserts = snaplake.FileSystemCatalog(str(warehouse)).create_table(
-        "db.upserts", schema=SCHEMA, partition_keys=["month"], primary_keys=["id", "month"],
-        options={"bucket": "2"},
+    upserts = create_table(
+        warehouse, "db.upserts", schema=SCHEMA, partition_keys=["month"],
+        primary_keys=["id", "month"], bucket=2,
     )  # fmt: skip
     for i in range(6):
         _append(upserts, i * 5, 20, ident=i + 1)
@@ -337,10 +334,11 @@ def _compactable_table(warehouse: Path, *, files: int, rows: int) -> Table:
     for i in range(files):
         ids = np.arange(i * rows, (i + 1) * rows, dtype=np.int64)
         payload = rng.integers(0, 2**62, size=rows).astype(str)
-        write = table.new_write(commit_user="seed")
-        write.write_arrow(pa.table({"id": ids, "month": np.ones(rows, dtype=np.int32),
-                                    "payload": payload}, schema=SCHEMA))  # fmt: skip
-        committer.commit(write.prepare_commit(), commit_identifier=i + 1)
+        data = pa.table({"id": ids, "month": np.ones(rows, dtype=np.int32), "payload": payload},
+                        schema=SCHEMA)  # fmt: skip
+        write_and_commit(
+            table, data, commit_user="seed", commit_identifier=i + 1, committer=committer
+        )
     return table
 
 

@@ -7,11 +7,10 @@ from datetime import timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry
-from tests.helpers import write_and_commit
+from tests.helpers import create_table, write_and_commit
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, sorted_rows
 from tests.pk_helpers import to_table as pk_table
 
-import snaplake
 from snaplake.compaction.maintenance import count_files, count_sorted_runs
 from snaplake.daemon.jobs import compact_job
 from snaplake.daemon.watcher import TableWatcher
@@ -22,9 +21,9 @@ _names = itertools.count()
 
 
 def _pk_table(**options: str) -> Any:
-    catalog = snaplake.FileSystemCatalog(f"memory://pk{next(_names)}")
-    return catalog.create_table(
-        "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+    return create_table(
+        f"memory://pk{next(_names)}", schema=PK_SCHEMA, partition_keys=["month"],
+        primary_keys=PK_KEYS,
         options={"bucket": "2", "num-sorted-run.compaction-trigger": "3", **options},
     )  # fmt: skip
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 from tests.daemon.helpers import LOW_THRESHOLDS, append, memory_table
-from tests.helpers import write_and_commit
+from tests.helpers import create_table, write_and_commit
 
 from snaplake.daemon.config import Task
 from snaplake.daemon.jobs import compact_job, record_job_result
@@ -175,11 +175,9 @@ def _pk_due_table(**options: str) -> tuple[Any, Any]:
     from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows
     from tests.pk_helpers import to_table as pk_rows
 
-    import snaplake
-
-    catalog = snaplake.FileSystemCatalog(f"memory://remote-pk{next(_PK_NAMES)}")
-    table = catalog.create_table(
-        "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+    table = create_table(
+        f"memory://remote-pk{next(_PK_NAMES)}", schema=PK_SCHEMA, partition_keys=["month"],
+        primary_keys=PK_KEYS,
         options={"bucket": "2", "num-sorted-run.compaction-trigger": "3", **options},
     )  # fmt: skip
     model = TableModel(engine_model("deduplicate"))

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from prometheus_client import CollectorRegistry
 from tests.daemon.helpers import append
-from tests.helpers import SCHEMA
+from tests.helpers import create_table
 
 import snaplake
 from snaplake.daemon.config import Task, parse_config
@@ -23,7 +23,7 @@ def _warehouse(tables: list[str]) -> str:
     uri = f"memory://sched{next(_names)}"
     catalog = snaplake.FileSystemCatalog(uri)
     for name in tables:
-        append(catalog.create_table(name, schema=SCHEMA, partition_keys=["month"]), 5)
+        append(create_table(catalog, name, partition_keys=["month"]), 5)
     return uri
 
 
@@ -155,7 +155,7 @@ def test_missing_configured_tables_are_logged_counted_and_not_ready(caplog):
     assert "table cdc.statuz does not exist" in caplog.text  # at every discovery
 
     catalog = snaplake.FileSystemCatalog(uri)
-    append(catalog.create_table("cdc.statuz", schema=SCHEMA, partition_keys=["month"]), 1)
+    append(create_table(catalog, "cdc.statuz", partition_keys=["month"]), 1)
     catalog.create_database("nodb")
     daemon.discover()
     assert missing.labels("0", "cdc.statuz")._value.get() == 0

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-
-import snaplake
+from tests.helpers import create_table
 
 WRITER = Path(__file__).with_name("writer_proc.py")
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("user", pa.string())])
@@ -19,8 +18,7 @@ pytestmark = pytest.mark.integration
 
 
 def _table(tmp_path, options=None):
-    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    return catalog.create_table("db.t", schema=SCHEMA, options=options)
+    return create_table(tmp_path / "wh", schema=SCHEMA, options=options)
 
 
 def _run_writers(table, *, writers: int, commits: int, rows: int) -> list[list[str]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from tests.helpers import SCHEMA, assert_same_rows, rows, write_and_commit
+from tests.helpers import SCHEMA, assert_same_rows, create_table, rows, write_and_commit
 from tests.oracle import PaimonOracle, pred, requires_paimon
 
 import snaplake
@@ -25,15 +25,18 @@ def written(tmp_path_factory):
     """A snaplake warehouse with a partitioned and a bucketed table, several commits each."""
     wh = tmp_path_factory.mktemp("wh")
     catalog = snaplake.FileSystemCatalog(str(wh))
-    part = catalog.create_table("db.part", schema=SCHEMA, partition_keys=["month"])
+    part = create_table(catalog, "db.part", partition_keys=["month"])
     for i in range(4):
         write_and_commit(part, rows(i * 250, 250), commit_user="s", commit_identifier=i)
     replacement = rows(5000, 60).filter(pc.equal(rows(5000, 60).column("month"), 2))
     write_and_commit(part, replacement, commit_user="s", overwrite={"month": 2})
-    bucketed = catalog.create_table(
-        "db.bucketed", schema=SCHEMA, partition_keys=["month"],
-        options={"bucket": "4", "bucket-key": "carrier"},
-    )  # fmt: skip
+    bucketed = create_table(
+        catalog,
+        "db.bucketed",
+        partition_keys=["month"],
+        bucket=4,
+        options={"bucket-key": "carrier"},
+    )
     for i in range(3):
         write_and_commit(bucketed, rows(i * 100, 100), commit_user="s", commit_identifier=i)
     return wh, catalog

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from tests.helpers import assert_java_rows, write_and_commit
+from tests.helpers import assert_java_rows, create_table, write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
 from tests.oracle.java_paimon import JavaPaimon, java_values, requires_java_paimon
 from tests.pk_helpers import (
@@ -60,8 +60,8 @@ def table(
 ) -> tuple[Any, dict[int, list[Batch]], TableModel]:
     """Four APPEND commits (several flushes each) with a compaction after the second."""
     wh = tmp_path_factory.mktemp("changelog")
-    t = snaplake.FileSystemCatalog(str(wh)).create_table(
-        "db.t",
+    t = create_table(
+        wh,
         schema=PK_SCHEMA,
         partition_keys=["month"],
         primary_keys=PK_KEYS,

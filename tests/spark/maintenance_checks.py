@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from tests.daemon.procs import start_writer, wait_for, writer_summary
-from tests.helpers import write_and_commit
+from tests.helpers import create_table, write_and_commit
 from tests.oracle import PaimonOracle
 from tests.spark.conftest import spark_env
 from tests.spark.faults import FailingDataFileIO
@@ -68,9 +68,10 @@ def seeded(catalog: snaplake.FileSystemCatalog, name: str, *, commits: int = 12,
     With ``big_at``, that commit writes 20 times the rows, incompressible (large
     files amid small ones).
     """
-    table = catalog.create_table(
-        name, schema=WRITER_SCHEMA, partition_keys=["month"], options={**OPTIONS, **options}
-    )
+    table = create_table(
+        catalog, name, schema=WRITER_SCHEMA, partition_keys=["month"],
+        options={**OPTIONS, **options},
+    )  # fmt: skip
     committer = table.new_commit(commit_user="seed")
     for i in range(commits):
         n = rows * 20 if i == big_at else rows

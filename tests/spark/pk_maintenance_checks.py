@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from tests.daemon.procs import wait_for
-from tests.helpers import assert_java_rows, write_and_commit
+from tests.helpers import assert_java_rows, create_table, write_and_commit
 from tests.integration.pk_writer_proc import USER, batch
 from tests.oracle import PaimonOracle
 from tests.oracle.java_paimon import JavaPaimon
@@ -50,13 +50,10 @@ PK_WRITER = Path(__file__).resolve().parents[1] / "integration" / "pk_writer_pro
 
 def create(catalog: snaplake.FileSystemCatalog, name: str, **options: str) -> Table:
     """A deduplicate primary-key table partitioned by ``month``."""
-    return catalog.create_table(
-        name,
-        schema=PK_SCHEMA,
-        partition_keys=["month"],
-        primary_keys=PK_KEYS,
+    return create_table(
+        catalog, name, schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
         options={**OPTIONS, **options},
-    )
+    )  # fmt: skip
 
 
 def upsert(table: Table, model: TableModel | None, k: int, *, rows: int = 80) -> None:

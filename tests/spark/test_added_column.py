@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.helpers import create_table
 from tests.spark.conftest import spark_env, write_parquet_files
 
 import snaplake
@@ -39,15 +40,14 @@ def _rows(start: int, n: int) -> pa.Table:
 
 
 def _table(warehouse: Path, kind: str) -> snaplake.Table:
-    catalog = snaplake.FileSystemCatalog(str(warehouse))
     if kind == "append":
-        return catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
-    return catalog.create_table(
-        "db.t",
+        return create_table(warehouse, schema=SCHEMA, partition_keys=["month"])
+    return create_table(
+        warehouse,
         schema=SCHEMA.set(1, pa.field("month", pa.int64(), nullable=False)),
         partition_keys=["month"],
         primary_keys=["month", "id"],
-        options={"bucket": "2"},
+        bucket=2,
     )
 
 

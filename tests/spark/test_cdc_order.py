@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.helpers import create_table
 from tests.spark.conftest import data_files_on_disk
 
 import snaplake
@@ -34,10 +35,10 @@ WITH_LSN = SCHEMA.append(pa.field("lsn", pa.int64()))
 
 
 def _table(warehouse: Path, schema: pa.Schema = SCHEMA, **options: str) -> snaplake.Table:
-    catalog = snaplake.FileSystemCatalog(str(warehouse))
-    return catalog.create_table(
-        "cdc.flights", schema=schema, primary_keys=["id"], options={"bucket": "2", **options}
-    )
+    return create_table(
+        warehouse, "cdc.flights", schema=schema, primary_keys=["id"],
+        options={"bucket": "2", **options},
+    )  # fmt: skip
 
 
 def _write_events(path: Path, events: list[dict[str, Any]]) -> None:

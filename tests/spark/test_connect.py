@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from tests.helpers import create_table
 from tests.spark.conftest import (
     ROWS_SCHEMA,
     ROWS_SPARK_DDL,
@@ -103,8 +104,7 @@ def _sorted_rows(data: pa.Table) -> list[dict[str, Any]]:
 
 
 def _rows_table(tmp_path: Path, file_io: Any = None) -> Table:
-    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    created = catalog.create_table("db.t", schema=ROWS_SCHEMA, partition_keys=["month"])
+    created = create_table(tmp_path / "wh", schema=ROWS_SCHEMA, partition_keys=["month"])
     if file_io is None:
         return created
     return Table(file_io=file_io, root=created.root, identifier=created.identifier)

@@ -23,6 +23,7 @@ from tests.daemon.procs import (
     start_daemon,
     wait_for,
 )
+from tests.helpers import write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
 from tests.spark import maintenance_checks as checks
 from tests.spark.conftest import start_connect_server
@@ -42,9 +43,7 @@ def _live(table: snaplake.Table) -> int:
 def _append_small(table: snaplake.Table, start: int, commits: int) -> None:
     committer = table.new_commit(commit_user="w")
     for i in range(commits):
-        write = table.new_write(commit_user="w")
-        write.write_arrow(checks.writer_rows(start + i * 40, 40))
-        committer.commit(write.prepare_commit())
+        write_and_commit(table, checks.writer_rows(start + i * 40, 40), committer=committer)
 
 
 def _check_fell_back(daemon: Any, port: int) -> None:
@@ -111,9 +110,7 @@ def _big_month_one(table: snaplake.Table, model: Any, seed: int) -> None:
     from tests.pk_helpers import to_table as pk_rows
 
     rows = [r for r in make_rows(10_000 + seed * 500, 3_000, seed=seed) if r["month"] == 1]
-    w = table.new_write(commit_user="w")
-    w.write_arrow(pk_rows(rows))
-    table.new_commit(commit_user="w").commit(w.prepare_commit())
+    write_and_commit(table, pk_rows(rows))
     model.apply(rows)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 import pytest
+from tests.helpers import create_table
 from tests.spark.conftest import (
     ROWS_SCHEMA,
     ROWS_SPARK_DDL,
@@ -32,8 +33,7 @@ SPARK_MASTER = "local[2,3]"  # up to 3 attempts per task, so Spark retries a fai
 
 
 def _table(warehouse: Path, file_io: Any = None) -> Table:
-    catalog = snaplake.FileSystemCatalog(str(warehouse))
-    created = catalog.create_table("db.t", schema=ROWS_SCHEMA, partition_keys=["month"])
+    created = create_table(warehouse, schema=ROWS_SCHEMA, partition_keys=["month"])
     if file_io is None:
         return created
     return Table(file_io=file_io, root=created.root, identifier=created.identifier)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.helpers import create_table
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, sorted_rows
 
 import snaplake
@@ -28,9 +29,8 @@ def _df(spark: Any, rows: list[dict[str, Any]], kinds: list[str] | None = None) 
 
 
 def _table(tmp_path: Path, engine: str = "deduplicate") -> Any:
-    catalog = snaplake.FileSystemCatalog(str(tmp_path))
-    return catalog.create_table(
-        "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+    return create_table(
+        tmp_path, schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
         options={"bucket": "3", "merge-engine": engine,
                  **({"ignore-delete": "true"} if engine == "first-row" else {})},
     )  # fmt: skip

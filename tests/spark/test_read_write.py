@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.helpers import create_table, write_and_commit
 from tests.spark.conftest import (
     ROWS_SCHEMA,
     ROWS_SPARK_DDL,
@@ -55,12 +56,9 @@ def _wide_rows(start: int, count: int) -> pa.Table:
 
 @pytest.fixture
 def wide_table(tmp_path: Path) -> Table:
-    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    table = catalog.create_table("db.wide", schema=WIDE, partition_keys=["month"])
+    table = create_table(tmp_path / "wh", "db.wide", schema=WIDE, partition_keys=["month"])
     for i in range(3):  # three commits: ids grow with each, so id stats prune files
-        w = table.new_write(commit_user="py")
-        w.write_arrow(_wide_rows(i * 1_000, 1_000))
-        table.new_commit(commit_user="py").commit(w.prepare_commit(), commit_identifier=i)
+        write_and_commit(table, _wide_rows(i * 1_000, 1_000), commit_user="py", commit_identifier=i)
     return table
 
 
@@ -170,8 +168,7 @@ def _strict_table(tmp_path: Path) -> Table:
     schema = pa.schema(
         [pa.field("id", pa.int64(), nullable=False), ("month", pa.int64()), ("value", pa.float64())]
     )
-    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    return catalog.create_table("db.strict", schema=schema, partition_keys=["month"])
+    return create_table(tmp_path / "wh", "db.strict", schema=schema, partition_keys=["month"])
 
 
 def test_schema_mismatch_fails_the_query_before_any_file(spark: Any, tmp_path: Path) -> None:

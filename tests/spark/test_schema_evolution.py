@@ -12,6 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.helpers import create_table, write_and_commit
 from tests.spark.conftest import numbered_rows, spark_env, write_parquet_files
 
 import snaplake
@@ -42,11 +43,8 @@ def _narrow_rows(start: int, n: int) -> pa.Table:
 
 
 def _table(tmp_path: Path) -> snaplake.Table:
-    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    table = catalog.create_table("db.t", schema=NARROW, partition_keys=["month"])
-    w = table.new_write(commit_user="seed")
-    w.write_arrow(_narrow_rows(0, 50))
-    table.new_commit(commit_user="seed").commit(w.prepare_commit(), commit_identifier=1)
+    table = create_table(tmp_path / "wh", schema=NARROW, partition_keys=["month"])
+    write_and_commit(table, _narrow_rows(0, 50), commit_user="seed", commit_identifier=1)
     return table
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from tests.helpers import create_table
 from tests.spark.conftest import (
     ROWS_SCHEMA,
     ROWS_SPARK_DDL,
@@ -37,8 +38,7 @@ ROWS_PER_FILE = 500
 
 
 def _make_table(warehouse: Path) -> snaplake.Table:
-    catalog = snaplake.FileSystemCatalog(str(warehouse))
-    return catalog.create_table("db.events", schema=ROWS_SCHEMA, partition_keys=["month"])
+    return create_table(warehouse, "db.events", schema=ROWS_SCHEMA, partition_keys=["month"])
 
 
 def _source(directory: Path, files: int, *, start: int = 0) -> pa.Table:

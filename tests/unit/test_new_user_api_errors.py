@@ -14,7 +14,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
-from tests.helpers import SCHEMA, rows, write_and_commit
+from tests.helpers import SCHEMA, create_table, rows, write_and_commit
 
 import snaplake
 from snaplake.errors import SchemaMismatchError
@@ -22,8 +22,7 @@ from snaplake.errors import SchemaMismatchError
 
 @pytest.fixture
 def table(tmp_path):
-    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    t = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
+    t = create_table(tmp_path / "wh", partition_keys=["month"])
     write_and_commit(t, rows(0, 30), commit_user="u", commit_identifier=1)
     return t
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from tests.helpers import SCHEMA, rows, sorted_ids
+from tests.helpers import SCHEMA, create_table, rows, sorted_ids
 
 import snaplake
 from snaplake.errors import SchemaMismatchError, StorageError
@@ -19,8 +19,7 @@ _PK_SCHEMA = pa.schema(
 
 
 def _append_table(tmp_path: Path, **options: str) -> Table:
-    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    return catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"], options=options)
+    return create_table(tmp_path / "wh", partition_keys=["month"], options=options)
 
 
 def _data_files(table: Table) -> set[str]:

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
+from tests.helpers import create_table
 from tests.integration.s3.conftest import SCHEMA, S3Warehouse
 from tests.s3_servers import FaultProxy, fault_proxy
 
@@ -71,7 +72,7 @@ def _messages(table: Table, ident: int, *, user: str = "u"):
 
 
 def _table_with_history(warehouse: S3Warehouse, commits: int) -> Table:
-    table = warehouse.catalog().create_table("db.t", schema=SCHEMA)
+    table = create_table(warehouse.catalog(), schema=SCHEMA)
     committer = table.new_commit(commit_user="u")
     for ident in range(1, commits + 1):
         committer.commit(_messages(table, ident), commit_identifier=ident)

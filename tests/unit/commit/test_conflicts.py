@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from tests.helpers import create_table
 
 import snaplake
 from snaplake.commit.conflict import EntryKey
@@ -41,10 +42,9 @@ _ids = itertools.count(1_000)
 @pytest.fixture
 def table() -> Table:
     """Months 1 and 2, two buckets each, two files per (partition, bucket)."""
-    catalog = snaplake.FileSystemCatalog(f"memory://conflicts-{next(_names)}")
-    table = catalog.create_table(
-        "db.t", schema=SCHEMA, partition_keys=["month"],
-        options={"bucket": "2", "bucket-key": "id"},
+    table = create_table(
+        f"memory://conflicts-{next(_names)}", schema=SCHEMA, partition_keys=["month"],
+        bucket=2, options={"bucket-key": "id"},
     )  # fmt: skip
     for _ in range(2):
         for month, bucket in itertools.product((1, 2), (0, 1)):

@@ -21,8 +21,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
+from tests.helpers import create_table
 
-import snaplake
 from snaplake.errors import StorageError
 from snaplake.store.io.local_file_io import LocalFileIO
 from snaplake.table import Table
@@ -233,14 +233,12 @@ def disk(request, tmp_path):
 
 
 def _create(disk: Disk, *, primary_key: bool, options: dict[str, str] | None = None) -> Table:
-    catalog = snaplake.FileSystemCatalog(disk.warehouse)
-    table = catalog.create_table(
-        "db.t",
-        schema=SCHEMA,
-        partition_keys=["month"],
+    """The module's table (a primary-key one with one bucket), opened with ``disk``'s FileIO."""
+    table = create_table(
+        disk.warehouse, schema=SCHEMA, partition_keys=["month"],
         primary_keys=["id", "month"] if primary_key else (),
-        options={"bucket": "1"} if primary_key else {**(options or {})},
-    )
+        options={"bucket": "1"} if primary_key else options,
+    )  # fmt: skip
     return disk.table(table)
 
 

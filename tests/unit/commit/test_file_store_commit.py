@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tests.helpers import SCHEMA, rows, sorted_ids
+from tests.helpers import create_table, rows, sorted_ids
 
 import snaplake
 from snaplake.commit.file_store_commit import FileStoreCommit
@@ -22,9 +22,7 @@ _counter = iter(range(10**9))
 
 @pytest.fixture
 def table():
-    name = f"t{next(_counter)}"
-    catalog = snaplake.FileSystemCatalog(f"memory://{name}")
-    return catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
+    return create_table(f"memory://t{next(_counter)}", partition_keys=["month"])
 
 
 def _messages(table, data, user="u"):

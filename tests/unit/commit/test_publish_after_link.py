@@ -14,9 +14,8 @@ import os
 from collections.abc import Callable
 
 import pytest
-from tests.helpers import SCHEMA, referenced_files, rows, sorted_ids, write_and_commit
+from tests.helpers import create_table, referenced_files, rows, sorted_ids, write_and_commit
 
-import snaplake
 from snaplake.commit.result import add_commit_listener, remove_commit_listener
 from snaplake.errors import CommitStateUnknownError, CorruptMetadataError, StorageError
 from snaplake.store.io import local_file_io
@@ -33,8 +32,7 @@ ERRORS: dict[str, Callable[[], BaseException]] = {
 
 @pytest.fixture
 def table(tmp_path):
-    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
+    table = create_table(tmp_path / "wh", partition_keys=["month"])
     write_and_commit(table, rows(0, 6), commit_user="u", commit_identifier=1)
     return table
 
@@ -196,8 +194,7 @@ def test_compaction_interrupted_after_the_link_keeps_its_outputs(table, monkeypa
 
 def test_certain_error_after_an_uncertain_attempt_keeps_everything():
     """An uncertain publish, then an error that would be certain alone: the first may land."""
-    catalog = snaplake.FileSystemCatalog("memory://after-uncertain")
-    table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
+    table = create_table("memory://after-uncertain", partition_keys=["month"])
     fio = table.file_io
     assert isinstance(fio, InMemoryFileIO)
     fio.inject_fault(

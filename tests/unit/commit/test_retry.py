@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import create_table, rows
 
-import snaplake
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.retry import RetryPolicy
 from snaplake.errors import CommitRetriesExhaustedError, FileAlreadyExistsError
@@ -74,8 +73,7 @@ def test_policy_from_the_commit_options() -> None:
 # ------------------------------------------------------------------ the loop
 @pytest.fixture
 def table():
-    catalog = snaplake.FileSystemCatalog("memory://retry-loop")
-    table = catalog.create_table("db.t", schema=SCHEMA, ignore_if_exists=True)
+    table = create_table("memory://retry-loop", ignore_if_exists=True)
     yield table
     table.file_io.delete_dir(table.root)
 

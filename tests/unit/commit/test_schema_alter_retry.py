@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from tests.helpers import SCHEMA
+from tests.helpers import create_table
 
 import snaplake
 from snaplake import SchemaChange
@@ -16,8 +16,7 @@ from snaplake.store.format.schema import SchemaManager
 
 @pytest.fixture
 def table(tmp_path):
-    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    return catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
+    return create_table(tmp_path / "wh", partition_keys=["month"])
 
 
 def _contended(table, wins: int):

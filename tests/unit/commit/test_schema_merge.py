@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from tests.helpers import create_table
 
-import snaplake
 from snaplake.errors import SchemaMismatchError
 from snaplake.store.format.schema_change import AddColumn, UpdateColumnType
 from snaplake.write.schema_merge import merge_data_schema, schema_changes_for
@@ -16,8 +16,7 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("month", pa.int
 
 @pytest.fixture
 def table(tmp_path):
-    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    return catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
+    return create_table(tmp_path / "wh", schema=SCHEMA, partition_keys=["month"])
 
 
 def test_fitting_data_changes_nothing(table):

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import create_table, rows
 
 import snaplake
 from snaplake.commit.message import CommitMessage
@@ -20,8 +20,9 @@ _names = itertools.count()
 
 
 def _table(**options: str) -> Table:
-    catalog = snaplake.FileSystemCatalog(f"memory://table-write-{next(_names)}")
-    return catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"], options=options)
+    return create_table(
+        f"memory://table-write-{next(_names)}", partition_keys=["month"], options=options
+    )
 
 
 def _file_rows(table: Table, message: CommitMessage) -> list[pa.Table]:
@@ -84,8 +85,7 @@ def test_rows_are_split_by_partition_and_bucket():
 
 
 def test_unpartitioned_unbucketed_rows_go_to_bucket_0():
-    catalog = snaplake.FileSystemCatalog(f"memory://table-write-{next(_names)}")
-    table = catalog.create_table("db.t", schema=SCHEMA)
+    table = create_table(f"memory://table-write-{next(_names)}")
     write = table.new_write(commit_user="u")
     write.write_arrow(rows(0, 50))
     [message] = write.prepare_commit()

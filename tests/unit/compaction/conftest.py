@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 
 import pytest
-from tests.helpers import SCHEMA, rows, write_and_commit
+from tests.helpers import create_table, rows, write_and_commit
 
 from snaplake.catalog import FileSystemCatalog
 from snaplake.compaction.append_rewrite import CompactTask
@@ -33,17 +34,15 @@ def _fresh_cache():
 
 
 @pytest.fixture
-def make_table(tmp_path) -> Callable[..., Table]:
-    catalog = FileSystemCatalog(str(tmp_path / "wh"))
-    counter = iter(range(1000))
+def make_table(catalog: FileSystemCatalog) -> Callable[..., Table]:
+    """Make tables ``db.t0``, ``db.t1``, ...: FAST ``options``, by month if ``partitioned``."""
+    counter = itertools.count()
 
     def make(options: Mapping[str, str] | None = None, *, partitioned: bool = True) -> Table:
-        return catalog.create_table(
-            f"db.t{next(counter)}",
-            schema=SCHEMA,
-            partition_keys=["month"] if partitioned else [],
+        return create_table(
+            catalog, f"db.t{next(counter)}", partition_keys=["month"] if partitioned else (),
             options={**FAST, **(options or {})},
-        )
+        )  # fmt: skip
 
     return make
 

@@ -12,7 +12,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from tests.helpers import sorted_ids, write_and_commit
+from tests.helpers import create_table, sorted_ids, write_and_commit
 from tests.unit.compaction.conftest import FAST, append, compaction_job, runs
 
 import snaplake
@@ -104,9 +104,8 @@ def _same(a: pa.Table, b: pa.Table) -> bool:
 
 
 def _table(root: str, schema: pa.Schema, **options: str) -> snaplake.Table:
-    catalog = snaplake.FileSystemCatalog(root)
-    return catalog.create_table(
-        f"db.t{uuid.uuid4().hex[:8]}", schema=schema, options={**FAST, **options}
+    return create_table(
+        root, f"db.t{uuid.uuid4().hex[:8]}", schema=schema, options={**FAST, **options}
     )
 
 

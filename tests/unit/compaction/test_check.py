@@ -16,9 +16,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from tests.check_helpers import live_files, rewrite_entry, with_bound, with_null_count
-from tests.helpers import SCHEMA, rows, write_and_commit
+from tests.helpers import create_table, rows, write_and_commit
 
-from snaplake.catalog import FileSystemCatalog
 from snaplake.errors import SnapshotNotFoundError
 from snaplake.store.format.binary_row import encode_binary_row
 from snaplake.table import Table
@@ -29,8 +28,8 @@ PK_SCHEMA = pa.schema(
 
 
 def _append_table(tmp_path: Path) -> Table:
-    table = FileSystemCatalog(str(tmp_path)).create_table(
-        "db.t", schema=SCHEMA, partition_keys=["month"], options={"compaction.min.file-num": "2"}
+    table = create_table(
+        tmp_path, partition_keys=["month"], options={"compaction.min.file-num": "2"}
     )
     for start in (0, 30):
         write_and_commit(table, rows(start, 30))
@@ -38,8 +37,8 @@ def _append_table(tmp_path: Path) -> Table:
 
 
 def _pk_table(tmp_path: Path, **options: str) -> Table:
-    return FileSystemCatalog(str(tmp_path)).create_table(
-        "db.p", schema=PK_SCHEMA, primary_keys=["k"], options={"bucket": "1", **options}
+    return create_table(
+        tmp_path, "db.p", schema=PK_SCHEMA, primary_keys=["k"], options={"bucket": "1", **options}
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import create_table, write_and_commit
 from tests.pk_helpers import (
     PK_KEYS,
     PK_SCHEMA,
@@ -39,7 +40,8 @@ def _twins(tmp_path: Path, **options: str) -> tuple[Any, Any, TableModel]:
     catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
     opts = {"bucket": "2", "num-sorted-run.compaction-trigger": "3", **options}
     tables = [
-        catalog.create_table(
+        create_table(
+            catalog,
             f"db.{name}",
             schema=PK_SCHEMA,
             partition_keys=["month"],
@@ -53,9 +55,7 @@ def _twins(tmp_path: Path, **options: str) -> tuple[Any, Any, TableModel]:
         rows = make_rows(i * 25, 60, seed=i)
         kinds = ["-D" if r["id"] % 7 == i else "+U" for r in rows]
         for table in tables:
-            w = table.new_write(commit_user="w")
-            w.write_arrow(pk_table(rows), row_kinds=kinds)
-            table.new_commit(commit_user="w").commit(w.prepare_commit(), commit_identifier=i + 1)
+            write_and_commit(table, pk_table(rows), row_kinds=kinds, commit_identifier=i + 1)
         model.apply(rows, kinds)
     return tables[0], tables[1], model
 

@@ -6,12 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import sorted_ids
+from tests.helpers import create_table, sorted_ids, write_and_commit
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, sorted_rows
 from tests.pk_helpers import to_table as pk_table
 from tests.unit.compaction.conftest import append, compaction_job, runs
 
-from snaplake.catalog import FileSystemCatalog
 from snaplake.compaction.append_compact import AppendCompactionPlanner
 from snaplake.compaction.merge_tree_compact import MergeTreeCompactionPlanner
 from snaplake.errors import (
@@ -23,8 +22,8 @@ from snaplake.errors import (
 
 def _pk_table(tmp_path: Path) -> tuple[Any, TableModel]:
     """A primary-key table with 3 overlapping sorted runs in its one bucket (trigger 2)."""
-    table = FileSystemCatalog(str(tmp_path / "pk")).create_table(
-        "db.kv", schema=PK_SCHEMA, primary_keys=PK_KEYS,
+    table = create_table(
+        tmp_path / "pk", "db.kv", schema=PK_SCHEMA, primary_keys=PK_KEYS,
         options={"bucket": "1", "num-sorted-run.compaction-trigger": "2"},
     )  # fmt: skip
     model = TableModel(engine_model("deduplicate"))
@@ -35,9 +34,7 @@ def _pk_table(tmp_path: Path) -> tuple[Any, TableModel]:
 
 def _upsert(table: Any, model: TableModel, i: int) -> None:
     rows = make_rows(i * 10, 30, seed=i)
-    w = table.new_write(commit_user="w")
-    w.write_arrow(pk_table(rows))
-    table.new_commit(commit_user="w").commit(w.prepare_commit())
+    write_and_commit(table, pk_table(rows))
     model.apply(rows)
 
 

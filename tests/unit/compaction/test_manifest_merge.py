@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from tests.helpers import sorted_ids
+from tests.helpers import rows, sorted_ids, write_and_commit
 from tests.unit.compaction.conftest import append
 
 from snaplake.commit.snapshot_commit import SnapshotCommit
@@ -41,12 +41,10 @@ def _metas(table, snap=None):
 
 def _append_many(table, n, *, user="w"):
     commit = table.new_commit(commit_user=user)
-    from tests.helpers import rows
-
     for i in range(n):
-        w = table.new_write(commit_user=user)
-        w.write_arrow(rows(i * 10, 10))
-        commit.commit(w.prepare_commit(), commit_identifier=i)
+        write_and_commit(
+            table, rows(i * 10, 10), commit_user=user, commit_identifier=i, committer=commit
+        )
 
 
 def test_minor_merge_waits_for_min_count(make_table):
@@ -58,8 +56,6 @@ def test_minor_merge_waits_for_min_count(make_table):
     assert result.attempts == 0
     _append_many_more = table.new_commit(commit_user="x")
     w = table.new_write(commit_user="x")
-    from tests.helpers import rows
-
     w.write_arrow(rows(1000, 3))
     _append_many_more.commit(w.prepare_commit())
     result = table.merge_manifests()
@@ -86,8 +82,6 @@ def test_merged_snapshot_shape(make_table):
     assert snap.txn_map()["w"] == 5  # the writer's dedup state is carried forward
     assert sorted_ids(table.to_arrow()) == list(range(60))
     # a replayed writer batch is still a duplicate after the merge
-    from tests.helpers import rows
-
     w = table.new_write(commit_user="w")
     w.write_arrow(rows(0, 1))
     assert (

@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from tests.helpers import create_table
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, make_rows, to_table
 
 import snaplake
@@ -36,8 +37,8 @@ _KINDS = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 
 
 def _table(tmp_path: Path, **options: str) -> Any:
-    return snaplake.FileSystemCatalog(str(tmp_path)).create_table(
-        "db.t",
+    return create_table(
+        tmp_path,
         schema=PK_SCHEMA,
         partition_keys=["month"],
         primary_keys=PK_KEYS,

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import write_and_commit
+from tests.helpers import create_table, write_and_commit
 from tests.pk_helpers import (
     PK_KEYS,
     PK_SCHEMA,
@@ -18,7 +18,6 @@ from tests.pk_helpers import (
     to_table,
 )
 
-import snaplake
 from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.compaction.merge_tree_plan import (
@@ -48,12 +47,8 @@ def _between_plan_and_rewrite(job: Any, act: Any) -> None:
 
 
 def _table(tmp_path: Path, **options: str) -> Any:
-    catalog = snaplake.FileSystemCatalog(str(tmp_path))
-    return catalog.create_table(
-        "db.t",
-        schema=PK_SCHEMA,
-        primary_keys=PK_KEYS,
-        options={"bucket": "1", **options},
+    return create_table(
+        tmp_path, schema=PK_SCHEMA, primary_keys=PK_KEYS, options={"bucket": "1", **options}
     )
 
 

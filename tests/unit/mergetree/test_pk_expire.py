@@ -7,18 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import write_and_commit
+from tests.helpers import create_table, write_and_commit
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, make_rows, sorted_rows, to_table
 
-import snaplake
 from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import read_manifest_list
 from snaplake.store.format.snapshot import CommitKind, Snapshot
 
 
 def _table(tmp_path: Path, **options: str) -> Any:
-    return snaplake.FileSystemCatalog(str(tmp_path)).create_table(
-        "db.t",
+    return create_table(
+        tmp_path,
         schema=PK_SCHEMA,
         primary_keys=PK_KEYS,
         options={"bucket": "1", "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 s",

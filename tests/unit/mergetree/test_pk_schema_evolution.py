@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pytest
-from tests.helpers import write_and_commit
+from tests.helpers import create_table, write_and_commit
 
 import snaplake
 from snaplake import SchemaChange
@@ -49,10 +49,10 @@ pytestmark = pytest.mark.parametrize("catalog", ["local", "memory"], indirect=Tr
 
 
 def _create(catalog: snaplake.FileSystemCatalog, **options: str) -> snaplake.Table:
-    opts = {"bucket": "2", **options}
-    return catalog.create_table(
-        "db.t", schema=V0, partition_keys=["month"], primary_keys=KEYS, options=opts
-    )
+    return create_table(
+        catalog, schema=V0, partition_keys=["month"], primary_keys=KEYS,
+        options={"bucket": "2", **options},
+    )  # fmt: skip
 
 
 def _v0(ids: range, *, qty: int = 1, name: str = "n", note: str = "note") -> pa.Table:

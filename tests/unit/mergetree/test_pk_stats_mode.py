@@ -11,17 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import write_and_commit
+from tests.helpers import create_table, write_and_commit
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, make_rows, sorted_rows, to_table
 
-import snaplake
 from snaplake.errors import InvalidOptionError
 from snaplake.store.format.binary_row import decode_binary_row
 
 
 def _table(tmp_path: Path, **options: str) -> Any:
-    return snaplake.FileSystemCatalog(str(tmp_path)).create_table(
-        "db.t", schema=PK_SCHEMA, primary_keys=PK_KEYS, options={"bucket": "1", **options}
+    return create_table(
+        tmp_path, schema=PK_SCHEMA, primary_keys=PK_KEYS, options={"bucket": "1", **options}
     )
 
 

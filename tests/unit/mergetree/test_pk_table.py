@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from tests.helpers import create_table
 from tests.merge_model import MergeModel
 from tests.pk_helpers import (
     PK_KEYS,
@@ -26,9 +27,8 @@ from snaplake.errors import SchemaMismatchError
 
 
 def _table(tmp_path: Path, options: dict[str, str], schema: pa.Schema = PK_SCHEMA) -> Any:
-    catalog = snaplake.FileSystemCatalog(str(tmp_path))
-    return catalog.create_table(
-        "db.t", schema=schema, partition_keys=["month"], primary_keys=PK_KEYS, options=options
+    return create_table(
+        tmp_path, schema=schema, partition_keys=["month"], primary_keys=PK_KEYS, options=options
     )
 
 
@@ -87,9 +87,10 @@ def test_aggregation_with_retractions(tmp_path: Path) -> None:
     assert sorted_rows(table.to_arrow()) == model.rows()
     # a retraction into a column whose function cannot retract is refused up front
     bad = {**options, "fields.price.ignore-retract": "false"}
-    other = snaplake.FileSystemCatalog(str(tmp_path)).create_table(
-        "db.bad", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS, options=bad
-    )
+    other = create_table(
+        tmp_path, "db.bad", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+        options=bad,
+    )  # fmt: skip
     with pytest.raises(SchemaMismatchError, match="price"):
         other.new_write(commit_user="u").write_arrow(to_table(make_rows(0, 2)),
                                                     row_kinds=["-D", "+I"])  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.helpers import SCHEMA, rows, write_and_commit
+from tests.helpers import create_table, rows, write_and_commit
 
 import snaplake
 from snaplake.errors import CorruptMetadataError, UnsupportedTypeError
@@ -15,8 +15,7 @@ from snaplake.table import Table
 
 @pytest.fixture
 def table(tmp_path) -> Table:
-    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
-    t = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
+    t = create_table(tmp_path / "wh", partition_keys=["month"])
     write_and_commit(t, rows(0, 30), commit_user="u", commit_identifier=1)
     return t
 

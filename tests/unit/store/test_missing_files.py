@@ -11,7 +11,7 @@ import os
 from datetime import UTC, datetime
 
 import pytest
-from tests.helpers import SCHEMA, rows
+from tests.helpers import create_table, rows, write_and_commit
 
 import snaplake
 from snaplake.compaction.expire import ExpireSnapshots
@@ -43,22 +43,17 @@ def _table(warehouse, *, primary_key: bool = False) -> Table:
     Expiring snapshots 1 and 2 deletes the data files snapshot 1 reads.
     """
     root, options = warehouse
-    catalog = snaplake.FileSystemCatalog(root, options=options)
-    table = catalog.create_table(
-        "db.t",
-        schema=SCHEMA,
+    table = create_table(
+        snaplake.FileSystemCatalog(root, options=options),
         partition_keys=["month"],
         primary_keys=["id", "month"] if primary_key else (),
         options={**RETAIN_ONE, **({"bucket": "2"} if primary_key else {})},
     )
     for i in range(1, 4):
-        w = table.new_write(commit_user="u")
-        w.write_arrow(rows(0, 30))
-        commit = table.new_commit(commit_user="u")
-        if primary_key:
-            commit.commit(w.prepare_commit(), commit_identifier=i)
-        else:
-            commit.commit(w.prepare_commit(), commit_identifier=i, overwrite=True)
+        overwrite = None if primary_key else True
+        write_and_commit(
+            table, rows(0, 30), commit_user="u", commit_identifier=i, overwrite=overwrite
+        )
     if primary_key:
         table.compact(full=True)  # replaces the level-0 files of snapshots 1-3
     return table

@@ -8,6 +8,7 @@ import threading
 
 import pyarrow as pa
 import pytest
+from tests.helpers import create_table
 
 import snaplake
 from snaplake import SchemaChange
@@ -36,7 +37,7 @@ SCHEMA = pa.schema(
 
 @pytest.fixture
 def table(catalog):
-    return catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"])
+    return create_table(catalog, schema=SCHEMA, partition_keys=["month"])
 
 
 def _commit_rows(table, n=1):
