@@ -95,6 +95,11 @@ def part_b(work: Path, n_files: int, commits: int = 10) -> None:
                 for j in range(per_commit // 12)
             )
             k += len(new_files)
+            # Planning reads metadata only, but a commit makes its data files durable
+            # (fsync): they must exist. Empty stand-ins serve.
+            part_dir = table.schema().partition_path_of(msg.partition)
+            for f in new_files:
+                Path(table.paths.data_file_path(part_dir, msg.bucket, f.file_name)).touch()
             messages.append(
                 dataclasses.replace(msg, data_increment=DataIncrement(new_files=new_files))
             )
