@@ -36,6 +36,7 @@ from snaplake.mergetree.merge_function import MergeSpec, drop_retracts, merge_fu
 from snaplake.mergetree.sort_merge import SortMergeReader
 from snaplake.mergetree.sorted_run import KeyComparator, SortedRun, interval_partition
 from snaplake.store.format.data_file import DataFileMeta
+from snaplake.store.format.file_format import format_of_file
 from snaplake.store.format.primary_key import MergeEngine
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
@@ -145,7 +146,10 @@ def read_kv_file(
     *,
     batch_rows: int | None = None,
 ) -> Iterator[pa.Table]:
-    """Read the columns of ``schema`` from one key/value data file.
+    """Read the columns of ``schema`` from one key/value data file (Parquet, ORC or Avro).
+
+    The format is the file's extension (a table's levels may differ:
+    ``file.format.per.level``).
 
     Args:
         file_io: Storage of the table.
@@ -161,38 +165,61 @@ def read_kv_file(
     Raises:
         FileNotFoundError: the file is missing.
         StorageError: the storage failed.
+        UnsupportedTypeError: the file's extension names no format snaplake
+            reads, or a column cannot be converted to its Arrow type.
     """
+    fmt = format_of_file(path)
     with _open(file_io, path) as source:
-        # Streaming (batch_rows set): read column chunks page by page through a
-        # small buffer instead of whole row groups, so a k-way merge over many
-        # runs holds about one batch per run, not one row group per run.
-        pf = (
-            pq.ParquetFile(source)
-            if batch_rows is None
-            else pq.ParquetFile(source, buffer_size=_STREAM_BUFFER_BYTES, pre_buffer=False)
-        )
-        present = set(pf.schema_arrow.names)
-        read: list[str] = []
-        for name in schema.names:
-            if name not in present and name.startswith(KEY_FIELD_PREFIX):
-                name = name[len(KEY_FIELD_PREFIX) :]
-            if name not in read:
-                read.append(name)
-        if batch_rows is None:
-            tables: Iterator[pa.Table] = iter([pf.read(columns=read, use_threads=True)])
-        else:
-            tables = (
-                pa.Table.from_batches([b])
-                for b in pf.iter_batches(batch_size=batch_rows, columns=read, use_threads=False)
+        if fmt.name == "parquet":
+            # Streaming (batch_rows set): read column chunks page by page through a
+            # small buffer instead of whole row groups, so a k-way merge over many
+            # runs holds about one batch per run, not one row group per run.
+            pf = (
+                pq.ParquetFile(source)
+                if batch_rows is None
+                else pq.ParquetFile(source, buffer_size=_STREAM_BUFFER_BYTES, pre_buffer=False)
             )
+            present = set(pf.schema_arrow.names)
+            read = _file_columns(schema, present)
+            if batch_rows is None:
+                tables: Iterator[pa.Table] = iter([pf.read(columns=read, use_threads=True)])
+            else:
+                tables = (
+                    pa.Table.from_batches([b])
+                    for b in pf.iter_batches(batch_size=batch_rows, columns=read, use_threads=False)
+                )
+        else:  # ORC (one piece per stripe), Avro (the whole file): the format's reader
+            present = set(fmt.field_names(source))
+            read = _file_columns(schema, present)
+            types = {_file_column(f.name, present): f.type for f in schema}
+            read_schema = pa.schema([pa.field(n, types[n]) for n in read])
+            tables = _sliced(fmt.iter_batches(source, read_schema), batch_rows)
         for table in tables:
-            columns = []
-            for field in schema:
-                name = field.name
-                if name not in present and name.startswith(KEY_FIELD_PREFIX):
-                    name = name[len(KEY_FIELD_PREFIX) :]
-                columns.append(table.column(name).cast(field.type))
+            columns = [
+                table.column(_file_column(field.name, present)).cast(field.type)
+                for field in schema
+            ]
             yield pa.Table.from_arrays(columns, schema=schema)
+
+
+def _file_column(name: str, present: set[str]) -> str:
+    """The file column holding ``name``: a thin-mode file's ``_KEY_<k>`` is its column ``k``."""
+    if name not in present and name.startswith(KEY_FIELD_PREFIX):
+        return name[len(KEY_FIELD_PREFIX) :]
+    return name
+
+
+def _file_columns(schema: pa.Schema, present: set[str]) -> list[str]:
+    return list(dict.fromkeys(_file_column(n, present) for n in schema.names))
+
+
+def _sliced(tables: Iterator[pa.Table], batch_rows: int | None) -> Iterator[pa.Table]:
+    for table in tables:
+        if batch_rows is None or table.num_rows <= batch_rows:
+            yield table
+            continue
+        for offset in range(0, table.num_rows, batch_rows):
+            yield table.slice(offset, batch_rows)
 
 
 LEVEL_COLUMN = "_LEVEL"

@@ -277,8 +277,8 @@ FILE_COMPRESSION_PER_LEVEL: ConfigOption[dict[int, str]] = _pk(
     "append writers ignore it)", parse=_parse_level_map, default={},
     doc="Per-level file.compression of primary-key data files ('0:lz4,1:zstd').")
 FILE_FORMAT_PER_LEVEL: ConfigOption[dict[int, str]] = _pk(
-    "file.format.per.level", _PK + ": only parquet (primary-key files are Parquet); Java's "
-    "append writers ignore it", parse=_parse_level_map, default={},
+    "file.format.per.level", _PK + ": format of primary-key files per level (parquet, orc, "
+    "avro); Java's append writers ignore it", parse=_parse_level_map, default={},
     doc="Per-level file.format of primary-key data files ('0:avro').")
 CHANGELOG_PRODUCER = _pk(
     "changelog-producer", feature="changelog files produced by lookup or full compaction",
@@ -289,7 +289,7 @@ CHANGELOG_FILE_PREFIX = _pk(
     "changelog-file.prefix", _PK + ": name prefix of changelog files",
     parse=str, default="changelog-", doc="File name prefix of changelog files.")
 CHANGELOG_FILE_FORMAT = _pk(
-    "changelog-file.format", _PK + ": only parquet",
+    "changelog-file.format", _PK + ": format of changelog files (parquet, orc, avro)",
     parse=str, doc="Format of changelog files (default: file.format).")
 CHANGELOG_FILE_COMPRESSION = _pk(
     "changelog-file.compression", _PK + ": codec of changelog files",

@@ -15,8 +15,9 @@ Refused today:
 
 * primary-key tables that break Paimon's rules or use what snaplake's merge
   tree does not implement (``TableSchema.check_primary_key_table``: dynamic or
-  postponed buckets, non-Parquet files, and the options the registry declares
-  ``primary-key`` with refused values: changelog producers, sequence groups,
+  postponed buckets, levels or changelog files in a format or codec snaplake
+  cannot write, and the options the registry declares ``primary-key`` with
+  refused values: changelog producers, sequence groups,
   ...; ``docs/primary-key-tables.md`` §1);
 * BINARY / VARBINARY partition keys: creating such a table, and writing,
   committing or maintaining one another engine created (Java names their

@@ -1,16 +1,21 @@
-"""KeyValueFileWriter: sorted key/value chunks -> rolling Parquet data files with their metadata.
+"""KeyValueFileWriter: sorted key/value chunks -> rolling data files with their metadata.
 
 Used by the primary-key writer (level-0 flushes) and by LSM compaction
 (outputs at higher levels). Chunks arrive in key order; the writer streams
-them into row groups of bounded size, starts a new file once the current one
-reaches ``target-file-size`` bytes, and describes every file as Paimon's
+them into row groups (ORC stripes, Avro blocks) of bounded size in the level's
+format (``file.format.per.level``, else ``file.format``; changelog files:
+``changelog-file.format``), starts a new file once the current one reaches
+``target-file-size`` bytes, and describes every file as Paimon's
 ``KeyValueDataFileWriter`` does: min/max key (BinaryRow of the trimmed primary
 key), key stats in ``truncate(128)`` mode, value stats of every column,
 sequence range, delete row count (``-U``/``-D`` rows), level and file source.
+Stats are computed from the Arrow rows whatever the format, as the append
+writer computes them (:mod:`snaplake.store.format.stats`).
 
 Source: Paimon ``KeyValueFileWriterFactory.createRollingMergeTreeFileWriter``,
 ``KeyValueDataFileWriter.write`` / ``result``, ``RollingFileWriterImpl``,
-``StatsCollectorFactories`` (system fields in ``truncate(128)``).
+``StatsCollectorFactories`` (system fields in ``truncate(128)``),
+``KeyValueFileWriterFactory`` (``fileFormatPerLevel``, ``changelogFileFormat``).
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ KEY_STATS_MODE = "truncate(128)"
 """Stats mode of the ``_KEY_`` columns (Paimon: system fields get ``truncate(128)``)."""
 
 ROW_GROUP_ROWS = 131_072
-"""Most rows per Parquet row group: bounds what a reader decodes at once."""
+"""Most rows per row group (Parquet; an ORC stripe, Avro blocks): bounds what a reader
+decodes at once."""
 
 ROW_GROUP_BYTES = 8 << 20
 """Most Arrow bytes per row group (and never more than ``target-file-size``): the file
@@ -106,15 +112,17 @@ class KeyValueFileWriter:
             :data:`SMALL_FILE_ROWS` rows): write without dictionary encoding,
             which costs more than it saves on a few hundred rows.
         changelog: Write changelog files (``changelog-producer = input``):
-            named with ``changelog-file.prefix``, compressed with
+            named with ``changelog-file.prefix``, written in
+            ``changelog-file.format``, compressed with
             ``changelog-file.compression`` and described with
             ``changelog-file.stats-mode`` (each defaulting to the level-0
             data file's setting), rows kept as given (one key may repeat).
-            Data files use ``file.compression.per.level`` and
-            ``metadata.stats-mode.per.level`` of their level, else
-            ``file.compression`` and ``metadata.stats-mode``.
+            Data files use ``file.format.per.level``,
+            ``file.compression.per.level`` and ``metadata.stats-mode.per.level``
+            of their level, else ``file.format``, ``file.compression`` and
+            ``metadata.stats-mode``.
 
-    Storage: creates ``data-<uuid>-<n>.parquet`` (or ``changelog-...``) files
+    Storage: creates ``data-<uuid>-<n>.<format>`` (or ``changelog-...``) files
     under the bucket directory; :meth:`abort` deletes them.
 
     Source: Paimon ``KeyValueFileWriterFactory`` (``createRollingChangelogFileWriter``,
@@ -146,16 +154,18 @@ class KeyValueFileWriter:
         self.key_names = schema.trimmed_primary_keys
         self.arrow_schema = kv_schema(schema.arrow_schema, self.key_names)
         opts = schema.core_options
-        spec = DataFileSpec.from_options(opts)
         if changelog:
             spec = dataclasses.replace(
-                spec,
+                DataFileSpec.from_options(opts, format_name=opts.changelog_file_format),
                 prefix=opts.changelog_file_prefix,
                 compression=opts.changelog_file_compression,
             )
             self._stats_mode = opts.changelog_file_stats_mode
         else:
-            spec = dataclasses.replace(spec, compression=opts.compression_for_level(level))
+            spec = dataclasses.replace(
+                DataFileSpec.from_options(opts, format_name=opts.format_for_level(level)),
+                compression=opts.compression_for_level(level),
+            )
             self._stats_mode = opts.stats_mode_for_level(level)
         self._spec = spec
         self._open: _Open | None = None
@@ -288,7 +298,7 @@ class KeyValueFileWriter:
         self._open = None
         try:
             self._flush_row_group(f)
-            f.stack.close()  # closes the Parquet writer, then creates the file
+            f.stack.close()  # closes the format writer, then creates the file
         except BaseException:
             with contextlib.suppress(Exception):
                 f.stack.close()  # the row group failed: the stream is still open

@@ -29,7 +29,13 @@ import zstandard
 from snaplake.errors import SchemaMismatchError, UnsupportedTypeError
 from snaplake.store.format import avro, avro_codecs
 
-__all__ = ["AvroDataWriter", "avro_schema_json", "compression_refusal", "read_avro_data"]
+__all__ = [
+    "AvroDataWriter",
+    "avro_schema_json",
+    "compression_refusal",
+    "field_names",
+    "read_avro_data",
+]
 
 _CODECS = {
     "zstd": "zstandard",
@@ -251,6 +257,20 @@ def _to_arrow(values: list[Any], writer_type: Any, target: pa.DataType, name: st
     if pa.types.is_nested(target):
         raise UnsupportedTypeError(f"column {name!r}: snaplake does not read {target} from Avro")
     return pa.array(values).cast(target) if values else pa.array([], target)
+
+
+def field_names(source: Any) -> list[str]:
+    """Return the top-level column names of the Avro data file read from ``source``.
+
+    Reads the container header only (the blocks stay unread).
+
+    Raises:
+        SchemaMismatchError: the writer schema is not a record.
+        ValueError: ``source`` holds no Avro container.
+    """
+    header = fastavro.reader(source)  # reads the header, decodes no block
+    schema_json = header.metadata["avro.schema"]
+    return list(_writer_fields(schema_json.encode(), "<avro>"))
 
 
 def read_avro_data(data: bytes, schema: pa.Schema, *, path: str = "<avro>") -> pa.Table:

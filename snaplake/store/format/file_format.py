@@ -129,6 +129,17 @@ class FileFormat(abc.ABC):
             writer.write(data)
 
     @abc.abstractmethod
+    def field_names(self, source: Any) -> list[str]:
+        """Return the names of the file's top-level columns, in file order.
+
+        Reads only the file's schema (Parquet and ORC footer, Avro header) and
+        leaves ``source`` at the position it had.
+
+        Raises:
+            OSError: the file is not a valid file of this format.
+        """
+
+    @abc.abstractmethod
     def iter_batches(
         self, source: Any, schema: pa.Schema, *, batch_rows: int = 65_536
     ) -> Iterator[pa.Table]:
@@ -266,6 +277,13 @@ class ParquetFormat(FileFormat):
             pq.ParquetFile(source).read(columns=schema.names, use_threads=use_threads).cast(schema)
         )
 
+    def field_names(self, source: Any) -> list[str]:
+        """See :meth:`FileFormat.field_names`."""
+        position = source.tell()
+        names = list(pq.ParquetFile(source).schema_arrow.names)
+        source.seek(position)
+        return names
+
     def iter_batches(
         self, source: Any, schema: pa.Schema, *, batch_rows: int = 65_536
     ) -> Iterator[pa.Table]:
@@ -372,6 +390,15 @@ class OrcFormat(FileFormat):
             ltz_legacy=bool(options.get("ltz_legacy", True)),
         )
 
+    def field_names(self, source: Any) -> list[str]:
+        """See :meth:`FileFormat.field_names`."""
+        import pyarrow.orc as orc
+
+        position = source.tell()
+        names = list(orc.ORCFile(source).schema.names)
+        source.seek(position)
+        return names
+
     def iter_batches(
         self, source: Any, schema: pa.Schema, *, batch_rows: int = 65_536
     ) -> Iterator[pa.Table]:
@@ -417,6 +444,13 @@ class AvroFormat(FileFormat):
         return avro_data.AvroDataWriter(
             stream, schema, compression=compression, zstd_level=zstd_level
         )
+
+    def field_names(self, source: Any) -> list[str]:
+        """See :meth:`FileFormat.field_names` (reads the container header only)."""
+        position = source.tell()
+        names = avro_data.field_names(source)
+        source.seek(position)
+        return names
 
     def iter_batches(
         self, source: Any, schema: pa.Schema, *, batch_rows: int = 65_536
@@ -492,14 +526,17 @@ class DataFileSpec:
     suffix_include_compression: bool = False
 
     @classmethod
-    def from_options(cls, options: CoreOptions) -> DataFileSpec:
+    def from_options(cls, options: CoreOptions, *, format_name: str | None = None) -> DataFileSpec:
         """Read ``file.format``, ``file.compression`` and the format's options.
 
+        ``format_name`` overrides ``file.format`` (a primary-key level's
+        ``file.format.per.level``, ``changelog-file.format``).
+
         Raises:
-            ValueError: ``file.format`` names no format snaplake writes (the
+            ValueError: the format names no format snaplake writes (the
                 table's ``check_supported`` refuses such tables first).
         """
-        fmt = file_format(options.file_format)
+        fmt = file_format(options.file_format if format_name is None else format_name)
         extra: dict[str, Any] = {}
         if fmt.name == "orc":
             extra["ltz_legacy"] = options.orc_timestamp_ltz_legacy_type

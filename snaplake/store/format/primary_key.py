@@ -26,6 +26,7 @@ from typing import Any, Final
 from snaplake.errors import InvalidOptionError, SchemaMismatchError, UnsupportedTableError
 from snaplake.options import CoreOptions, Operation
 from snaplake.options.registry import (
+    CHANGELOG_FILE_FORMAT,
     FILE_COMPRESSION_PER_LEVEL,
     FILE_FORMAT_PER_LEVEL,
     METADATA_STATS_MODE_PER_LEVEL,
@@ -167,7 +168,9 @@ def check_primary_key_table(
         InvalidOptionError: an unknown ``merge-engine`` or aggregate function,
             or options Paimon rejects together.
         UnsupportedTableError: ``bucket`` is not a positive count (for
-            create, write, commit and maintenance), or an option is set to
+            create, write, commit and maintenance), a level or the changelog
+            files would be written in a format, codec or for column types
+            snaplake cannot write (create, write, maintenance), or an option is set to
             a value the registry's ``primary-key`` declaration refuses for
             ``operation`` (``docs/primary-key-tables.md`` §1).
     """
@@ -219,47 +222,8 @@ def check_primary_key_table(
             operation=operation,
             key="bucket",
         )
-    if core.file_format.lower() != "parquet":
-        _refuse(
-            f"primary-key table with file.format = {core.file_format!r} is not supported "
-            "(snaplake reads and writes primary-key data files as Parquet); use "
-            "file.format = parquet",
-            feature=f"option 'file.format' = {core.file_format!r}",
-            operation=operation,
-            key="file.format",
-        )
-    for level, fmt in (core.get(FILE_FORMAT_PER_LEVEL) or {}).items():
-        if fmt.lower() != "parquet":
-            _refuse(
-                f"file.format.per.level gives level {level} the format {fmt!r}; snaplake "
-                "writes primary-key data files as Parquet only; remove it",
-                feature=f"option 'file.format.per.level' = {options['file.format.per.level']!r}",
-                operation=operation,
-                key="file.format.per.level",
-            )
-    if core.changelog_file_format.lower() != "parquet":
-        _refuse(
-            f"changelog-file.format = {core.changelog_file_format!r} is not supported "
-            "(snaplake writes primary-key changelog files as Parquet); use parquet",
-            feature=f"option 'changelog-file.format' = {core.changelog_file_format!r}",
-            operation=operation,
-            key="changelog-file.format",
-        )
-    parquet = file_format("parquet")
-    codecs = {f"level {lvl}": c for lvl, c in (core.get(FILE_COMPRESSION_PER_LEVEL) or {}).items()}
-    codecs["changelog files"] = core.changelog_file_compression
-    for what, codec in codecs.items():
-        why = parquet.compression_refusal(codec, core.file_compression_zstd_level)
-        if why is not None:
-            _refuse(
-                f"compression {codec!r} of {what} ({why}) is not supported; change "
-                "file.compression.per.level or changelog-file.compression",
-                feature=f"compression {codec!r}",
-                operation=operation,
-                key="changelog-file.compression"
-                if what == "changelog files"
-                else "file.compression.per.level",
-            )
+    if operation in (Operation.CREATE, Operation.WRITE, Operation.MAINTENANCE):
+        _check_file_formats(core, field_types, operation)
     for mode in (core.get(METADATA_STATS_MODE_PER_LEVEL) or {}).values():
         check_stats_mode(mode, key="metadata.stats-mode.per.level")
     if options.get("changelog-file.stats-mode") is not None:
@@ -320,6 +284,63 @@ def check_primary_key_table(
                 )
     if engine == MergeEngine.AGGREGATION:
         aggregate_functions(field_types=field_types, primary_keys=primary_keys, options=options)
+
+
+def _check_file_formats(
+    core: CoreOptions, field_types: Mapping[str, DataType], operation: Operation
+) -> None:
+    """Refuse a level's or the changelog files' format, codec or column types snaplake cannot write.
+
+    Each level writes ``file.format.per.level`` (else ``file.format``) with
+    ``file.compression.per.level`` (else ``file.compression``); changelog
+    files ``changelog-file.format`` / ``changelog-file.compression`` (else
+    level 0's). ``file.format`` with ``file.compression`` itself is checked by
+    ``check_supported`` for every table.
+
+    Source: Paimon ``KeyValueFileWriterFactory`` (``fileFormatPerLevel``,
+    ``fileCompressionPerLevel``, ``changelogFileFormat``).
+    """
+    per_level_formats = core.get(FILE_FORMAT_PER_LEVEL) or {}
+    per_level_codecs = core.get(FILE_COMPRESSION_PER_LEVEL) or {}
+    levels = sorted({*per_level_formats, *per_level_codecs})
+    targets = [
+        (f"level {lvl}", core.format_for_level(lvl), core.compression_for_level(lvl),
+         "file.format.per.level" if lvl in per_level_formats else "file.compression.per.level")
+        for lvl in levels
+    ]  # fmt: skip
+    changelog_key = (
+        "changelog-file.format" if core.get(CHANGELOG_FILE_FORMAT) else "changelog-file.compression"
+    )
+    targets.append(
+        ("changelog files", core.changelog_file_format, core.changelog_file_compression,
+         changelog_key)
+    )  # fmt: skip
+    types = list(field_types.values())
+    for what, name, codec, key in targets:
+        try:
+            fmt = file_format(name)
+        except ValueError:
+            _refuse(
+                f"{what} would be written as {name!r}; snaplake writes primary-key files "
+                "as parquet, orc or avro; change file.format.per.level or "
+                "changelog-file.format",
+                feature=f"{name} data files",
+                operation=operation,
+                key=key,
+            )
+            continue
+        why = fmt.compression_refusal(codec, core.file_compression_zstd_level) or (
+            fmt.type_refusal(types)
+        )
+        if why is not None:
+            _refuse(
+                f"{what} as {fmt.name} with compression {codec!r} ({why}) is not supported; "
+                "change file.format.per.level, file.compression.per.level, "
+                "changelog-file.format or changelog-file.compression",
+                feature=f"{fmt.name} files with compression {codec!r}",
+                operation=operation,
+                key=key,
+            )
 
 
 def aggregate_functions(
