@@ -226,6 +226,10 @@ _TRUNCATE = re.compile(r"truncate\(\d*[1-9]\d*\)")
 _ENGINE_STREAM = "streaming source/sink behaviour of Flink or Spark jobs"
 _LOOKUP = "lookup joins and lookup caches of another engine"
 _PK = "primary-key tables only (see docs/primary-key-tables.md)"
+_ICEBERG = (
+    "Iceberg metadata written next to Paimon's at every commit (Paimon IcebergOptions); "
+    "snaplake writes none"
+)
 _EXPIRY = "snapshot expiry"
 _CHANGELOG_EXPIRY = (
     "changelog files expire with their snapshots; a value retaining changelog longer than "
@@ -651,6 +655,7 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     _layout("metadata.stats-keep-first-n-columns", "stats of the first N columns only "
             "(snaplake keeps them for every column)"),
     # callbacks and catalog integration ------------------------------------------------------
+    _refused("metadata.iceberg.storage", _ICEBERG, "disabled", refused_for=_NOT_READ),
     _engine("commit.callbacks", "Java classes another engine calls after its commits"),
     _engine("commit.callback.#.param", "Java classes another engine calls after its commits"),
     _engine("tag.callbacks", "Java classes another engine calls after creating tags"),
@@ -813,6 +818,7 @@ _PREFIXES: tuple[tuple[str, ConfigOption[Any]], ...] = (
             "snaplake writes none, readers only lose pruning",
         ),
     ),
+    ("metadata.iceberg.", _refused("metadata.iceberg.*", _ICEBERG, refused_for=_NOT_READ)),
     ("orc.", _layout("orc.*", "ORC writer settings passed to Java's ORC library")),
     ("parquet.", _layout("parquet.*", "Parquet writer settings passed to Java's Parquet library")),
     ("avro.", _layout("avro.*", "Avro writer settings passed to Java's Avro library")),

@@ -236,8 +236,9 @@ class TableSchema:
 
         Raises:
             SchemaMismatchError: no column, a repeated name, a partition or
-                bucket key that is not a column, a nested bucket key, or an
-                invalid ``bucket``.
+                bucket key that is not a column, a nested bucket key, an
+                invalid ``bucket`` (0, below -2, or -2 on an append table), or
+                ``bucket-key`` with ``bucket = -1``.
             InvalidOptionError: an option value does not parse, or a
                 ``fields.<column>.*`` key names a missing column
                 (:func:`check_field_options`).
@@ -256,9 +257,15 @@ class TableSchema:
                     f"partition key {key!r} is not a column of the schema {names}"
                 )
         core = CoreOptions(self.options)
-        if not self.primary_keys and (core.bucket == 0 or core.bucket < -1):
+        if core.bucket == 0 or core.bucket < -2 or (core.bucket == -2 and not self.primary_keys):
+            modes = "-1 (dynamic), -2 (postpone)" if self.primary_keys else "-1 (bucket-unaware)"
             raise SchemaMismatchError(
-                f"bucket = {core.bucket} is invalid; use -1 (bucket-unaware) or a positive count"
+                f"bucket = {core.bucket} is invalid; use {modes} or a positive count"
+            )
+        if core.bucket == -1 and "bucket-key" in self.options:
+            raise SchemaMismatchError(
+                "'bucket-key' cannot be set with bucket = -1 (Paimon refuses it); remove "
+                "bucket-key or set bucket = N (a fixed number of buckets)"
             )
         if core.bucket > 0:
             keys = core.bucket_key
