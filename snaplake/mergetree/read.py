@@ -196,8 +196,7 @@ def read_kv_file(
             tables = _sliced(fmt.iter_batches(source, read_schema), batch_rows)
         for table in tables:
             columns = [
-                table.column(_file_column(field.name, present)).cast(field.type)
-                for field in schema
+                table.column(_file_column(field.name, present)).cast(field.type) for field in schema
             ]
             yield pa.Table.from_arrays(columns, schema=schema)
 

@@ -19,7 +19,7 @@ import pytest
 from tests.helpers import SCHEMA, create_table, rows, write_and_commit
 
 import snaplake
-from snaplake.catalog import SchemaChange
+from snaplake import SchemaChange
 from snaplake.errors import (
     InvalidOptionError,
     SchemaChangeError,
@@ -90,7 +90,9 @@ def test_dynamic_bucket_initial_buckets_cannot_change_once_written(tmp_path: Pat
     other = create_table(catalog, "db.u", primary_keys=["id"], bucket=2)
     write_and_commit(other, rows(0, 3))
     with pytest.raises(SchemaChangeError, match="initial-buckets"):
-        catalog.alter_table("db.u", [SchemaChange.set_option("dynamic-bucket.initial-buckets", "3")])
+        catalog.alter_table(
+            "db.u", [SchemaChange.set_option("dynamic-bucket.initial-buckets", "3")]
+        )
     assert other.schema_manager.list_schema_ids() == [0]
 
 

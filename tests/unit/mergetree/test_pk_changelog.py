@@ -165,8 +165,14 @@ def test_changelog_file_options(tmp_path: Path) -> None:
         ({"changelog-producer": "lookup"}, "lookup"),
         ({"changelog-producer": "full-compaction"}, "full-compaction"),
         ({"changelog-producer": "input", "changelog-file.format": "lance"}, "lance"),
-        ({"changelog-producer": "input", "file.format.per.level": "0:avro",
-          "file.compression.per.level": "0:lz4"}, "avro"),
+        (
+            {
+                "changelog-producer": "input",
+                "file.format.per.level": "0:avro",
+                "file.compression.per.level": "0:lz4",
+            },
+            "avro",
+        ),
     ],
 )
 def test_unsupported_changelog_settings_are_refused_before_writing(
