@@ -2,7 +2,7 @@
 
 Used by the primary-key writer (level-0 flushes) and by LSM compaction
 (outputs at higher levels). Chunks arrive in key order; the writer streams
-them into row groups (ORC stripes, Avro blocks) of bounded size in the level's
+them into row groups of bounded size in the level's
 format (``file.format.per.level``, else ``file.format``; changelog files:
 ``changelog-file.format``), starts a new file once the current one reaches
 ``target-file-size`` bytes, and describes every file as Paimon's
@@ -50,8 +50,8 @@ KEY_STATS_MODE = "truncate(128)"
 """Stats mode of the ``_KEY_`` columns (Paimon: system fields get ``truncate(128)``)."""
 
 ROW_GROUP_ROWS = 131_072
-"""Most rows per row group (Parquet; an ORC stripe, Avro blocks): bounds what a reader
-decodes at once."""
+"""Most rows per Parquet row group (per write call for ORC and Avro, whose writers cut
+stripes and blocks themselves): bounds what a reader decodes at once."""
 
 ROW_GROUP_BYTES = 8 << 20
 """Most Arrow bytes per row group (and never more than ``target-file-size``): the file
