@@ -32,6 +32,7 @@ from snaplake.options.registry import (
     primary_key_option_refusal,
 )
 from snaplake.store.format.file_format import file_format
+from snaplake.store.format.paths import POSTPONE_BUCKET
 from snaplake.store.format.stats import check_stats_mode
 from snaplake.store.format.types import DataType, TypeRoot, parse_type
 
@@ -166,7 +167,7 @@ def check_primary_key_table(
             key, or ``sequence.field`` / ``rowkind.field`` name no column.
         InvalidOptionError: an unknown ``merge-engine`` or aggregate function,
             or options Paimon rejects together.
-        UnsupportedTableError: ``bucket`` is not a positive count (for
+        UnsupportedTableError: ``bucket`` is neither a positive count nor -2 (for
             create, write, commit and maintenance), or an option is set to
             a value the registry's ``primary-key`` declaration refuses for
             ``operation`` (``docs/primary-key-tables.md`` §1).
@@ -209,8 +210,9 @@ def check_primary_key_table(
                 f"bucket key {key!r} must be a primary-key column outside the partition keys "
                 f"{trimmed}"
             )
-    if operation is not Operation.READ and core.bucket <= 0:
-        mode = {-1: "dynamic buckets", -2: "postpone buckets"}.get(core.bucket, "this bucket mode")
+    # bucket = -2 (postpone buckets): written by filestore.postpone.PostponeBucketFileStore.
+    if operation is not Operation.READ and core.bucket <= 0 and core.bucket != POSTPONE_BUCKET:
+        mode = {-1: "dynamic buckets"}.get(core.bucket, "this bucket mode")
         _refuse(
             f"primary-key table with bucket = {core.bucket} ({mode}) is not supported; "
             "set the option bucket = N (a fixed number of buckets, e.g. "
