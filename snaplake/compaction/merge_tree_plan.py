@@ -186,7 +186,7 @@ class MergeTreeCompactPlanner:
         cmp = KeyComparator(schema.key_types)
         scan = FileStoreScan(
             file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager,
-            snapshot=latest, partition_filter=self.partition_filter,
+            snapshot=latest, partition_filter=self.partition_filter, only_real_buckets=True,
         )  # fmt: skip
         tasks: list[BucketCompaction] = []
         buckets = max_runs = over = 0
