@@ -164,11 +164,11 @@ def test_failed_compaction_commit_keeps_pending_files(
 
 
 def test_postpone_options(tmp_path: Path) -> None:
-    with pytest.raises(InvalidOptionError, match="postpone.default-bucket-num"):
+    with pytest.raises(InvalidOptionError, match=r"postpone\.default-bucket-num"):
         _table(tmp_path / "a", **{"postpone.default-bucket-num": "0"})
-    with pytest.raises(UnsupportedTableError, match="postpone.merge-on-read"):
+    with pytest.raises(UnsupportedTableError, match=r"postpone\.merge-on-read"):
         _table(tmp_path / "b", **{"postpone.merge-on-read": "true"})
-    with pytest.raises(UnsupportedTableError, match="postpone.batch-write-fixed-bucket"):
+    with pytest.raises(UnsupportedTableError, match=r"postpone\.batch-write-fixed-bucket"):
         _table(tmp_path / "c", **{"postpone.batch-write-fixed-bucket": "true"})
     table = _table(tmp_path / "d", **{"postpone.batch-write-fixed-bucket": "false"})
     write_and_commit(table, to_table(make_rows(0, 3)))
