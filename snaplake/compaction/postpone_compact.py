@@ -130,10 +130,9 @@ class PostponeAssignUnit:
             FileNotFoundError: an input vanished; this unit left no output.
             StorageError: the storage failed; this unit left no output.
 
-        Storage: writes data (and, with ``changelog-producer = input``,
-        changelog) files into the partition's real buckets, deleting those a
-        bucket's compaction consumed again at once; on failure deletes every
-        file it wrote. Never deletes an input.
+        Storage: writes data files into the partition's real buckets,
+        deleting those a bucket's compaction consumed again at once; on
+        failure deletes every file it wrote. Never deletes an input.
         """
         schema = schema_manager.schema(self.schema_id)
         real = dataclasses.replace(
@@ -160,7 +159,7 @@ class PostponeAssignUnit:
         created: list[str] = [
             paths.data_file_path(self.partition_path, m.bucket, f.file_name)
             for m in written
-            for f in (*m.data_increment.new_files, *m.data_increment.changelog_files)
+            for f in m.data_increment.new_files
         ]
         try:
             out = [
@@ -214,7 +213,6 @@ class PostponeAssignUnit:
         files = list(old.files) if old else []
         file_paths = list(old.paths) if old else []
         added = list(new.data_increment.new_files) if new else []
-        changelog = new.data_increment.changelog_files if new else ()
         files += added
         file_paths += [
             paths.data_file_path(self.partition_path, bucket, f.file_name) for f in added
@@ -243,7 +241,6 @@ class PostponeAssignUnit:
         increment = CompactIncrement(
             compact_before=tuple(f for f in before if f.file_name not in new_names),
             compact_after=(*(f for f in added if f.file_name not in gone), *after),
-            changelog_files=tuple(changelog),
         )
         if increment.is_empty():
             return None

@@ -211,6 +211,20 @@ def check_primary_key_table(
                 f"{trimmed}"
             )
     # bucket = -2 (postpone buckets): written by filestore.postpone.PostponeBucketFileStore.
+    if (
+        operation is not Operation.READ
+        and core.bucket == POSTPONE_BUCKET
+        and core.changelog_producer != "none"
+    ):
+        _refuse(
+            f"changelog-producer = {core.changelog_producer!r} on a postpone-bucket table "
+            "(bucket = -2) is not supported: Paimon produces such a table's changelog when "
+            "compaction assigns the pending rows, which snaplake does not; use "
+            "changelog-producer = none or a fixed bucket count",
+            feature="changelog of a postpone-bucket table",
+            operation=operation,
+            key="changelog-producer",
+        )
     if operation is not Operation.READ and core.bucket <= 0 and core.bucket != POSTPONE_BUCKET:
         mode = {-1: "dynamic buckets"}.get(core.bucket, "this bucket mode")
         _refuse(

@@ -172,5 +172,7 @@ def test_postpone_options(tmp_path: Path) -> None:
         _table(tmp_path / "c", **{"postpone.batch-write-fixed-bucket": "true"})
     table = _table(tmp_path / "d", **{"postpone.batch-write-fixed-bucket": "false"})
     write_and_commit(table, to_table(make_rows(0, 3)))
+    with pytest.raises(UnsupportedTableError, match="changelog-producer"):
+        _table(tmp_path / "f", **{"changelog-producer": "input"})
     with pytest.raises(UnsupportedTableError, match="bucket"):
         create_table(tmp_path / "e", schema=PK_SCHEMA, primary_keys=PK_KEYS, bucket=-3)
