@@ -100,7 +100,8 @@ def test_snaplake_compacts_pypaimon_postpone_table(tmp_path: Path, engine: str) 
     assert table.to_arrow().num_rows == 0
     result = table.compact()
     assert result.snapshot_id is not None
-    assert table.latest_snapshot().commit_kind == CommitKind.COMPACT
+    latest = table.latest_snapshot()
+    assert latest is not None and latest.commit_kind == CommitKind.COMPACT
     assert sorted_rows(table.to_arrow()) == model.rows()
     assert_same_rows(to_table(model.rows()), oracle.read(name), by=PK_KEYS)
     # snaplake writes on, pypaimon writes on, snaplake compacts: no key twice

@@ -118,7 +118,7 @@ def test_partition_keeps_its_bucket_count(tmp_path: Path) -> None:
     write_and_commit(table, to_table(more), commit_identifier=2)
     model.apply(more)
     table.compact()
-    by_month = {}
+    by_month: dict[int, set[int]] = {}
     for split in table.new_scan().plan():
         by_month.setdefault(split.partition_values[0], set()).add(split.total_buckets)
     assert by_month == {1: {3}, 2: {3}, 3: {3}, 4: {5}}
