@@ -20,15 +20,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from snaplake.commit.conflict import ConflictRule
-from snaplake.commit.file_store_commit import FileStoreCommit
-from snaplake.compaction.job import CompactionJob
 from snaplake.compaction.postpone_compact import PartitionBucketsRule, PostponeCompactionPlanner
 from snaplake.filestore.key_value import KeyValueFileStore
 from snaplake.options import CoreOptions
-from snaplake.store.format.schema import TableSchema
-from snaplake.store.format.snapshot import Snapshot
-from snaplake.store.read.predicate import Predicate
-from snaplake.store.read.scan import FileStoreScan
 from snaplake.write.postpone_write import PostponeBucketTableWrite
 
 __all__ = ["PostponeBucketFileStore"]
@@ -39,8 +33,6 @@ class PostponeBucketFileStore(KeyValueFileStore):
 
     Source: Paimon ``KeyValueFileStore`` in ``POSTPONE_MODE``.
     """
-
-    kind: ClassVar[str] = "primary-key"
 
     def new_write(
         self, commit_user: str, *, restored: Mapping[tuple[bytes, int], int] | None = None
@@ -64,45 +56,26 @@ class PostponeBucketFileStore(KeyValueFileStore):
         """The LSM rule, and one bucket count per partition among its real buckets."""
         return (*super().conflict_rules(), PartitionBucketsRule())
 
-    def new_scan(
-        self,
-        snapshot: Snapshot | None,
-        *,
-        partition_filter: Mapping[str, Any] | Sequence[Predicate] | None = None,
-        predicate: Sequence[Predicate] = (),
-        read_schema: TableSchema | None = None,
-    ) -> FileStoreScan:
-        """Plan the real buckets' live files only: pending files are invisible to batch reads.
+    reads_real_buckets_only: ClassVar[bool] = True
+    """Batch reads skip the pending files (Paimon ``AbstractBatchTableScan``,
+    ``onlyReadRealBuckets``): rows are visible after compaction."""
 
-        Source: Paimon ``AbstractBatchTableScan`` (``onlyReadRealBuckets``).
-        """
-        return FileStoreScan(
-            file_io=self.file_io, paths=self.paths, schema_manager=self.table.schema_manager,
-            snapshot=snapshot, partition_filter=partition_filter, predicate=predicate,
-            read_schema=read_schema, stats_filter=self.stats_filter(), only_real_buckets=True,
-        )  # fmt: skip
-
-    def new_compaction(
+    def compaction_planner(
         self,
         *,
-        commit: FileStoreCommit,
-        full: bool = False,
-        partitions: Sequence[Mapping[str, Any]] | None = None,
-        options: CoreOptions | None = None,
-        max_files_per_bucket: int | None = None,
-    ) -> CompactionJob:
+        full: bool,
+        partitions: Sequence[Mapping[str, Any]] | None,
+        options: CoreOptions | None,
+    ) -> PostponeCompactionPlanner:
         """Assign pending rows to real buckets, and LSM-compact the real buckets.
 
-        See :class:`~snaplake.compaction.postpone_compact.PostponeCompactionPlanner`;
-        ``max_files_per_bucket`` is validated only (a partition's pending files
-        are assigned in one unit, a bucket's merge is never cut).
+        See :class:`~snaplake.compaction.postpone_compact.PostponeCompactionPlanner`
+        (a partition's pending files are assigned in one unit, a bucket's merge
+        is never cut, so ``max_files_per_bucket`` caps nothing).
 
         Raises:
-            ValueError: an empty ``partitions`` list, or ``max_files_per_bucket < 2``.
+            ValueError: an empty ``partitions`` list.
         """
-        if max_files_per_bucket is not None and max_files_per_bucket < 2:
-            raise ValueError(f"max_files_per_bucket must be >= 2, got {max_files_per_bucket}")
-        planner = PostponeCompactionPlanner(
+        return PostponeCompactionPlanner(
             self.table, full=full, partitions=partitions, options=options
         )
-        return CompactionJob(commit=commit, planner=planner)
