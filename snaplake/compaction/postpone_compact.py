@@ -11,10 +11,11 @@ of the other partitions are LSM-compacted as in any key-value table
 A unit's partition keeps its bucket count when it has real buckets already
 (their ``_TOTAL_BUCKETS``), else gets ``postpone.default-bucket-num`` (see
 :meth:`~snaplake.options.CoreOptions.postpone_bucket_num`). The unit reads
-the pending files writer by writer (files sharing a writer prefix, by
-creation time), routes each row with the fixed-bucket hash, and writes them
-with an ordinary merge-tree writer (sequence numbers continue from each
-bucket's largest, level-0 sorted runs folded by the merge engine); each
+the pending files by creation time (each writer's files, those sharing a
+writer prefix, in the order it wrote them), routes each row with the
+fixed-bucket hash, and writes them with an ordinary merge-tree writer
+(sequence numbers continue from each bucket's largest, level-0 sorted runs
+folded by the merge engine); each
 bucket then gets the compaction universal compaction picks (or a full one)
 over its files and the new ones. The unit's messages delete the pending
 files (compact before, bucket -2) and add the new files (compact after);
@@ -29,6 +30,7 @@ Source: Paimon ``CompactAction.buildForPostponeBucketCompaction``,
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -87,7 +89,7 @@ class PostponeAssignUnit:
         schema_id: The table's schema when planned (rows are written in it).
         total_buckets: Real buckets of the partition (kept, or assigned now).
         pending: The pending files in the order their rows are applied
-            (writer by writer, each writer's files by creation time).
+            (by creation time, each writer's files in the order it wrote them).
         pending_paths: Full path of each pending file.
         real: The partition's real buckets with files.
         full: Compact every real bucket of the partition into its top level.
@@ -374,9 +376,15 @@ def _assign_unit(
     groups: dict[str, list[tuple[DataFileMeta, str]]] = {}
     for f, p in zip(pending.files, pending.paths, strict=True):
         groups.setdefault(writer_prefix(f.file_name), []).append((f, p))
-    ordered: list[tuple[DataFileMeta, str]] = []
-    for _, group in sorted(groups.items(), key=lambda g: (min(_created(f) for f, _ in g[1]), g[0])):
-        ordered += sorted(group, key=lambda fp: (_created(fp[0]), _file_number(fp[0])))
+    # Each writer's files in the order it wrote them, the writers interleaved by creation
+    # time: a key written by several writers one after another keeps their order.
+    ordered = list(
+        heapq.merge(
+            *(sorted(g, key=lambda fp: (_created(fp[0]), _file_number(fp[0])))
+              for _, g in sorted(groups.items())),
+            key=lambda fp: _created(fp[0]),
+        )
+    )  # fmt: skip
     return PostponeAssignUnit(
         partition=pending.partition,
         partition_path=schema.partition_path(pending.partition_values),

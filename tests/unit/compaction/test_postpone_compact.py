@@ -176,3 +176,20 @@ def test_postpone_options(tmp_path: Path) -> None:
         _table(tmp_path / "f", **{"changelog-producer": "input"})
     with pytest.raises(UnsupportedTableError, match="bucket"):
         create_table(tmp_path / "e", schema=PK_SCHEMA, primary_keys=PK_KEYS, bucket=-3)
+
+
+def test_writers_taking_turns_keep_their_order(tmp_path: Path) -> None:
+    """One writer reused across commits, another committing in between: the last write wins."""
+    table = _table(tmp_path)
+    first, second = table.new_write(commit_user="a"), table.new_write(commit_user="b")
+    commit = table.new_commit(commit_user="ab")
+    model = TableModel(engine_model("deduplicate"))
+    for i, writer in enumerate((first, second, first)):
+        rows = make_rows(0, 12, seed=i)
+        writer.write_arrow(to_table(rows))
+        commit.commit(writer.prepare_commit(), commit_identifier=i)
+        model.apply(rows)
+    prefixes = {e.file.file_name.split("-w-")[0] for e in _entries(table)}
+    assert len(prefixes) == 2  # two writers, each with its own prefix
+    table.compact()
+    assert sorted_rows(table.to_arrow()) == model.rows()
