@@ -193,3 +193,22 @@ def test_writers_taking_turns_keep_their_order(tmp_path: Path) -> None:
     assert len(prefixes) == 2  # two writers, each with its own prefix
     table.compact()
     assert sorted_rows(table.to_arrow()) == model.rows()
+
+
+def test_full_compaction_and_inline_mode(tmp_path: Path) -> None:
+    table = _table(tmp_path / "full", **{"postpone.default-bucket-num": "2"})
+    model = TableModel(engine_model("deduplicate"))
+    for i in range(3):
+        rows = make_rows(i * 10, 30, seed=i)
+        write_and_commit(table, to_table(rows), commit_identifier=i)
+        model.apply(rows)
+        table.compact()
+    table.compact(full=True)
+    assert {f.level for s in table.new_scan().plan() for f in s.files} == {5}
+    assert {e.bucket for e in _entries(table)} == {0, 1}
+    assert sorted_rows(table.to_arrow()) == model.rows()
+    inline = _table(tmp_path / "inline", **{"snaplake.maintenance.inline": "true"})
+    rows = make_rows(0, 20)
+    write_and_commit(inline, to_table(rows))
+    assert inline.latest_snapshot().commit_kind == CommitKind.COMPACT
+    assert inline.to_arrow().num_rows == 20
