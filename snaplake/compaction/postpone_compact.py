@@ -137,9 +137,9 @@ class PostponeAssignUnit:
         failure deletes every file it wrote. Never deletes an input.
         """
         schema = schema_manager.schema(self.schema_id)
-        real = dataclasses.replace(
-            schema, options={**schema.options, "bucket": str(self.total_buckets)}
-        )
+        # The partition as a fixed-bucket table (postpone.* options mean nothing there).
+        options = {k: v for k, v in schema.options.items() if not k.startswith("postpone.")}
+        real = dataclasses.replace(schema, options={**options, "bucket": str(self.total_buckets)})
         existing = {b.bucket: b for b in self.real}
         writer = KeyValueTableWrite(
             file_io=file_io, paths=paths, schema=real, commit_user=_COMPACT_USER,

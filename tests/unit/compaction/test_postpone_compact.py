@@ -212,3 +212,16 @@ def test_full_compaction_and_inline_mode(tmp_path: Path) -> None:
     write_and_commit(inline, to_table(rows))
     assert inline.latest_snapshot().commit_kind == CommitKind.COMPACT
     assert inline.to_arrow().num_rows == 20
+
+
+def test_overwrite_of_a_partition_then_compaction(tmp_path: Path) -> None:
+    table = _table(tmp_path, **{"postpone.default-bucket-num": "2"})
+    write_and_commit(table, to_table(make_rows(0, 30)))
+    table.compact()
+    fresh = [dict(r, name="new") for r in make_rows(100, 9) if r["month"] == 2]
+    write_and_commit(table, to_table(fresh), overwrite={"month": 2})
+    assert set(table.to_arrow().column("month").to_pylist()) == {1, 3}  # month 2: pending
+    table.compact()
+    rows = [r for r in sorted_rows(table.to_arrow()) if r["month"] == 2]
+    assert rows == sorted(fresh, key=lambda r: (r["month"], r["id"]))
+    assert table.to_arrow().num_rows == 20 + len(fresh)
