@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from snaplake.errors import CommitConflictError
 from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import read_manifest_list
+from snaplake.store.format.paths import POSTPONE_BUCKET
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.read.scan import FileStoreScan, merge_live_entries
 from snaplake.store.table_storage import TableStorage
@@ -96,6 +97,11 @@ def check_self_consistent(entries: Sequence[ManifestEntry]) -> None:
 def check_total_buckets(adds: Sequence[ManifestEntry], expected: int) -> None:
     """Refuse files written for another bucket count than the table's ``bucket`` option.
 
+    Postpone-bucket tables (``expected = -2``) hold their compacted files in
+    real buckets, each partition with its own count: a file of a real bucket
+    may carry any positive count there (the FileStore's conflict rule keeps a
+    partition's count consistent).
+
     Args:
         adds: The commit's ADD entries.
         expected: The table's ``bucket`` option in the commit's schema.
@@ -104,13 +110,20 @@ def check_total_buckets(adds: Sequence[ManifestEntry], expected: int) -> None:
         CommitConflictError: a file was written for another bucket count (the
             table was rescaled); naming the files.
     """
-    wrong = sorted({e.total_buckets for e in adds if e.total_buckets != expected})
-    if wrong:
+    bad = [e for e in adds if not _written_for(e, expected)]
+    if bad:
         raise CommitConflictError(
-            f"files were written for {wrong} bucket(s) but the table now has "
-            f"bucket = {expected} (it was rescaled); rewrite the data with a new writer",
-            paths=[e.file.file_name for e in adds if e.total_buckets != expected],
+            f"files were written for {sorted({e.total_buckets for e in bad})} bucket(s) but the "
+            f"table now has bucket = {expected} (it was rescaled); rewrite the data with a new "
+            "writer",
+            paths=[e.file.file_name for e in bad],
         )
+
+
+def _written_for(entry: ManifestEntry, expected: int) -> bool:
+    if expected == POSTPONE_BUCKET and entry.bucket >= 0:
+        return entry.total_buckets > 0
+    return entry.total_buckets == expected
 
 
 def apply_entries(

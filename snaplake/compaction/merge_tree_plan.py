@@ -4,7 +4,9 @@
 bucket), builds the :class:`~snaplake.mergetree.sorted_run.Levels` and lets
 :class:`~snaplake.mergetree.universal.UniversalCompaction` pick a unit (or, with
 ``full=True``, everything into the top level). Buckets below the trigger get no
-task. Each :class:`BucketCompaction` is a small, picklable description that
+task; only real buckets are planned (the pending files of postpone-bucket tables,
+bucket -2, are assigned by :mod:`snaplake.compaction.postpone_compact`). Each
+:class:`BucketCompaction` is a small, picklable description that
 :func:`~snaplake.compaction.merge_tree_rewrite.rewrite_bucket` executes, in
 process or on an executor. :func:`sorted_run_stats` counts sorted runs per bucket
 for the daemon's metrics.
@@ -186,7 +188,7 @@ class MergeTreeCompactPlanner:
         cmp = KeyComparator(schema.key_types)
         scan = FileStoreScan(
             file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager,
-            snapshot=latest, partition_filter=self.partition_filter,
+            snapshot=latest, partition_filter=self.partition_filter, only_real_buckets=True,
         )  # fmt: skip
         tasks: list[BucketCompaction] = []
         buckets = max_runs = over = 0

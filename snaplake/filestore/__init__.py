@@ -14,10 +14,12 @@ from snaplake.filestore.append import AppendOnlyFileStore
 from snaplake.filestore.base import FileStore
 from snaplake.filestore.factory import file_store_for
 from snaplake.filestore.key_value import KeyValueFileStore
+from snaplake.filestore.postpone import PostponeBucketFileStore
 
 __all__ = [
     "AppendOnlyFileStore",
     "FileStore",
     "KeyValueFileStore",
+    "PostponeBucketFileStore",
     "file_store_for",
 ]

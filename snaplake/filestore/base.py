@@ -227,7 +227,11 @@ class FileStore(ABC):
             file_io=self.file_io, paths=self.paths, schema_manager=self.table.schema_manager,
             snapshot=snapshot, partition_filter=partition_filter, predicate=predicate,
             read_schema=read_schema, stats_filter=self.stats_filter(),
+            only_real_buckets=self.reads_real_buckets_only,
         )  # fmt: skip
+
+    reads_real_buckets_only: ClassVar[bool] = False
+    """Scans skip negative buckets (postpone-bucket tables' pending files, bucket -2)."""
 
     @abstractmethod
     def stats_filter(self) -> StatsFilter:

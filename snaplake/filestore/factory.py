@@ -8,6 +8,8 @@ from __future__ import annotations
 from snaplake.filestore.append import AppendOnlyFileStore
 from snaplake.filestore.base import FileStore
 from snaplake.filestore.key_value import KeyValueFileStore
+from snaplake.filestore.postpone import PostponeBucketFileStore
+from snaplake.store.format.paths import POSTPONE_BUCKET
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.table_storage import TableStorage
 
@@ -16,6 +18,8 @@ __all__ = ["file_store_for"]
 
 def file_store_for(table: TableStorage, schema: TableSchema) -> FileStore:
     """Return the FileStore of ``schema``'s kind: key-value with primary keys, else append.
+
+    Primary-key tables with ``bucket = -2`` get the postpone-bucket variant.
 
     Args:
         table: The table's storage, paths, managers and identifier.
@@ -26,5 +30,7 @@ def file_store_for(table: TableStorage, schema: TableSchema) -> FileStore:
     Source: Paimon ``FileStoreTableFactory.create``.
     """
     if schema.primary_keys:
+        if schema.core_options.bucket == POSTPONE_BUCKET:
+            return PostponeBucketFileStore(table, schema)
         return KeyValueFileStore(table, schema)
     return AppendOnlyFileStore(table, schema)

@@ -13,7 +13,7 @@ import pyarrow as pa
 from snaplake.commit.conflict import ConflictRule
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
-from snaplake.compaction.job import CompactionJob
+from snaplake.compaction.job import CompactionJob, CompactionPlanner
 from snaplake.compaction.maintenance import count_sorted_runs
 from snaplake.compaction.merge_tree_compact import MergeTreeCompactionPlanner
 from snaplake.compaction.merge_tree_plan import SortedRunStats
@@ -212,10 +212,24 @@ class KeyValueFileStore(FileStore):
         """
         if max_files_per_bucket is not None and max_files_per_bucket < 2:
             raise ValueError(f"max_files_per_bucket must be >= 2, got {max_files_per_bucket}")
-        planner = MergeTreeCompactionPlanner(
+        planner = self.compaction_planner(full=full, partitions=partitions, options=options)
+        return CompactionJob(commit=commit, planner=planner)
+
+    def compaction_planner(
+        self,
+        *,
+        full: bool,
+        partitions: Sequence[Mapping[str, Any]] | None,
+        options: CoreOptions | None,
+    ) -> CompactionPlanner:
+        """This kind's planner (arguments as :meth:`new_compaction`): LSM compaction.
+
+        Raises:
+            ValueError: an empty ``partitions`` list.
+        """
+        return MergeTreeCompactionPlanner(
             self.table, full=full, partitions=partitions, options=options
         )
-        return CompactionJob(commit=commit, planner=planner)
 
     def inline_compaction(self, *, commit: FileStoreCommit) -> CompactionJob | None:
         """One LSM round of the buckets due, unless ``write-only`` (writers never compact)."""

@@ -70,6 +70,9 @@ from snaplake.options.registry import (
     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
     PARTITION_DEFAULT_NAME,
     PARTITION_LEGACY_NAME,
+    POSTPONE_DEFAULT_BUCKET_NUM,
+    POSTPONE_TARGET_ROW_NUM_PER_BUCKET,
+    POSTPONE_TARGET_SIZE_PER_BUCKET,
     PRIMARY_KEY_NULLABLE,
     ROWKIND_FIELD,
     SEQUENCE_FIELD,
@@ -371,6 +374,31 @@ class CoreOptions:
         if TARGET_FILE_SIZE.key in self.raw:
             return self._req(TARGET_FILE_SIZE)
         return (128 << 20) if has_primary_key else (256 << 20)
+
+    def postpone_bucket_num(self, *, rows: int, size_bytes: int) -> int:
+        """Buckets a postpone-bucket compaction gives a partition without real buckets.
+
+        ``postpone.default-bucket-num`` when set; else ceil(``rows`` /
+        ``postpone.target-row-num-per-bucket``) or ceil(``size_bytes`` /
+        ``postpone.target-size-per-bucket``) when one of them is set (Paimon
+        master's estimate); else 1 (Paimon 1.1-2.0's default bucket number).
+
+        Args:
+            rows: Pending rows of the partition (its postpone files' row counts).
+            size_bytes: Bytes of the partition's postpone files.
+
+        Source: Paimon ``PostponeUtils`` / ``CoreOptions.POSTPONE_DEFAULT_BUCKET_NUM``.
+        """
+        fixed = self.get(POSTPONE_DEFAULT_BUCKET_NUM)
+        if fixed is not None:
+            return fixed
+        per_rows = self.get(POSTPONE_TARGET_ROW_NUM_PER_BUCKET)
+        if per_rows is not None:
+            return max(1, -(-rows // per_rows))
+        per_bytes = self.get(POSTPONE_TARGET_SIZE_PER_BUCKET)
+        if per_bytes is not None:
+            return max(1, -(-size_bytes // max(1, per_bytes)))
+        return 1
 
     @property
     def primary_key_nullable(self) -> bool:

@@ -197,7 +197,14 @@ def _dependent(key: str, on: str) -> ConfigOption[Any]:
 
 def _bucket(value: str) -> bool:
     text = value.strip()
-    return text.lstrip("-").isdigit() and (int(text) == -1 or int(text) > 0)
+    return text.lstrip("-").isdigit() and (int(text) in (-1, -2) or int(text) > 0)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if not 0 < value < 2**31:
+        raise ValueError("must be a positive 32-bit integer")
+    return value
 
 
 def _stats_mode(value: str) -> bool:
@@ -241,8 +248,8 @@ _CHANGELOG_EXPIRY = (
 BUCKET: ConfigOption[int] = ConfigOption(
     key="bucket", status=OptionStatus.HONOURED,
     note="-1 = bucket-unaware; N > 0 = fixed buckets hashed like Java; other modes (dynamic, "
-    "postpone) are primary-key modes",
-    accepts=_bucket, accepted="-1 or N > 0", refused_for=ALL_OPERATIONS,
+    "postpone = -2) are primary-key modes",
+    accepts=_bucket, accepted="-1, -2 or N > 0", refused_for=ALL_OPERATIONS,
     parse=int, default=-1, doc="Number of buckets; -1 = bucket-unaware append table.")
 BUCKET_KEY = _honoured(
     "bucket-key", "columns hashed for fixed buckets (none: every row in one bucket, the empty "
@@ -420,6 +427,20 @@ COMPACTION_MAX_SIZE_AMPLIFICATION_PERCENT = _pk(
     doc="Full compaction above this.")
 COMPACTION_SIZE_RATIO = _pk(
     "compaction.size-ratio", parse=int, default=1, doc="Universal size ratio, percent.")
+POSTPONE_DEFAULT_BUCKET_NUM = _pk(
+    "postpone.default-bucket-num", "postpone-bucket tables: buckets a compaction gives a "
+    "partition without real buckets (unset: postpone.target-row-num-per-bucket, then "
+    "postpone.target-size-per-bucket when set, else 1 as in Paimon 1.1-2.0)",
+    parse=_positive_int, doc="Buckets of a new partition of a postpone-bucket table.")
+POSTPONE_TARGET_ROW_NUM_PER_BUCKET = _pk(
+    "postpone.target-row-num-per-bucket", "postpone-bucket tables without "
+    "postpone.default-bucket-num: a new partition gets ceil(pending rows / this) buckets",
+    parse=_positive_int, doc="Pending rows per bucket of a new postpone partition.")
+POSTPONE_TARGET_SIZE_PER_BUCKET = _pk(
+    "postpone.target-size-per-bucket", "postpone-bucket tables without "
+    "postpone.default-bucket-num or postpone.target-row-num-per-bucket: a new partition gets "
+    "ceil(pending file bytes / this) buckets", parse=parse_memory_size,
+    doc="Pending bytes per bucket of a new postpone partition.")
 FULL_COMPACTION_DELTA_COMMITS = _honoured(
     "full-compaction.delta-commits", "primary-key tables: compaction is full after this many "
     "commits since the last full one; how often a Java writer compacts",
@@ -776,12 +797,20 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
         "blob-write-null-on-fetch-failure")),
     _refused("commit.discard-duplicate-files", "commits that drop files already in the "
              "table", "false", refused_for=_COMMIT),
-    *(_pk(k) for k in (
-        "postpone.batch-write-fixed-bucket", "postpone.merge-on-read",
+    POSTPONE_DEFAULT_BUCKET_NUM,
+    POSTPONE_TARGET_ROW_NUM_PER_BUCKET,
+    POSTPONE_TARGET_SIZE_PER_BUCKET,
+    _pk("postpone.batch-write-fixed-bucket", "postpone-bucket tables: snaplake's writers "
+        "always write pending files into bucket-postpone (rows visible after compaction)",
+        feature="batch writes into real buckets of a postpone-bucket table", accepts=_not_true,
+        accepted="false / unset", refused_for=frozenset({CREATE, WRITE})),
+    *(_dependent(k, "postpone.batch-write-fixed-bucket = true") for k in (
         "postpone.batch-write-fixed-bucket.max-parallelism",
-        "postpone.batch-write-fixed-bucket.rescale-load-factor", "postpone.default-bucket-num",
-        "postpone.target-row-num-per-bucket", "postpone.target-size-per-bucket",
-        "overwrite-upgrade")),
+        "postpone.batch-write-fixed-bucket.rescale-load-factor")),
+    _pk("postpone.merge-on-read", "postpone-bucket tables: batch reads skip pending files, "
+        "as Paimon's do by default", feature="merge-on-read of pending postpone files",
+        accepts=_not_true, accepted="false", refused_for=frozenset({CREATE, READ})),
+    _pk("overwrite-upgrade"),
     _engine("visibility-callback.enabled", "whether another engine's writer waits for "
             "compaction after committing"),
     _engine("visibility-callback.timeout", "whether another engine's writer waits for "

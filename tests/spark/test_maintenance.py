@@ -210,3 +210,30 @@ def test_a_lost_conflict_deletes_the_outputs_never_an_upgraded_input(
     assert on_disk == live_files(table) | {  # the winner's inputs stay for expiry
         f.file_name for s in table.new_scan(snapshot_id=3).plan() for f in s.files
     }
+
+
+@CLASSIC
+def test_compact_assigns_a_postpone_tables_pending_rows(session: Any, tmp_path: Path) -> None:
+    """Twin postpone-bucket tables (bucket = -2): Spark's compaction equals Table.compact()."""
+    wh = tmp_path / "wh"
+    catalog = snaplake.FileSystemCatalog(str(wh))
+    twins = [
+        pk_maintenance_checks.create(
+            catalog, name, **{"bucket": "-2", "postpone.default-bucket-num": "2"}
+        )
+        for name in ("db.local", "db.remote")
+    ]
+    model = TableModel(engine_model("deduplicate"))
+    for i in range(3):
+        rows = make_rows(i * 20, 40, seed=i)
+        for table in twins:
+            write_and_commit(table, to_table(rows), commit_identifier=i)
+        model.apply(rows)
+    local, remote = twins
+    expected = local.compact()
+    result = compact(session, "db.remote", warehouse=str(wh))
+    assert result.snapshot_id is not None and expected.snapshot_id is not None
+    assert result.files_before == expected.files_before
+    assert sorted_rows(remote.to_arrow()) == sorted_rows(local.to_arrow()) == model.rows()
+    assert {(s.bucket, s.total_buckets) for s in remote.new_scan().plan()} == {(0, 2), (1, 2)}
+    assert pk_maintenance_checks.pypaimon_rows(wh, "db.remote") == model.rows()

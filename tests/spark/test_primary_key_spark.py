@@ -102,3 +102,25 @@ def test_spark_reads_and_merge_schema_writes_an_evolved_primary_key_table(
     old = read(spark, table, snapshot_id=1).toArrow()
     assert old.column_names == PK_SCHEMA.names
     assert sorted_rows(old.cast(PK_SCHEMA)) == sorted_rows(pa.Table.from_pylist(first, PK_SCHEMA))
+
+
+def test_spark_writes_a_postpone_table(spark: Any, tmp_path: Path) -> None:
+    """bucket = -2: each task writes pending files; rows are visible after compaction."""
+    table = create_table(
+        tmp_path, schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+        options={"bucket": "-2"},
+    )  # fmt: skip
+    model = TableModel(engine_model("deduplicate"))
+    first = make_rows(0, 90)
+    write(_df(spark, first), table, check_nullability=False)
+    model.apply(first)
+    second = make_rows(45, 90, seed=4)
+    kinds = ["-D" if r["id"] % 4 == 0 else "+U" for r in second]
+    write(_df(spark, second, kinds), table, check_nullability=False, row_kind_column="op")
+    model.apply(second, kinds)
+    assert table.to_arrow().num_rows == 0
+    assert {s.bucket for s in table.new_scan().plan()} == set()
+    table.compact()
+    assert sorted_rows(table.to_arrow()) == model.rows()
+    merged = read(spark, table).toArrow()
+    assert sorted_rows(merged.cast(PK_SCHEMA)) == model.rows()

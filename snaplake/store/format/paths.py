@@ -28,6 +28,7 @@ from snaplake.store.io.file_io import FileIO, FileStatus
 
 __all__ = [
     "DATABASE_SUFFIX",
+    "POSTPONE_BUCKET",
     "PathFactory",
     "TableFileManager",
     "count_file_types",
@@ -39,6 +40,9 @@ __all__ = [
 ]
 
 DATABASE_SUFFIX = ".db"
+POSTPONE_BUCKET = -2
+"""Bucket (and ``bucket`` option) of postpone-bucket tables' pending files (Paimon
+``BucketMode.POSTPONE_BUCKET``), stored under ``bucket-postpone``."""
 _SNAPSHOT_RE = re.compile(r"snapshot-(\d+)")  # used with fullmatch: no "snapshot-1\n"
 _SCHEMA_RE = re.compile(r"schema-(\d+)")
 
@@ -163,10 +167,15 @@ class PathFactory:
 
     # data ---------------------------------------------------------------
     def bucket_dir(self, partition_path: str, bucket: int) -> str:
-        """``<table>/<partition path>/bucket-<b>`` (no partition part when unpartitioned)."""
+        """``<table>/<partition path>/bucket-<b>`` (no partition part when unpartitioned).
+
+        The postpone bucket (``-2``) is ``bucket-postpone``, as Paimon's
+        ``FileStorePathFactory.bucketPath`` names it.
+        """
+        name = "postpone" if bucket == POSTPONE_BUCKET else bucket
         if partition_path:
-            return f"{self.root}/{partition_path}/bucket-{bucket}"
-        return f"{self.root}/bucket-{bucket}"
+            return f"{self.root}/{partition_path}/bucket-{name}"
+        return f"{self.root}/bucket-{name}"
 
     def new_data_file_name(self, *, extension: str = "parquet", prefix: str = "data-") -> str:
         """A fresh ``<prefix><uuid>-<n>.<extension>`` name (``data-file.prefix``)."""

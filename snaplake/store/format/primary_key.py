@@ -33,6 +33,7 @@ from snaplake.options.registry import (
     primary_key_option_refusal,
 )
 from snaplake.store.format.file_format import file_format
+from snaplake.store.format.paths import POSTPONE_BUCKET
 from snaplake.store.format.stats import check_stats_mode
 from snaplake.store.format.types import DataType, TypeRoot, parse_type
 
@@ -167,7 +168,7 @@ def check_primary_key_table(
             key, or ``sequence.field`` / ``rowkind.field`` name no column.
         InvalidOptionError: an unknown ``merge-engine`` or aggregate function,
             or options Paimon rejects together.
-        UnsupportedTableError: ``bucket`` is not a positive count (for
+        UnsupportedTableError: ``bucket`` is neither a positive count nor -2 (for
             create, write, commit and maintenance), a level or the changelog
             files would be written in a format, codec or for column types
             snaplake cannot write (create, write, maintenance), or an option is set to
@@ -212,8 +213,23 @@ def check_primary_key_table(
                 f"bucket key {key!r} must be a primary-key column outside the partition keys "
                 f"{trimmed}"
             )
-    if operation is not Operation.READ and core.bucket <= 0:
-        mode = {-1: "dynamic buckets", -2: "postpone buckets"}.get(core.bucket, "this bucket mode")
+    # bucket = -2 (postpone buckets): written by filestore.postpone.PostponeBucketFileStore.
+    if (
+        operation is not Operation.READ
+        and core.bucket == POSTPONE_BUCKET
+        and core.changelog_producer != "none"
+    ):
+        _refuse(
+            f"changelog-producer = {core.changelog_producer!r} on a postpone-bucket table "
+            "(bucket = -2) is not supported: Paimon produces such a table's changelog when "
+            "compaction assigns the pending rows, which snaplake does not; use "
+            "changelog-producer = none or a fixed bucket count",
+            feature="changelog of a postpone-bucket table",
+            operation=operation,
+            key="changelog-producer",
+        )
+    if operation is not Operation.READ and core.bucket <= 0 and core.bucket != POSTPONE_BUCKET:
+        mode = {-1: "dynamic buckets"}.get(core.bucket, "this bucket mode")
         _refuse(
             f"primary-key table with bucket = {core.bucket} ({mode}) is not supported; "
             "set the option bucket = N (a fixed number of buckets, e.g. "

@@ -103,6 +103,9 @@ class FileStoreScan:
         stats_filter: Which predicates prune files, by which of a file's stats
             (the table kind's; a FileStore's ``new_scan`` passes it). ``None``:
             no file is pruned by its stats (a scan that lists files).
+        only_real_buckets: Skip the files of negative buckets (the pending
+            files of postpone-bucket tables, bucket -2), as Paimon's
+            ``onlyReadRealBuckets`` does for batch reads and LSM compaction.
     """
 
     def __init__(
@@ -116,6 +119,7 @@ class FileStoreScan:
         predicate: Sequence[Predicate] = (),
         read_schema: TableSchema | None = None,
         stats_filter: StatsFilter | None = None,
+        only_real_buckets: bool = False,
     ) -> None:
         self.file_io = file_io
         self.paths = paths
@@ -142,6 +146,7 @@ class FileStoreScan:
         self.partition_predicates = part_preds + tuple(p for p in predicate if p.column in keys)
         self.read_schema = read_schema if read_schema is not None else self.schema
         self.stats_filter = stats_filter
+        self.min_bucket = 0 if only_real_buckets else -(2**31)
         self.stats_predicates: tuple[Predicate, ...] = ()
         if stats_filter is not None and self.read_schema is not None:
             others = [p for p in predicate if p.column not in keys]
@@ -274,7 +279,9 @@ class FileStoreScan:
         return [
             e
             for e in live.values()
-            if self._partition_matches(e.partition) and self._stats_match(e.file)
+            if e.bucket >= self.min_bucket
+            and self._partition_matches(e.partition)
+            and self._stats_match(e.file)
         ]
 
     def plan(self) -> list[Split]:
