@@ -21,7 +21,7 @@ from tests.pk_helpers import (
 )
 
 import snaplake
-from snaplake.errors import InvalidOptionError, UnsupportedTableError
+from snaplake.errors import InvalidOptionError, SchemaMismatchError, UnsupportedTableError
 from snaplake.filestore import PostponeBucketFileStore
 from snaplake.store.format.schema_change import SchemaChange
 from snaplake.store.format.snapshot import CommitKind
@@ -174,7 +174,7 @@ def test_postpone_options(tmp_path: Path) -> None:
     write_and_commit(table, to_table(make_rows(0, 3)))
     with pytest.raises(UnsupportedTableError, match="changelog-producer"):
         _table(tmp_path / "f", **{"changelog-producer": "input"})
-    with pytest.raises(UnsupportedTableError, match="bucket"):
+    with pytest.raises(SchemaMismatchError, match="bucket = -3"):
         create_table(tmp_path / "e", schema=PK_SCHEMA, primary_keys=PK_KEYS, bucket=-3)
 
 
