@@ -413,12 +413,7 @@ class Table:
         """
         from snaplake.compaction.expire import ExpireSnapshots
 
-        expire = ExpireSnapshots(
-            file_io=self.file_io,
-            paths=self.paths,
-            schema_manager=self.schema_manager,
-            snapshot_manager=self.snapshot_manager,
-        )
+        expire = ExpireSnapshots(self)
         return expire.plan() if dry_run else expire.execute()
 
     def remove_orphan_files(
