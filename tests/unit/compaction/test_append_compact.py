@@ -28,7 +28,7 @@ def test_compacts_small_files_per_bucket_and_keeps_order(make_table):
     assert result.rows_rewritten == 60
     assert result.buckets_compacted == 1
     snap = table.latest_snapshot()
-    assert snap.commit_kind == CommitKind.COMPACT
+    assert snap is not None and snap.commit_kind == CommitKind.COMPACT
     assert snap.delta_record_count == 0
     (out,) = _live_files(table)
     assert out.file_source == FileSource.COMPACT

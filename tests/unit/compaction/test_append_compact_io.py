@@ -190,11 +190,11 @@ def test_vanished_input_raises_and_leaves_no_output(make_table, monkeypatch):
     (task,) = runs(job.plan_units())
     os.remove(task.paths[3])
     before = {s.path for s in table.file_io.list_files(table.root)}
-    latest = table.latest_snapshot().id
+    latest = table.snapshot_manager.latest_snapshot_id()
     with pytest.raises(FileNotFoundError):
         job.execute()
     assert {s.path for s in table.file_io.list_files(table.root)} == before
-    assert table.latest_snapshot().id == latest
+    assert table.snapshot_manager.latest_snapshot_id() == latest
 
 
 @pytest.mark.parametrize("polars", [True, False])

@@ -92,8 +92,9 @@ def test_append_job_replans_after_a_lost_conflict(make_table):
     attempts = _attempts(job)
     result = job.execute()
     assert len(plans) == len(attempts) == 2
-    assert result.snapshot_id == table.latest_snapshot().id
-    assert table.latest_snapshot().commit_kind.value == "COMPACT"
+    latest = table.latest_snapshot()
+    assert latest is not None and result.snapshot_id == latest.id
+    assert latest.commit_kind.value == "COMPACT"
     lost, won = attempts
     assert lost and not lost & _data_files(table)  # the lost attempt's outputs were deleted
     assert won == {Path(p).name for p in result.output_files} and won <= _live(table)
