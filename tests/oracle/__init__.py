@@ -16,14 +16,16 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import decimal
 import json
 import os
+import select
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +173,74 @@ def _read_ipc(path: Path) -> pa.Table:
         return pa.ipc.open_file(source).read_all()
 
 
+class _DriverSession:
+    """One ``paimon_driver.py --serve`` process answering request after request."""
+
+    def __init__(self, python: Path) -> None:
+        self.python = python
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        try:
+            self.proc = subprocess.Popen(
+                [str(python), str(DRIVER), "--serve"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=self._stderr, text=True, cwd=REPO_ROOT,
+            )  # fmt: skip
+        except FileNotFoundError as exc:
+            self._stderr.close()
+            raise OracleError(f"pypaimon interpreter not found: {python}") from exc
+
+    def stderr(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")
+
+    def call(self, request_path: Path, out_path: Path, *, op: Any, timeout_s: float) -> None:
+        """Run one request (its result is then in ``out_path``).
+
+        Raises:
+            OracleError: the op failed (its traceback), the process died, or no answer
+                came within ``timeout_s`` (the process is killed).
+        """
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(json.dumps([str(request_path), str(out_path)]) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died: readline below reports it
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        if not ready:
+            self.close()
+            raise OracleError(
+                f"pypaimon driver op={op!r} timed out after {timeout_s} s\n"
+                f"--- stderr ---\n{self.stderr()}"
+            )
+        answer = self.proc.stdout.readline().rstrip("\n")
+        if answer == "ok":
+            return
+        if answer.startswith("error "):
+            raise OracleError(
+                f"pypaimon driver op={op!r} failed in its session\n"
+                f"--- traceback ---\n{json.loads(answer[6:])}"
+            )
+        self.close()
+        raise OracleError(
+            f"pypaimon driver session died (exit code {self.proc.returncode}) during "
+            f"op={op!r}\n--- stderr ---\n{self.stderr()}"
+        )
+
+    def close(self) -> None:
+        """End the process (stdin closed: it exits; killed if it does not within 30 s)."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self._stderr.close()
+
+
 class PaimonOracle:
     """Run pypaimon operations on a warehouse through the driver subprocess.
 
@@ -186,6 +256,28 @@ class PaimonOracle:
         self.root = Path(root)
         self.python = python if python is not None else paimon_python()
         self.timeout_s = timeout_s
+        self._session: _DriverSession | None = None
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[PaimonOracle]:
+        """Send every call made inside the block to one driver process (``--serve``).
+
+        pypaimon is then imported once instead of once per call, which is most of a
+        call's time. Each request still opens a fresh catalog and table, so results
+        are those of a process per call. Nested sessions share the outer one.
+
+        Raises:
+            OracleError: as :meth:`run`; a failed op leaves the session usable.
+        """
+        if self._session is not None:
+            yield self
+            return
+        self._session = _DriverSession(self.python)
+        try:
+            yield self
+        finally:
+            session, self._session = self._session, None
+            session.close()
 
     # ----------------------------------------------------------------- plumbing
 
@@ -220,6 +312,10 @@ class PaimonOracle:
             request_path = tmpdir / "request.json"
             out_path = tmpdir / "out.json"
             request_path.write_text(json.dumps(body, default=_json_default))
+            timeout = timeout_s if timeout_s is not None else self.timeout_s
+            if self._session is not None:
+                self._session.call(request_path, out_path, op=body.get("op"), timeout_s=timeout)
+                return self._result(out_path)
             cmd = [str(self.python), str(DRIVER), str(request_path), str(out_path)]
             try:
                 proc = subprocess.run(
@@ -227,7 +323,7 @@ class PaimonOracle:
                     check=True,
                     capture_output=True,
                     text=True,
-                    timeout=timeout_s if timeout_s is not None else self.timeout_s,
+                    timeout=timeout,
                     cwd=REPO_ROOT,
                 )
             except subprocess.CalledProcessError as exc:
@@ -244,11 +340,15 @@ class PaimonOracle:
                 ) from exc
             except FileNotFoundError as exc:
                 raise OracleError(f"pypaimon interpreter not found: {self.python}") from exc
-            result: dict[str, Any] = json.loads(out_path.read_text())
-            result["stdout"] = proc.stdout
-            if "ipc" in result:
-                result["arrow"] = _read_ipc(Path(result["ipc"]))
-            return result
+            return {**self._result(out_path), "stdout": proc.stdout}
+
+    @staticmethod
+    def _result(out_path: Path) -> dict[str, Any]:
+        """The driver's result JSON, with the rows of a read as ``arrow``."""
+        result: dict[str, Any] = json.loads(out_path.read_text())
+        if "ipc" in result:
+            result["arrow"] = _read_ipc(Path(result["ipc"]))
+        return result
 
     # ----------------------------------------------------------------- table ops
 
