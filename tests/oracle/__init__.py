@@ -22,7 +22,6 @@ import datetime as dt
 import decimal
 import json
 import os
-import select
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,6 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.oracle._process import DriverSession, OracleError
 
 __all__ = [
     "OracleError",
@@ -69,10 +69,6 @@ requires_paimon = pytest.mark.skipif(
     ),
 )
 """Skip marker for tests that need the pypaimon venv; skips ONLY when it is missing."""
-
-
-class OracleError(RuntimeError):
-    """The driver subprocess failed; the message carries the op, exit code and stderr."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -173,74 +169,6 @@ def _read_ipc(path: Path) -> pa.Table:
         return pa.ipc.open_file(source).read_all()
 
 
-class _DriverSession:
-    """One ``paimon_driver.py --serve`` process answering request after request."""
-
-    def __init__(self, python: Path) -> None:
-        self.python = python
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
-        try:
-            self.proc = subprocess.Popen(
-                [str(python), str(DRIVER), "--serve"], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=self._stderr, text=True, cwd=REPO_ROOT,
-            )  # fmt: skip
-        except FileNotFoundError as exc:
-            self._stderr.close()
-            raise OracleError(f"pypaimon interpreter not found: {python}") from exc
-
-    def stderr(self) -> str:
-        self._stderr.seek(0)
-        return self._stderr.read().decode(errors="replace")
-
-    def call(self, request_path: Path, out_path: Path, *, op: Any, timeout_s: float) -> None:
-        """Run one request (its result is then in ``out_path``).
-
-        Raises:
-            OracleError: the op failed (its traceback), the process died, or no answer
-                came within ``timeout_s`` (the process is killed).
-        """
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            self.proc.stdin.write(json.dumps([str(request_path), str(out_path)]) + "\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            pass  # it died: readline below reports it
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
-        if not ready:
-            self.close()
-            raise OracleError(
-                f"pypaimon driver op={op!r} timed out after {timeout_s} s\n"
-                f"--- stderr ---\n{self.stderr()}"
-            )
-        answer = self.proc.stdout.readline().rstrip("\n")
-        if answer == "ok":
-            return
-        if answer.startswith("error "):
-            raise OracleError(
-                f"pypaimon driver op={op!r} failed in its session\n"
-                f"--- traceback ---\n{json.loads(answer[6:])}"
-            )
-        self.close()
-        raise OracleError(
-            f"pypaimon driver session died (exit code {self.proc.returncode}) during "
-            f"op={op!r}\n--- stderr ---\n{self.stderr()}"
-        )
-
-    def close(self) -> None:
-        """End the process (stdin closed: it exits; killed if it does not within 30 s)."""
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            with contextlib.suppress(BrokenPipeError):
-                self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self._stderr.close()
-
-
 class PaimonOracle:
     """Run pypaimon operations on a warehouse through the driver subprocess.
 
@@ -256,7 +184,7 @@ class PaimonOracle:
         self.root = Path(root)
         self.python = python if python is not None else paimon_python()
         self.timeout_s = timeout_s
-        self._session: _DriverSession | None = None
+        self._session: DriverSession | None = None
 
     @contextlib.contextmanager
     def session(self) -> Iterator[PaimonOracle]:
@@ -272,7 +200,7 @@ class PaimonOracle:
         if self._session is not None:
             yield self
             return
-        self._session = _DriverSession(self.python)
+        self._session = DriverSession(self.python, driver=DRIVER, cwd=REPO_ROOT)
         try:
             yield self
         finally:
