@@ -216,9 +216,10 @@ class Table:
         if commit_identifier is not None and commit_user is None:
             raise ValueError("commit_identifier needs a stable commit_user to deduplicate by")
         user = commit_user or new_commit_user()
-        commit = self.new_commit(commit_user=user)
+        schema = self.schema()  # one read: the writer and the committer agree on it
+        commit = self._new_commit(schema, user)
         return write_and_commit(
-            self.new_write(commit_user=user), commit, data, row_kinds=row_kinds,
+            self.file_store(schema).new_write(user), commit, data, row_kinds=row_kinds,
             commit_identifier=commit_identifier, overwrite=overwrite,
         )  # fmt: skip
 
@@ -238,8 +239,11 @@ class Table:
                 latest options; :meth:`FileStoreCommit.check_supported`). The
                 committer's commits in that schema do not check again.
         """
+        return self._new_commit(self.schema(), commit_user)
+
+    def _new_commit(self, schema: TableSchema, commit_user: str) -> FileStoreCommit:
+        """:meth:`new_commit` with the latest schema already read (``schema``)."""
         after_commit = None
-        schema = self.schema()
         opts = schema.core_options
         if opts.maintenance_inline and not opts.write_only:  # write-only: Paimon's "no maintenance"
             from snaplake.compaction.inline import run_inline_maintenance
@@ -413,12 +417,7 @@ class Table:
         """
         from snaplake.compaction.expire import ExpireSnapshots
 
-        expire = ExpireSnapshots(
-            file_io=self.file_io,
-            paths=self.paths,
-            schema_manager=self.schema_manager,
-            snapshot_manager=self.snapshot_manager,
-        )
+        expire = ExpireSnapshots(self)
         return expire.plan() if dry_run else expire.execute()
 
     def remove_orphan_files(

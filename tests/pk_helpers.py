@@ -171,3 +171,26 @@ def compact_counts(r: Any) -> tuple[Any, ...]:
     """The CompactResult fields that must agree between two ways of running one compaction."""
     return (r.snapshot_id, r.buckets_compacted, r.files_before, r.files_after, r.bytes_before,
             r.rows_rewritten, len(r.input_files), len(r.output_files))  # fmt: skip
+
+
+def assert_compacted_like_twin(
+    result: Any, expected: Any, table: Any, twin: Any, model: TableModel
+) -> None:
+    """``result`` (a compaction of ``table``) did what ``expected`` did to ``twin``.
+
+    ``twin`` has ``table``'s history and was compacted in process. Asserts the same
+    counts (:func:`compact_counts`), the same bucket layout, ``table``'s rows equal to
+    ``model``'s, and that the files in ``table``'s bucket directories are its live files
+    plus the compaction's inputs (left for expiry) and nothing else; listed through the
+    table's FileIO, so local and S3 tables alike.
+    """
+    assert compact_counts(result) == compact_counts(expected)
+    assert bucket_layout(table) == bucket_layout(twin)
+    assert sorted_rows(table.to_arrow()) == model.rows()
+    stored = {
+        s.path.rsplit("/", 1)[-1]
+        for s in table.file_io.list_files(table.root)
+        if "/bucket-" in s.path
+    }
+    live = {f.file_name for s in table.new_scan().plan() for f in s.files}
+    assert stored == live | {p.rsplit("/", 1)[-1] for p in result.input_files}

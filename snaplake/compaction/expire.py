@@ -54,14 +54,12 @@ from snaplake.store.format.avro_codecs import decompress_block
 from snaplake.store.format.manifest import FileKind, ManifestEntry
 from snaplake.store.format.manifest_list import ManifestFileMeta
 from snaplake.store.format.partition import canonical_partition
-from snaplake.store.format.paths import PathFactory
-from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.format.types import DataType
-from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import merge_live_entries
-from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.support import check_supported
+from snaplake.store.table_storage import TableStorage
 from snaplake.store.tags import TagManager
 
 __all__ = ["ExpireResult", "ExpireSnapshots"]
@@ -131,10 +129,9 @@ class ExpireSnapshots:
     """Expire a table's old snapshots by its retention options.
 
     Args:
-        file_io: Storage of the table.
-        paths: The table's PathFactory.
-        schema_manager: Reads the schema (partition types for data paths, options).
-        snapshot_manager: Reads snapshots.
+        table: The table's storage, paths and managers (its latest schema gives
+            the partition types for data paths and the options; its snapshots,
+            tags and consumers decide the range).
         options: Effective options (retention, ``changelog.*`` retention,
             ``consumer.*``; the daemon's overrides, see
             :class:`~snaplake.compaction.retention.SnapshotRetention`);
@@ -150,23 +147,18 @@ class ExpireSnapshots:
 
     def __init__(
         self,
+        table: TableStorage,
         *,
-        file_io: FileIO,
-        paths: PathFactory,
-        schema_manager: SchemaManager,
-        snapshot_manager: SnapshotManager,
         options: CoreOptions | None = None,
         now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         workers: int = 8,
     ) -> None:
-        self.file_io = file_io
-        self.paths = paths
-        self.schema_manager = schema_manager
-        self.snapshot_manager = snapshot_manager
-        self.tags = TagManager(file_io, paths)
-        self.consumers = ConsumerManager(file_io, paths)
+        self.file_io, self.paths = table.file_io, table.paths
+        self.schema_manager, self.snapshot_manager = table.schema_manager, table.snapshot_manager
+        self.tags = TagManager(self.file_io, self.paths)
+        self.consumers = ConsumerManager(self.file_io, self.paths)
         self.retention = SnapshotRetention(
-            snapshot_manager=snapshot_manager, consumers=self.consumers, options=options,
+            snapshot_manager=self.snapshot_manager, consumers=self.consumers, options=options,
             now_ms=now_ms,
         )  # fmt: skip
         self._workers = workers

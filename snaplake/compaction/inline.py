@@ -90,12 +90,7 @@ def run_inline_maintenance(
         if compaction is not None:
             compact = compaction.execute(workers=1)
         merge = ManifestFileMerger(commit=maintenance_committer(table)).execute()
-        expire = ExpireSnapshots(
-            file_io=table.file_io,
-            paths=table.paths,
-            schema_manager=table.schema_manager,
-            snapshot_manager=table.snapshot_manager,
-        ).execute()
+        expire = ExpireSnapshots(table).execute()
     except (SnaplakeError, OSError) as exc:
         # The writer's commit landed; maintenance is retried after the next one.
         logger.warning("inline maintenance of %s failed", table.identifier, exc_info=True)

@@ -245,13 +245,7 @@ def expire_snapshots_job(
     retained = (latest - earliest + 1) if latest is not None and earliest is not None else 0
     if retained <= options.snapshot_num_retained_min:
         return ExpireJobResult(table=table.identifier, snapshots_retained=retained)
-    expirer = ExpireSnapshots(
-        file_io=table.file_io,
-        paths=table.paths,
-        schema_manager=table.schema_manager,
-        snapshot_manager=sm,
-        options=options,
-    )
+    expirer = ExpireSnapshots(table, options=options)
     # snapshot.expire.limit bounds one pass (Paimon expires after every commit);
     # the daemon runs passes until it has caught up with a fast writer.
     deadline = time.monotonic() + budget.total_seconds()

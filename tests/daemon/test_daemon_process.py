@@ -1,4 +1,4 @@
-"""The daemon as a real process: an end-to-end run (600 commits, about a minute) scraped by
+"""The daemon as a real process: an end-to-end run (600 commits, about half a minute) scraped by
 a real Prometheus, SIGTERM during a compaction, two daemons on one warehouse, a corrupt table.
 
 One daemon + writer + Prometheus run (the module fixture ``soak``) serves the end-to-end
@@ -67,7 +67,7 @@ E2E_OPTIONS = {
     "snapshot.num-retained.max": "20",
     "snapshot.time-retained": "10 s",
 }
-WRITE_COMMITS = 600  # at most 10 commits/s: about a minute on a quiet machine
+WRITE_COMMITS = 600  # at most 20 commits/s: about 30 s on a quiet machine
 _TTL = timedelta(seconds=10)
 
 
@@ -145,7 +145,7 @@ def soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         sampler = Sampler(events)
         sampler.start()
         writer = start_writer(warehouse, "db.events", work, seconds=3600, commits=WRITE_COMMITS,
-                              interval_s=0.1, metrics_port=writer_port, hold=True)  # fmt: skip
+                              interval_s=0.05, metrics_port=writer_port, hold=True)  # fmt: skip
         procs.append(writer)
         wait_for(lambda: "DONE" in writer.text() or not writer.alive(),
                  timeout=600, what="the writer to finish")  # fmt: skip

@@ -104,10 +104,7 @@ def test_compaction_groups_both_writers_files_and_expiry_cleans_them(mixed):
     # expiry treats the two encodings as one partition and deletes every replaced input
     # data file: pypaimon's as well as snaplake's
     expired = ExpireSnapshots(
-        file_io=table.file_io,
-        paths=table.paths,
-        schema_manager=table.schema_manager,
-        snapshot_manager=table.snapshot_manager,
+        table,
         options=CoreOptions(
             {**table.options, "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 s"}
         ),

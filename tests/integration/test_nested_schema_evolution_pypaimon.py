@@ -71,7 +71,11 @@ def _rows(schema: pa.Schema, ids: range) -> pa.Table:
 
 def test_snaplake_reads_nested_changes_pypaimon_made(tmp_path: Any) -> None:
     wh = tmp_path / "wh"
-    oracle = PaimonOracle(wh)
+    with PaimonOracle(wh).session() as oracle:  # one pypaimon process for the 37 calls
+        _check_nested_changes(wh, oracle)
+
+
+def _check_nested_changes(wh: Any, oracle: PaimonOracle) -> None:
     oracle.create_table("db.n", SCHEMA)
     oracle.write("db.n", _rows(SCHEMA, range(10)))
     table = snaplake.FileSystemCatalog(str(wh)).get_table("db.n")

@@ -70,15 +70,7 @@ def test_every_entry_point_refuses_a_primary_key_table_with_deletion_vectors(pk_
     _refused(table.compact, "maintenance")
     _refused(table.merge_manifests, "maintenance")
     _refused(lambda: table.expire_snapshots(dry_run=True), "maintenance")
-    _refused(
-        lambda: ExpireSnapshots(
-            file_io=table.file_io,
-            paths=table.paths,
-            schema_manager=table.schema_manager,
-            snapshot_manager=table.snapshot_manager,
-        ).execute(),
-        "maintenance",
-    )
+    _refused(lambda: ExpireSnapshots(table).execute(), "maintenance")
     _refused(table.remove_orphan_files, "maintenance")
     _refused(
         lambda: OrphanFilesClean(

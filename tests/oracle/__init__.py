@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import decimal
@@ -23,12 +24,13 @@ import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.oracle._process import DriverSession, OracleError
 
 __all__ = [
     "OracleError",
@@ -67,10 +69,6 @@ requires_paimon = pytest.mark.skipif(
     ),
 )
 """Skip marker for tests that need the pypaimon venv; skips ONLY when it is missing."""
-
-
-class OracleError(RuntimeError):
-    """The driver subprocess failed; the message carries the op, exit code and stderr."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -186,6 +184,28 @@ class PaimonOracle:
         self.root = Path(root)
         self.python = python if python is not None else paimon_python()
         self.timeout_s = timeout_s
+        self._session: DriverSession | None = None
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[PaimonOracle]:
+        """Send every call made inside the block to one driver process (``--serve``).
+
+        pypaimon is then imported once instead of once per call, which is most of a
+        call's time. Each request still opens a fresh catalog and table, so results
+        are those of a process per call. Nested sessions share the outer one.
+
+        Raises:
+            OracleError: as :meth:`run`; a failed op leaves the session usable.
+        """
+        if self._session is not None:
+            yield self
+            return
+        self._session = DriverSession(self.python, driver=DRIVER, cwd=REPO_ROOT)
+        try:
+            yield self
+        finally:
+            session, self._session = self._session, None
+            session.close()
 
     # ----------------------------------------------------------------- plumbing
 
@@ -220,6 +240,10 @@ class PaimonOracle:
             request_path = tmpdir / "request.json"
             out_path = tmpdir / "out.json"
             request_path.write_text(json.dumps(body, default=_json_default))
+            timeout = timeout_s if timeout_s is not None else self.timeout_s
+            if self._session is not None:
+                self._session.call(request_path, out_path, op=body.get("op"), timeout_s=timeout)
+                return self._result(out_path)
             cmd = [str(self.python), str(DRIVER), str(request_path), str(out_path)]
             try:
                 proc = subprocess.run(
@@ -227,7 +251,7 @@ class PaimonOracle:
                     check=True,
                     capture_output=True,
                     text=True,
-                    timeout=timeout_s if timeout_s is not None else self.timeout_s,
+                    timeout=timeout,
                     cwd=REPO_ROOT,
                 )
             except subprocess.CalledProcessError as exc:
@@ -244,11 +268,15 @@ class PaimonOracle:
                 ) from exc
             except FileNotFoundError as exc:
                 raise OracleError(f"pypaimon interpreter not found: {self.python}") from exc
-            result: dict[str, Any] = json.loads(out_path.read_text())
-            result["stdout"] = proc.stdout
-            if "ipc" in result:
-                result["arrow"] = _read_ipc(Path(result["ipc"]))
-            return result
+            return {**self._result(out_path), "stdout": proc.stdout}
+
+    @staticmethod
+    def _result(out_path: Path) -> dict[str, Any]:
+        """The driver's result JSON, with the rows of a read as ``arrow``."""
+        result: dict[str, Any] = json.loads(out_path.read_text())
+        if "ipc" in result:
+            result["arrow"] = _read_ipc(Path(result["ipc"]))
+        return result
 
     # ----------------------------------------------------------------- table ops
 

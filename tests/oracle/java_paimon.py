@@ -343,8 +343,8 @@ class JavaPaimon:
 
 
 def _parse(text: str) -> JavaRead:
-    lines = [json.loads(line) for line in text.splitlines() if line]
-    head = lines[0]
+    raws = [line for line in text.splitlines() if line]
+    head = json.loads(raws[0])
     splits: list[JavaSplit] = []
     current: dict[str, Any] | None = None
     rows: list[tuple[Any, ...]] = []
@@ -369,12 +369,15 @@ def _parse(text: str) -> JavaRead:
                 )
             )
 
-    for line in lines[1:]:
+    for raw in raws[1:]:
+        line = json.loads(raw)
         if "split" in line:
             close()
             current, rows, kinds, parts, buckets = line["split"], [], [], [], []
         else:
-            rows.append(tuple(_freeze(v) for v in line["v"]))
+            values = line["v"]
+            # one "[" is the row's own list: no nested value to freeze, value by value
+            rows.append(tuple(values) if raw.count("[") == 1 else tuple(map(_freeze, values)))
             kinds.append(line["k"])
             parts.append(line["p"])
             buckets.append(line.get("b"))

@@ -3,6 +3,7 @@
 Usage::
 
     .venv-paimon/bin/python tests/oracle/paimon_driver.py <request.json> <out.json>
+    .venv-paimon/bin/python tests/oracle/paimon_driver.py --serve   # many requests (serve())
 
 This script runs in its own interpreter with pypaimon 2.1.0 and pyarrow < 20, so it must
 never import snaplake (which needs a newer pyarrow). Tabular data crosses the process
@@ -16,13 +17,17 @@ lets the exception propagate, so Python prints the traceback on stderr and exits
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
 import importlib.util
+import io
 import json
+import os
 import statistics
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -588,18 +593,56 @@ OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 }
 
 
-def main(argv: list[str]) -> int:
-    """Run one request file and write the result JSON; exceptions propagate (exit 1)."""
-    if len(argv) != 3:
-        print(f"usage: {argv[0]} <request.json> <out.json>", file=sys.stderr)
-        return 2
-    request = json.loads(Path(argv[1]).read_text())
+def run_request(request_path: str) -> dict[str, Any]:
+    """Run the request in ``request_path``; return its result."""
+    request = json.loads(Path(request_path).read_text())
     op = request.get("op")
     if op not in OPS:
         raise ValueError(f"unknown op {op!r}; expected one of {sorted(OPS)}")
     result = OPS[op](request)
     result["pypaimon_native"] = importlib.util.find_spec("pypaimon_rust") is not None
-    Path(argv[2]).write_text(json.dumps(result, default=_json_default))
+    return result
+
+
+def _write_result(result: dict[str, Any], out_path: str) -> None:
+    Path(out_path).write_text(json.dumps(result, default=_json_default))
+
+
+def serve() -> int:
+    """Run requests until stdin closes: one JSON line ``[request.json, out.json]`` each.
+
+    Answers each on stdout with one line, ``ok`` or ``error <traceback as a JSON string>``;
+    whatever an op prints goes into its result's ``stdout`` (C-level writes to stderr), so
+    stdout carries only the answers. Every request opens a fresh catalog and table, as a
+    process of its own would: pypaimon is imported once, nothing it read is reused.
+    """
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # native writes to fd 1 go to stderr, never between the answers
+    for line in sys.stdin:
+        request_path, out_path = json.loads(line)
+        printed = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(printed):
+                result = run_request(request_path)
+            result["stdout"] = printed.getvalue()
+            _write_result(result, out_path)
+            answers.write("ok\n")
+        except Exception:  # noqa: BLE001 - every failure is the client's to report
+            answers.write(f"error {json.dumps(traceback.format_exc())}\n")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """Run one request file and write the result JSON (exceptions propagate: exit 1).
+
+    ``--serve`` runs requests from stdin instead (:func:`serve`).
+    """
+    if argv[1:] == ["--serve"]:
+        return serve()
+    if len(argv) != 3:
+        print(f"usage: {argv[0]} <request.json> <out.json> | --serve", file=sys.stderr)
+        return 2
+    _write_result(run_request(argv[1]), argv[2])
     return 0
 
 

@@ -245,3 +245,22 @@ def test_is_null_filter(tmp_path: Path) -> None:
     got = oracle.read(TABLE, filter=pred.is_null("carrier"), columns=["distance", "carrier"])
     assert sorted(got["distance"].to_pylist()) == [110.0, 130.0]
     assert got["carrier"].to_pylist() == [None, None]
+
+
+def test_session_answers_as_a_process_per_call_does(tmp_path: Path) -> None:
+    """One ``--serve`` driver: same results, printed output kept, a failed op reported."""
+    apart, together = PaimonOracle(tmp_path / "apart"), PaimonOracle(tmp_path / "together")
+    data = _rows(0)
+    apart.create_table(TABLE, SCHEMA, partition_keys=["month"])
+    apart.write(TABLE, data, commits=2)
+    with together.session():
+        together.create_table(TABLE, SCHEMA, partition_keys=["month"])
+        written = together.write(TABLE, data, commits=2)
+        with pytest.raises(OracleError, match=r"(?s)op='read'.*Traceback"):
+            together.read("db.missing")
+        got = together.read(TABLE)  # the session survives a failed op
+        commits = together.bench_commits(TABLE, data.slice(0, 1), 1)
+    assert written["snapshot_ids"] == [1, 2]
+    assert _sorted(got).equals(_sorted(apart.read(TABLE))) and got.num_rows == data.num_rows
+    assert "commit 1/1 snapshot=3" in commits["stdout"]
+    assert together._session is None  # the process ended with the block

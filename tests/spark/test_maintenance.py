@@ -28,8 +28,7 @@ from tests.oracle import requires_paimon
 from tests.oracle.java_paimon import requires_java_paimon
 from tests.pk_helpers import (
     TableModel,
-    bucket_layout,
-    compact_counts,
+    assert_compacted_like_twin,
     engine_model,
     make_rows,
     sorted_rows,
@@ -123,27 +122,23 @@ def test_remove_orphan_files_equals_table_remove_orphan_files(session: Any, tmp_
 
 
 # ------------------------------------------------------------------- classic, both kinds
+@pytest.mark.parametrize(
+    "check",
+    [
+        # a task failing on its first attempt is retried and leaves no extra files
+        pytest.param("check_task_failing_on_its_first_attempt", id="task-retried"),
+        # a driver killed before the commit leaves only orphans
+        pytest.param("check_driver_killed_before_the_commit", id="driver-killed",
+                     marks=pytest.mark.slow),
+        # refusals come before any job
+        pytest.param("check_refusals_before_any_job", id="refusals"),
+    ],
+)  # fmt: skip
 @pytest.mark.parametrize("kind", ["append", "primary-key"])
 @CLASSIC
-def test_task_failing_on_its_first_attempt_leaves_no_extra_files(
-    session: Any, tmp_path: Path, kind: str
-) -> None:
-    checks(kind).check_task_failing_on_its_first_attempt(session, tmp_path)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("kind", ["append", "primary-key"])
-@CLASSIC
-def test_driver_killed_before_the_commit_leaves_only_orphans(
-    session: Any, tmp_path: Path, kind: str
-) -> None:
-    checks(kind).check_driver_killed_before_the_commit(session, tmp_path)
-
-
-@pytest.mark.parametrize("kind", ["append", "primary-key"])
-@CLASSIC
-def test_refusals_come_before_any_job(session: Any, tmp_path: Path, kind: str) -> None:
-    checks(kind).check_refusals_before_any_job(session, tmp_path)
+def test_classic_session_case(session: Any, tmp_path: Path, kind: str, check: str) -> None:
+    """The cases that need task retries or a killable driver, by their check's name."""
+    getattr(checks(kind), check)(session, tmp_path)
 
 
 # --------------------------------------------------------------- classic, primary-key tables
@@ -167,10 +162,7 @@ def test_buckets_below_the_bar_are_rewritten_on_the_driver(
         job = remote.file_store().new_compaction(commit=maintenance_committer(remote))
         result = run_compaction(session, remote, job, job.plan_units(), local_below_bytes=bar)
     assert "spark compaction of db.remote: 2 task(s)" in caplog.text
-    assert compact_counts(result) == compact_counts(expected)
-    assert bucket_layout(remote) == bucket_layout(local)
-    assert sorted_rows(remote.to_arrow()) == model.rows()
-    assert data_files(remote) == live_files(remote) | {Path(p).name for p in result.input_files}
+    assert_compacted_like_twin(result, expected, remote, local, model)
 
 
 @CLASSIC

@@ -162,3 +162,27 @@ def test_bad_arguments_are_refused_before_any_file(tmp_path):
     with pytest.raises(SchemaMismatchError, match=r"only \+I"):
         table.write(rows(0, 5), row_kinds=["-D"] * 5)
     assert _data_files(table) == set()
+
+
+class _CountsSchemaListings(LocalFileIO):
+    """Counts the listings of ``schema/`` (each is one LIST request on an object store)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.schema_listings = 0
+
+    def list_files(self, prefix: str):
+        if prefix.rstrip("/").endswith("/schema"):
+            self.schema_listings += 1
+        return super().list_files(prefix)
+
+
+def test_write_reads_the_latest_schema_once(tmp_path):
+    """The writer and the committer of one Table.write come from one read of ``schema/``."""
+    created = _append_table(tmp_path)
+    counting = _CountsSchemaListings()
+    table = Table(file_io=counting, root=created.root, identifier=created.identifier)
+    counting.schema_listings = 0
+    table.write(rows(0, 10))
+    assert counting.schema_listings == 1
+    assert sorted_ids(table.to_arrow()) == list(range(10))

@@ -54,6 +54,17 @@ def append(table: Table, start: int, count: int, *, user: str = "w") -> int:
     return result.snapshot_id
 
 
+def small_files(make_table: Callable[..., Table], files: int) -> Table:
+    """An unpartitioned table (``make_table`` fixture) of ``files`` appends of 10 rows each.
+
+    Rows ``0..10*files-1``, one data file (and snapshot) per append.
+    """
+    table = make_table(partitioned=False)
+    for i in range(files):
+        append(table, i * 10, 10)
+    return table
+
+
 def compaction_job(table: Table, **kwargs: object) -> CompactionJob:
     """The table's compaction job with the maintenance committer (``FileStore.new_compaction``)."""
     return table.file_store().new_compaction(commit=maintenance_committer(table), **kwargs)  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from tests.helpers import rows, sorted_ids
-from tests.unit.compaction.conftest import append, compaction_job, runs
+from tests.unit.compaction.conftest import append, compaction_job, runs, small_files
 
 from snaplake.errors import CommitConflictError
 from snaplake.store.format.data_file import FileSource
@@ -19,9 +19,7 @@ def _live_files(table):
 
 
 def test_compacts_small_files_per_bucket_and_keeps_order(make_table):
-    table = make_table(partitioned=False)
-    for i in range(6):
-        append(table, i * 10, 10)
+    table = small_files(make_table, 6)
     before = table.to_arrow().column("id").to_pylist()
     result = table.compact()
     assert result.snapshot_id == 7
@@ -30,7 +28,7 @@ def test_compacts_small_files_per_bucket_and_keeps_order(make_table):
     assert result.rows_rewritten == 60
     assert result.buckets_compacted == 1
     snap = table.latest_snapshot()
-    assert snap.commit_kind == CommitKind.COMPACT
+    assert snap is not None and snap.commit_kind == CommitKind.COMPACT
     assert snap.delta_record_count == 0
     (out,) = _live_files(table)
     assert out.file_source == FileSource.COMPACT
@@ -110,9 +108,7 @@ def test_fixed_buckets(make_table):
 
 
 def test_racing_compactions_one_conflicts_and_cleans_up(make_table):
-    table = make_table(partitioned=False)
-    for i in range(5):
-        append(table, i * 10, 10)
+    table = small_files(make_table, 5)
     loser = compaction_job(table)
     plan = loser.plan_units()
     assert plan.units
@@ -130,9 +126,7 @@ def test_racing_compactions_one_conflicts_and_cleans_up(make_table):
 
 
 def test_compaction_and_append_both_land(make_table, monkeypatch):
-    table = make_table(partitioned=False)
-    for i in range(5):
-        append(table, i * 10, 10)
+    table = small_files(make_table, 5)
     job = compaction_job(table)
     original = job.commit.commit
 
@@ -219,9 +213,7 @@ def test_rewrite_and_commit_apart_equal_execute(make_table):
 
 
 def test_commit_rewritten_conflict_deletes_outputs(make_table):
-    table = make_table(partitioned=False)
-    for i in range(4):
-        append(table, i * 10, 10)
+    table = small_files(make_table, 4)
     job = compaction_job(table)
     plan = job.plan_units()
     (unit,) = plan.units

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from tests.helpers import create_table, sorted_ids, write_and_commit
-from tests.unit.compaction.conftest import FAST, append, compaction_job, runs
+from tests.unit.compaction.conftest import FAST, append, compaction_job, runs, small_files
 
 import snaplake
 from snaplake.compaction import append_rewrite
@@ -153,9 +153,7 @@ def test_memory_file_io_reads_through_bytes():
 
 def test_without_polars_falls_back_to_pyarrow(make_table, monkeypatch):
     monkeypatch.setattr(append_rewrite, "_polars", lambda: None)
-    table = make_table(partitioned=False)
-    for i in range(4):
-        append(table, i * 10, 10)
+    table = small_files(make_table, 4)
     result = table.compact()
     assert result.files_after == 1
     assert table.to_arrow().column("id").to_pylist() == list(range(40))
@@ -187,18 +185,16 @@ def test_streamed_write_keeps_order_rows_and_stats(make_table, monkeypatch):
 
 def test_vanished_input_raises_and_leaves_no_output(make_table, monkeypatch):
     monkeypatch.setattr(append_rewrite, "_SLICE_BYTES", 1)
-    table = make_table(partitioned=False)
-    for i in range(5):
-        append(table, i * 10, 10)
+    table = small_files(make_table, 5)
     job = compaction_job(table)
     (task,) = runs(job.plan_units())
     os.remove(task.paths[3])
     before = {s.path for s in table.file_io.list_files(table.root)}
-    latest = table.latest_snapshot().id
+    latest = table.snapshot_manager.latest_snapshot_id()
     with pytest.raises(FileNotFoundError):
         job.execute()
     assert {s.path for s in table.file_io.list_files(table.root)} == before
-    assert table.latest_snapshot().id == latest
+    assert table.snapshot_manager.latest_snapshot_id() == latest
 
 
 @pytest.mark.parametrize("polars", [True, False])

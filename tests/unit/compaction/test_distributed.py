@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.helpers import sorted_ids
-from tests.unit.compaction.conftest import append, compaction_job
+from tests.unit.compaction.conftest import append, compaction_job, small_files
 
 from snaplake.compaction.append_compact import AppendRewriteUnit, split_run
 from snaplake.compaction.append_rewrite import CompactTask, output_groups
@@ -92,9 +92,7 @@ def test_large_buckets_are_sliced_and_keep_their_rows(make_table):
 
 
 def test_a_failing_unit_leaves_no_output(make_table):
-    table = make_table(partitioned=False)
-    for i in range(3):
-        append(table, i * 10, 10)
+    table = small_files(make_table, 3)
     append(table, 1000, 10)
     (unit,) = compaction_job(table).plan_units(max_unit_bytes=1 << 30).units
     assert isinstance(unit, AppendRewriteUnit)
@@ -111,9 +109,7 @@ def test_a_failing_unit_leaves_no_output(make_table):
 
 
 def test_conflict_on_commit_deletes_the_outputs(make_table):
-    table = make_table(partitioned=False)
-    for i in range(4):
-        append(table, i * 10, 10)
+    table = small_files(make_table, 4)
     job = compaction_job(table)
     plan = job.plan_units(max_unit_bytes=1 << 30)
     messages = _run_units(table, plan.units)

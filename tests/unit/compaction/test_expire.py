@@ -23,13 +23,7 @@ def _with(table, overrides):
 
 
 def _expirer(table, **kw):
-    return ExpireSnapshots(
-        file_io=table.file_io,
-        paths=table.paths,
-        schema_manager=table.schema_manager,
-        snapshot_manager=table.snapshot_manager,
-        **kw,
-    )
+    return ExpireSnapshots(table, **kw)
 
 
 def test_num_retained_min_keeps_the_newest(make_table):

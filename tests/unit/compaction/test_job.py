@@ -9,7 +9,7 @@ import pytest
 from tests.helpers import create_table, sorted_ids, write_and_commit
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, sorted_rows
 from tests.pk_helpers import to_table as pk_table
-from tests.unit.compaction.conftest import append, compaction_job, runs
+from tests.unit.compaction.conftest import append, compaction_job, runs, small_files
 
 from snaplake.compaction.append_compact import AppendCompactionPlanner
 from snaplake.compaction.merge_tree_compact import MergeTreeCompactionPlanner
@@ -79,9 +79,7 @@ def _after_first_plan(job: Any, act: Any) -> list[Any]:
 
 # -- every kind plans again after a lost conflict ---------------------------------------------
 def test_append_job_replans_after_a_lost_conflict(make_table):
-    table = make_table(partitioned=False)
-    for i in range(5):
-        append(table, i * 10, 10)
+    table = small_files(make_table, 5)
     job = compaction_job(table)
     assert isinstance(job.planner, AppendCompactionPlanner)
 
@@ -94,8 +92,9 @@ def test_append_job_replans_after_a_lost_conflict(make_table):
     attempts = _attempts(job)
     result = job.execute()
     assert len(plans) == len(attempts) == 2
-    assert result.snapshot_id == table.latest_snapshot().id
-    assert table.latest_snapshot().commit_kind.value == "COMPACT"
+    latest = table.latest_snapshot()
+    assert latest is not None and result.snapshot_id == latest.id
+    assert latest.commit_kind.value == "COMPACT"
     lost, won = attempts
     assert lost and not lost & _data_files(table)  # the lost attempt's outputs were deleted
     assert won == {Path(p).name for p in result.output_files} and won <= _live(table)
@@ -124,9 +123,7 @@ def test_primary_key_job_replans_after_a_lost_conflict(tmp_path):
 
 
 def test_replans_are_bounded(make_table):
-    table = make_table(partitioned=False)
-    for i in range(5):
-        append(table, i * 10, 10)
+    table = small_files(make_table, 5)
     job = compaction_job(table)
     stale = job.plan_units()
     table.compact()
@@ -158,9 +155,7 @@ def _rewritten(job: Any) -> tuple[Any, list[Any], set[str]]:
 
 def _tables(kind: str, make_table: Any, tmp_path: Path) -> Any:
     if kind == "append":
-        table = make_table(partitioned=False)
-        for i in range(4):
-            append(table, i * 10, 10)
+        table = small_files(make_table, 4)
         return table
     return _pk_table(tmp_path)[0]
 
@@ -197,9 +192,7 @@ def test_a_failed_commit_deletes_the_outputs_unless_it_may_have_landed(
 
 # -- the cap is an argument of the planning; the plan says what it cut off --------------------
 def test_the_plan_says_whether_the_cap_cut_files_off(make_table, tmp_path):
-    table = make_table(partitioned=False)
-    for i in range(6):
-        append(table, i * 10, 10)
+    table = small_files(make_table, 6)
     capped = compaction_job(table, max_files_per_bucket=4).plan_units()
     assert capped.capped and sum(len(t.files) for t in runs(capped)) == 4
     whole = compaction_job(table, max_files_per_bucket=6).plan_units()

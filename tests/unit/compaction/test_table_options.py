@@ -194,12 +194,7 @@ def test_write_only_turns_inline_maintenance_off(make_table):
 
 
 def _expire(table):
-    return ExpireSnapshots(
-        file_io=table.file_io,
-        paths=table.paths,
-        schema_manager=table.schema_manager,
-        snapshot_manager=table.snapshot_manager,
-    ).execute()
+    return ExpireSnapshots(table).execute()
 
 
 def test_consumer_changelog_only_does_not_pin_snapshots(make_table):

@@ -59,15 +59,21 @@ def _write(table: Any, model: TableModel, start: int, n: int, seed: int) -> None
     model.apply(rows, kinds)
 
 
+def _table_with_runs(tmp_path: Path, runs: int, **options: str) -> tuple[Any, TableModel]:
+    """A one-bucket deduplicate table with ``runs`` overlapping level-0 files, and its model."""
+    table = _table(tmp_path, **options)
+    model = TableModel(engine_model("deduplicate"))
+    for i in range(runs):
+        _write(table, model, i * 10, 30, i)
+    return table, model
+
+
 def _files(table: Any) -> list[Any]:
     return [f for s in table.new_scan().plan() for f in s.files]
 
 
 def test_trigger_levels_and_full(tmp_path: Path) -> None:
-    table = _table(tmp_path, **{"num-sorted-run.compaction-trigger": "3"})
-    model = TableModel(engine_model("deduplicate"))
-    for i in range(2):
-        _write(table, model, i * 10, 30, i)
+    table, model = _table_with_runs(tmp_path, 2, **{"num-sorted-run.compaction-trigger": "3"})
     assert table.compact().snapshot_id is None  # 2 runs: below the trigger
     _write(table, model, 20, 30, 2)
     result = table.compact()  # 3 runs: size amplification compacts all to the top
@@ -114,10 +120,7 @@ def test_target_file_size_rolls_outputs(tmp_path: Path) -> None:
 
 
 def test_writer_never_conflicts_with_compaction(tmp_path: Path) -> None:
-    table = _table(tmp_path, **{"num-sorted-run.compaction-trigger": "2"})
-    model = TableModel(engine_model("deduplicate"))
-    for i in range(3):
-        _write(table, model, i * 10, 30, i)
+    table, model = _table_with_runs(tmp_path, 3, **{"num-sorted-run.compaction-trigger": "2"})
     job = _job(table)
     writes: list[int] = []
 
@@ -134,10 +137,7 @@ def test_writer_never_conflicts_with_compaction(tmp_path: Path) -> None:
 
 
 def test_two_compactions_one_wins_and_the_other_replans(tmp_path: Path) -> None:
-    table = _table(tmp_path, **{"num-sorted-run.compaction-trigger": "2"})
-    model = TableModel(engine_model("deduplicate"))
-    for i in range(3):
-        _write(table, model, i * 10, 30, i)
+    table, model = _table_with_runs(tmp_path, 3, **{"num-sorted-run.compaction-trigger": "2"})
     job = _job(table)
     plan = job.plan_units()
     schema = table.schema()
@@ -170,11 +170,12 @@ def test_two_compactions_one_wins_and_the_other_replans(tmp_path: Path) -> None:
     assert sorted_rows(table.to_arrow()) == model.rows()
 
 
-def test_lsm_rule_refuses_overlapping_level(tmp_path: Path) -> None:
-    table = _table(tmp_path)
-    model = TableModel(engine_model("deduplicate"))
-    _write(table, model, 0, 30, 0)
-    _write(table, model, 10, 30, 1)  # overlapping key ranges, both level 0
+def _overlapping_level_upgrade(tmp_path: Path) -> tuple[Any, TableModel, CommitMessage]:
+    """A table with two overlapping level-0 files, and a compaction moving both to level 1.
+
+    The message breaks the LSM rule (two overlapping files in one level above 0).
+    """
+    table, model = _table_with_runs(tmp_path, 2)  # overlapping key ranges, both level 0
     split = table.new_scan().plan()[0]
     upgraded = tuple(dataclasses.replace(f, level=1) for f in split.files)
     message = CommitMessage(
@@ -183,6 +184,11 @@ def test_lsm_rule_refuses_overlapping_level(tmp_path: Path) -> None:
         total_buckets=split.total_buckets,
         compact_increment=CompactIncrement(compact_before=split.files, compact_after=upgraded),
     )
+    return table, model, message
+
+
+def test_lsm_rule_refuses_overlapping_level(tmp_path: Path) -> None:
+    table, model, message = _overlapping_level_upgrade(tmp_path)
     with pytest.raises(CommitConflictError, match="LSM conflicts detected"):
         maintenance_committer(table).commit([message], kind=CommitKind.COMPACT)
     assert sorted_rows(table.to_arrow()) == model.rows()
@@ -197,18 +203,7 @@ def test_lsm_rule_comes_from_the_file_store_for_every_committer(tmp_path: Path) 
     from snaplake.commit.file_store_commit import FileStoreCommit
     from snaplake.mergetree.conflict import LsmConflictRule
 
-    table = _table(tmp_path)
-    model = TableModel(engine_model("deduplicate"))
-    _write(table, model, 0, 30, 0)
-    _write(table, model, 10, 30, 1)  # overlapping key ranges, both level 0
-    split = table.new_scan().plan()[0]
-    upgraded = tuple(dataclasses.replace(f, level=1) for f in split.files)
-    message = CommitMessage(
-        partition=split.partition,
-        bucket=split.bucket,
-        total_buckets=split.total_buckets,
-        compact_increment=CompactIncrement(compact_before=split.files, compact_after=upgraded),
-    )
+    table, model, message = _overlapping_level_upgrade(tmp_path)
     (rule,) = table.file_store().conflict_rules()
     assert isinstance(rule, LsmConflictRule)
     for committer in (

@@ -105,10 +105,8 @@ def test_snapshot_being_expired_is_not_reported_as_corruption(tmp_path):
     table = _table((str(tmp_path / "wh"), {}))
     scan = table.new_scan(snapshot_id=1)
     scan.plan()
-    expire = ExpireSnapshots(
-        file_io=_StopsBeforeManifests(), paths=table.paths,
-        schema_manager=table.schema_manager, snapshot_manager=table.snapshot_manager,
-    )  # fmt: skip
+    stopping = Table(file_io=_StopsBeforeManifests(), root=table.root, identifier=table.identifier)
+    expire = ExpireSnapshots(stopping)
     with pytest.raises(OSError, match="stopped here"):
         expire.execute()
     assert table.snapshot_manager.snapshot_exists(1)  # snapshot-1 is still there

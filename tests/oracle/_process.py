@@ -1,0 +1,86 @@
+"""The pypaimon driver as a long-lived process (``paimon_driver.py --serve``), and OracleError.
+
+``PaimonOracle.session()`` (``tests/oracle/__init__.py``) sends its calls here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import select
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+class OracleError(RuntimeError):
+    """The driver subprocess failed; the message carries the op, exit code and stderr."""
+
+
+class DriverSession:
+    """One ``paimon_driver.py --serve`` process answering request after request."""
+
+    def __init__(self, python: Path, *, driver: Path, cwd: Path) -> None:
+        self.python = python
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        try:
+            self.proc = subprocess.Popen(
+                [str(python), str(driver), "--serve"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=self._stderr, text=True, cwd=cwd,
+            )  # fmt: skip
+        except FileNotFoundError as exc:
+            self._stderr.close()
+            raise OracleError(f"pypaimon interpreter not found: {python}") from exc
+
+    def stderr(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")
+
+    def call(self, request_path: Path, out_path: Path, *, op: Any, timeout_s: float) -> None:
+        """Run one request (its result is then in ``out_path``).
+
+        Raises:
+            OracleError: the op failed (its traceback), the process died, or no answer
+                came within ``timeout_s`` (the process is killed).
+        """
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(json.dumps([str(request_path), str(out_path)]) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died: readline below reports it
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        if not ready:
+            self.close()
+            raise OracleError(
+                f"pypaimon driver op={op!r} timed out after {timeout_s} s\n"
+                f"--- stderr ---\n{self.stderr()}"
+            )
+        answer = self.proc.stdout.readline().rstrip("\n")
+        if answer == "ok":
+            return
+        if answer.startswith("error "):
+            raise OracleError(
+                f"pypaimon driver op={op!r} failed in its session\n"
+                f"--- traceback ---\n{json.loads(answer[6:])}"
+            )
+        self.close()
+        raise OracleError(
+            f"pypaimon driver session died (exit code {self.proc.returncode}) during "
+            f"op={op!r}\n--- stderr ---\n{self.stderr()}"
+        )
+
+    def close(self) -> None:
+        """End the process (stdin closed: it exits; killed if it does not within 30 s)."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self._stderr.close()
