@@ -1,0 +1,207 @@
+"""Dynamic buckets (``bucket = -1``): each new key hash gets a bucket, each known one keeps its own.
+
+:class:`PartitionIndex` is one partition's map from key hash to bucket,
+restored from the partition's HASH index files (one file per bucket: every
+key hash the bucket holds) and grown by :meth:`PartitionIndex.assign`.
+:class:`HashBucketAssigner` keeps one per partition, restored lazily at the
+partition's first write. snaplake runs one assigner per writer (one writer per
+partition), so it owns every bucket id: Paimon's ``initial-buckets`` /
+``assigner-parallelism`` split of bucket ids between assigners is the case of
+one assigner.
+
+Assignment of a hash (Paimon ``PartitionIndex.assign``):
+
+1. a known hash keeps its bucket;
+2. else the first bucket holding fewer than ``dynamic-bucket.target-row-num``
+   distinct hashes takes it (buckets found full are dropped from the
+   candidates);
+3. else, unless the partition is capped, the smallest unused bucket id (at
+   most ``dynamic-bucket.max-buckets - 1``; without max-buckets at most
+   32766, beyond which :class:`~snaplake.errors.InvalidOptionError`);
+4. a capped partition (its largest bucket id is ``max-buckets - 1``) puts it
+   into one of its buckets, chosen at random.
+
+Counts are of distinct hashes, so keys whose hashes collide share a bucket.
+Lookups of known hashes are vectorised (a sorted array and ``searchsorted``);
+only hashes new to the partition go through a Python loop.
+
+Source: Paimon ``HashBucketAssigner``, ``PartitionIndex``,
+``DynamicBucketIndexMaintainer`` (the per-bucket hash sets written at commit).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from snaplake.errors import InvalidOptionError
+
+__all__ = ["MAX_BUCKET_ID", "HashBucketAssigner", "HashLoader", "PartitionIndex"]
+
+MAX_BUCKET_ID = 32766
+"""The largest bucket id a dynamic-bucket table gets without ``max-buckets`` (Java
+``PartitionIndex`` tries ids below ``Short.MAX_VALUE``)."""
+
+HashLoader = Callable[[bytes], Mapping[int, npt.NDArray[np.int32]]]
+"""Reads one partition's HASH index: ``{bucket: int32 key hashes}`` of the snapshot the
+writer restores from (``{}`` for a new partition or table)."""
+
+_EMPTY = np.zeros(0, dtype=np.int32)
+
+
+class PartitionIndex:
+    """One partition's key hash -> bucket map, with the distinct-hash count of each bucket.
+
+    Args:
+        restored: ``{bucket: int32 hashes}`` of the partition's HASH files
+            (each file's hashes distinct, as Paimon writes them).
+        target_row_num: ``dynamic-bucket.target-row-num`` (> 0).
+        max_buckets: ``dynamic-bucket.max-buckets`` (-1 = no cap).
+
+    Raises:
+        InvalidOptionError: from :meth:`assign`, when no bucket id is left.
+
+    Source: Paimon ``PartitionIndex`` (one assigner owning every bucket).
+    """
+
+    def __init__(
+        self,
+        restored: Mapping[int, npt.NDArray[np.int32]],
+        *,
+        target_row_num: int,
+        max_buckets: int,
+    ) -> None:
+        self.target_row_num = target_row_num
+        self.max_buckets = max_buckets
+        order = sorted(restored)
+        hashes = [np.asarray(restored[b], dtype=np.int32) for b in order]
+        buckets = [np.full(len(h), b, dtype=np.int32) for b, h in zip(order, hashes, strict=True)]
+        all_hashes = np.concatenate(hashes) if hashes else _EMPTY
+        all_buckets = np.concatenate(buckets) if buckets else _EMPTY
+        sort = np.argsort(all_hashes, kind="stable")
+        self._hashes: npt.NDArray[np.int32] = all_hashes[sort]
+        self._buckets: npt.NDArray[np.int32] = all_buckets[sort]
+        self._restored = {b: np.asarray(restored[b], dtype=np.int32) for b in order}
+        self.counts: dict[int, int] = {b: len(h) for b, h in zip(order, hashes, strict=True)}
+        """Distinct hashes per bucket (restored and assigned)."""
+        self._non_full = dict.fromkeys(b for b in order if self.counts[b] < target_row_num)
+        self._added: dict[int, int] = {}
+        self._added_by_bucket: dict[int, list[int]] = {}
+        self._changed: set[int] = set()
+        self._max_bucket_id = max(order, default=-1)
+        self._free = 0
+
+    def assign(self, hashes: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
+        """Return the bucket of every hash in ``hashes`` (int32, same length), assigning new ones.
+
+        Raises:
+            InvalidOptionError: a new hash needs a bucket id above 32766 (no
+                ``max-buckets``): raise ``dynamic-bucket.target-row-num``.
+        """
+        hashes = np.asarray(hashes, dtype=np.int32)
+        if len(hashes) == 0:
+            return _EMPTY
+        unique, inverse = np.unique(hashes, return_inverse=True)
+        out = np.empty(len(unique), dtype=np.int32)
+        found = np.zeros(len(unique), dtype=bool)
+        if len(self._hashes):
+            pos = np.minimum(np.searchsorted(self._hashes, unique), len(self._hashes) - 1)
+            found = self._hashes[pos] == unique
+            out[found] = self._buckets[pos[found]]
+        for i in np.flatnonzero(~found).tolist():
+            h = int(unique[i])
+            bucket = self._added.get(h)
+            out[i] = self._assign_new(h) if bucket is None else bucket
+        return out[inverse.reshape(-1)]
+
+    def _assign_new(self, h: int) -> int:
+        while self._non_full:
+            bucket = next(iter(self._non_full))
+            if self.counts[bucket] < self.target_row_num:
+                return self._put(h, bucket)
+            del self._non_full[bucket]
+        capped = self.max_buckets != -1 and self._max_bucket_id >= self.max_buckets - 1
+        if not capped or not self.counts:
+            while self._free in self.counts:  # ids are never removed: the cursor only grows
+                self._free += 1
+            if self._free <= MAX_BUCKET_ID:
+                bucket = self._free
+                self._non_full[bucket] = None
+                self._max_bucket_id = max(self._max_bucket_id, bucket)
+                return self._put(h, bucket)
+            if self.max_buckets == -1:
+                raise InvalidOptionError(
+                    f"a dynamic-bucket partition would need more than {MAX_BUCKET_ID + 1} "
+                    "buckets; raise 'dynamic-bucket.target-row-num' or set "
+                    "'dynamic-bucket.max-buckets'",
+                    key="dynamic-bucket.target-row-num",
+                    value=str(self.target_row_num),
+                )
+        return self._put(h, random.choice(sorted(self.counts)))
+
+    def _put(self, h: int, bucket: int) -> int:
+        self.counts[bucket] = self.counts.get(bucket, 0) + 1
+        self._added[h] = bucket
+        self._added_by_bucket.setdefault(bucket, []).append(h)
+        self._changed.add(bucket)
+        return bucket
+
+    def bucket_hashes(self, bucket: int) -> npt.NDArray[np.int32]:
+        """Every hash of ``bucket``: its restored HASH file plus those assigned since (int32)."""
+        added = np.asarray(self._added_by_bucket.get(bucket, ()), dtype=np.int32)
+        return np.concatenate((self._restored.get(bucket, _EMPTY), added))
+
+    def take_changed_buckets(self) -> list[int]:
+        """Buckets that got a new hash since the last call (or the restore), in id order."""
+        changed, self._changed = sorted(self._changed), set()
+        return changed
+
+
+class HashBucketAssigner:
+    """The dynamic-bucket assigner of one writer: a :class:`PartitionIndex` per partition.
+
+    Args:
+        load: Reads a partition's HASH index (see :data:`HashLoader`); called
+            once per partition, at its first :meth:`assign`.
+        target_row_num: ``dynamic-bucket.target-row-num`` (> 0).
+        max_buckets: ``dynamic-bucket.max-buckets`` (-1 or 1..32767).
+
+    Not thread-safe (a writer assigns from one thread).
+
+    Source: Paimon ``HashBucketAssigner`` (one assigner: ``numAssigners = 1``).
+    """
+
+    def __init__(self, load: HashLoader, *, target_row_num: int, max_buckets: int) -> None:
+        self._load = load
+        self.target_row_num = target_row_num
+        self.max_buckets = max_buckets
+        self.partitions: dict[bytes, PartitionIndex] = {}
+        """The partitions restored so far, by BinaryRow bytes."""
+
+    def index(self, partition: bytes) -> PartitionIndex:
+        """The index of ``partition``, restored now if this is its first use.
+
+        Raises:
+            CorruptMetadataError: a HASH index file is missing or malformed (from ``load``).
+        """
+        found = self.partitions.get(partition)
+        if found is None:
+            found = PartitionIndex(
+                self._load(partition),
+                target_row_num=self.target_row_num,
+                max_buckets=self.max_buckets,
+            )
+            self.partitions[partition] = found
+        return found
+
+    def assign(self, partition: bytes, hashes: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
+        """Return the bucket of each key hash of ``partition`` (see :meth:`PartitionIndex.assign`).
+
+        Raises:
+            InvalidOptionError: the partition ran out of bucket ids.
+            CorruptMetadataError: restoring the partition's index failed.
+        """
+        return self.index(partition).assign(hashes)
