@@ -140,6 +140,17 @@ class Table:
         return list(self.schema().primary_keys)
 
     @property
+    def bucket_mode(self) -> str:
+        """How rows find their bucket, from the latest schema (see ``FileStore.bucket_mode``).
+
+        ``"fixed"`` (``bucket = N``), ``"dynamic"`` (a primary-key table with
+        ``bucket = -1``), ``"cross-partition"`` (the same, with a primary key
+        lacking a partition key), ``"postpone"`` (``bucket = -2``) or
+        ``"unaware"`` (an append table with ``bucket = -1``).
+        """
+        return self.file_store().bucket_mode
+
+    @property
     def options(self) -> dict[str, str]:
         """Table options as stored in the schema."""
         return dict(self.schema().options)

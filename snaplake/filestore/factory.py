@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from snaplake.filestore.append import AppendOnlyFileStore
 from snaplake.filestore.base import FileStore
+from snaplake.filestore.dynamic_bucket import DynamicBucketFileStore
 from snaplake.filestore.key_value import KeyValueFileStore
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.table_storage import TableStorage
@@ -17,6 +18,9 @@ __all__ = ["file_store_for"]
 def file_store_for(table: TableStorage, schema: TableSchema) -> FileStore:
     """Return the FileStore of ``schema``'s kind: key-value with primary keys, else append.
 
+    A primary-key table with ``bucket = -1`` whose key holds every partition
+    key gets the dynamic-bucket variant (Paimon's ``HASH_DYNAMIC``).
+
     Args:
         table: The table's storage, paths, managers and identifier.
         schema: The schema the store works in.
@@ -26,5 +30,8 @@ def file_store_for(table: TableStorage, schema: TableSchema) -> FileStore:
     Source: Paimon ``FileStoreTableFactory.create``.
     """
     if schema.primary_keys:
-        return KeyValueFileStore(table, schema)
+        dynamic = schema.core_options.bucket == -1 and set(schema.partition_keys) <= set(
+            schema.primary_keys
+        )
+        return DynamicBucketFileStore(table, schema) if dynamic else KeyValueFileStore(table, schema)
     return AppendOnlyFileStore(table, schema)

@@ -32,14 +32,28 @@ Source: Paimon ``HashBucketAssigner``, ``PartitionIndex``,
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
+from snaplake.commit.message import CommitMessage
 from snaplake.errors import InvalidOptionError
+from snaplake.store.format.bucket import hash_binary_rows
+from snaplake.store.format.hash_index import hash_index_path, write_hash_index
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.io.file_io import FileIO
 
-__all__ = ["MAX_BUCKET_ID", "HashBucketAssigner", "HashLoader", "PartitionIndex"]
+__all__ = [
+    "MAX_BUCKET_ID",
+    "DynamicBucketIndex",
+    "HashBucketAssigner",
+    "HashLoader",
+    "PartitionIndex",
+]
 
 MAX_BUCKET_ID = 32766
 """The largest bucket id a dynamic-bucket table gets without ``max-buckets`` (Java
@@ -205,3 +219,87 @@ class HashBucketAssigner:
             CorruptMetadataError: restoring the partition's index failed.
         """
         return self.index(partition).assign(hashes)
+
+
+class DynamicBucketIndex:
+    """A dynamic-bucket writer's buckets: assigns rows, keeps each bucket's HASH file complete.
+
+    Args:
+        file_io: Storage of the table.
+        paths: The table's PathFactory (names the HASH files).
+        schema: The table schema (``bucket = -1``, primary key holding every
+            partition key); its ``dynamic-bucket.*`` options.
+        load: Reads a partition's HASH index from the snapshot the writer
+            restores from (see :data:`HashLoader`).
+
+    Source: Paimon ``HashBucketAssigner`` (assignment) and
+    ``DynamicBucketIndexMaintainer`` (one complete new HASH file per bucket
+    whose hashes grew, in ``DataIncrement.newIndexFiles``; the old file is
+    replaced by the commit's per-bucket combine, never deleted explicitly).
+    """
+
+    def __init__(
+        self, *, file_io: FileIO, paths: PathFactory, schema: TableSchema, load: HashLoader
+    ) -> None:
+        opts = schema.core_options
+        self.file_io = file_io
+        self.paths = paths
+        self.total_buckets = opts.bucket
+        self.assigner = HashBucketAssigner(
+            load,
+            target_row_num=opts.dynamic_bucket_target_row_num,
+            max_buckets=opts.dynamic_bucket_max_buckets,
+        )
+        self._key = list(schema.trimmed_primary_keys)
+        self._key_types = list(schema.key_types)
+
+    def assign(self, partition: bytes, rows: pa.Table) -> npt.NDArray[np.int32]:
+        """The bucket of each row of one partition (a :data:`~snaplake.write.bucket_buffer.BucketAssign`).
+
+        The key hash is ``BinaryRow.hashCode()`` of the trimmed primary key,
+        the hash fixed buckets use (:func:`~snaplake.store.format.bucket.hash_binary_rows`).
+
+        Raises:
+            InvalidOptionError: the partition ran out of bucket ids.
+            CorruptMetadataError: restoring the partition's HASH index failed.
+        """
+        hashes = hash_binary_rows(rows, self._key, self._key_types)
+        return self.assigner.assign(partition, hashes)
+
+    def prepare_commit(self, messages: Sequence[CommitMessage]) -> list[CommitMessage]:
+        """Write a complete HASH file for every bucket with new hashes; add it to its message.
+
+        A bucket with new hashes but no message gets one of its own (no data files).
+
+        Raises:
+            StorageError: writing a HASH file failed (the files written here are deleted).
+
+        Storage: writes one ``index/index-<uuid>-<n>`` per changed bucket.
+        """
+        out = {(m.partition, m.bucket): m for m in messages}
+        written: list[str] = []
+        try:
+            for partition, index in self.assigner.partitions.items():
+                for bucket in index.take_changed_buckets():
+                    meta = write_hash_index(self.file_io, self.paths, index.bucket_hashes(bucket))
+                    written.append(hash_index_path(self.paths, meta))
+                    found = out.get((partition, bucket))
+                    if found is None:
+                        found = CommitMessage(
+                            partition=partition, bucket=bucket, total_buckets=self.total_buckets
+                        )
+                    increment = replace(found.data_increment, new_index_files=(meta,))
+                    out[(partition, bucket)] = replace(found, data_increment=increment)
+        except BaseException:
+            self.file_io.delete_many(written)
+            raise
+        return list(out.values())
+
+    def abort(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete the HASH files uncommitted ``messages`` add (missing: fine).
+
+        Storage: deletes index files only.
+        """
+        self.file_io.delete_many(
+            [hash_index_path(self.paths, f) for m in messages for f in m.data_increment.new_index_files]
+        )

@@ -209,8 +209,15 @@ def check_primary_key_table(
                 f"bucket key {key!r} must be a primary-key column outside the partition keys "
                 f"{trimmed}"
             )
-    if operation is not Operation.READ and core.bucket <= 0:
-        mode = {-1: "dynamic buckets", -2: "postpone buckets"}.get(core.bucket, "this bucket mode")
+    if core.bucket == -1 and bucket_key and operation is not Operation.READ:
+        raise InvalidOptionError(
+            f"bucket-key {bucket_key} is set on a dynamic-bucket table (bucket = -1); Paimon "
+            "rejects it: remove 'bucket-key' or set bucket = N",
+            key="bucket-key",
+            value=",".join(bucket_key),
+        )
+    if operation is not Operation.READ and core.bucket <= 0 and core.bucket != -1:
+        mode = {-2: "postpone buckets"}.get(core.bucket, "this bucket mode")
         _refuse(
             f"primary-key table with bucket = {core.bucket} ({mode}) is not supported; "
             "set the option bucket = N (a fixed number of buckets, e.g. "
