@@ -47,6 +47,7 @@ from snaplake.commit.message import CommitMessage
 from snaplake.commit.operation import CommitChanges, CommitStop
 from snaplake.commit.result import CommitOutcome
 from snaplake.commit.snapshot_commit import SnapshotCommit
+from snaplake.store.format.index_file import IndexManifestEntry, index_path
 from snaplake.store.format.manifest import FileKind, ManifestEntry
 from snaplake.store.format.manifest_list import ManifestFileMeta
 from snaplake.store.format.manifest_writer import write_manifest
@@ -62,6 +63,7 @@ __all__ = [
     "CompactFiles",
     "SnapshotProducer",
     "message_entries",
+    "message_index_entries",
 ]
 
 logger = logging.getLogger(__name__)
@@ -120,6 +122,33 @@ def message_entries(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
     return out
 
 
+def message_index_entries(
+    messages: Sequence[CommitMessage],
+) -> tuple[list[IndexManifestEntry], list[IndexManifestEntry]]:
+    """The messages' index ADD/DELETE entries: (the writes', the compactions').
+
+    ``DataIncrement.new_index_files``/``deleted_index_files`` go to the first list
+    (Paimon's APPEND snapshot), the ``CompactIncrement`` ones to the second (its
+    COMPACT snapshot); snaplake publishes both in one snapshot, applying them in
+    that order. Per message: DELETEs, then ADDs.
+
+    Source: Paimon ``ManifestEntryChanges.collect``.
+    """
+    data: list[IndexManifestEntry] = []
+    compact: list[IndexManifestEntry] = []
+    for m in messages:
+        for out, inc in ((data, m.data_increment), (compact, m.compact_increment)):
+            out.extend(
+                IndexManifestEntry(FileKind.DELETE, m.partition, m.bucket, f)
+                for f in inc.deleted_index_files
+            )
+            out.extend(
+                IndexManifestEntry(FileKind.ADD, m.partition, m.bucket, f)
+                for f in inc.new_index_files
+            )
+    return data, compact
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommitRequest:
     """One ``commit(...)`` call, resolved: its messages and the new snapshot's fields.
@@ -176,6 +205,7 @@ class SnapshotProducer:
         self._changelog: ManifestFileMeta | None = None
         self._changelog_entries: list[ManifestEntry] = []
         self._entries: list[ManifestEntry] | None = None
+        self._index_entries = message_index_entries(self.messages)
         self._conflicts: ConflictDetection | None = None
 
     def __repr__(self) -> str:
@@ -185,6 +215,17 @@ class SnapshotProducer:
         self, latest: Snapshot | None, adds: Sequence[ManifestEntry]
     ) -> list[ManifestEntry]:
         """DELETE entries for live files of ``latest`` this commit replaces (none by default).
+
+        Args:
+            latest: The snapshot the attempt publishes on.
+            adds: The commit's ADD entries.
+        """
+        return []
+
+    def replaced_index_entries(
+        self, latest: Snapshot | None, adds: Sequence[ManifestEntry]
+    ) -> list[IndexManifestEntry]:
+        """DELETE entries for index files of ``latest`` this commit replaces (none by default).
 
         Args:
             latest: The snapshot the attempt publishes on.
@@ -234,6 +275,16 @@ class SnapshotProducer:
             delta.append(meta)
         all_deletes = deletes + extra_deletes
         changelog = self._changelog_entries
+        index_adds, index_compacts = self._index_entries
+        index_changes = (
+            (*self.replaced_index_entries(latest, adds), *index_adds),
+            tuple(index_compacts),
+        )
+        new_index_files = [
+            index_path(ctx.table.paths, e.index_file)
+            for e in (*index_adds, *index_compacts)
+            if e.kind == FileKind.ADD
+        ]
         return CommitChanges(
             schema=self.schema,
             delta=tuple(delta),
@@ -249,8 +300,10 @@ class SnapshotProducer:
                 *data_file_paths(ctx.table.paths, self.schema, [*adds, *changelog]),
                 *(ctx.table.paths.manifest_path(m.file_name) for m in delta),
                 *(ctx.table.paths.manifest_path(m.file_name) for m in [self._changelog] if m),
+                *new_index_files,
             ),
             attempt_manifests=tuple(attempt_manifests),
+            index_changes=tuple(g for g in index_changes if g),
         )
 
     def duplicate_of(self, latest: Snapshot | None) -> CommitStop | None:
@@ -294,7 +347,8 @@ class SnapshotProducer:
         check_total_buckets(adds, self.schema.core_options.bucket)
         check_files_readable([e.file for e in adds], self.schema, ctx.table.schema_manager.schema)
         changelog = self._changelog_of_messages()
-        if not self.publishes_when_empty and not entries and not changelog:
+        has_index = any(self._index_entries)
+        if not self.publishes_when_empty and not entries and not changelog and not has_index:
             return None
         if entries:
             self._delta = write_manifest(

@@ -16,20 +16,15 @@ import numpy as np
 import numpy.typing as npt
 
 from snaplake.errors import CorruptMetadataError
-from snaplake.store.format.index_file import HASH_INDEX, IndexFileMeta
+from snaplake.store.format.index_file import HASH_INDEX, IndexFileMeta, index_path
 
 if TYPE_CHECKING:
     from snaplake.store.format.paths import PathFactory
     from snaplake.store.io.file_io import FileIO
 
-__all__ = ["hash_index_path", "read_hash_index", "write_hash_index"]
+__all__ = ["read_hash_index", "write_hash_index"]
 
 _BIG_ENDIAN_INT32 = np.dtype(">i4")
-
-
-def hash_index_path(paths: PathFactory, meta: IndexFileMeta) -> str:
-    """Full path of the index file ``meta`` (its ``external_path`` wins when set)."""
-    return meta.external_path or paths.index_file_path(meta.file_name)
 
 
 def write_hash_index(
@@ -81,7 +76,7 @@ def read_hash_index(
 
     Source: Paimon ``HashIndexFile.read`` / ``IntFileUtils.readInts``.
     """
-    path = hash_index_path(paths, meta)
+    path = index_path(paths, meta)
     if meta.index_type != HASH_INDEX:
         raise CorruptMetadataError(f"{path}: index type {meta.index_type!r} is not HASH", path=path)
     data = file_io.read_bytes(path)

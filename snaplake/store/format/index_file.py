@@ -48,6 +48,7 @@ __all__ = [
     "encode_index_manifest",
     "index_file_from_json_dict",
     "index_file_to_json_dict",
+    "index_path",
     "read_index_manifest",
     "write_index_manifest",
 ]
@@ -127,6 +128,11 @@ class IndexManifestEntry:
     def as_delete(self) -> IndexManifestEntry:
         """Return the DELETE entry that removes this entry's file."""
         return replace(self, kind=FileKind.DELETE)
+
+
+def index_path(paths: PathFactory, meta: IndexFileMeta) -> str:
+    """Full path of the index file ``meta``: ``external_path``, else ``<table>/index/<name>``."""
+    return meta.external_path or paths.index_file_path(meta.file_name)
 
 
 # --------------------------------------------------------------------------- schema
