@@ -91,11 +91,7 @@ class Table:
         return found
 
     def file_store(self, schema: TableSchema | None = None) -> FileStore:
-        """The FileStore of this table's kind in ``schema`` (default: the latest schema).
-
-        Cached per schema id; the kind is chosen once, from the schema
-        (:func:`snaplake.filestore.file_store_for`).
-        """
+        """The FileStore of ``schema`` (default: the latest), cached per id (``file_store_for``)."""
         schema = self.schema() if schema is None else schema
         found = self._stores.get(schema.id)
         if found is None or found.schema is not schema:
@@ -141,13 +137,7 @@ class Table:
 
     @property
     def bucket_mode(self) -> str:
-        """How rows find their bucket, from the latest schema (see ``FileStore.bucket_mode``).
-
-        ``"fixed"`` (``bucket = N``), ``"dynamic"`` (a primary-key table with
-        ``bucket = -1``), ``"cross-partition"`` (the same, with a primary key
-        lacking a partition key), ``"postpone"`` (``bucket = -2``) or
-        ``"unaware"`` (an append table with ``bucket = -1``).
-        """
+        """``fixed``, ``dynamic``, ``cross-partition``, ``postpone`` or ``unaware``."""
         return self.file_store().bucket_mode
 
     @property

@@ -104,8 +104,9 @@ class FileStore(ABC):
     @property
     @abstractmethod
     def bucket_mode(self) -> str:
-        """How rows find their bucket: ``"fixed"``, ``"dynamic"``, ``"cross-partition"``,
-        ``"postpone"`` or ``"unaware"``.
+        """How rows find their bucket (``Table.bucket_mode``).
+
+        ``"fixed"``, ``"dynamic"``, ``"cross-partition"``, ``"postpone"`` or ``"unaware"``.
 
         Source: Paimon ``FileStore.bucketMode`` (``HASH_FIXED``, ``HASH_DYNAMIC``,
         ``KEY_DYNAMIC``, ``POSTPONE_MODE``, ``BUCKET_UNAWARE``).

@@ -33,5 +33,7 @@ def file_store_for(table: TableStorage, schema: TableSchema) -> FileStore:
         dynamic = schema.core_options.bucket == -1 and set(schema.partition_keys) <= set(
             schema.primary_keys
         )
-        return DynamicBucketFileStore(table, schema) if dynamic else KeyValueFileStore(table, schema)
+        return (
+            DynamicBucketFileStore(table, schema) if dynamic else KeyValueFileStore(table, schema)
+        )
     return AppendOnlyFileStore(table, schema)

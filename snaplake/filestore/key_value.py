@@ -77,8 +77,11 @@ class KeyValueFileStore(FileStore):
 
     @property
     def bucket_mode(self) -> str:
-        """``"fixed"`` (``bucket > 0``), ``"postpone"`` (-2) or ``"cross-partition"`` (-1 with a
-        primary key lacking a partition key; :class:`DynamicBucketFileStore` is ``"dynamic"``).
+        """``"fixed"`` (``bucket > 0``), ``"postpone"`` (-2) or ``"cross-partition"`` (-1).
+
+        Cross-partition: ``bucket = -1`` with a primary key lacking a partition
+        key (with every partition key it is the ``"dynamic"`` variant,
+        :class:`~snaplake.filestore.dynamic_bucket.DynamicBucketFileStore`).
 
         Source: Paimon ``KeyValueFileStore.bucketMode``.
         """

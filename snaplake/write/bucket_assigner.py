@@ -42,7 +42,8 @@ import pyarrow as pa
 from snaplake.commit.message import CommitMessage
 from snaplake.errors import InvalidOptionError
 from snaplake.store.format.bucket import hash_binary_rows
-from snaplake.store.format.hash_index import hash_index_path, write_hash_index
+from snaplake.store.format.hash_index import write_hash_index
+from snaplake.store.format.index_file import index_path
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
@@ -254,10 +255,11 @@ class DynamicBucketIndex:
         self._key_types = list(schema.key_types)
 
     def assign(self, partition: bytes, rows: pa.Table) -> npt.NDArray[np.int32]:
-        """The bucket of each row of one partition (a :data:`~snaplake.write.bucket_buffer.BucketAssign`).
+        """The bucket of each row of one partition (the writer's ``BucketAssign``).
 
         The key hash is ``BinaryRow.hashCode()`` of the trimmed primary key,
-        the hash fixed buckets use (:func:`~snaplake.store.format.bucket.hash_binary_rows`).
+        the hash fixed buckets use
+        (:func:`~snaplake.store.format.bucket.hash_binary_rows`).
 
         Raises:
             InvalidOptionError: the partition ran out of bucket ids.
@@ -282,7 +284,7 @@ class DynamicBucketIndex:
             for partition, index in self.assigner.partitions.items():
                 for bucket in index.take_changed_buckets():
                     meta = write_hash_index(self.file_io, self.paths, index.bucket_hashes(bucket))
-                    written.append(hash_index_path(self.paths, meta))
+                    written.append(index_path(self.paths, meta))
                     found = out.get((partition, bucket))
                     if found is None:
                         found = CommitMessage(
@@ -301,5 +303,5 @@ class DynamicBucketIndex:
         Storage: deletes index files only.
         """
         self.file_io.delete_many(
-            [hash_index_path(self.paths, f) for m in messages for f in m.data_increment.new_index_files]
+            [index_path(self.paths, f) for m in messages for f in m.data_increment.new_index_files]
         )
