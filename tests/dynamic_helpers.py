@@ -24,7 +24,8 @@ def bucket_keys(table: Any) -> dict[tuple[bytes, int], pa.Table]:
         for path in split.paths:
             with table.file_io.open_input(path) as f:
                 keys = pq.read_table(f, columns=names)
-            parts.append(keys.rename_columns(list(schema.trimmed_primary_keys)))
+            keys = keys.rename_columns(list(schema.trimmed_primary_keys))
+            parts.append(keys.cast(pa.schema([f.with_nullable(True) for f in keys.schema])))
         out[(split.partition, split.bucket)] = pa.concat_tables(parts)
     return out
 
