@@ -9,8 +9,9 @@ changelog retention) above the target are deleted too and
 ``changelog/LATEST`` is moved below them. Data files, changelog files, index
 files, manifests and index manifests that only the removed snapshots
 referenced become orphans for orphan clean (a snapshot re-created from a tag
-keeps the tag's ``indexManifest``, so its index files stay live). Rollback rewrites history: stop writers first (a commit that
-lands during the rollback may build on a removed snapshot).
+keeps the tag's ``indexManifest``, so its index files stay live). Rollback
+rewrites history: stop writers first (a commit that lands during the rollback
+may build on a removed snapshot).
 
 Source: Paimon ``RollbackHelper`` (``cleanLargerThan``, ``cleanLongLivedChangelogs``,
 ``createSnapshotFileIfNeeded``)
