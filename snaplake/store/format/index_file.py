@@ -186,7 +186,7 @@ INDEX_MANIFEST_AVRO_SCHEMA: Final[dict[str, Any]] = {
         {"name": "_ROW_COUNT", "type": "long"},
         {
             "name": "_DELETIONS_VECTORS_RANGES",
-            "type": _nullable({"type": "array", "items": _DV_META_SCHEMA}),
+            "type": _nullable({"type": "array", "items": _nullable(_DV_META_SCHEMA)}),
             "default": None,
         },
         {"name": "_EXTERNAL_PATH", "type": _nullable("string"), "default": None},
@@ -194,6 +194,10 @@ INDEX_MANIFEST_AVRO_SCHEMA: Final[dict[str, Any]] = {
     ],
 }
 """Avro schema of an index manifest record, as Java Paimon 1.4+ writes it.
+
+Java 0.9 writes the same names and shapes (checked against a file it wrote:
+nullable array of nullable range records) without ``_CARDINALITY``,
+``_EXTERNAL_PATH`` and ``_GLOBAL_INDEX``.
 
 Source: Paimon ``IndexManifestEntrySerializer`` (``_VERSION`` prepended to
 ``IndexManifestEntry.SCHEMA``) through ``AvroSchemaConverter`` (nested record names
@@ -381,31 +385,28 @@ def combine_index_entries(
 ) -> list[IndexManifestEntry]:
     """Apply a commit's index ADD/DELETE entries to the previous full state.
 
-    Keyed by (partition, bucket, index type): every DELETE removes the entry of its
-    key (whatever file it names, as Java does); then every ADD replaces the entry of
-    its key.
+    Keyed by (partition, bucket, index type): DELETEs first, each removing the
+    entries of its key (whatever file they name, as Java does); then each ADD
+    replaces the entries of its key (the last ADD of a key wins).
 
     Args:
         previous: The previous snapshot's index manifest entries (all ADD).
         changes: The commit's ADD and DELETE entries.
 
     Returns:
-        The new full state, all ADD: surviving previous entries in their order, then
-        new keys in the order their ADDs came.
+        The new full state, all ADD: the untouched previous entries in their order,
+        then the ADDs in the order their keys first came.
 
     Source: Paimon ``IndexManifestFileHandler.BucketedCombiner``.
     """
-    state: dict[tuple[bytes, int, str], IndexManifestEntry] = {
-        (e.partition, e.bucket, e.index_file.index_type): e for e in previous
-    }
+
+    def key(e: IndexManifestEntry) -> tuple[bytes, int, str]:
+        return (e.partition, e.bucket, e.index_file.index_type)
+
     changes = list(changes)
-    for e in changes:
-        if e.kind == FileKind.DELETE:
-            state.pop((e.partition, e.bucket, e.index_file.index_type), None)
-    for e in changes:
-        if e.kind == FileKind.ADD:
-            state[(e.partition, e.bucket, e.index_file.index_type)] = e
-    return list(state.values())
+    adds = {key(e): e for e in changes if e.kind == FileKind.ADD}
+    touched = {key(e) for e in changes if e.kind == FileKind.DELETE} | adds.keys()
+    return [e for e in previous if key(e) not in touched] + list(adds.values())
 
 
 # --------------------------------------------------------------------------- transport
