@@ -67,6 +67,11 @@ writer restores from (``{}`` for a new partition or table)."""
 _EMPTY = np.zeros(0, dtype=np.int32)
 
 
+def _nothing(_partition: bytes) -> dict[int, npt.NDArray[np.int32]]:
+    """A partition restored as empty (see ``HashBucketAssigner.ignore_previous_files``)."""
+    return {}
+
+
 class PartitionIndex:
     """One partition's key hash -> bucket map, with the distinct-hash count of each bucket.
 
@@ -196,6 +201,16 @@ class HashBucketAssigner:
         self.partitions: dict[bytes, PartitionIndex] = {}
         """The partitions restored so far, by BinaryRow bytes."""
 
+    def ignore_previous_files(self) -> None:
+        """Restore partitions not used yet as empty (an overwrite replaces them).
+
+        Raises:
+            ValueError: a partition was restored already.
+        """
+        if self.partitions:
+            raise ValueError("ignore_previous_files must be called before the first write")
+        self._load = _nothing
+
     def index(self, partition: bytes) -> PartitionIndex:
         """The index of ``partition``, restored now if this is its first use.
 
@@ -253,6 +268,15 @@ class DynamicBucketIndex:
         )
         self._key = list(schema.trimmed_primary_keys)
         self._key_types = list(schema.key_types)
+
+    def ignore_previous_files(self) -> None:
+        """Restore no HASH index from now on: the writer's messages overwrite their partitions.
+
+        Call before the first write. Source: Paimon ``SimpleHashBucketAssigner``
+        (an overwrite's assigner) and ``DynamicBucketIndexMaintainer`` restored
+        with ``ignorePreviousFiles``.
+        """
+        self.assigner.ignore_previous_files()
 
     def assign(self, partition: bytes, rows: pa.Table) -> npt.NDArray[np.int32]:
         """The bucket of each row of one partition (the writer's ``BucketAssign``).

@@ -293,6 +293,17 @@ class KeyValueTableWrite:
         """Drop buffered rows (files already written stay until committed or aborted)."""
         self._buffer.close()
 
+    def ignore_previous_files(self) -> None:
+        """The messages overwrite their partitions: restore no HASH index (dynamic buckets).
+
+        Sequence numbers still continue from the latest snapshot (harmless
+        for an overwrite, and they stay increasing per bucket).
+
+        Source: Paimon ``TableWriteImpl.withIgnorePreviousFiles``.
+        """
+        if self._bucket_index is not None:
+            self._bucket_index.ignore_previous_files()
+
     # ------------------------------------------------------------- validation
     def _kinds(
         self,

@@ -149,3 +149,18 @@ def test_a_key_spanning_partitions_stays_refused(tmp_path: Path) -> None:
         catalog.create_table(
             "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=["id"]
         )
+
+
+def test_overwrite_keeps_every_key_in_one_bucket(tmp_path: Path) -> None:
+    """The overwrite drops the partition's HASH files; its writer starts from an empty index."""
+    table = _dynamic(tmp_path, dynamic_bucket_target_row_num="4")
+    rows = [r | {"month": 1} for r in make_rows(0, 20)]
+    write_and_commit(table, pk_table(rows))
+    again = [r | {"month": 1} for r in make_rows(10, 6, seed=1)]  # known keys, other buckets
+    table.write(pk_table(again), overwrite={"month": 1})  # the writer restores no index
+    assert sorted_rows(table.to_arrow()) == sorted_rows(pk_table(again))
+    assert_one_bucket_per_key(table)
+    more = [r | {"month": 1} for r in make_rows(0, 30, seed=2)]
+    write_and_commit(table, pk_table(more), row_kinds=["+U"] * 30)
+    assert sorted_rows(table.to_arrow()) == sorted_rows(pk_table(more))
+    assert_one_bucket_per_key(table)
