@@ -71,7 +71,7 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, int
             model.apply(rows, kinds)
             if ident == 1:
                 table.compact()
-        assert_one_bucket_per_key(table) > 6  # every partition spreads over buckets
+        assert assert_one_bucket_per_key(table) > 6  # every partition spreads over buckets
         latest = table.latest_snapshot()
         assert latest is not None
         before_full = latest.id
@@ -98,7 +98,7 @@ def test_pypaimon_reads_snaplake_dynamic_bucket_tables(
 def test_java_reads_snaplake_dynamic_bucket_tables(
     tables: dict[str, tuple[Any, int, list[Any]]],
 ) -> None:
-    requests = [(t.root, sid) for t, sid, _ in tables.values()]
+    requests: list[tuple[str, int | None]] = [(t.root, sid) for t, sid, _ in tables.values()]
     requests += [(t.root, None) for t, _, _ in tables.values()]
     reads = JavaPaimon().read_many(requests)
     n = len(tables)
