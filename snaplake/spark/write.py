@@ -138,6 +138,7 @@ class _WriteTask:
         sequences: Mapping[tuple[bytes, int], int] | None = None,
         versions: VersionCheck | None = None,
         order_only: Sequence[str] = (),
+        overwrite: bool = False,
     ) -> None:
         self.file_io = file_io
         self.root = root
@@ -149,6 +150,7 @@ class _WriteTask:
         self.sequences = dict(sequences or {})
         self.versions = versions
         self.order_only = tuple(order_only)
+        self.overwrite = overwrite
 
     def _writer(self) -> TableWrite:
         """The FileStore's writer: files named with the job's token, state from the driver."""
@@ -161,7 +163,10 @@ class _WriteTask:
             identifier=self.identifier,
         )
         store = file_store_for(table, self.schema)
-        return store.new_write(self.commit_user, restored=self.sequences)
+        write = store.new_write(self.commit_user, restored=self.sequences)
+        if self.overwrite:
+            write.ignore_previous_files()
+        return write
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         write = self._writer()
@@ -303,6 +308,10 @@ class _BucketTask:
         types = [self.schema.field_type(k) for k in keys]
         arrow = self.schema.arrow_schema
         for batch in batches:
+            if buckets <= 0:  # dynamic buckets: one task per partition assigns them
+                zeros = pa.array([0] * batch.num_rows, pa.int32())
+                yield batch.append_column(BUCKET_COLUMN, zeros)
+                continue
             columns = [batch.column(k).cast(arrow.field(k).type) for k in keys]
             ids = bucket_ids(pa.table(columns, names=keys), keys, types, buckets)
             yield batch.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
@@ -327,6 +336,7 @@ def write_messages(
     merge_schema: bool = False,
     row_kind_column: str | None = None,
     order_by: str | Sequence[str] | None = None,
+    overwrite: bool = False,
 ) -> tuple[list[CommitMessage], TableSchema]:
     """Write ``df`` into data files on the executors and return their CommitMessages.
 
@@ -340,6 +350,9 @@ def write_messages(
 
     Table columns the DataFrame lacks are written as NULL when nullable (e.g.
     a column added by ``alter_table`` while a stream runs), as Delta does.
+
+    With dynamic buckets (``bucket = -1``) one task writes each partition and
+    assigns its buckets.
 
     Nothing is committed: the caller commits the messages or aborts them.
     When the job fails, the driver deletes every file named with the job's
@@ -371,6 +384,9 @@ def write_messages(
             lacks are used for ordering only, never written (``merge_schema``
             does not add them). Without it, and without the table's
             ``sequence.field``, a key may have only one version per write.
+        overwrite: The messages will overwrite their partitions: the writers
+            restore no state of them (a dynamic-bucket writer no HASH index;
+            see ``TableWrite.ignore_previous_files``).
 
     Returns:
         The messages (one per partition and bucket and task) and the schema
@@ -445,6 +461,7 @@ def write_messages(
         sequences=store.restore_write_state(),
         versions=versions,
         order_only=order_only,
+        overwrite=overwrite,
     )
     job = df.mapInArrow(task, "message binary")
     try:
@@ -585,6 +602,7 @@ def write(
         merge_schema=merge_schema,
         row_kind_column=row_kind_column,
         order_by=order_by,
+        overwrite=overwrite is not None,
     )
     commit = target.new_commit(commit_user=user)
     result = commit_or_abort(commit, schema, messages, commit_identifier=None, overwrite=overwrite)

@@ -102,3 +102,31 @@ def test_spark_reads_and_merge_schema_writes_an_evolved_primary_key_table(
     old = read(spark, table, snapshot_id=1).toArrow()
     assert old.column_names == PK_SCHEMA.names
     assert sorted_rows(old.cast(PK_SCHEMA)) == sorted_rows(pa.Table.from_pylist(first, PK_SCHEMA))
+
+
+def test_spark_writes_and_overwrites_a_dynamic_bucket_table(spark: Any, tmp_path: Path) -> None:
+    from tests.dynamic_helpers import assert_one_bucket_per_key
+
+    table = create_table(
+        tmp_path, schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+        options={"dynamic-bucket.target-row-num": "10"},
+    )  # fmt: skip
+    assert table.bucket_mode == "dynamic"
+    model = TableModel(engine_model("deduplicate"))
+    first = make_rows(0, 90)
+    write(_df(spark, first), table, check_nullability=False)
+    model.apply(first)
+    second = make_rows(45, 90, seed=4)
+    kinds = ["-D" if r["id"] % 4 == 0 else "+U" for r in second]
+    write(_df(spark, second, kinds), table, check_nullability=False, row_kind_column="op")
+    model.apply(second, kinds)
+    assert sorted_rows(table.to_arrow()) == model.rows()
+    assert assert_one_bucket_per_key(table) > 3
+    again = [r for r in make_rows(0, 60, seed=5) if r["month"] == 1]
+    write(_df(spark, again), table, check_nullability=False, mode="overwrite",
+          overwrite_partitions={"month": 1})  # fmt: skip
+    expected = [r for r in model.rows() if r["month"] != 1] + sorted_rows(
+        pa.Table.from_pylist(again, schema=PK_SCHEMA)
+    )
+    assert sorted_rows(table.to_arrow()) == sorted(expected, key=lambda r: (r["month"], r["id"]))
+    assert_one_bucket_per_key(table)
