@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from snaplake.filestore.key_value import KeyValueFileStore
 from snaplake.store.format.hash_index import read_hash_index
-from snaplake.store.format.index_file import HASH_INDEX
+from snaplake.store.format.index_file import HASH_INDEX, IndexFileMeta
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.read.index_scan import read_index_entries
 from snaplake.write.bucket_assigner import DynamicBucketIndex
@@ -69,8 +69,8 @@ class _HashIndexRestore:
                 self._resolved = True
             return self._snapshot
 
-    def load(self, partition: bytes) -> dict[int, npt.NDArray[np.int32]]:
-        """``{bucket: key hashes}`` of ``partition``'s HASH files in :meth:`snapshot`.
+    def load(self, partition: bytes) -> dict[int, tuple[IndexFileMeta, npt.NDArray[np.int32]]]:
+        """``{bucket: (HASH file, key hashes)}`` of ``partition`` in :meth:`snapshot`.
 
         Raises:
             FileNotFoundError: the index manifest or a HASH file is missing.
@@ -83,5 +83,6 @@ class _HashIndexRestore:
             store.table, self.snapshot(), index_type=HASH_INDEX, partitions=[partition]
         )
         return {
-            e.bucket: read_hash_index(store.file_io, store.paths, e.index_file) for e in entries
+            e.bucket: (e.index_file, read_hash_index(store.file_io, store.paths, e.index_file))
+            for e in entries
         }

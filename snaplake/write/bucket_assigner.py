@@ -12,14 +12,15 @@ one assigner.
 Assignment of a hash (Paimon ``PartitionIndex.assign``):
 
 1. a known hash keeps its bucket;
-2. else the first bucket holding fewer than ``dynamic-bucket.target-row-num``
-   distinct hashes takes it (buckets found full are dropped from the
-   candidates);
+2. else the first bucket (smallest id) holding fewer than
+   ``dynamic-bucket.target-row-num`` distinct hashes takes it (buckets found
+   full are dropped from the candidates);
 3. else, unless the partition is capped, the smallest unused bucket id (at
    most ``dynamic-bucket.max-buckets - 1``; without max-buckets at most
    32766, beyond which :class:`~snaplake.errors.InvalidOptionError`);
 4. a capped partition (its largest bucket id is ``max-buckets - 1``) puts it
-   into one of its buckets, chosen at random.
+   into one of its buckets, chosen at random (seeded by the hash, so every
+   writer puts a key into the same bucket).
 
 Counts are of distinct hashes, so keys whose hashes collide share a bucket.
 Lookups of known hashes are vectorised (a sorted array and ``searchsorted``);
@@ -31,6 +32,7 @@ Source: Paimon ``HashBucketAssigner``, ``PartitionIndex``,
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -43,7 +45,7 @@ from snaplake.commit.message import CommitMessage
 from snaplake.errors import InvalidOptionError
 from snaplake.store.format.bucket import hash_binary_rows
 from snaplake.store.format.hash_index import write_hash_index
-from snaplake.store.format.index_file import index_path
+from snaplake.store.format.index_file import IndexFileMeta, index_path
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
@@ -60,14 +62,14 @@ MAX_BUCKET_ID = 32766
 """The largest bucket id a dynamic-bucket table gets without ``max-buckets`` (Java
 ``PartitionIndex`` tries ids below ``Short.MAX_VALUE``)."""
 
-HashLoader = Callable[[bytes], Mapping[int, npt.NDArray[np.int32]]]
-"""Reads one partition's HASH index: ``{bucket: int32 key hashes}`` of the snapshot the
-writer restores from (``{}`` for a new partition or table)."""
+HashLoader = Callable[[bytes], Mapping[int, tuple[IndexFileMeta, npt.NDArray[np.int32]]]]
+"""Reads one partition's HASH index: ``{bucket: (its HASH file, int32 key hashes)}`` of the
+snapshot the writer restores from (``{}`` for a new partition or table)."""
 
 _EMPTY = np.zeros(0, dtype=np.int32)
 
 
-def _nothing(_partition: bytes) -> dict[int, npt.NDArray[np.int32]]:
+def _nothing(_partition: bytes) -> dict[int, tuple[IndexFileMeta, npt.NDArray[np.int32]]]:
     """A partition restored as empty (see ``HashBucketAssigner.ignore_previous_files``)."""
     return {}
 
@@ -107,7 +109,8 @@ class PartitionIndex:
         self._restored = {b: np.asarray(restored[b], dtype=np.int32) for b in order}
         self.counts: dict[int, int] = {b: len(h) for b, h in zip(order, hashes, strict=True)}
         """Distinct hashes per bucket (restored and assigned)."""
-        self._non_full = dict.fromkeys(b for b in order if self.counts[b] < target_row_num)
+        # Candidates by id (a heap): the smallest non-full bucket takes the next new hash.
+        self._non_full = [b for b in order if self.counts[b] < target_row_num]
         self._added: dict[int, int] = {}
         self._added_by_bucket: dict[int, list[int]] = {}
         self._changed: set[int] = set()
@@ -139,17 +142,17 @@ class PartitionIndex:
 
     def _assign_new(self, h: int) -> int:
         while self._non_full:
-            bucket = next(iter(self._non_full))
+            bucket = self._non_full[0]
             if self.counts[bucket] < self.target_row_num:
                 return self._put(h, bucket)
-            del self._non_full[bucket]
+            heapq.heappop(self._non_full)
         capped = self.max_buckets != -1 and self._max_bucket_id >= self.max_buckets - 1
         if not capped or not self.counts:
             while self._free in self.counts:  # ids are never removed: the cursor only grows
                 self._free += 1
             if self._free <= MAX_BUCKET_ID:
                 bucket = self._free
-                self._non_full[bucket] = None
+                heapq.heappush(self._non_full, bucket)
                 self._max_bucket_id = max(self._max_bucket_id, bucket)
                 return self._put(h, bucket)
             if self.max_buckets == -1:
@@ -160,7 +163,8 @@ class PartitionIndex:
                     key="dynamic-bucket.target-row-num",
                     value=str(self.target_row_num),
                 )
-        return self._put(h, random.choice(sorted(self.counts)))
+        # Paimon picks at random; seeding by the hash makes two writers pick alike.
+        return self._put(h, random.Random(h).choice(sorted(self.counts)))
 
     def _put(self, h: int, bucket: int) -> int:
         self.counts[bucket] = self.counts.get(bucket, 0) + 1
@@ -200,6 +204,9 @@ class HashBucketAssigner:
         self.max_buckets = max_buckets
         self.partitions: dict[bytes, PartitionIndex] = {}
         """The partitions restored so far, by BinaryRow bytes."""
+        self.files: dict[bytes, dict[int, IndexFileMeta]] = {}
+        """Each restored partition's current HASH file per bucket (the restored one, then
+        the one the writer's last ``prepare_commit`` wrote)."""
 
     def ignore_previous_files(self) -> None:
         """Restore partitions not used yet as empty (an overwrite replaces them).
@@ -219,12 +226,14 @@ class HashBucketAssigner:
         """
         found = self.partitions.get(partition)
         if found is None:
+            restored = self._load(partition)
             found = PartitionIndex(
-                self._load(partition),
+                {b: hashes for b, (_, hashes) in restored.items()},
                 target_row_num=self.target_row_num,
                 max_buckets=self.max_buckets,
             )
             self.partitions[partition] = found
+            self.files[partition] = {b: meta for b, (meta, _) in restored.items()}
         return found
 
     def assign(self, partition: bytes, hashes: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
@@ -295,7 +304,11 @@ class DynamicBucketIndex:
     def prepare_commit(self, messages: Sequence[CommitMessage]) -> list[CommitMessage]:
         """Write a complete HASH file for every bucket with new hashes; add it to its message.
 
-        A bucket with new hashes but no message gets one of its own (no data files).
+        A bucket with new hashes but no message gets one of its own (no data
+        files). The bucket's HASH file the writer restored (or last wrote) goes
+        into ``deleted_index_files``: the new file replaces exactly that one, so
+        a commit finding another file there (a concurrent writer added keys to
+        the bucket) is a conflict, never a silent loss of that writer's hashes.
 
         Raises:
             StorageError: writing a HASH file failed (the files written here are deleted).
@@ -305,20 +318,30 @@ class DynamicBucketIndex:
         out = {(m.partition, m.bucket): m for m in messages}
         written: list[str] = []
         try:
+            replaced: list[tuple[bytes, int, IndexFileMeta]] = []
             for partition, index in self.assigner.partitions.items():
+                files = self.assigner.files[partition]
                 for bucket in index.take_changed_buckets():
                     meta = write_hash_index(self.file_io, self.paths, index.bucket_hashes(bucket))
                     written.append(index_path(self.paths, meta))
+                    replaced.append((partition, bucket, meta))
                     found = out.get((partition, bucket))
                     if found is None:
                         found = CommitMessage(
                             partition=partition, bucket=bucket, total_buckets=self.total_buckets
                         )
-                    increment = replace(found.data_increment, new_index_files=(meta,))
+                    old = files.get(bucket)
+                    increment = replace(
+                        found.data_increment,
+                        new_index_files=(meta,),
+                        deleted_index_files=() if old is None else (old,),
+                    )
                     out[(partition, bucket)] = replace(found, data_increment=increment)
         except BaseException:
             self.file_io.delete_many(written)
             raise
+        for partition, bucket, meta in replaced:
+            self.assigner.files[partition][bucket] = meta
         return list(out.values())
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:

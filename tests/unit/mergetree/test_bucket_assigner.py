@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from snaplake.errors import InvalidOptionError
+from snaplake.store.format.index_file import HASH_INDEX, IndexFileMeta
 from snaplake.write.bucket_assigner import HashBucketAssigner, PartitionIndex
 
 _HASH = st.integers(min_value=-(2**31), max_value=2**31 - 1)
@@ -106,9 +107,10 @@ def test_running_out_of_bucket_ids_is_a_typed_error() -> None:
 def test_assigner_restores_each_partition_once() -> None:
     loads: list[bytes] = []
 
-    def load(partition: bytes) -> dict[int, np.ndarray]:
+    def load(partition: bytes) -> dict[int, tuple[IndexFileMeta, np.ndarray]]:
         loads.append(partition)
-        return {4: np.array([11], dtype=np.int32)} if partition == b"a" else {}
+        meta = IndexFileMeta(HASH_INDEX, "index-x-0", 4, 1)
+        return {4: (meta, np.array([11], dtype=np.int32))} if partition == b"a" else {}
 
     assigner = HashBucketAssigner(load, target_row_num=10, max_buckets=-1)
     assert assigner.assign(b"a", np.array([11, 12], dtype=np.int32)).tolist() == [4, 4]
