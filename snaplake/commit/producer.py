@@ -43,6 +43,7 @@ from snaplake.commit.duplicate import (
     delete_unreferenced_files,
     find_holding_snapshot,
 )
+from snaplake.commit.index_conflict import check_hash_replacements
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.operation import CommitChanges, CommitStop
 from snaplake.commit.result import CommitOutcome
@@ -238,8 +239,10 @@ class SnapshotProducer:
 
         Raises:
             CommitConflictError: a deleted file is not live in ``latest``, the
-                bucket count changed, the messages list a file twice, or a
-                conflict rule refused the delta.
+                bucket count changed, the messages list a file twice, a
+                conflict rule refused the delta, or a HASH index file the
+                commit replaces changed since its writer restored it
+                (:func:`~snaplake.commit.index_conflict.check_hash_replacements`).
             SchemaMismatchError: files were written under a schema that can no
                 longer be read (or see :meth:`replaced_entries`).
 
@@ -280,6 +283,7 @@ class SnapshotProducer:
             (*self.replaced_index_entries(latest, adds), *index_adds),
             tuple(index_compacts),
         )
+        check_hash_replacements(ctx.table, latest, index_changes[0])
         new_index_files = [
             index_path(ctx.table.paths, e.index_file)
             for e in (*index_adds, *index_compacts)

@@ -164,3 +164,43 @@ def test_overwrite_keeps_every_key_in_one_bucket(tmp_path: Path) -> None:
     write_and_commit(table, pk_table(more), row_kinds=["+U"] * 30)
     assert sorted_rows(table.to_arrow()) == sorted_rows(pk_table(more))
     assert_one_bucket_per_key(table)
+
+
+def test_two_writers_adding_a_key_race_and_the_later_commit_is_refused(tmp_path: Path) -> None:
+    """Issue 20 item 2: the later commit replaces a HASH file the earlier one changed."""
+    from snaplake.errors import CommitConflictError
+
+    table = _dynamic(tmp_path, dynamic_bucket_target_row_num="5")
+    write_and_commit(table, pk_table([r | {"month": 1} for r in make_rows(0, 3)]))
+    writers = [table.new_write(commit_user=u) for u in ("a", "b")]
+    rows = [r | {"month": 1} for r in make_rows(10, 4)]  # the same new keys in both
+    for w in writers:
+        w.write_arrow(pk_table(rows))
+    prepared = [w.prepare_commit() for w in writers]  # both restored the same index
+    table.new_commit(commit_user="a").commit(prepared[0])
+    with pytest.raises(CommitConflictError, match="HASH index") as info:
+        table.new_commit(commit_user="b").commit(prepared[1])
+    assert info.value.conflicting_snapshot_ids == (2,)
+    writers[1].abort(prepared[1])
+    assert table.latest_snapshot().id == 2  # type: ignore[union-attr]
+    assert_one_bucket_per_key(table)
+    # a writer restoring the new index adds the keys where they are: no conflict
+    write_and_commit(table, pk_table(rows), commit_user="b")
+    assert assert_one_bucket_per_key(table) == 2
+    assert sorted_rows(table.to_arrow()) == sorted_rows(
+        pk_table([r | {"month": 1} for r in make_rows(0, 3)] + rows)
+    )
+
+
+def test_concurrent_writers_of_known_keys_do_not_conflict(tmp_path: Path) -> None:
+    table = _dynamic(tmp_path, dynamic_bucket_target_row_num="5")
+    write_and_commit(table, pk_table(make_rows(0, 30)))
+    writers = [table.new_write(commit_user=u) for u in ("a", "b")]
+    for seed, w in enumerate(writers):
+        w.write_arrow(pk_table(make_rows(0, 30, seed=seed + 1)), row_kinds=["+U"] * 30)
+    prepared = [w.prepare_commit() for w in writers]
+    assert not any(m.data_increment.new_index_files for p in prepared for m in p)
+    for user, messages in zip(("a", "b"), prepared, strict=True):
+        table.new_commit(commit_user=user).commit(messages)
+    assert sorted_rows(table.to_arrow()) == sorted_rows(pk_table(make_rows(0, 30, seed=2)))
+    assert_one_bucket_per_key(table)
