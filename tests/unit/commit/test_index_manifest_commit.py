@@ -25,7 +25,8 @@ from snaplake.errors import CommitStateUnknownError, StorageError
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.hash_index import write_hash_index
 from snaplake.store.format.index_file import IndexFileMeta, read_index_manifest
-from snaplake.store.format.snapshot import CommitKind
+from snaplake.store.format.snapshot import CommitKind, Snapshot
+from snaplake.store.io.memory_file_io import InMemoryFileIO
 from snaplake.store.read.index_scan import read_index_entries
 
 _counter = itertools.count()
@@ -34,6 +35,12 @@ _counter = itertools.count()
 @pytest.fixture
 def table() -> snaplake.Table:
     return create_table(f"memory://idx{next(_counter)}", partition_keys=["month"])
+
+
+def _latest(table: snaplake.Table) -> Snapshot:
+    snap = table.latest_snapshot()
+    assert snap is not None
+    return snap
 
 
 def _committer(table: snaplake.Table, user: str = "u") -> FileStoreCommit:
@@ -107,7 +114,7 @@ def test_append_carries_reuses_and_replaces(table: snaplake.Table) -> None:
     state3 = _state(table)
     key = (one[0].partition, one[0].bucket)
     assert state3 == {**state1, key: one[0].data_increment.new_index_files[0].file_name}
-    assert table.latest_snapshot().index_manifest not in (s1.index_manifest, None)
+    assert _latest(table).index_manifest not in (s1.index_manifest, None)
     assert table.to_arrow().num_rows == 61
 
 
@@ -166,7 +173,7 @@ def test_overwrite_drops_the_overwritten_partitions_entries(table: snaplake.Tabl
         for m in w.prepare_commit()
     ]  # fmt: skip
     c.commit(fresh, overwrite={"month": 1})
-    assert table.latest_snapshot().commit_kind == CommitKind.OVERWRITE
+    assert _latest(table).commit_kind == CommitKind.OVERWRITE
     state = _state(table)
     assert state == {
         **{k: v for k, v in before.items() if month_of[k[0]] != 1},
@@ -177,7 +184,7 @@ def test_overwrite_drops_the_overwritten_partitions_entries(table: snaplake.Tabl
     assert {month_of[k[0]] for k in _state(table)} == {1, 3}
     # dropping the whole table drops the whole index
     c.commit([], overwrite={})
-    assert table.latest_snapshot().index_manifest is None
+    assert _latest(table).index_manifest is None
     assert _state(table) == {}
 
 
@@ -186,10 +193,10 @@ def test_manifest_merge_keeps_the_index_manifest(table: snaplake.Table) -> None:
     c.commit(_written(table, 0, 30))
     for i in range(3):
         c.commit(_written(table, 100 + i, 1, index=False))
-    name = table.latest_snapshot().index_manifest
+    name = _latest(table).index_manifest
     result = ManifestFileMerger(commit=c).execute(full=True)
     assert result.merged
-    latest = table.latest_snapshot()
+    latest = _latest(table)
     assert latest.commit_kind == CommitKind.COMPACT and latest.index_manifest == name
 
 
@@ -211,10 +218,11 @@ def test_failed_publish_deletes_and_unknown_outcome_keeps(table: snaplake.Table)
     c = _committer(table)
     c.commit(_written(table, 0, 30))
     fio = table.file_io
+    assert isinstance(fio, InMemoryFileIO)
     fio.inject_fault("write_if_absent", path_contains="snapshot-2")
     with pytest.raises(OSError, match="injected"):
         c.commit(_written(table, 40, 3, seed=40))
-    assert _index_manifests(table) == [table.latest_snapshot().index_manifest]
+    assert _index_manifests(table) == [_latest(table).index_manifest]
     for n in range(1, 10):
         fio.inject_fault(
             "write_if_absent", path_contains="snapshot-2", nth=n,
@@ -246,7 +254,8 @@ def test_duplicate_deletes_only_its_unreferenced_index_files(table: snaplake.Tab
     for m in msgs:
         name = m.data_increment.new_index_files[0].file_name
         assert table.file_io.exists(paths.index_file_path(name))
-    snap = table.latest_snapshot()
+    snap = _latest(table)
+    assert snap.index_manifest is not None
     names = {
         e.index_file.file_name
         for e in read_index_manifest(table.file_io, paths, snap.index_manifest)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import fastavro
 import numpy as np
@@ -45,7 +46,7 @@ from snaplake.store.io.memory_file_io import InMemoryFileIO
 JAVA_TABLE = Path(__file__).resolve().parents[2] / "fixtures" / "java09_dynamic_index"
 ID_TYPES = [parse_type("BIGINT NOT NULL")]
 
-_names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+_names = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)
 _ranges = st.builds(
     DeletionVectorMeta,
     _names,
@@ -89,9 +90,9 @@ def test_index_manifest_round_trip(entries: list[IndexManifestEntry], compressio
     data = encode_index_manifest(entries, compression=compression)
     assert decode_index_manifest(data, path="<t>") == entries
     if compression in ("none", "deflate"):  # fastavro here lacks zstd and snappy
-        records = list(fastavro.reader(io.BytesIO(data)))
-        assert [r["_VERSION"] for r in records] == [1] * len(entries)  # type: ignore[index]
-        assert all(r["_GLOBAL_INDEX"] is None for r in records)  # type: ignore[index]
+        records: list[Any] = list(fastavro.reader(io.BytesIO(data)))
+        assert [r["_VERSION"] for r in records] == [1] * len(entries)
+        assert all(r["_GLOBAL_INDEX"] is None for r in records)
 
 
 @settings(max_examples=100, deadline=None)
@@ -257,15 +258,14 @@ def test_snaplake_index_manifest_keeps_java_shape(tmp_path: Path) -> None:
     ours = PathFactory(str(tmp_path))
     name = write_index_manifest(fio, ours, entries, compression="zstd")
     with open(tmp_path / "manifest" / name, "rb") as f:
-        reader = fastavro.reader(f)
-        assert reader.writer_schema["name"] == "org.apache.paimon.avro.generated.record"
-        java = fastavro.reader(
-            open(JAVA_TABLE / "manifest" / snap["indexManifest"], "rb")  # noqa: SIM115
-        ).writer_schema
-        ranges = {f["name"]: f["type"] for f in reader.writer_schema["fields"]}
-        java_ranges = {f["name"]: f["type"] for f in java["fields"]}
-        assert (
-            ranges["_DELETIONS_VECTORS_RANGES"][1]["items"][1]["name"]
-            == (java_ranges["_DELETIONS_VECTORS_RANGES"][1]["items"][1]["name"])
-        )
+        schema: Any = fastavro.reader(f).writer_schema
+    with open(JAVA_TABLE / "manifest" / snap["indexManifest"], "rb") as f:
+        java: Any = fastavro.reader(f).writer_schema
+    assert schema["name"] == "org.apache.paimon.avro.generated.record"
+    ranges = {x["name"]: x["type"] for x in schema["fields"]}
+    java_ranges = {x["name"]: x["type"] for x in java["fields"]}
+    dv_ranges = "_DELETIONS_VECTORS_RANGES"
+    assert (
+        ranges[dv_ranges][1]["items"][1]["name"] == (java_ranges[dv_ranges][1]["items"][1]["name"])
+    )
     assert read_index_manifest(fio, ours, name) == entries
