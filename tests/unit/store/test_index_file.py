@@ -1,7 +1,8 @@
 """Index manifests and HASH index files: codecs, the combine rule, Java 0.9 and pypaimon files.
 
 The Java fixture (``tests/fixtures/java09_dynamic_index``) is the index part of a
-dynamic-bucket table Java Paimon 0.9 wrote (``JavaDynamicWriter.java`` there):
+dynamic-bucket table Java Paimon 0.9 wrote (``tests/oracle/java/JavaDynamicIndexWriter.java
+create``):
 rows ``(dt, id)`` = ``("a", 0..3)``, ``("b", 4..5)``, id ``i`` in bucket ``i % 2``.
 """
 
