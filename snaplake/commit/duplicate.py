@@ -127,10 +127,7 @@ def delete_unreferenced_files(
         for m in messages
         for f in (*m.data_increment.changelog_files, *m.compact_increment.changelog_files)
     ]  # fmt: skip
-    index_files = [
-        f for m in messages for inc in (m.data_increment, m.compact_increment)
-        for f in inc.new_index_files
-    ]  # fmt: skip
+    index_files = [f for m in messages for f in m.added_index_files()]
     if not adds and not changelog and not index_files:
         return []
     try:

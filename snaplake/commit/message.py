@@ -141,6 +141,13 @@ class CommitMessage:
         """Files this message DELETEs (deleted files and compaction inputs)."""
         return self.data_increment.deleted_files + self.compact_increment.compact_before
 
+    def added_index_files(self) -> tuple[IndexFileMeta, ...]:
+        """Index files this message ADDs (the write's, then the compaction's).
+
+        What an abort of uncommitted messages deletes along with their data files.
+        """
+        return self.data_increment.new_index_files + self.compact_increment.new_index_files
+
     def to_json_dict(self) -> dict[str, Any]:
         """Return the JSON transport object (bytes fields base64)."""
         di, ci = self.data_increment, self.compact_increment

@@ -246,9 +246,12 @@ class SnapshotProducer:
             SchemaMismatchError: files were written under a schema that can no
                 longer be read (or see :meth:`replaced_entries`).
 
-        Storage: a duplicate deletes the data files its messages ADD that
-        nothing references; an attempt may write manifests of its own
-        (:attr:`CommitChanges.attempt_manifests`).
+        Storage: a duplicate deletes the data and index files its messages ADD
+        that nothing references; an attempt may write manifests of its own
+        (:attr:`CommitChanges.attempt_manifests`). The index changes
+        (:attr:`CommitChanges.index_changes`: the writes' index files, with an
+        overwrite's DELETEs of the replaced partitions' entries, then the
+        compactions') are combined with ``latest``'s index manifest by the publish.
         """
         ctx = self.context
         duplicate = self.duplicate_of(latest)
@@ -285,9 +288,7 @@ class SnapshotProducer:
         )
         check_hash_replacements(ctx.table, latest, index_changes[0])
         new_index_files = [
-            index_path(ctx.table.paths, e.index_file)
-            for e in (*index_adds, *index_compacts)
-            if e.kind == FileKind.ADD
+            index_path(ctx.table.paths, f) for m in self.messages for f in m.added_index_files()
         ]
         return CommitChanges(
             schema=self.schema,
