@@ -1,14 +1,15 @@
 """HASH index replacement check: a commit replaces only the HASH files its writer restored.
 
 A dynamic-bucket writer names, for each bucket whose key hashes grew, the
-HASH file it restored (or last wrote) in ``deleted_index_files`` and the new
-complete file in ``new_index_files``. When another commit changed that
-bucket's HASH file since (or created the bucket), the two writers may have
-given one new key two buckets: the later commit is refused before it
-publishes, and its writer writes the rows again after restoring the new
-index. Without this check (Paimon's: concurrent HASH replacements are
-last-writer-wins) the hashes of the first writer would be lost and its keys
-could be assigned again elsewhere.
+HASH file it restored (or last wrote) in ``deleted_index_files`` (the new
+file itself when the bucket had none) and the new complete file in
+``new_index_files``. When another commit changed that bucket's HASH file
+since (or created the bucket), the two writers may have given one new key
+two buckets: the later commit is refused before it publishes, and its
+writer writes the rows again after restoring the new index. Without this
+check (Paimon's: concurrent HASH replacements are last-writer-wins) the
+hashes of the first writer would be lost and its keys could be assigned
+again elsewhere. Messages naming no replaced file (Paimon's) are not checked.
 
 Two writers that add new keys to one partition from the same restored
 state always change the partition's first non-full bucket (or create the
@@ -37,35 +38,44 @@ def check_hash_replacements(
 ) -> None:
     """Refuse HASH index changes that replace a file other than the one they name.
 
+    A HASH DELETE names the file its writer restored for the (partition,
+    bucket); when it names the file the commit ADDs for that bucket, the
+    writer found no file there. Either must still hold in ``latest``. ADDs
+    that name no replaced file (Paimon's messages) are not checked.
+
     Args:
         table: The table's storage.
         latest: The snapshot the commit would publish on.
-        changes: The commit's index ADD/DELETE entries (an overwrite's
-            DELETEs of the replaced partitions included).
+        changes: The commit's write-side index ADD/DELETE entries (an
+            overwrite's DELETEs of the replaced partitions included).
 
     Raises:
-        CommitConflictError: a HASH DELETE names a file that is not the live
-            one of its (partition, bucket), or a HASH ADD lands on a
-            (partition, bucket) whose live file the commit does not DELETE.
+        CommitConflictError: a named file is not the live one of its
+            (partition, bucket), or a bucket expected without a file has one.
 
     Storage: reads the index manifest of ``latest`` (cached), only when the
-    commit changes HASH files.
+    commit names replaced HASH files.
     """
     hashes = [e for e in changes if e.index_file.index_type == HASH_INDEX]
-    if not hashes:
+    added = {
+        (e.partition, e.bucket, e.index_file.file_name) for e in hashes if e.kind == FileKind.ADD
+    }
+    named = {
+        (e.partition, e.bucket): e.index_file.file_name for e in hashes if e.kind == FileKind.DELETE
+    }
+    if not named:
         return
     live = {
         (e.partition, e.bucket): e.index_file.file_name
         for e in read_index_entries(
-            table, latest, index_type=HASH_INDEX, partitions={e.partition for e in hashes}
+            table, latest, index_type=HASH_INDEX, partitions={p for p, _ in named}
         )
     }
-    deleted = {
-        (e.partition, e.bucket): e.index_file.file_name for e in hashes if e.kind == FileKind.DELETE
+    conflicts = {
+        (p, b)
+        for (p, b), name in named.items()
+        if live.get((p, b)) != (None if (p, b, name) in added else name)
     }
-    added = {(e.partition, e.bucket) for e in hashes if e.kind == FileKind.ADD}
-    conflicts = {k for k, name in deleted.items() if live.get(k) != name}
-    conflicts |= {k for k in added if k in live and k not in deleted}
     if conflicts:
         raise CommitConflictError(
             "a concurrent commit changed the HASH index of bucket(s) "

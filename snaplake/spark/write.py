@@ -42,6 +42,7 @@ from snaplake.commit.result import CommitResult
 from snaplake.errors import AmbiguousOrderError, SchemaMismatchError
 from snaplake.filestore import file_store_for
 from snaplake.options import Operation
+from snaplake.spark._buckets import BUCKET_COLUMN, by_bucket
 from snaplake.spark._common import arrow_schema_of as spark_arrow_schema
 from snaplake.spark._common import (
     check_spark_schema,
@@ -50,7 +51,6 @@ from snaplake.spark._common import (
     with_missing_columns,
 )
 from snaplake.spark.ordering import VersionCheck, normalize_order_by, plan_version_order
-from snaplake.store.format.bucket import bucket_ids
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
@@ -293,39 +293,6 @@ def _collect_connect(job: DataFrame, table: Table, token: str) -> list[Row]:
         spark.removeTag(tag)
 
 
-BUCKET_COLUMN = "__snaplake_bucket"
-"""Column a primary-key write adds to repartition rows by Paimon bucket (then drops)."""
-
-
-class _BucketTask:
-    """``mapInArrow``: append each row's Paimon bucket (:data:`BUCKET_COLUMN`)."""
-
-    def __init__(self, schema: TableSchema) -> None:
-        self.schema = schema
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        keys, buckets = self.schema.bucket_keys, self.schema.core_options.bucket
-        types = [self.schema.field_type(k) for k in keys]
-        arrow = self.schema.arrow_schema
-        for batch in batches:
-            if buckets <= 0:  # dynamic buckets: one task per partition assigns them
-                zeros = pa.array([0] * batch.num_rows, pa.int32())
-                yield batch.append_column(BUCKET_COLUMN, zeros)
-                continue
-            columns = [batch.column(k).cast(arrow.field(k).type) for k in keys]
-            ids = bucket_ids(pa.table(columns, names=keys), keys, types, buckets)
-            yield batch.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
-
-
-def _by_bucket(df: DataFrame, schema: TableSchema) -> DataFrame:
-    """Repartition ``df`` by (partition keys, Paimon bucket): one task writes each bucket."""
-    from pyspark.sql.types import IntegerType, StructField, StructType
-
-    fields = [*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), nullable=False)]
-    with_bucket = df.mapInArrow(_BucketTask(schema), StructType(fields))
-    return with_bucket.repartition(*schema.partition_keys, BUCKET_COLUMN)
-
-
 def write_messages(
     df: DataFrame,
     table: Table,
@@ -447,7 +414,7 @@ def write_messages(
     check_spark_schema(data_schema, schema, check_nullability=check_nullability)
     token = secrets.token_hex(8)
     if store.writes_by_bucket:
-        df = _by_bucket(df, schema)
+        df = by_bucket(df, schema)
         if versions is not None:
             df = versions.sort(df)
     task = _WriteTask(

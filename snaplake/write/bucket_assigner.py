@@ -277,6 +277,7 @@ class DynamicBucketIndex:
         )
         self._key = list(schema.trimmed_primary_keys)
         self._key_types = list(schema.key_types)
+        self._ignore_previous = False
 
     def ignore_previous_files(self) -> None:
         """Restore no HASH index from now on: the writer's messages overwrite their partitions.
@@ -286,6 +287,7 @@ class DynamicBucketIndex:
         with ``ignorePreviousFiles``.
         """
         self.assigner.ignore_previous_files()
+        self._ignore_previous = True
 
     def assign(self, partition: bytes, rows: pa.Table) -> npt.NDArray[np.int32]:
         """The bucket of each row of one partition (the writer's ``BucketAssign``).
@@ -306,9 +308,13 @@ class DynamicBucketIndex:
 
         A bucket with new hashes but no message gets one of its own (no data
         files). The bucket's HASH file the writer restored (or last wrote) goes
-        into ``deleted_index_files``: the new file replaces exactly that one, so
-        a commit finding another file there (a concurrent writer added keys to
-        the bucket) is a conflict, never a silent loss of that writer's hashes.
+        into ``deleted_index_files`` (for a bucket that had none, the new file
+        itself): the commit refuses to replace any other file there (a
+        concurrent writer added keys to the bucket), see
+        :func:`~snaplake.commit.index_conflict.check_hash_replacements`.
+        Paimon names no replaced file (its combine replaces whatever is there);
+        the index manifest written is the same. An overwrite's writer
+        (:meth:`ignore_previous_files`) names none.
 
         Raises:
             StorageError: writing a HASH file failed (the files written here are deleted).
@@ -330,11 +336,10 @@ class DynamicBucketIndex:
                         found = CommitMessage(
                             partition=partition, bucket=bucket, total_buckets=self.total_buckets
                         )
-                    old = files.get(bucket)
                     increment = replace(
                         found.data_increment,
                         new_index_files=(meta,),
-                        deleted_index_files=() if old is None else (old,),
+                        deleted_index_files=self._replaces(files.get(bucket), meta),
                     )
                     out[(partition, bucket)] = replace(found, data_increment=increment)
         except BaseException:
@@ -343,6 +348,12 @@ class DynamicBucketIndex:
         for partition, bucket, meta in replaced:
             self.assigner.files[partition][bucket] = meta
         return list(out.values())
+
+    def _replaces(self, old: IndexFileMeta | None, new: IndexFileMeta) -> tuple[IndexFileMeta, ...]:
+        """The HASH file a bucket's new one replaces, for the commit's check (see above)."""
+        if self._ignore_previous:
+            return ()
+        return (new,) if old is None else (old,)
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the HASH files uncommitted ``messages`` add (missing: fine).
