@@ -204,3 +204,30 @@ def test_concurrent_writers_of_known_keys_do_not_conflict(tmp_path: Path) -> Non
         table.new_commit(commit_user=user).commit(messages)
     assert sorted_rows(table.to_arrow()) == sorted_rows(pk_table(make_rows(0, 30, seed=2)))
     assert_one_bucket_per_key(table)
+
+
+def test_initial_buckets_cannot_change_by_alter_and_unknown_modes_are_refused(
+    tmp_path: Path,
+) -> None:
+    from snaplake import SchemaChange
+    from snaplake.errors import SchemaChangeError, UnsupportedTableError
+
+    catalog = snaplake.FileSystemCatalog(str(tmp_path))
+    table = catalog.create_table(
+        "db.t", schema=_SCHEMA, primary_keys=["id"],
+        options={"dynamic-bucket.initial-buckets": "2"},
+    )  # fmt: skip
+    table.write(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=_SCHEMA))
+    schema_files = sorted(Path(table.root, "schema").iterdir())
+    with pytest.raises(SchemaChangeError, match="initial-buckets") as info:
+        catalog.alter_table(
+            "db.t", [SchemaChange.set_option("dynamic-bucket.initial-buckets", "4")]
+        )
+    assert info.value.rule == "immutable-option"
+    assert sorted(Path(table.root, "schema").iterdir()) == schema_files
+    for bad in ("-3", "0"):
+        with pytest.raises((UnsupportedTableError, SchemaMismatchError, InvalidOptionError)):
+            catalog.create_table(
+                f"db.b{bad[-1]}", schema=_SCHEMA, primary_keys=["id"], options={"bucket": bad}
+            )
+    assert sorted(p.name for p in Path(tmp_path, "db.db").iterdir()) == ["t"]
