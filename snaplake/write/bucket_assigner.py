@@ -69,6 +69,21 @@ snapshot the writer restores from (``{}`` for a new partition or table)."""
 _EMPTY = np.zeros(0, dtype=np.int32)
 
 
+def _lookup(
+    keys: npt.NDArray[np.int32],
+    values: npt.NDArray[np.int32],
+    wanted: npt.NDArray[np.int32],
+    out: npt.NDArray[np.int32],
+) -> npt.NDArray[np.bool_]:
+    """Set ``out[i] = values[j]`` where sorted ``keys[j] == wanted[i]``; return which were found."""
+    if len(keys) == 0:
+        return np.zeros(len(wanted), dtype=bool)
+    pos = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    found: npt.NDArray[np.bool_] = keys[pos] == wanted
+    out[found] = values[pos[found]]
+    return found
+
+
 def _nothing(_partition: bytes) -> dict[int, tuple[IndexFileMeta, npt.NDArray[np.int32]]]:
     """A partition restored as empty (see ``HashBucketAssigner.ignore_previous_files``)."""
     return {}
@@ -111,14 +126,19 @@ class PartitionIndex:
         """Distinct hashes per bucket (restored and assigned)."""
         # Candidates by id (a heap): the smallest non-full bucket takes the next new hash.
         self._non_full = [b for b in order if self.counts[b] < target_row_num]
-        self._added: dict[int, int] = {}
-        self._added_by_bucket: dict[int, list[int]] = {}
+        # Hashes assigned since the restore: sorted arrays (lookups), and per bucket.
+        self._added_hashes: npt.NDArray[np.int32] = _EMPTY
+        self._added_buckets: npt.NDArray[np.int32] = _EMPTY
+        self._added_by_bucket: dict[int, list[npt.NDArray[np.int32]]] = {}
         self._changed: set[int] = set()
         self._max_bucket_id = max(order, default=-1)
         self._free = 0
 
     def assign(self, hashes: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
         """Return the bucket of every hash in ``hashes`` (int32, same length), assigning new ones.
+
+        New hashes are assigned in ascending order, a run at a time (a Python
+        loop over buckets, not hashes, until a partition is capped).
 
         Raises:
             InvalidOptionError: a new hash needs a bucket id above 32766 (no
@@ -129,54 +149,77 @@ class PartitionIndex:
             return _EMPTY
         unique, inverse = np.unique(hashes, return_inverse=True)
         out = np.empty(len(unique), dtype=np.int32)
-        found = np.zeros(len(unique), dtype=bool)
-        if len(self._hashes):
-            pos = np.minimum(np.searchsorted(self._hashes, unique), len(self._hashes) - 1)
-            found = self._hashes[pos] == unique
-            out[found] = self._buckets[pos[found]]
-        for i in np.flatnonzero(~found).tolist():
-            h = int(unique[i])
-            bucket = self._added.get(h)
-            out[i] = self._assign_new(h) if bucket is None else bucket
+        found = _lookup(self._hashes, self._buckets, unique, out)
+        found |= _lookup(self._added_hashes, self._added_buckets, unique, out)
+        new = unique[~found]
+        if len(new):
+            assigned = self._assign_new(new)
+            out[~found] = assigned
+            added = np.concatenate((self._added_hashes, new))
+            order = np.argsort(added, kind="stable")
+            self._added_hashes = added[order]
+            self._added_buckets = np.concatenate((self._added_buckets, assigned))[order]
         return out[inverse.reshape(-1)]
 
-    def _assign_new(self, h: int) -> int:
+    def _assign_new(self, new: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
+        """Buckets of ``new`` (hashes unknown to the partition, ascending), filled in order."""
+        out = np.empty(len(new), dtype=np.int32)
+        start = 0
+        while start < len(new):
+            bucket = self._next_bucket()
+            if bucket is None:  # capped: Paimon picks at random; seeded by the hash, alike
+                choices = sorted(self.counts)
+                for i in range(start, len(new)):
+                    h = int(new[i])
+                    out[i] = self._put(new[i : i + 1], random.Random(h).choice(choices))
+                break
+            end = min(len(new), start + self.target_row_num - self.counts[bucket])
+            out[start:end] = self._put(new[start:end], bucket)
+            start = end
+        return out
+
+    def _next_bucket(self) -> int | None:
+        """The smallest non-full bucket, else a new one, else ``None`` (the partition is capped).
+
+        Raises:
+            InvalidOptionError: no bucket id is left and there is no ``max-buckets``.
+        """
         while self._non_full:
             bucket = self._non_full[0]
             if self.counts[bucket] < self.target_row_num:
-                return self._put(h, bucket)
+                return bucket
             heapq.heappop(self._non_full)
         capped = self.max_buckets != -1 and self._max_bucket_id >= self.max_buckets - 1
-        if not capped or not self.counts:
-            while self._free in self.counts:  # ids are never removed: the cursor only grows
-                self._free += 1
-            if self._free <= MAX_BUCKET_ID:
-                bucket = self._free
-                heapq.heappush(self._non_full, bucket)
-                self._max_bucket_id = max(self._max_bucket_id, bucket)
-                return self._put(h, bucket)
-            if self.max_buckets == -1:
-                raise InvalidOptionError(
-                    f"a dynamic-bucket partition would need more than {MAX_BUCKET_ID + 1} "
-                    "buckets; raise 'dynamic-bucket.target-row-num' or set "
-                    "'dynamic-bucket.max-buckets'",
-                    key="dynamic-bucket.target-row-num",
-                    value=str(self.target_row_num),
-                )
-        # Paimon picks at random; seeding by the hash makes two writers pick alike.
-        return self._put(h, random.Random(h).choice(sorted(self.counts)))
+        if capped and self.counts:
+            return None
+        while self._free in self.counts:  # ids are never removed: the cursor only grows
+            self._free += 1
+        if self._free > MAX_BUCKET_ID:
+            if self.max_buckets != -1 and self.counts:
+                return None
+            raise InvalidOptionError(
+                f"a dynamic-bucket partition would need more than {MAX_BUCKET_ID + 1} "
+                "buckets; raise 'dynamic-bucket.target-row-num' or set "
+                "'dynamic-bucket.max-buckets'",
+                key="dynamic-bucket.target-row-num",
+                value=str(self.target_row_num),
+            )
+        bucket = self._free
+        self.counts[bucket] = 0
+        heapq.heappush(self._non_full, bucket)
+        self._max_bucket_id = max(self._max_bucket_id, bucket)
+        return bucket
 
-    def _put(self, h: int, bucket: int) -> int:
-        self.counts[bucket] = self.counts.get(bucket, 0) + 1
-        self._added[h] = bucket
-        self._added_by_bucket.setdefault(bucket, []).append(h)
+    def _put(self, hashes: npt.NDArray[np.int32], bucket: int) -> int:
+        self.counts[bucket] = self.counts.get(bucket, 0) + len(hashes)
+        self._added_by_bucket.setdefault(bucket, []).append(hashes)
         self._changed.add(bucket)
         return bucket
 
     def bucket_hashes(self, bucket: int) -> npt.NDArray[np.int32]:
         """Every hash of ``bucket``: its restored HASH file plus those assigned since (int32)."""
-        added = np.asarray(self._added_by_bucket.get(bucket, ()), dtype=np.int32)
-        return np.concatenate((self._restored.get(bucket, _EMPTY), added))
+        parts = [self._restored.get(bucket, _EMPTY), *self._added_by_bucket.get(bucket, ())]
+        return np.concatenate(parts).astype(np.int32, copy=False)
 
     def take_changed_buckets(self) -> list[int]:
         """Buckets that got a new hash since the last call (or the restore), in id order."""
