@@ -23,8 +23,9 @@ Assignment of a hash (Paimon ``PartitionIndex.assign``):
    writer puts a key into the same bucket).
 
 Counts are of distinct hashes, so keys whose hashes collide share a bucket.
-Lookups of known hashes are vectorised (a sorted array and ``searchsorted``);
-only hashes new to the partition go through a Python loop.
+Lookups of known hashes are vectorised (sorted arrays and ``searchsorted``);
+new hashes are assigned in ascending order, a run per bucket (a Python loop
+over hashes only once a partition is capped).
 
 Source: Paimon ``HashBucketAssigner``, ``PartitionIndex``,
 ``DynamicBucketIndexMaintainer`` (the per-bucket hash sets written at commit).
