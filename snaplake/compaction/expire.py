@@ -319,13 +319,13 @@ class ExpireSnapshots:
                 if name not in keep:
                     manifests.setdefault(self.paths.manifest_path(name), size)
         index_files: dict[str, int] = {}
-        for snap in expired:
-            if snap.index_manifest and snap.index_manifest not in keep:
-                manifests.setdefault(self.paths.index_manifest_path(snap.index_manifest), 0)
-                for e in read_index_strict(self.file_io, self.paths, snap.index_manifest):
-                    if e.index_file.file_name not in keep:
-                        path = index_path(self.paths, e.index_file)
-                        index_files.setdefault(path, e.index_file.file_size)
+        dead_index = {s.index_manifest for s in expired if s.index_manifest} - keep
+        for name in sorted(dead_index):  # consecutive snapshots share one: read each once
+            manifests.setdefault(self.paths.index_manifest_path(name), 0)
+            for e in read_index_strict(self.file_io, self.paths, name):
+                if e.index_file.file_name not in keep:
+                    path = index_path(self.paths, e.index_file)
+                    index_files.setdefault(path, e.index_file.file_size)
 
         plan.expired = expired
         plan.data_files = sorted(data)

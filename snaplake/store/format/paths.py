@@ -49,13 +49,14 @@ def file_type(path: str) -> str:
     """Classify a table file by its name (a bounded metrics label value).
 
     Returns:
-        ``manifest_list``, ``manifest``, ``snapshot``, ``data`` (a
-        ``data-*`` name or a file under a ``bucket-<b>`` directory) or ``other``.
+        ``manifest_list``, ``manifest`` (index manifests included), ``snapshot``,
+        ``data`` (a ``data-*`` name or a file under a ``bucket-<b>`` directory) or
+        ``other`` (index files among them).
     """
     name = path.rsplit("/", 1)[-1]
     if name.startswith("manifest-list-"):
         return "manifest_list"
-    if name.startswith("manifest-"):
+    if name.startswith(("manifest-", "index-manifest-")):
         return "manifest"
     if name.startswith("snapshot-"):
         return "snapshot"

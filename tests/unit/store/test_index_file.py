@@ -167,6 +167,24 @@ def test_message_carries_index_files() -> None:
         assert CommitMessage.from_bytes(msg.to_bytes()) == msg
 
 
+_index_files = st.lists(_metas, max_size=3).map(tuple)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(min_size=12, max_size=40), _index_files, _index_files, _index_files, _index_files)
+def test_message_bytes_carry_index_files(partition, new, deleted, compact_new, compact_deleted):
+    msg = CommitMessage(
+        partition=partition, bucket=0, total_buckets=-1,
+        data_increment=DataIncrement(new_index_files=new, deleted_index_files=deleted),
+        compact_increment=CompactIncrement(
+            new_index_files=compact_new, deleted_index_files=compact_deleted
+        ),
+    )  # fmt: skip
+    assert CommitMessage.from_bytes(msg.to_bytes()) == msg
+    assert msg.is_empty() == (not (new or deleted or compact_new or compact_deleted))
+    assert msg.added_index_files() == new + compact_new
+
+
 # --------------------------------------------------------------------------- combine
 
 
