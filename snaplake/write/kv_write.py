@@ -265,7 +265,7 @@ class KeyValueTableWrite:
                 return messages
             return self._lift_level0(messages)
         except BaseException as exc:
-            self.abort_index(messages)
+            self._abort_index(messages)
             self._buffer.discard(exc, messages)
             raise
 
@@ -281,10 +281,10 @@ class KeyValueTableWrite:
 
         Storage: deletes data, changelog and HASH index files only; never metadata.
         """
-        self.abort_index(messages or ())
+        self._abort_index(messages or ())
         self._buffer.abort(messages or ())
 
-    def abort_index(self, messages: Sequence[CommitMessage]) -> None:
+    def _abort_index(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the HASH index files uncommitted ``messages`` add (dynamic buckets)."""
         if self._bucket_index is not None:
             self._bucket_index.abort(messages)
