@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from snaplake.errors import CommitConflictError
+from snaplake.errors import HashIndexConflictError
 from snaplake.store.format.index_file import HASH_INDEX, IndexManifestEntry
 from snaplake.store.format.manifest import FileKind
 from snaplake.store.format.snapshot import Snapshot
@@ -50,7 +50,7 @@ def check_hash_replacements(
             overwrite's DELETEs of the replaced partitions included).
 
     Raises:
-        CommitConflictError: a named file is not the live one of its
+        HashIndexConflictError: a named file is not the live one of its
             (partition, bucket), or a bucket expected without a file has one.
 
     Storage: reads the index manifest of ``latest`` (cached), only when the
@@ -77,7 +77,7 @@ def check_hash_replacements(
         if live.get((p, b)) != (None if (p, b, name) in added else name)
     }
     if conflicts:
-        raise CommitConflictError(
+        raise HashIndexConflictError(
             "a concurrent commit changed the HASH index of bucket(s) "
             f"{sorted({b for _, b in conflicts})} since this writer restored it, so a new key "
             "could land in two buckets; nothing was published: write these rows again with a "

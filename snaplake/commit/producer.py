@@ -240,9 +240,9 @@ class SnapshotProducer:
         Raises:
             CommitConflictError: a deleted file is not live in ``latest``, the
                 bucket count changed, the messages list a file twice, a
-                conflict rule refused the delta, or a HASH index file the
-                commit replaces changed since its writer restored it
-                (:func:`~snaplake.commit.index_conflict.check_hash_replacements`).
+                conflict rule refused the delta, or (``HashIndexConflictError``)
+                a HASH index file the commit replaces changed since its writer
+                restored it (:func:`~snaplake.commit.index_conflict.check_hash_replacements`).
             SchemaMismatchError: files were written under a schema that can no
                 longer be read (or see :meth:`replaced_entries`).
 

@@ -130,3 +130,40 @@ def test_spark_writes_and_overwrites_a_dynamic_bucket_table(spark: Any, tmp_path
     )
     assert sorted_rows(table.to_arrow()) == sorted(expected, key=lambda r: (r["month"], r["id"]))
     assert_one_bucket_per_key(table)
+
+
+def test_sink_writes_a_batch_again_after_losing_a_hash_index_race(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer adds keys between the sink's write and its commit: the batch is redone."""
+    from tests.dynamic_helpers import assert_one_bucket_per_key
+    from tests.helpers import write_and_commit
+    from tests.pk_helpers import to_table
+
+    import snaplake.spark.sink as sink_module
+
+    table = create_table(
+        tmp_path, schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+        options={"dynamic-bucket.target-row-num": "10"},
+    )  # fmt: skip
+    other = make_rows(100, 30, seed=7)  # new keys in every month, committed mid-batch
+    calls = []
+    real = sink_module.write_messages  # type: ignore[attr-defined]
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:
+            write_and_commit(table, to_table(other), commit_user="other")
+        return out
+
+    monkeypatch.setattr(sink_module, "write_messages", racing)
+    sink = SnaplakeSink(table, commit_user="cdc", check_nullability=False)
+    ours = make_rows(95, 30)  # overlaps the other writer's keys 100..124
+    sink(_df(spark, ours), 0)
+    assert len(calls) == 2  # the first write lost the race and was written again
+    model = TableModel(engine_model("deduplicate"))
+    model.apply(other)
+    model.apply(ours)
+    assert sorted_rows(table.to_arrow()) == model.rows()
+    assert_one_bucket_per_key(table)
