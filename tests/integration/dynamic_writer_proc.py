@@ -5,7 +5,7 @@ Usage: python tests/integration/dynamic_writer_proc.py ROOT WRITER ROUNDS GO_FIL
 Waits for GO_FILE, then commits ROUNDS batches of upserts whose keys overlap
 the other writers' (new keys and known ones), each with a new writer. A
 commit refused because another writer changed a HASH file it replaces
-(``CommitConflictError``) is aborted and written again with a new writer,
+(``HashIndexConflictError``) is aborted and written again with a new writer,
 which restores the new index. Prints ``ACK <round> <snapshot> <tries>`` per
 batch; any other exception ends the process with exit code 1.
 """
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.pk_helpers import make_rows, to_table
 
-from snaplake.errors import CommitConflictError
+from snaplake.errors import HashIndexConflictError
 from snaplake.store.io.local_file_io import LocalFileIO
 from snaplake.table import Table
 
@@ -43,7 +43,7 @@ def main(root: str, writer: int, rounds: int, go_file: str) -> None:
             messages = write.prepare_commit()
             try:
                 result = table.new_commit(commit_user=f"w{writer}").commit(messages)
-            except CommitConflictError:
+            except HashIndexConflictError:
                 write.abort(messages)
                 continue
             print(f"ACK {k} {result.snapshot_id} {tries}", flush=True)

@@ -168,7 +168,7 @@ def test_overwrite_keeps_every_key_in_one_bucket(tmp_path: Path) -> None:
 
 def test_two_writers_adding_a_key_race_and_the_later_commit_is_refused(tmp_path: Path) -> None:
     """Issue 20 item 2: the later commit replaces a HASH file the earlier one changed."""
-    from snaplake.errors import CommitConflictError
+    from snaplake.errors import HashIndexConflictError
 
     table = _dynamic(tmp_path, dynamic_bucket_target_row_num="5")
     write_and_commit(table, pk_table([r | {"month": 1} for r in make_rows(0, 3)]))
@@ -178,9 +178,9 @@ def test_two_writers_adding_a_key_race_and_the_later_commit_is_refused(tmp_path:
         w.write_arrow(pk_table(rows))
     prepared = [w.prepare_commit() for w in writers]  # both restored the same index
     table.new_commit(commit_user="a").commit(prepared[0])
-    with pytest.raises(CommitConflictError, match="HASH index") as info:
+    with pytest.raises(HashIndexConflictError, match="HASH index") as info:
         table.new_commit(commit_user="b").commit(prepared[1])
-    assert info.value.conflicting_snapshot_ids == (2,)
+    assert info.value.conflicting_snapshot_ids == (2,) and info.value.retryable
     writers[1].abort(prepared[1])
     assert table.latest_snapshot().id == 2  # type: ignore[union-attr]
     assert_one_bucket_per_key(table)
