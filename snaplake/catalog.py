@@ -191,14 +191,16 @@ class FileSystemCatalog:
             schema: Column names, Arrow types and nullability.
             partition_keys: Partition columns, in directory order.
             primary_keys: Primary-key columns (must include the partition
-                keys); also accepted as the option ``primary-key``. A
-                primary-key table needs ``{"bucket": "N"}`` and may set
+                keys); also accepted as the option ``primary-key``. Without
+                a ``bucket`` option a primary-key table has dynamic buckets
+                (``bucket = -1``, Paimon's default); it may set
                 ``merge-engine`` (``deduplicate``, ``partial-update``,
                 ``aggregation``, ``first-row``); see
                 ``docs/primary-key-tables.md``.
             options: Paimon table options; ``bucket`` defaults to ``-1``
-                (bucket-unaware); ``{"bucket": "4", "bucket-key": "c"}`` for
-                fixed buckets.
+                (bucket-unaware append table, dynamic buckets with primary
+                keys; written into the schema as Paimon does);
+                ``{"bucket": "4", "bucket-key": "c"}`` for fixed buckets.
             comment: Optional table comment.
             ignore_if_exists: Return the existing table instead of failing.
 
@@ -208,7 +210,7 @@ class FileSystemCatalog:
             TableAlreadyExistsError: the table exists and ``ignore_if_exists`` is false.
             SchemaMismatchError: bad partition, primary or bucket key.
             UnsupportedTableError: a primary-key table snaplake cannot write
-                (``bucket = -1``, or an option it does not implement).
+                (``bucket = -2``, or an option it does not implement).
             UnsupportedTypeError: a column type has no Paimon equivalent.
             InvalidOptionError: an option value does not parse, or a
                 ``fields.<column>.*`` option names no column (a typo or the

@@ -31,6 +31,7 @@ Python code (``except LookupError``, ``except FileExistsError``) keeps working::
     │   └── UnsafeStorageError                     store ignores conditional writes
     └── CommitError
         ├── CommitConflictError                    .paths, .conflicting_snapshot_ids
+        │   └── HashIndexConflictError             retryable: write the rows again
         ├── CommitRetriesExhaustedError            retryable; .attempts, .elapsed_s
         └── CommitStateUnknownError                look for .commit_identifier before retrying
 
@@ -54,6 +55,7 @@ __all__ = [
     "DatabaseNotEmptyError",
     "DatabaseNotFoundError",
     "FileAlreadyExistsError",
+    "HashIndexConflictError",
     "InvalidNameError",
     "InvalidOptionError",
     "MergeFunctionError",
@@ -297,6 +299,17 @@ class CommitConflictError(CommitError):
         super().__init__(message)
         self.paths = tuple(paths)
         self.conflicting_snapshot_ids = tuple(conflicting_snapshot_ids)
+
+
+class HashIndexConflictError(CommitConflictError):
+    """Raised when a dynamic-bucket bucket's HASH index changed since the writer restored it.
+
+    Committing these messages again cannot help, but writing the same rows
+    again with a new writer (which restores the new index) can: ``retryable``.
+    Nothing was published.
+    """
+
+    retryable: ClassVar[bool] = True
 
 
 class CommitRetriesExhaustedError(CommitError):

@@ -91,11 +91,7 @@ class Table:
         return found
 
     def file_store(self, schema: TableSchema | None = None) -> FileStore:
-        """The FileStore of this table's kind in ``schema`` (default: the latest schema).
-
-        Cached per schema id; the kind is chosen once, from the schema
-        (:func:`snaplake.filestore.file_store_for`).
-        """
+        """The FileStore of ``schema`` (default: the latest), cached per id (``file_store_for``)."""
         schema = self.schema() if schema is None else schema
         found = self._stores.get(schema.id)
         if found is None or found.schema is not schema:
@@ -138,6 +134,11 @@ class Table:
     def primary_keys(self) -> list[str]:
         """Primary-key columns (empty for an append table)."""
         return list(self.schema().primary_keys)
+
+    @property
+    def bucket_mode(self) -> str:
+        """``fixed``, ``dynamic``, ``cross-partition``, ``postpone`` or ``unaware``."""
+        return self.file_store().bucket_mode
 
     @property
     def options(self) -> dict[str, str]:

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from snaplake.commit.conflict import ConflictDetection
 from snaplake.commit.message import CommitMessage
+from snaplake.store.format.index_file import index_path, read_index_manifest
 from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import read_manifest_list
 from snaplake.store.format.paths import PathFactory
@@ -93,7 +94,7 @@ def delete_unreferenced_files(
     messages: Sequence[CommitMessage],
     latest: Snapshot,
 ) -> list[str]:
-    """Delete the data and changelog files of ``messages`` no retained snapshot or tag holds.
+    """Delete the data, changelog and index files of ``messages`` no retained snapshot or tag holds.
 
     Best effort: when the history cannot be read, nothing is deleted (orphan
     clean removes the files later) and the failure is logged.
@@ -111,7 +112,8 @@ def delete_unreferenced_files(
     manifests of every retained snapshot after the earliest one, and the
     manifests of tags older than the earliest snapshot (for changelog files:
     the changelog lists and manifests of retained snapshots and tags, newest
-    first, until every file is found); deletes data and changelog files.
+    first, until every file is found; for index files the index manifests of
+    every retained snapshot and tag); deletes data, changelog and index files.
     """
     adds = [
         ManifestEntry(kind=FileKind.ADD, partition=m.partition, bucket=m.bucket,
@@ -125,7 +127,8 @@ def delete_unreferenced_files(
         for m in messages
         for f in (*m.data_increment.changelog_files, *m.compact_increment.changelog_files)
     ]  # fmt: skip
-    if not adds and not changelog:
+    index_files = [f for m in messages for f in m.added_index_files()]
+    if not adds and not changelog and not index_files:
         return []
     try:
         referenced = (
@@ -133,6 +136,7 @@ def delete_unreferenced_files(
         )
         referenced |= _referenced_changelog(table, latest, {e.file.file_name for e in changelog})
         adds += changelog
+        index_referenced = _referenced_index(table, latest) if index_files else set()
     except (OSError, ValueError):
         logger.warning("could not check whether a duplicate's data files are referenced; "
                        "leaving them to orphan clean", exc_info=True)  # fmt: skip
@@ -140,10 +144,27 @@ def delete_unreferenced_files(
     targets = data_file_paths(
         table.paths, schema, [e for e in adds if e.file.file_name not in referenced]
     )
+    targets += [
+        index_path(table.paths, f) for f in index_files if f.file_name not in index_referenced
+    ]
     table.file_io.delete_many(targets)
-    logger.info("deleted %d data file(s) of a duplicate commit (%d referenced, kept)",
-                len(targets), len(adds) - len(targets))  # fmt: skip
+    logger.info("deleted %d data and index file(s) of a duplicate commit (%d referenced, kept)",
+                len(targets), len(adds) + len(index_files) - len(targets))  # fmt: skip
     return targets
+
+
+def _referenced_index(table: TableStorage, latest: Snapshot) -> set[str]:
+    """Names of the index files the index manifest of a retained snapshot or a tag lists."""
+    file_io, paths, snapshot_manager = table.file_io, table.paths, table.snapshot_manager
+    earliest = snapshot_manager.earliest_snapshot_id() or latest.id
+    snaps = (snapshot_manager.try_snapshot(sid) for sid in range(latest.id, earliest - 1, -1))
+    tags = (read_snapshot_file(file_io, s.path) for s in file_io.list_files(paths.tag_dir))
+    manifests = {s.index_manifest for s in itertools.chain(snaps, tags) if s and s.index_manifest}
+    return {
+        e.index_file.file_name
+        for name in manifests
+        for e in read_index_manifest(file_io, paths, name)
+    }
 
 
 def _referenced_changelog(table: TableStorage, latest: Snapshot, names: set[str]) -> set[str]:

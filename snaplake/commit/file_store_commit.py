@@ -230,10 +230,12 @@ class FileStoreCommit:
             them instead, as Paimon commits no changelog with an overwrite),
             two manifest lists (three with changelog) and one snapshot file
             per attempt (plus one DELETE manifest per attempt for
-            overwrites), and the ``LATEST`` hint; a lost attempt deletes its
-            manifest lists; a failed call deletes its manifests. A duplicate
-            deletes the data files its messages ADD that no retained snapshot
-            or tag references (see :mod:`snaplake.commit.duplicate`); no
+            overwrites, and an index manifest when the messages' index files
+            or an overwrite change the index), and the ``LATEST`` hint; a lost
+            attempt deletes its manifest lists and index manifest; a failed
+            call deletes its manifests. A duplicate
+            deletes the data and index files its messages ADD that no retained
+            snapshot or tag references (see :mod:`snaplake.commit.duplicate`); no
             other data file is ever deleted here.
 
         Source:

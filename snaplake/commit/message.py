@@ -22,10 +22,15 @@ from snaplake.store.format.data_file import (
     data_file_meta_from_json_dict,
     data_file_meta_to_json_dict,
 )
+from snaplake.store.format.index_file import (
+    IndexFileMeta,
+    index_file_from_json_dict,
+    index_file_to_json_dict,
+)
 
 __all__ = ["CommitMessage", "CompactIncrement", "DataIncrement", "messages_to_bytes"]
 
-_MESSAGE_VERSION = 1
+_MESSAGE_VERSION = 2
 
 
 def _files_to_json(files: Iterable[DataFileMeta]) -> list[dict[str, Any]]:
@@ -36,6 +41,14 @@ def _files_from_json(items: Iterable[Mapping[str, Any]]) -> tuple[DataFileMeta, 
     return tuple(data_file_meta_from_json_dict(i) for i in items)
 
 
+def _index_to_json(files: Iterable[IndexFileMeta]) -> list[dict[str, Any]]:
+    return [index_file_to_json_dict(f) for f in files]
+
+
+def _index_from_json(items: Iterable[dict[str, Any]]) -> tuple[IndexFileMeta, ...]:
+    return tuple(index_file_from_json_dict(i) for i in items)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DataIncrement:
     """Files a write added or removed.
@@ -44,15 +57,26 @@ class DataIncrement:
         new_files: Data files to ADD.
         deleted_files: Data files to DELETE (row-level rewrites; conflict-checked).
         changelog_files: Changelog files (unused by append tables; kept for format parity).
+        new_index_files: Index files to ADD to the APPEND snapshot's index manifest
+            (e.g. a bucket's new HASH file; it replaces the bucket's old one).
+        deleted_index_files: Index files to DELETE from it.
     """
 
     new_files: tuple[DataFileMeta, ...] = ()
     deleted_files: tuple[DataFileMeta, ...] = ()
     changelog_files: tuple[DataFileMeta, ...] = ()
+    new_index_files: tuple[IndexFileMeta, ...] = ()
+    deleted_index_files: tuple[IndexFileMeta, ...] = ()
 
     def is_empty(self) -> bool:
         """True when the increment carries no file."""
-        return not (self.new_files or self.deleted_files or self.changelog_files)
+        return not (
+            self.new_files
+            or self.deleted_files
+            or self.changelog_files
+            or self.new_index_files
+            or self.deleted_index_files
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,15 +87,26 @@ class CompactIncrement:
         compact_before: Inputs to DELETE (conflict-checked: they must still be live).
         compact_after: Outputs to ADD.
         changelog_files: Changelog files (unused by append tables).
+        new_index_files: Index files to ADD to the COMPACT snapshot's index manifest
+            (e.g. a bucket's rewritten deletion-vectors file).
+        deleted_index_files: Index files to DELETE from it.
     """
 
     compact_before: tuple[DataFileMeta, ...] = ()
     compact_after: tuple[DataFileMeta, ...] = ()
     changelog_files: tuple[DataFileMeta, ...] = ()
+    new_index_files: tuple[IndexFileMeta, ...] = ()
+    deleted_index_files: tuple[IndexFileMeta, ...] = ()
 
     def is_empty(self) -> bool:
         """True when the increment carries no file."""
-        return not (self.compact_before or self.compact_after or self.changelog_files)
+        return not (
+            self.compact_before
+            or self.compact_after
+            or self.changelog_files
+            or self.new_index_files
+            or self.deleted_index_files
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,6 +141,13 @@ class CommitMessage:
         """Files this message DELETEs (deleted files and compaction inputs)."""
         return self.data_increment.deleted_files + self.compact_increment.compact_before
 
+    def added_index_files(self) -> tuple[IndexFileMeta, ...]:
+        """Index files this message ADDs (the write's, then the compaction's).
+
+        What an abort of uncommitted messages deletes along with their data files.
+        """
+        return self.data_increment.new_index_files + self.compact_increment.new_index_files
+
     def to_json_dict(self) -> dict[str, Any]:
         """Return the JSON transport object (bytes fields base64)."""
         di, ci = self.data_increment, self.compact_increment
@@ -120,6 +162,10 @@ class CommitMessage:
             "compactBefore": _files_to_json(ci.compact_before),
             "compactAfter": _files_to_json(ci.compact_after),
             "compactChangelog": _files_to_json(ci.changelog_files),
+            "newIndexFiles": _index_to_json(di.new_index_files),
+            "deletedIndexFiles": _index_to_json(di.deleted_index_files),
+            "compactNewIndexFiles": _index_to_json(ci.new_index_files),
+            "compactDeletedIndexFiles": _index_to_json(ci.deleted_index_files),
         }
 
     @classmethod
@@ -142,11 +188,15 @@ class CommitMessage:
                 new_files=_files_from_json(data["newFiles"]),
                 deleted_files=_files_from_json(data["deletedFiles"]),
                 changelog_files=_files_from_json(data["changelogFiles"]),
+                new_index_files=_index_from_json(data["newIndexFiles"]),
+                deleted_index_files=_index_from_json(data["deletedIndexFiles"]),
             ),
             compact_increment=CompactIncrement(
                 compact_before=_files_from_json(data["compactBefore"]),
                 compact_after=_files_from_json(data["compactAfter"]),
                 changelog_files=_files_from_json(data["compactChangelog"]),
+                new_index_files=_index_from_json(data["compactNewIndexFiles"]),
+                deleted_index_files=_index_from_json(data["compactDeletedIndexFiles"]),
             ),
         )
 

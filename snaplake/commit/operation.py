@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from snaplake.commit.result import CommitOutcome
+from snaplake.store.format.index_file import IndexManifestEntry
 from snaplake.store.format.manifest_list import ManifestFileMeta
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
@@ -52,6 +53,10 @@ class CommitChanges:
             directories, before the publish.
         attempt_manifests: Manifest names written for this attempt only;
             deleted with the attempt's lists when the attempt fails.
+        index_changes: Index ADD/DELETE entries, in groups applied in order to the
+            latest snapshot's index manifest, each combined per Paimon's
+            ``BucketedCombiner`` (the writes' changes, then the compactions');
+            empty = the new snapshot reuses the latest's index manifest.
     """
 
     schema: TableSchema
@@ -66,6 +71,7 @@ class CommitChanges:
     delta_record_count: int = 0
     new_files: tuple[str, ...] = ()
     attempt_manifests: tuple[str, ...] = ()
+    index_changes: tuple[tuple[IndexManifestEntry, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,10 +18,12 @@ from typing import Any, ClassVar
 from snaplake.commit.producer import CommitContext, CommitRequest, SnapshotProducer
 from snaplake.errors import SchemaMismatchError
 from snaplake.store.format.binary_row import decode_binary_row
+from snaplake.store.format.index_file import IndexManifestEntry
 from snaplake.store.format.manifest import ManifestEntry
 from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
+from snaplake.store.read.index_scan import read_index_entries
 from snaplake.store.read.scan import FileStoreScan
 
 __all__ = ["OverwriteFiles"]
@@ -92,6 +94,42 @@ class OverwriteFiles(SnapshotProducer):
             touched = {canonical_partition(e.partition, types) for e in adds}
             live = [e for e in live if canonical_partition(e.partition, types) in touched]
         return [e.as_delete() for e in live]
+
+    def replaced_index_entries(
+        self, latest: Snapshot | None, adds: Sequence[ManifestEntry]
+    ) -> list[IndexManifestEntry]:
+        """DELETE entries for every index file of ``latest`` in the overwritten partitions.
+
+        Every index type; the partitions are those :meth:`replaced_entries` replaces
+        (the spec's, the touched ones of a dynamic overwrite, or all).
+
+        Storage: reads the index manifest of ``latest``.
+
+        Source: Paimon ``OverwriteChangesProvider.buildResult``.
+        """
+        entries = read_index_entries(self.context.table, latest)
+        if not entries:
+            return []
+        schema, overwrite = self.schema, self.overwrite
+        types = schema.partition_types
+        if isinstance(overwrite, Mapping) and overwrite:
+            index = {k: i for i, k in enumerate(schema.partition_keys)}
+            entries = [
+                e
+                for e in entries
+                if all(
+                    decode_binary_row(e.partition, types)[index[k]] == v
+                    for k, v in overwrite.items()
+                )
+            ]
+        elif (
+            overwrite is True
+            and schema.partition_keys
+            and schema.core_options.dynamic_partition_overwrite
+        ):
+            touched = {canonical_partition(e.partition, types) for e in adds}
+            entries = [e for e in entries if canonical_partition(e.partition, types) in touched]
+        return [e.as_delete() for e in entries]
 
 
 def _check_in_spec(

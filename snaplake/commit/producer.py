@@ -43,10 +43,12 @@ from snaplake.commit.duplicate import (
     delete_unreferenced_files,
     find_holding_snapshot,
 )
+from snaplake.commit.index_conflict import check_hash_replacements
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.operation import CommitChanges, CommitStop
 from snaplake.commit.result import CommitOutcome
 from snaplake.commit.snapshot_commit import SnapshotCommit
+from snaplake.store.format.index_file import IndexManifestEntry, index_path
 from snaplake.store.format.manifest import FileKind, ManifestEntry
 from snaplake.store.format.manifest_list import ManifestFileMeta
 from snaplake.store.format.manifest_writer import write_manifest
@@ -62,6 +64,7 @@ __all__ = [
     "CompactFiles",
     "SnapshotProducer",
     "message_entries",
+    "message_index_entries",
 ]
 
 logger = logging.getLogger(__name__)
@@ -120,6 +123,33 @@ def message_entries(messages: Sequence[CommitMessage]) -> list[ManifestEntry]:
     return out
 
 
+def message_index_entries(
+    messages: Sequence[CommitMessage],
+) -> tuple[list[IndexManifestEntry], list[IndexManifestEntry]]:
+    """The messages' index ADD/DELETE entries: (the writes', the compactions').
+
+    ``DataIncrement.new_index_files``/``deleted_index_files`` go to the first list
+    (Paimon's APPEND snapshot), the ``CompactIncrement`` ones to the second (its
+    COMPACT snapshot); snaplake publishes both in one snapshot, applying them in
+    that order. Per message: DELETEs, then ADDs.
+
+    Source: Paimon ``ManifestEntryChanges.collect``.
+    """
+    data: list[IndexManifestEntry] = []
+    compact: list[IndexManifestEntry] = []
+    for m in messages:
+        for out, inc in ((data, m.data_increment), (compact, m.compact_increment)):
+            out.extend(
+                IndexManifestEntry(FileKind.DELETE, m.partition, m.bucket, f)
+                for f in inc.deleted_index_files
+            )
+            out.extend(
+                IndexManifestEntry(FileKind.ADD, m.partition, m.bucket, f)
+                for f in inc.new_index_files
+            )
+    return data, compact
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommitRequest:
     """One ``commit(...)`` call, resolved: its messages and the new snapshot's fields.
@@ -176,6 +206,7 @@ class SnapshotProducer:
         self._changelog: ManifestFileMeta | None = None
         self._changelog_entries: list[ManifestEntry] = []
         self._entries: list[ManifestEntry] | None = None
+        self._index_entries = message_index_entries(self.messages)
         self._conflicts: ConflictDetection | None = None
 
     def __repr__(self) -> str:
@@ -192,19 +223,35 @@ class SnapshotProducer:
         """
         return []
 
+    def replaced_index_entries(
+        self, latest: Snapshot | None, adds: Sequence[ManifestEntry]
+    ) -> list[IndexManifestEntry]:
+        """DELETE entries for index files of ``latest`` this commit replaces (none by default).
+
+        Args:
+            latest: The snapshot the attempt publishes on.
+            adds: The commit's ADD entries.
+        """
+        return []
+
     def attempt(self, latest: Snapshot | None) -> CommitChanges | CommitStop:
         """Return the changes to publish on ``latest``, or stop (duplicate, nothing to commit).
 
         Raises:
             CommitConflictError: a deleted file is not live in ``latest``, the
-                bucket count changed, the messages list a file twice, or a
-                conflict rule refused the delta.
+                bucket count changed, the messages list a file twice, a
+                conflict rule refused the delta, or (``HashIndexConflictError``)
+                a HASH index file the commit replaces changed since its writer
+                restored it (:func:`~snaplake.commit.index_conflict.check_hash_replacements`).
             SchemaMismatchError: files were written under a schema that can no
                 longer be read (or see :meth:`replaced_entries`).
 
-        Storage: a duplicate deletes the data files its messages ADD that
-        nothing references; an attempt may write manifests of its own
-        (:attr:`CommitChanges.attempt_manifests`).
+        Storage: a duplicate deletes the data and index files its messages ADD
+        that nothing references; an attempt may write manifests of its own
+        (:attr:`CommitChanges.attempt_manifests`). The index changes
+        (:attr:`CommitChanges.index_changes`: the writes' index files, with an
+        overwrite's DELETEs of the replaced partitions' entries, then the
+        compactions') are combined with ``latest``'s index manifest by the publish.
         """
         ctx = self.context
         duplicate = self.duplicate_of(latest)
@@ -234,6 +281,15 @@ class SnapshotProducer:
             delta.append(meta)
         all_deletes = deletes + extra_deletes
         changelog = self._changelog_entries
+        index_adds, index_compacts = self._index_entries
+        index_changes = (
+            (*self.replaced_index_entries(latest, adds), *index_adds),
+            tuple(index_compacts),
+        )
+        check_hash_replacements(ctx.table, latest, index_changes[0])
+        new_index_files = [
+            index_path(ctx.table.paths, f) for m in self.messages for f in m.added_index_files()
+        ]
         return CommitChanges(
             schema=self.schema,
             delta=tuple(delta),
@@ -249,8 +305,10 @@ class SnapshotProducer:
                 *data_file_paths(ctx.table.paths, self.schema, [*adds, *changelog]),
                 *(ctx.table.paths.manifest_path(m.file_name) for m in delta),
                 *(ctx.table.paths.manifest_path(m.file_name) for m in [self._changelog] if m),
+                *new_index_files,
             ),
             attempt_manifests=tuple(attempt_manifests),
+            index_changes=tuple(g for g in index_changes if g),
         )
 
     def duplicate_of(self, latest: Snapshot | None) -> CommitStop | None:
@@ -294,7 +352,8 @@ class SnapshotProducer:
         check_total_buckets(adds, self.schema.core_options.bucket)
         check_files_readable([e.file for e in adds], self.schema, ctx.table.schema_manager.schema)
         changelog = self._changelog_of_messages()
-        if not self.publishes_when_empty and not entries and not changelog:
+        has_index = any(self._index_entries)
+        if not self.publishes_when_empty and not entries and not changelog and not has_index:
             return None
         if entries:
             self._delta = write_manifest(

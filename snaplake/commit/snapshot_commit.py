@@ -57,6 +57,11 @@ from snaplake.errors import (
     CommitStateUnknownError,
     CorruptMetadataError,
 )
+from snaplake.store.format.index_file import (
+    combine_index_entries,
+    read_index_manifest,
+    write_index_manifest,
+)
 from snaplake.store.format.manifest_list import (
     concat_manifest_lists,
     encode_manifest_list,
@@ -349,14 +354,16 @@ class SnapshotCommit:
         Raises:
             CommitStateUnknownError: the publish outcome stayed unknown.
             CorruptMetadataError: ``latest`` is still the newest snapshot but
-                one of its manifest lists is missing.
+                one of its manifest lists (or its index manifest) is missing.
             StorageError: writing a list failed (the attempt's files are deleted).
             OSError: the publish failed before the commit point (the
                 attempt's files are deleted).
 
         Storage:
             Writes the base and delta manifest lists (and the changelog
-            manifest list when ``changes.changelog`` is set) and the snapshot file,
+            manifest list when ``changes.changelog`` is set, and an index
+            manifest when ``changes.index_changes`` change the latest's index
+            entries) and the snapshot file,
             making ``changes.new_files``, the lists and their directories
             durable first; a lost race (or ``latest`` expired meanwhile)
             deletes the lists and ``changes.attempt_manifests``. An error
@@ -374,6 +381,7 @@ class SnapshotCommit:
                     if changes.base is not None
                     else self._base_list_bytes(latest, compression)
                 )
+                index_manifest = self._index_manifest(changes, latest, compression)
             except FileNotFoundError as exc:
                 self.delete_manifests(written)
                 # ``latest`` was expired (its lists deleted) while we built on it: the
@@ -382,6 +390,10 @@ class SnapshotCommit:
                 if latest is not None and not self.snapshot_manager.snapshot_exists(latest.id + 1):
                     raise self._missing_list(latest, exc) from exc
                 return None
+            new_index = [] if index_manifest is None else [index_manifest]
+            if latest is not None and index_manifest == latest.index_manifest:
+                new_index = []  # reused: the latest snapshot references it
+            written += new_index
             base_name = self.paths.new_manifest_list_name()
             self.file_io.write_new(self.paths.manifest_path(base_name), base_bytes)
             written.append(base_name)
@@ -398,13 +410,14 @@ class SnapshotCommit:
             snapshot = self._snapshot(
                 changes, latest=latest, kind=kind, attempt=attempt, start=start,
                 base=(base_name, len(base_bytes)), delta=(delta_name, len(delta_bytes)),
-                changelog=changelog,
+                changelog=changelog, index_manifest=index_manifest,
             )  # fmt: skip
             durable = [
                 *changes.new_files,
                 self.paths.manifest_path(base_name),
                 self.paths.manifest_path(delta_name),
                 *([self.paths.manifest_path(changelog[0])] if changelog else []),
+                *(self.paths.index_manifest_path(n) for n in new_index),
             ]
             landed = publish_snapshot(
                 self.file_io, self.paths, snapshot, durable=durable,
@@ -423,6 +436,39 @@ class SnapshotCommit:
         )
         self._write_latest_hint(snapshot.id)
         return snapshot
+
+    def _index_manifest(
+        self, changes: CommitChanges, latest: Snapshot | None, compression: str
+    ) -> str | None:
+        """The new snapshot's ``indexManifest``: the latest's, or a new one with the changes.
+
+        The latest snapshot's index entries combined with each group of
+        ``changes.index_changes`` in turn. Nothing to apply, or a result equal to
+        the latest's entries, reuses the latest's name; an empty result is ``None``.
+
+        Raises:
+            FileNotFoundError: the latest's index manifest is missing.
+
+        Storage: reads the latest's index manifest and writes a new one when the
+        entries changed.
+
+        Source: Paimon ``FileStoreCommitImpl.tryCommitOnce`` /
+        ``IndexManifestFileHandler.write``.
+        """
+        previous_name = latest.index_manifest if latest is not None else None
+        if not any(changes.index_changes):
+            return previous_name
+        previous = (
+            read_index_manifest(self.file_io, self.paths, previous_name) if previous_name else []
+        )
+        entries = previous
+        for group in changes.index_changes:
+            entries = combine_index_entries(entries, group)
+        if entries == previous:
+            return previous_name
+        if not entries:
+            return None
+        return write_index_manifest(self.file_io, self.paths, entries, compression=compression)
 
     def _base_list_bytes(self, latest: Snapshot | None, compression: str) -> bytes:
         """Bytes of the new base list = latest.base + latest.delta, copied block-wise."""
@@ -456,6 +502,7 @@ class SnapshotCommit:
         base: tuple[str, int],
         delta: tuple[str, int],
         changelog: tuple[str, int] | None,
+        index_manifest: str | None,
     ) -> Snapshot:
         txn = self.txn_map(latest)
         if changes.identifier != BATCH_COMMIT_IDENTIFIER:
@@ -483,12 +530,15 @@ class SnapshotCommit:
             delta_record_count=changes.delta_record_count,
             changelog_record_count=changes.changelog_record_count if changelog else None,
             watermark=latest.watermark if latest else None,
+            index_manifest=index_manifest,
             properties=props,
         )
 
     def _missing_list(self, latest: Snapshot, error: FileNotFoundError) -> CorruptMetadataError:
         """The error for a newest snapshot whose manifest list is missing."""
         lists = [latest.base_manifest_list, latest.delta_manifest_list]
+        if latest.index_manifest:
+            lists.append(latest.index_manifest)
         missing = next(
             (n for n in lists if not self.file_io.exists(self.paths.manifest_path(n))), lists[0]
         )

@@ -17,12 +17,19 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from snaplake.errors import CorruptMetadataError
+from snaplake.store.format.index_file import IndexManifestEntry, read_index_manifest
 from snaplake.store.format.manifest import ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import ManifestFileMeta, read_manifest_list
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.io.file_io import FileIO
 
-__all__ = ["delete_in_batches", "parallel_map", "read_entries_strict", "read_list_strict"]
+__all__ = [
+    "delete_in_batches",
+    "parallel_map",
+    "read_entries_strict",
+    "read_index_strict",
+    "read_list_strict",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +87,18 @@ def read_entries_strict(file_io: FileIO, paths: PathFactory, name: str) -> list[
         CorruptMetadataError: the file is missing or undecodable (``.path`` names it).
     """
     return _read_strict(read_manifest_file, "manifest", file_io, paths, name)
+
+
+def read_index_strict(file_io: FileIO, paths: PathFactory, name: str) -> list[IndexManifestEntry]:
+    """Read index manifest ``name`` from ``manifest/``.
+
+    Raises:
+        CorruptMetadataError: the file is missing or undecodable (``.path`` names it).
+    """
+    return _read_strict(
+        lambda fio, path: read_index_manifest(fio, paths, name), "index manifest", file_io,
+        paths, name,
+    )  # fmt: skip
 
 
 def delete_in_batches(file_io: FileIO, targets: Iterable[str], *, workers: int = 4) -> int:

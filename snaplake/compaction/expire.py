@@ -12,7 +12,8 @@ also maintains stays consistent:
    (changelog expires with its snapshot; retention options that would keep
    changelog longer, Paimon's "decoupled" changelog, are refused);
 2. the manifests and manifest lists of the expired snapshots that neither
-   ``end`` nor a tag in the expired range references;
+   ``end`` nor a tag in the expired range references; likewise their index
+   manifests, and the index files those list that no kept index manifest lists;
 3. the snapshot files ``[begin, end)``;
 4. the ``EARLIEST`` hint, set to ``end``.
 
@@ -26,9 +27,8 @@ Source: Paimon ``ExpireSnapshotsImpl`` (range computation, ``expireUntil``,
 ``SnapshotDeletion`` / ``FileDeletionBase`` (``planDeletedInDeltaManifest``,
 ``manifestSkippingSet``, ``planManifestsCleaner``). Deliberate differences:
 Paimon logs and skips a part of the cleanup when a read fails; snaplake stops
-the whole run before deleting anything. Index manifests and statistics files
-are never deleted here (snaplake does not write them); orphan clean leaves
-them alone too. Empty bucket directories are left in place.
+the whole run before deleting anything. Statistics files are never deleted
+here (snaplake does not write them). Empty bucket directories are left in place.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from snaplake.compaction._io import (
     delete_in_batches,
     parallel_map,
     read_entries_strict,
+    read_index_strict,
     read_list_strict,
 )
 from snaplake.compaction.retention import SnapshotRetention
@@ -51,6 +52,7 @@ from snaplake.options import CoreOptions, Operation
 from snaplake.store.consumers import ConsumerManager
 from snaplake.store.format.avro import parse_container
 from snaplake.store.format.avro_codecs import decompress_block
+from snaplake.store.format.index_file import index_path
 from snaplake.store.format.manifest import FileKind, ManifestEntry
 from snaplake.store.format.manifest_list import ManifestFileMeta
 from snaplake.store.format.partition import canonical_partition
@@ -80,7 +82,9 @@ class ExpireResult:
         latest_id: The newest snapshot when the run planned.
         data_files: Full paths of the data files deleted.
         changelog_files: Full paths of the changelog files deleted.
-        manifest_files: Full paths of the manifests and manifest lists deleted.
+        index_files: Full paths of the index files (HASH, deletion vectors) deleted.
+        manifest_files: Full paths of the manifests, manifest lists and index
+            manifests deleted.
         snapshot_files: Full paths of the snapshot files deleted.
         bytes_freed: Bytes of the deleted files (as recorded in the metadata).
         duration_s: Wall time of the run, seconds.
@@ -92,6 +96,7 @@ class ExpireResult:
     latest_id: int | None = None
     data_files: tuple[str, ...] = ()
     changelog_files: tuple[str, ...] = ()
+    index_files: tuple[str, ...] = ()
     manifest_files: tuple[str, ...] = ()
     snapshot_files: tuple[str, ...] = ()
     bytes_freed: int = 0
@@ -104,10 +109,11 @@ class ExpireResult:
 
     @property
     def files_deleted(self) -> int:
-        """Data and changelog files, manifests, manifest lists and snapshot files deleted."""
+        """Data, changelog and index files, manifests, lists and snapshot files deleted."""
         return (
             len(self.data_files)
             + len(self.changelog_files)
+            + len(self.index_files)
             + len(self.manifest_files)
             + len(self.snapshot_files)
         )
@@ -119,6 +125,7 @@ class _Plan:
     expired: list[Snapshot] = field(default_factory=list)
     data_files: list[str] = field(default_factory=list)
     changelog_files: list[str] = field(default_factory=list)
+    index_files: list[str] = field(default_factory=list)
     manifest_files: list[str] = field(default_factory=list)
     snapshot_files: list[str] = field(default_factory=list)
     bytes_freed: int = 0
@@ -199,7 +206,8 @@ class ExpireSnapshots:
 
         Storage:
             Deletes the markers of consumers idle past ``consumer.expiration-time``,
-            then data files, then changelog files, then manifests and manifest lists, then
+            then data files, then changelog files, then index files, then manifests,
+            manifest lists and index manifests, then
             snapshot files, then rewrites ``snapshot/EARLIEST``; each step in
             parallel batches and finished before the next starts.
         """
@@ -216,15 +224,17 @@ class ExpireSnapshots:
             return self._result(plan, dry_run=False, start=start)
         delete_in_batches(self.file_io, plan.data_files, workers=self._workers)
         delete_in_batches(self.file_io, plan.changelog_files, workers=self._workers)
+        delete_in_batches(self.file_io, plan.index_files, workers=self._workers)
         delete_in_batches(self.file_io, plan.manifest_files, workers=self._workers)
         delete_in_batches(self.file_io, plan.snapshot_files, workers=self._workers)
         self._write_earliest_hint(plan.end)
         result = self._result(plan, dry_run=False, start=start)
         logger.info(
             "expired snapshots %d..%d of %s: %d data file(s), %d changelog file(s), "
-            "%d manifest file(s), %.1f ms",
+            "%d index file(s), %d manifest file(s), %.1f ms",
             plan.expired[0].id, plan.expired[-1].id, self.paths.root, len(plan.data_files),
-            len(plan.changelog_files), len(plan.manifest_files), result.duration_s * 1000,
+            len(plan.changelog_files), len(plan.index_files), len(plan.manifest_files),
+            result.duration_s * 1000,
         )  # fmt: skip
         return result
 
@@ -287,7 +297,8 @@ class ExpireSnapshots:
             if snap.id != end and snap.changelog_manifest_list:
                 changelog.update(self._added_in_changelog(snap, schema))
 
-        # 2. manifests and lists not referenced by `end` or tags overlapping the range
+        # 2. manifests, lists, index manifests and index files not referenced by `end`
+        #    or tags overlapping the range
         skipping = [*_skipping_tags(tagged, begin, end), end_snap]
         keep: set[str] = set()
         for names in parallel_map(self._referenced_metadata, skipping, workers=self._workers):
@@ -299,13 +310,22 @@ class ExpireSnapshots:
             for name, size in self._metadata_of(snap, chain=chain):
                 if name not in keep:
                     manifests.setdefault(self.paths.manifest_path(name), size)
+        index_files: dict[str, int] = {}
+        dead_index = {s.index_manifest for s in expired if s.index_manifest} - keep
+        for name in sorted(dead_index):  # consecutive snapshots share one: read each once
+            manifests.setdefault(self.paths.index_manifest_path(name), 0)
+            for e in read_index_strict(self.file_io, self.paths, name):
+                if e.index_file.file_name not in keep:
+                    path = index_path(self.paths, e.index_file)
+                    index_files.setdefault(path, e.index_file.file_size)
 
         plan.expired = expired
         plan.data_files = sorted(data)
         plan.changelog_files = sorted(changelog)
+        plan.index_files = sorted(index_files)
         plan.manifest_files = sorted(manifests)
         plan.snapshot_files = [self.paths.snapshot_path(s.id) for s in expired]
-        plan.bytes_freed = sum(data.values()) + sum(changelog.values()) + sum(manifests.values())
+        plan.bytes_freed = sum(sum(d.values()) for d in (data, changelog, index_files, manifests))
         return plan
 
     def _partition_path(self, partition: bytes, schema: TableSchema) -> str:
@@ -459,10 +479,18 @@ class ExpireSnapshots:
         )
 
     def _referenced_metadata(self, snap: Snapshot) -> set[str]:
-        """Every metadata file name ``snap`` reaches (Paimon's manifest skipping set)."""
+        """Every metadata and index file name ``snap`` reaches (Paimon's manifest skipping set).
+
+        Raises:
+            CorruptMetadataError: a list, manifest or the index manifest is missing.
+        """
         names = {name for name, _ in self._metadata_of(snap)}
         if snap.index_manifest:
             names.add(snap.index_manifest)
+            names.update(
+                e.index_file.file_name
+                for e in read_index_strict(self.file_io, self.paths, snap.index_manifest)
+            )
         if snap.statistics:
             names.add(snap.statistics)
         return names
@@ -486,6 +514,7 @@ class ExpireSnapshots:
             latest_id=plan.latest,
             data_files=tuple(plan.data_files),
             changelog_files=tuple(plan.changelog_files),
+            index_files=tuple(plan.index_files),
             manifest_files=tuple(plan.manifest_files),
             snapshot_files=tuple(plan.snapshot_files),
             bytes_freed=plan.bytes_freed,

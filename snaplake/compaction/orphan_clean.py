@@ -1,6 +1,7 @@
 """OrphanFilesClean: delete files under a table that nothing references any more.
 
-Candidates are the files in ``manifest/``, in the data directories
+Candidates are the files in ``manifest/`` (index manifests included), in
+``index/`` (HASH and deletion-vector files), in the data directories
 (``<partition>/bucket-<b>/``) and stray non-snapshot files in ``snapshot/``.
 A candidate is an orphan when no retained snapshot and no tag references it
 (by file name, as Paimon compares) and it was last modified before
@@ -39,6 +40,7 @@ from datetime import UTC, datetime, timedelta
 from snaplake.compaction._io import delete_in_batches, parallel_map, read_entries_strict
 from snaplake.errors import CorruptMetadataError
 from snaplake.options import Operation
+from snaplake.store.format.index_file import read_index_manifest
 from snaplake.store.format.manifest import ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import ManifestFileMeta, read_manifest_list
 from snaplake.store.format.paths import PathFactory
@@ -119,7 +121,8 @@ def resolve_cutoff(older_than: timedelta | datetime, *, now: datetime) -> dateti
 def is_candidate(relative_path: str) -> bool:
     """Whether a file may be an orphan, by its path relative to the table directory.
 
-    Candidates: manifests and manifest lists (``manifest/<name>``), stray
+    Candidates: manifests, manifest lists and index manifests (``manifest/<name>``),
+    index files (``index/<name>``), stray
     files in ``snapshot/`` (not ``snapshot-<N>``, ``LATEST``, ``EARLIEST``),
     data files (``<k=v>/.../bucket-<b>/<name>`` outside the metadata
     directories) and FileIO scratch files anywhere.
@@ -129,7 +132,7 @@ def is_candidate(relative_path: str) -> bool:
     top = parts[0]
     if name.startswith(SCRATCH_PREFIX):
         return True  # never referenced: an orphan once older than the cutoff
-    if top == "manifest" and len(parts) == 2:
+    if top in ("manifest", "index") and len(parts) == 2:
         return True
     if top == "snapshot" and len(parts) == 2:
         return not (name.startswith("snapshot-") or name in ("LATEST", "EARLIEST"))
@@ -211,8 +214,9 @@ class OrphanFilesClean:
             StorageError: a deletion failed; running again resumes.
 
         Storage:
-            Deletes the listed orphan files (data files, manifests, manifest
-            lists, stray temp files in ``snapshot/``), never directories.
+            Deletes the listed orphan files (data files, index files,
+            manifests, manifest lists, index manifests, stray temp files in
+            ``snapshot/``), never directories.
         """
         return self._run(dry_run=False)
 
@@ -339,6 +343,27 @@ class OrphanFilesClean:
                 out.append((list_name, metas))
         return out
 
+    def _index_file_names(self, snap: Snapshot, *, may_vanish: bool) -> set[str]:
+        """Names of the index files ``snap``'s index manifest lists.
+
+        Raises:
+            CorruptMetadataError: the index manifest is missing (unless ``may_vanish``
+                and the snapshot expired meanwhile) or undecodable.
+        """
+        assert snap.index_manifest is not None
+        try:
+            entries = read_index_manifest(self.file_io, self.paths, snap.index_manifest)
+        except FileNotFoundError as exc:
+            if may_vanish and not self.snapshot_manager.snapshot_exists(snap.id):
+                return set()  # expired while we read it
+            path = self.paths.index_manifest_path(snap.index_manifest)
+            raise CorruptMetadataError(
+                f"the index manifest {path} of snapshot {snap.id} is missing; orphan clean "
+                "stopped without deleting anything",
+                path=path,
+            ) from exc
+        return {e.index_file.file_name for e in entries}
+
     def _used_names(self) -> set[str]:
         """Every file name reachable from a retained snapshot, a tag or a long-lived changelog."""
         used: set[str] = set()
@@ -368,9 +393,11 @@ class OrphanFilesClean:
             for m in metas:
                 manifests.setdefault(m.file_name, m)
                 owners.setdefault(m.file_name, []).append(snap.id if may_vanish else None)
-            for extra in (snap.index_manifest, snap.statistics):
-                if extra:
-                    used.add(extra)
+            if snap.statistics:
+                used.add(snap.statistics)
+            if snap.index_manifest:
+                used.add(snap.index_manifest)
+                used |= self._index_file_names(snap, may_vanish=may_vanish)
         for name, metas in self._long_lived_changelog_lists():
             used.add(name)
             for m in metas:

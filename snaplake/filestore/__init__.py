@@ -7,17 +7,20 @@ selection, compaction, conflict rules, writer-state restore, supported
 options). A new table mode is a new variant or an option inside one kind's
 module, never a branch in those callers.
 
-Source: Paimon ``FileStore``, ``AppendOnlyFileStore``, ``KeyValueFileStore``.
+Source: Paimon ``FileStore``, ``AppendOnlyFileStore``, ``KeyValueFileStore``
+(``DynamicBucketFileStore``: its ``HASH_DYNAMIC`` mode).
 """
 
 from snaplake.filestore.append import AppendOnlyFileStore
 from snaplake.filestore.base import FileStore
+from snaplake.filestore.dynamic_bucket import DynamicBucketFileStore
 from snaplake.filestore.factory import file_store_for
 from snaplake.filestore.key_value import KeyValueFileStore
 from snaplake.filestore.postpone import PostponeBucketFileStore
 
 __all__ = [
     "AppendOnlyFileStore",
+    "DynamicBucketFileStore",
     "FileStore",
     "KeyValueFileStore",
     "PostponeBucketFileStore",

@@ -47,6 +47,14 @@ class AppendOnlyFileStore(FileStore):
             file_io=self.file_io, paths=self.paths, schema=self.schema, commit_user=commit_user
         )
 
+    @property
+    def bucket_mode(self) -> str:
+        """``"unaware"`` (``bucket = -1``) or ``"fixed"``.
+
+        Source: Paimon ``AppendOnlyFileStore.bucketMode``.
+        """
+        return "unaware" if self.schema.core_options.bucket == -1 else "fixed"
+
     takes_row_kinds: ClassVar[bool] = False
     writes_by_bucket: ClassVar[bool] = False
 

@@ -101,6 +101,17 @@ class FileStore(ABC):
             UnsupportedTableError: the table uses something snaplake cannot write.
         """
 
+    @property
+    @abstractmethod
+    def bucket_mode(self) -> str:
+        """How rows find their bucket (``Table.bucket_mode``).
+
+        ``"fixed"``, ``"dynamic"``, ``"cross-partition"``, ``"postpone"`` or ``"unaware"``.
+
+        Source: Paimon ``FileStore.bucketMode`` (``HASH_FIXED``, ``HASH_DYNAMIC``,
+        ``KEY_DYNAMIC``, ``POSTPONE_MODE``, ``BUCKET_UNAWARE``).
+        """
+
     takes_row_kinds: ClassVar[bool]
     """The writer takes row kinds other than ``+I`` (retractions: ``-U``, ``+U``, ``-D``)."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from snaplake.filestore.append import AppendOnlyFileStore
 from snaplake.filestore.base import FileStore
+from snaplake.filestore.dynamic_bucket import DynamicBucketFileStore
 from snaplake.filestore.key_value import KeyValueFileStore
 from snaplake.filestore.postpone import PostponeBucketFileStore
 from snaplake.store.format.paths import POSTPONE_BUCKET
@@ -19,7 +20,9 @@ __all__ = ["file_store_for"]
 def file_store_for(table: TableStorage, schema: TableSchema) -> FileStore:
     """Return the FileStore of ``schema``'s kind: key-value with primary keys, else append.
 
-    Primary-key tables with ``bucket = -2`` get the postpone-bucket variant.
+    Primary-key tables with ``bucket = -2`` get the postpone-bucket variant; a
+    primary-key table with ``bucket = -1`` whose key holds every partition
+    key gets the dynamic-bucket variant (Paimon's ``HASH_DYNAMIC``).
 
     Args:
         table: The table's storage, paths, managers and identifier.
@@ -32,5 +35,10 @@ def file_store_for(table: TableStorage, schema: TableSchema) -> FileStore:
     if schema.primary_keys:
         if schema.core_options.bucket == POSTPONE_BUCKET:
             return PostponeBucketFileStore(table, schema)
-        return KeyValueFileStore(table, schema)
+        dynamic = schema.core_options.bucket == -1 and set(schema.partition_keys) <= set(
+            schema.primary_keys
+        )
+        return (
+            DynamicBucketFileStore(table, schema) if dynamic else KeyValueFileStore(table, schema)
+        )
     return AppendOnlyFileStore(table, schema)

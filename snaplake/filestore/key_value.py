@@ -34,6 +34,7 @@ from snaplake.store.read.predicate import Predicate
 from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.stats_filter import KeyStatsFilter
+from snaplake.write.bucket_assigner import DynamicBucketIndex
 from snaplake.write.kv_write import KeyValueTableWrite, restore_max_sequences
 
 __all__ = ["KeyValueFileStore"]
@@ -67,7 +68,27 @@ class KeyValueFileStore(FileStore):
         return KeyValueTableWrite(
             file_io=self.file_io, paths=self.paths, schema=self.schema,
             commit_user=commit_user, restore_sequences=restore, lift_level0=lift,
+            bucket_index=self.new_bucket_index(),
         )  # fmt: skip
+
+    def new_bucket_index(self) -> DynamicBucketIndex | None:
+        """The writer's bucket index: ``None`` for fixed buckets (a row's bucket is its hash's)."""
+        return None
+
+    @property
+    def bucket_mode(self) -> str:
+        """``"fixed"`` (``bucket > 0``), ``"postpone"`` (-2) or ``"cross-partition"`` (-1).
+
+        Cross-partition: ``bucket = -1`` with a primary key lacking a partition
+        key (with every partition key it is the ``"dynamic"`` variant,
+        :class:`~snaplake.filestore.dynamic_bucket.DynamicBucketFileStore`).
+
+        Source: Paimon ``KeyValueFileStore.bucketMode``.
+        """
+        bucket = self.schema.core_options.bucket
+        if bucket > 0:
+            return "fixed"
+        return "postpone" if bucket == -2 else "cross-partition"
 
     takes_row_kinds: ClassVar[bool] = True
     writes_by_bucket: ClassVar[bool] = True

@@ -45,6 +45,9 @@ from snaplake.options.registry import (
     CONSUMER_CHANGELOG_ONLY,
     CONSUMER_EXPIRATION_TIME,
     DATA_FILE_PREFIX,
+    DYNAMIC_BUCKET_INITIAL_BUCKETS,
+    DYNAMIC_BUCKET_MAX_BUCKETS,
+    DYNAMIC_BUCKET_TARGET_ROW_NUM,
     DYNAMIC_PARTITION_OVERWRITE,
     FILE_COMPRESSION,
     FILE_COMPRESSION_PER_LEVEL,
@@ -158,6 +161,21 @@ class CoreOptions:
         """Bucket key columns, empty when not set."""
         value = self.get(BUCKET_KEY)
         return [k.strip() for k in value.split(",") if k.strip()] if value else []
+
+    @property
+    def dynamic_bucket_target_row_num(self) -> int:
+        """``dynamic-bucket.target-row-num``: distinct keys per dynamic bucket (2,000,000)."""
+        return self._req(DYNAMIC_BUCKET_TARGET_ROW_NUM)
+
+    @property
+    def dynamic_bucket_initial_buckets(self) -> int | None:
+        """``dynamic-bucket.initial-buckets``, ``None`` when unset."""
+        return self.get(DYNAMIC_BUCKET_INITIAL_BUCKETS)
+
+    @property
+    def dynamic_bucket_max_buckets(self) -> int:
+        """``dynamic-bucket.max-buckets``: buckets per partition at most (-1 = no cap)."""
+        return self._req(DYNAMIC_BUCKET_MAX_BUCKETS)
 
     @property
     def target_file_size_bytes(self) -> int:

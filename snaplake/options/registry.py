@@ -225,6 +225,20 @@ def _parse_level_map(text: str) -> dict[int, str]:
     return out
 
 
+def _parse_positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise ValueError(f"{value} is not a positive count")
+    return value
+
+
+def _parse_max_buckets(text: str) -> int:
+    value = int(text)
+    if value != -1 and not 1 <= value <= 32767:
+        raise ValueError(f"{value} is not -1 or a count in 1..32767")
+    return value
+
+
 def _lower(text: str) -> str:
     return text.strip().lower()
 
@@ -389,6 +403,19 @@ PARTITION_LEGACY_NAME = _honoured(
     "partition.legacy-name", "spelling of partition values in paths", parse=parse_bool,
     default=True,
     doc="Java-compatible partition value spelling in paths (dates as day numbers, ...).")
+DYNAMIC_BUCKET_TARGET_ROW_NUM: ConfigOption[int] = _pk(
+    "dynamic-bucket.target-row-num", _PK + ": distinct keys a dynamic bucket takes before "
+    "new keys go to a new bucket", parse=_parse_positive, default=2_000_000,
+    doc="Keys per dynamic bucket (bucket = -1) before a new bucket is opened.")
+DYNAMIC_BUCKET_INITIAL_BUCKETS: ConfigOption[int] = _pk(
+    "dynamic-bucket.initial-buckets", _PK + ": the number of assigners (min with the "
+    "assigner parallelism, 1 in snaplake); creates no bucket up front, as in Paimon",
+    parse=_parse_positive, doc="Assigners of a dynamic-bucket table (immutable).")
+DYNAMIC_BUCKET_MAX_BUCKETS: ConfigOption[int] = _pk(
+    "dynamic-bucket.max-buckets", _PK + ": largest number of buckets per partition; a "
+    "capped partition puts new keys into one of its buckets at random",
+    parse=_parse_max_buckets, default=-1,
+    doc="Buckets per partition of a dynamic-bucket table at most (-1 = no cap).")
 PRIMARY_KEY_NULLABLE = _pk(
     "primary-key.nullable", parse=parse_bool, default=False,
     doc="Keep primary-key columns nullable (Paimon makes them NOT NULL by default).")
@@ -661,9 +688,11 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     _engine("consumer.mode", _ENGINE_STREAM),
     _engine("consumer.ignore-progress", _ENGINE_STREAM),
     CONSUMER_CHANGELOG_ONLY,
-    *(_pk(k) for k in (
-        "dynamic-bucket.target-row-num", "dynamic-bucket.initial-buckets",
-        "dynamic-bucket.max-buckets", "dynamic-bucket.assigner-parallelism")),
+    DYNAMIC_BUCKET_TARGET_ROW_NUM,
+    DYNAMIC_BUCKET_INITIAL_BUCKETS,
+    DYNAMIC_BUCKET_MAX_BUCKETS,
+    _engine("dynamic-bucket.assigner-parallelism", "parallelism of another engine's "
+            "dynamic-bucket assigners (snaplake runs one assigner per partition writer)"),
     *(_refused(k, "a batch read of the changes between two snapshots instead of the table",
                refused_for=_READ_ONLY) for k in (
         "incremental-between", "incremental-between-timestamp", "incremental-to-auto-tag")),

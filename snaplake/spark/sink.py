@@ -6,7 +6,9 @@ Per micro-batch the driver first asks the table whether this query's
 in every snaplake snapshot); a replayed batch returns at once, before the
 DataFrame is touched. Otherwise executors write the data files and return
 CommitMessages, and the driver commits them once with
-``commit_identifier = batch_id``.
+``commit_identifier = batch_id``. A batch into a dynamic-bucket table whose
+commit lost a HASH index race (``HashIndexConflictError``: another writer
+added keys to a bucket it changes) is written again, up to 10 times.
 
 Under Spark Connect (``SparkSession.builder.remote(...)``) the client pickles
 the sink and the Connect server calls it in a Python process of its own, with
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitResult
+from snaplake.errors import HashIndexConflictError
 from snaplake.spark._common import connect_mode, is_connect, resolve_table
 from snaplake.spark.ordering import normalize_order_by
 from snaplake.spark.write import write_messages
@@ -47,6 +50,8 @@ __all__ = ["BatchOutcome", "SinkBatchResult", "SnaplakeSink"]
 logger = logging.getLogger(__name__)
 
 _QUERY_ID_PROPERTY = "sql.streaming.queryId"
+_INDEX_CONFLICT_ATTEMPTS = 10
+"""Writes of one batch into a dynamic-bucket table that lost a HASH index race, at most."""
 _CONNECT_NEEDS_USER = (
     "SnaplakeSink needs an explicit commit_user under Spark Connect: the Connect server runs "
     "foreachBatch functions where the streaming query's id is not visible, so the default "
@@ -368,23 +373,31 @@ class SnaplakeSink:
                 num_messages=0, write_s=0.0, commit_s=0.0,
                 total_s=time.perf_counter() - started,
             )  # fmt: skip
-        messages, schema = write_messages(
-            df,
-            self.table,
-            commit_user=user,
-            check_nullability=self.check_nullability,
-            merge_schema=self.merge_schema,
-            row_kind_column=self.row_kind_column,
-            order_by=self.order_by or None,
-        )
-        written = time.perf_counter()
-        if not messages:
-            return SinkBatchResult(
-                batch_id=batch_id, commit_user=user, outcome=BatchOutcome.EMPTY, commit=None,
-                num_messages=0, write_s=written - started, commit_s=0.0,
-                total_s=time.perf_counter() - started,
-            )  # fmt: skip
-        commit = commit_or_abort(committer, schema, messages, commit_identifier=batch_id)
+        for attempt in range(1, _INDEX_CONFLICT_ATTEMPTS + 1):
+            messages, schema = write_messages(
+                df,
+                self.table,
+                commit_user=user,
+                check_nullability=self.check_nullability,
+                merge_schema=self.merge_schema,
+                row_kind_column=self.row_kind_column,
+                order_by=self.order_by or None,
+            )
+            written = time.perf_counter()
+            if not messages:
+                return SinkBatchResult(
+                    batch_id=batch_id, commit_user=user, outcome=BatchOutcome.EMPTY,
+                    commit=None, num_messages=0, write_s=written - started, commit_s=0.0,
+                    total_s=time.perf_counter() - started,
+                )  # fmt: skip
+            try:
+                commit = commit_or_abort(committer, schema, messages, commit_identifier=batch_id)
+                break
+            except HashIndexConflictError:  # another writer added keys: write them again
+                if attempt == _INDEX_CONFLICT_ATTEMPTS:
+                    raise
+                logger.info("batch %d of %s lost a HASH index race; writing it again (attempt %d)",
+                            batch_id, user, attempt + 1)  # fmt: skip
         done = time.perf_counter()
         outcome = BatchOutcome.DUPLICATE if commit.was_duplicate else BatchOutcome.COMMITTED
         return SinkBatchResult(

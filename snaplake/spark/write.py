@@ -42,6 +42,7 @@ from snaplake.commit.result import CommitResult
 from snaplake.errors import AmbiguousOrderError, SchemaMismatchError
 from snaplake.filestore import file_store_for
 from snaplake.options import Operation
+from snaplake.spark._buckets import BUCKET_COLUMN, by_bucket
 from snaplake.spark._common import arrow_schema_of as spark_arrow_schema
 from snaplake.spark._common import (
     check_spark_schema,
@@ -50,7 +51,6 @@ from snaplake.spark._common import (
     with_missing_columns,
 )
 from snaplake.spark.ordering import VersionCheck, normalize_order_by, plan_version_order
-from snaplake.store.format.bucket import bucket_ids
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
@@ -138,6 +138,7 @@ class _WriteTask:
         sequences: Mapping[tuple[bytes, int], int] | None = None,
         versions: VersionCheck | None = None,
         order_only: Sequence[str] = (),
+        overwrite: bool = False,
     ) -> None:
         self.file_io = file_io
         self.root = root
@@ -149,6 +150,7 @@ class _WriteTask:
         self.sequences = dict(sequences or {})
         self.versions = versions
         self.order_only = tuple(order_only)
+        self.overwrite = overwrite
 
     def _writer(self) -> TableWrite:
         """The FileStore's writer: files named with the job's token, state from the driver."""
@@ -161,7 +163,10 @@ class _WriteTask:
             identifier=self.identifier,
         )
         store = file_store_for(table, self.schema)
-        return store.new_write(self.commit_user, restored=self.sequences)
+        write = store.new_write(self.commit_user, restored=self.sequences)
+        if self.overwrite:
+            write.ignore_previous_files()
+        return write
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         write = self._writer()
@@ -288,35 +293,6 @@ def _collect_connect(job: DataFrame, table: Table, token: str) -> list[Row]:
         spark.removeTag(tag)
 
 
-BUCKET_COLUMN = "__snaplake_bucket"
-"""Column a primary-key write adds to repartition rows by Paimon bucket (then drops)."""
-
-
-class _BucketTask:
-    """``mapInArrow``: append each row's Paimon bucket (:data:`BUCKET_COLUMN`)."""
-
-    def __init__(self, schema: TableSchema) -> None:
-        self.schema = schema
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        keys, buckets = self.schema.bucket_keys, self.schema.core_options.bucket
-        types = [self.schema.field_type(k) for k in keys]
-        arrow = self.schema.arrow_schema
-        for batch in batches:
-            columns = [batch.column(k).cast(arrow.field(k).type) for k in keys]
-            ids = bucket_ids(pa.table(columns, names=keys), keys, types, buckets)
-            yield batch.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
-
-
-def _by_bucket(df: DataFrame, schema: TableSchema) -> DataFrame:
-    """Repartition ``df`` by (partition keys, Paimon bucket): one task writes each bucket."""
-    from pyspark.sql.types import IntegerType, StructField, StructType
-
-    fields = [*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), nullable=False)]
-    with_bucket = df.mapInArrow(_BucketTask(schema), StructType(fields))
-    return with_bucket.repartition(*schema.partition_keys, BUCKET_COLUMN)
-
-
 def write_messages(
     df: DataFrame,
     table: Table,
@@ -327,6 +303,7 @@ def write_messages(
     merge_schema: bool = False,
     row_kind_column: str | None = None,
     order_by: str | Sequence[str] | None = None,
+    overwrite: bool = False,
 ) -> tuple[list[CommitMessage], TableSchema]:
     """Write ``df`` into data files on the executors and return their CommitMessages.
 
@@ -340,6 +317,9 @@ def write_messages(
 
     Table columns the DataFrame lacks are written as NULL when nullable (e.g.
     a column added by ``alter_table`` while a stream runs), as Delta does.
+
+    With dynamic buckets (``bucket = -1``) one task writes each partition and
+    assigns its buckets.
 
     Nothing is committed: the caller commits the messages or aborts them.
     When the job fails, the driver deletes every file named with the job's
@@ -371,6 +351,9 @@ def write_messages(
             lacks are used for ordering only, never written (``merge_schema``
             does not add them). Without it, and without the table's
             ``sequence.field``, a key may have only one version per write.
+        overwrite: The messages will overwrite their partitions: the writers
+            restore no state of them (a dynamic-bucket writer no HASH index;
+            see ``TableWrite.ignore_previous_files``).
 
     Returns:
         The messages (one per partition and bucket and task) and the schema
@@ -431,7 +414,7 @@ def write_messages(
     check_spark_schema(data_schema, schema, check_nullability=check_nullability)
     token = secrets.token_hex(8)
     if store.writes_by_bucket:
-        df = _by_bucket(df, schema)
+        df = by_bucket(df, schema)
         if versions is not None:
             df = versions.sort(df)
     task = _WriteTask(
@@ -445,6 +428,7 @@ def write_messages(
         sequences=store.restore_write_state(),
         versions=versions,
         order_only=order_only,
+        overwrite=overwrite,
     )
     job = df.mapInArrow(task, "message binary")
     try:
@@ -585,6 +569,7 @@ def write(
         merge_schema=merge_schema,
         row_kind_column=row_kind_column,
         order_by=order_by,
+        overwrite=overwrite is not None,
     )
     commit = target.new_commit(commit_user=user)
     result = commit_or_abort(commit, schema, messages, commit_identifier=None, overwrite=overwrite)

@@ -6,10 +6,12 @@ the target. Rolling back to a tag whose snapshot already expired re-creates
 ``snapshot-<id>`` from the tag and moves ``EARLIEST`` to it. Long-lived
 changelogs (``changelog/changelog-<id>``, kept by Paimon's decoupled
 changelog retention) above the target are deleted too and
-``changelog/LATEST`` is moved below them. Data files, changelog files and
-manifests that only the removed snapshots referenced become orphans for
-orphan clean. Rollback rewrites history: stop writers first (a commit that
-lands during the rollback may build on a removed snapshot).
+``changelog/LATEST`` is moved below them. Data files, changelog files, index
+files, manifests and index manifests that only the removed snapshots
+referenced become orphans for orphan clean (a snapshot re-created from a tag
+keeps the tag's ``indexManifest``, so its index files stay live). Rollback
+rewrites history: stop writers first (a commit that lands during the rollback
+may build on a removed snapshot).
 
 Source: Paimon ``RollbackHelper`` (``cleanLargerThan``, ``cleanLongLivedChangelogs``,
 ``createSnapshotFileIfNeeded``)

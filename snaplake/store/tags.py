@@ -2,8 +2,8 @@
 
 A tag file holds the tagged snapshot's JSON, exactly as ``snapshot-<id>``
 does, so the tagged version stays readable after the snapshot itself has
-been expired: snapshot expiry keeps every manifest and data file a tag
-reaches, and orphan clean counts them as referenced.
+been expired: snapshot expiry keeps every manifest, data file, index manifest
+and index file a tag reaches, and orphan clean counts them as referenced.
 
 Source: Paimon ``TagManager`` (layout ``tag/tag-<name>``, the content is the
 snapshot JSON; ``tagCreateTime``/``tagTimeRetained`` are only written with a

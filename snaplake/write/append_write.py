@@ -170,6 +170,9 @@ class AppendOnlyTableWrite:
         """Drop buffered rows (files already written stay until committed or aborted)."""
         self._buffer.close()
 
+    def ignore_previous_files(self) -> None:
+        """Nothing to ignore: an append writer restores no state from earlier snapshots."""
+
     def _write_files(self, pending: PendingBucket, rows: pa.Table) -> None:
         """Write ``rows`` of one bucket as data files rolled at ``target-file-size``."""
         # Roll: estimate rows per file from the in-memory size (files are smaller).

@@ -82,6 +82,8 @@ def write_and_commit(
     Storage: writes data files and one commit; deletes the data files again
     when the write or the commit (surely) failed.
     """
+    if overwrite is not None and overwrite is not False:
+        write.ignore_previous_files()
     try:
         rows = 0
         kinds = None if row_kinds is None else _as_arrow(row_kinds)

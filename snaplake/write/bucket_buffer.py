@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -38,7 +39,7 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.write.table_write import abort_messages
 
-__all__ = ["BucketBuffer", "BucketFlush", "PendingBucket"]
+__all__ = ["BucketAssign", "BucketBuffer", "BucketFlush", "PendingBucket"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ class PendingBucket:
     Attributes:
         partition: The partition as BinaryRow bytes (empty row when unpartitioned).
         partition_path: The partition's directory (``k=v/...``; ``""`` when unpartitioned).
-        bucket: The bucket number (0 for ``bucket = -1``).
+        bucket: The bucket number (0 for a bucket-unaware append table).
         chunks: Buffered rows, in arrival order.
         nbytes: Arrow bytes of ``chunks``.
         files: Data files written since the last ``prepare_commit``.
@@ -83,6 +84,11 @@ files of its kind and appends their metadata to the bucket's ``files`` / ``chang
 On a failure it deletes what it wrote of ``rows`` and raises."""
 
 
+BucketAssign = Callable[[bytes, pa.Table], npt.NDArray[np.int32]]
+"""Dynamic buckets: the bucket of each of one partition's rows (partition as BinaryRow bytes),
+assigning new keys as it goes."""
+
+
 class BucketBuffer:
     """The buckets of one writer: routing, buffering, flushing, preparing, aborting.
 
@@ -94,17 +100,27 @@ class BucketBuffer:
         paths: The table's PathFactory (file names, bucket directories).
         schema: The schema the writer writes with.
         flush: The writer's file writer (see :data:`BucketFlush`).
+        assign: The buckets of a partition's rows for dynamic buckets (see
+            :data:`BucketAssign`); ``None`` = the schema's fixed buckets
+            (``bucket > 0``), else bucket 0.
 
     Source: Paimon ``AbstractFileStoreWrite``.
     """
 
     def __init__(
-        self, *, file_io: FileIO, paths: PathFactory, schema: TableSchema, flush: BucketFlush
+        self,
+        *,
+        file_io: FileIO,
+        paths: PathFactory,
+        schema: TableSchema,
+        flush: BucketFlush,
+        assign: BucketAssign | None = None,
     ) -> None:
         self.file_io = file_io
         self.paths = paths
         self.schema = schema
         self._flush_rows = flush
+        self._assign = assign
         self._num_buckets = schema.core_options.bucket
         self._bucket_key = list(schema.bucket_keys)
         self._buckets: dict[tuple[bytes, int], PendingBucket] = {}
@@ -123,12 +139,17 @@ class BucketBuffer:
     def route(self, table: pa.Table) -> Iterator[tuple[bytes, str, int, pa.Table]]:
         """Split conformed rows into (partition bytes, partition path, bucket, rows) slices.
 
+        Fixed buckets hash the bucket key of every row at once; with an
+        ``assign`` (dynamic buckets) the rows are split by partition first and
+        each partition's rows get their buckets from it.
+
         Args:
             table: Rows holding the schema's partition and bucket-key columns
                 (conformed to their types); extra columns travel along untouched.
 
         Raises:
             UnsupportedTypeError: a partition value cannot be encoded.
+            InvalidOptionError: a dynamic-bucket partition ran out of bucket ids.
         """
         if table.num_rows == 0:
             return
@@ -141,27 +162,17 @@ class BucketBuffer:
                 [self.schema.field_type(k) for k in self._bucket_key],
                 self._num_buckets,
             ).astype(np.int64)
-        if not keys and buckets is None:
-            yield EMPTY_BINARY_ROW, "", 0, table
-            return
-        group = _group_ids(table, keys, buckets)
-        steps = np.diff(group)
-        if not (steps >= 0).all():  # already grouped (e.g. sorted by partition): no copy
-            order = np.argsort(group, kind="stable")
-            group = group[order]
-            table = table.take(pa.array(order))
-            if buckets is not None:
-                buckets = buckets[order]
-            steps = np.diff(group)
-        starts = np.concatenate(([0], np.flatnonzero(steps) + 1))
-        ends = np.concatenate((starts[1:], [len(group)]))
         types = self.schema.partition_types
-        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-            part = table.slice(s, e - s)
+        for part, bucket in _groups(table, keys, buckets):
             values = tuple(part.column(k)[0].as_py() for k in keys)
-            bucket = int(buckets[s]) if buckets is not None else 0
             partition = encode_binary_row(values, types) if keys else EMPTY_BINARY_ROW
-            yield partition, self.schema.partition_path(values), bucket, part
+            path = self.schema.partition_path(values)
+            if self._assign is None:
+                yield partition, path, bucket, part
+                continue
+            assigned = self._assign(partition, part).astype(np.int64)
+            for rows, b in _groups(part, (), assigned):
+                yield partition, path, b, rows
 
     def add(
         self, partition: bytes, partition_path: str, bucket: int, rows: pa.Table
@@ -280,6 +291,32 @@ class BucketBuffer:
         """Drop buffered rows and refuse further use (written files stay until aborted)."""
         self._buckets.clear()
         self._closed = True
+
+
+def _groups(
+    table: pa.Table, keys: Sequence[str], buckets: np.ndarray | None
+) -> Iterator[tuple[pa.Table, int]]:
+    """Slices of ``table`` with one value of ``keys`` and one bucket each, with that bucket.
+
+    Vectorised (one stable sort of a combined group id, skipped when the rows
+    are grouped already); ``buckets`` ``None`` = every slice is bucket 0.
+    """
+    if not keys and buckets is None:
+        yield table, 0
+        return
+    group = _group_ids(table, keys, buckets)
+    steps = np.diff(group)
+    if not (steps >= 0).all():  # already grouped (e.g. sorted by partition): no copy
+        order = np.argsort(group, kind="stable")
+        group = group[order]
+        table = table.take(pa.array(order))
+        if buckets is not None:
+            buckets = buckets[order]
+        steps = np.diff(group)
+    starts = np.concatenate(([0], np.flatnonzero(steps) + 1))
+    ends = np.concatenate((starts[1:], [len(group)]))
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        yield table.slice(s, e - s), int(buckets[s]) if buckets is not None else 0
 
 
 def _group_ids(table: pa.Table, keys: Sequence[str], buckets: np.ndarray | None) -> np.ndarray:

@@ -53,6 +53,7 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.support import check_supported
+from snaplake.write.bucket_assigner import DynamicBucketIndex
 from snaplake.write.bucket_buffer import BucketBuffer, PendingBucket
 from snaplake.write.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter
 from snaplake.write.table_write import RowKinds, conform_to_schema
@@ -105,6 +106,9 @@ class KeyValueTableWrite:
         lift_level0: Compacts the prepared level-0 files up before
             ``prepare_commit`` returns (see :class:`Level0Lift`); ``None`` =
             they stay at level 0.
+        bucket_index: Dynamic buckets (``bucket = -1``): assigns each row's
+            bucket and adds each changed bucket's new HASH file to its
+            message at ``prepare_commit``; ``None`` = fixed buckets.
 
     Raises:
         UnsupportedTableError: the table uses something snaplake cannot write
@@ -123,6 +127,7 @@ class KeyValueTableWrite:
         commit_user: str,
         restore_sequences: SequenceRestore,
         lift_level0: Level0Lift | None = None,
+        bucket_index: DynamicBucketIndex | None = None,
     ) -> None:
         check_supported(schema, Operation.WRITE)
         self.file_io = file_io
@@ -135,9 +140,11 @@ class KeyValueTableWrite:
         self._write_buffer = opts.write_buffer_size
         self._restore = restore_sequences
         self._lift_level0 = lift_level0
+        self._bucket_index = bucket_index
         self._buffer = BucketBuffer(
-            file_io=file_io, paths=paths, schema=schema, flush=self._write_level0_runs
-        )
+            file_io=file_io, paths=paths, schema=schema, flush=self._write_level0_runs,
+            assign=None if bucket_index is None else bucket_index.assign,
+        )  # fmt: skip
         self._input_changelog = opts.changelog_producer == "input"
         self._sequences: dict[tuple[bytes, int], int] | None = None
         self._restore_lock = threading.Lock()
@@ -251,11 +258,14 @@ class KeyValueTableWrite:
         outputs); on a failure deletes them.
         """
         messages = self._buffer.prepare_commit()
-        if self._lift_level0 is None or not messages:
-            return messages
         try:
+            if self._bucket_index is not None:
+                messages = self._bucket_index.prepare_commit(messages)
+            if self._lift_level0 is None or not messages:
+                return messages
             return self._lift_level0(messages)
         except BaseException as exc:
+            self._abort_index(messages)
             self._buffer.discard(exc, messages)
             raise
 
@@ -269,13 +279,30 @@ class KeyValueTableWrite:
                 ``prepare_commit`` are always deleted, and buffered rows are
                 dropped. ``None`` = only that.
 
-        Storage: deletes data and changelog files only; never metadata.
+        Storage: deletes data, changelog and HASH index files only; never metadata.
         """
+        self._abort_index(messages or ())
         self._buffer.abort(messages or ())
+
+    def _abort_index(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete the HASH index files uncommitted ``messages`` add (dynamic buckets)."""
+        if self._bucket_index is not None:
+            self._bucket_index.abort(messages)
 
     def close(self) -> None:
         """Drop buffered rows (files already written stay until committed or aborted)."""
         self._buffer.close()
+
+    def ignore_previous_files(self) -> None:
+        """The messages overwrite their partitions: restore no HASH index (dynamic buckets).
+
+        Sequence numbers still continue from the latest snapshot (harmless
+        for an overwrite, and they stay increasing per bucket).
+
+        Source: Paimon ``TableWriteImpl.withIgnorePreviousFiles``.
+        """
+        if self._bucket_index is not None:
+            self._bucket_index.ignore_previous_files()
 
     # ------------------------------------------------------------- validation
     def _kinds(

@@ -362,6 +362,14 @@ class TableWrite(Protocol):
     def close(self) -> None:
         """Drop buffered rows (files already written stay until committed or aborted)."""
 
+    def ignore_previous_files(self) -> None:
+        """Say that the messages will overwrite the partitions they write (before any write).
+
+        The writer then keeps no state of those partitions from earlier
+        snapshots (a dynamic-bucket writer restores no HASH index: the
+        overwrite drops it). Source: Paimon ``TableWriteImpl.withIgnorePreviousFiles``.
+        """
+
 
 def abort_messages(
     file_io: FileIO, paths: PathFactory, schema: TableSchema, messages: Sequence[CommitMessage]

@@ -96,13 +96,11 @@ def test_cli_refuses_a_primary_key_table_with_deletion_vectors(pk_table):
     assert listed.exit_code == 0, listed.output
 
 
-def test_create_table_primary_key_option_is_honoured_with_fixed_buckets_only(tmp_path):
+def test_create_table_primary_key_option_is_honoured(tmp_path):
     catalog = snaplake.FileSystemCatalog(str(tmp_path))
-    with pytest.raises(UnsupportedTableError, match="bucket = -1") as info:
-        catalog.create_table("db.t", schema=_SCHEMA, options={"primary-key": "id"})
-    assert info.value.operation == "create"
-    assert not catalog.table_exists("db.t")
-    assert _files(tmp_path) == []
+    dynamic = catalog.create_table("db.d", schema=_SCHEMA, options={"primary-key": "id"})
+    assert dynamic.primary_keys == ["id"] and dynamic.bucket_mode == "dynamic"
+    assert dynamic.options["bucket"] == "-1" and "primary-key" not in dynamic.options
     table = catalog.create_table(
         "db.t", schema=_SCHEMA, options={"primary-key": "id", "bucket": "2"}
     )

@@ -104,12 +104,8 @@ def test_spark_reads_and_merge_schema_writes_an_evolved_primary_key_table(
     assert sorted_rows(old.cast(PK_SCHEMA)) == sorted_rows(pa.Table.from_pylist(first, PK_SCHEMA))
 
 
-def test_spark_writes_a_postpone_table(spark: Any, tmp_path: Path) -> None:
-    """bucket = -2: each task writes pending files; rows are visible after compaction."""
-    table = create_table(
-        tmp_path, schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
-        options={"bucket": "-2"},
-    )  # fmt: skip
+def _write_upserts_and_deletes(spark: Any, table: Any) -> TableModel:
+    """Two Spark writes: 90 rows, then 90 more overlapping half (every 4th id deleted)."""
     model = TableModel(engine_model("deduplicate"))
     first = make_rows(0, 90)
     write(_df(spark, first), table, check_nullability=False)
@@ -118,9 +114,77 @@ def test_spark_writes_a_postpone_table(spark: Any, tmp_path: Path) -> None:
     kinds = ["-D" if r["id"] % 4 == 0 else "+U" for r in second]
     write(_df(spark, second, kinds), table, check_nullability=False, row_kind_column="op")
     model.apply(second, kinds)
+    return model
+
+
+def test_spark_writes_a_postpone_table(spark: Any, tmp_path: Path) -> None:
+    """bucket = -2: each task writes pending files; rows are visible after compaction."""
+    table = create_table(
+        tmp_path, schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+        options={"bucket": "-2"},
+    )  # fmt: skip
+    model = _write_upserts_and_deletes(spark, table)
     assert table.to_arrow().num_rows == 0
     assert {s.bucket for s in table.new_scan().plan()} == set()
     table.compact()
     assert sorted_rows(table.to_arrow()) == model.rows()
     merged = read(spark, table).toArrow()
     assert sorted_rows(merged.cast(PK_SCHEMA)) == model.rows()
+
+
+def test_spark_writes_and_overwrites_a_dynamic_bucket_table(spark: Any, tmp_path: Path) -> None:
+    from tests.dynamic_helpers import assert_one_bucket_per_key
+
+    table = create_table(
+        tmp_path, schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+        options={"dynamic-bucket.target-row-num": "10"},
+    )  # fmt: skip
+    assert table.bucket_mode == "dynamic"
+    model = _write_upserts_and_deletes(spark, table)
+    assert sorted_rows(table.to_arrow()) == model.rows()
+    assert assert_one_bucket_per_key(table) > 3
+    again = [r for r in make_rows(0, 60, seed=5) if r["month"] == 1]
+    write(_df(spark, again), table, check_nullability=False, mode="overwrite",
+          overwrite_partitions={"month": 1})  # fmt: skip
+    expected = [r for r in model.rows() if r["month"] != 1] + sorted_rows(
+        pa.Table.from_pylist(again, schema=PK_SCHEMA)
+    )
+    assert sorted_rows(table.to_arrow()) == sorted(expected, key=lambda r: (r["month"], r["id"]))
+    assert_one_bucket_per_key(table)
+
+
+def test_sink_writes_a_batch_again_after_losing_a_hash_index_race(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer adds keys between the sink's write and its commit: the batch is redone."""
+    from tests.dynamic_helpers import assert_one_bucket_per_key
+    from tests.helpers import write_and_commit
+    from tests.pk_helpers import to_table
+
+    import snaplake.spark.sink as sink_module
+
+    table = create_table(
+        tmp_path, schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+        options={"dynamic-bucket.target-row-num": "10"},
+    )  # fmt: skip
+    other = make_rows(100, 30, seed=7)  # new keys in every month, committed mid-batch
+    calls = []
+    real = sink_module.write_messages  # type: ignore[attr-defined]
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:
+            write_and_commit(table, to_table(other), commit_user="other")
+        return out
+
+    monkeypatch.setattr(sink_module, "write_messages", racing)
+    sink = SnaplakeSink(table, commit_user="cdc", check_nullability=False)
+    ours = make_rows(95, 30)  # overlaps the other writer's keys 100..124
+    sink(_df(spark, ours), 0)
+    assert len(calls) == 2  # the first write lost the race and was written again
+    model = TableModel(engine_model("deduplicate"))
+    model.apply(other)
+    model.apply(ours)
+    assert sorted_rows(table.to_arrow()) == model.rows()
+    assert_one_bucket_per_key(table)

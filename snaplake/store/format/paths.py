@@ -5,7 +5,9 @@ Layout (DESIGN.md §2)::
     <warehouse>/<db>.db/<table>/
       schema/schema-<N>
       snapshot/snapshot-<N>, snapshot/LATEST, snapshot/EARLIEST
-      manifest/manifest-<uuid>-<n>, manifest/manifest-list-<uuid>-<n>
+      manifest/manifest-<uuid>-<n>, manifest/manifest-list-<uuid>-<n>,
+      manifest/index-manifest-<uuid>-<n>
+      index/index-<uuid>-<n>
       tag/tag-<name>, consumer/consumer-<id>
       <k1=v1>/<k2=v2>/bucket-<b>/data-<uuid>-<n>.parquet
 
@@ -51,13 +53,14 @@ def file_type(path: str) -> str:
     """Classify a table file by its name (a bounded metrics label value).
 
     Returns:
-        ``manifest_list``, ``manifest``, ``snapshot``, ``data`` (a
-        ``data-*`` name or a file under a ``bucket-<b>`` directory) or ``other``.
+        ``manifest_list``, ``manifest`` (index manifests included), ``snapshot``,
+        ``data`` (a ``data-*`` name or a file under a ``bucket-<b>`` directory) or
+        ``other`` (index files among them).
     """
     name = path.rsplit("/", 1)[-1]
     if name.startswith("manifest-list-"):
         return "manifest_list"
-    if name.startswith("manifest-"):
+    if name.startswith(("manifest-", "index-manifest-")):
         return "manifest"
     if name.startswith("snapshot-"):
         return "snapshot"
@@ -164,6 +167,28 @@ class PathFactory:
     def new_manifest_list_name(self) -> str:
         """A fresh ``manifest-list-<uuid>-<n>`` name."""
         return f"manifest-list-{self._uuid}-{self._next()}"
+
+    def index_manifest_path(self, name: str) -> str:
+        """Path of the index manifest named ``name`` (in the manifest directory)."""
+        return self.manifest_path(name)
+
+    def new_index_manifest_name(self) -> str:
+        """A fresh ``index-manifest-<uuid>-<n>`` name."""
+        return f"index-manifest-{self._uuid}-{self._next()}"
+
+    # index files --------------------------------------------------------
+    @property
+    def index_dir(self) -> str:
+        """``<table>/index``: HASH and deletion-vector files (Paimon ``FileStorePathFactory``)."""
+        return f"{self.root}/index"
+
+    def index_file_path(self, file_name: str) -> str:
+        """``<table>/index/<file_name>``."""
+        return f"{self.index_dir}/{file_name}"
+
+    def new_index_file_name(self) -> str:
+        """A fresh ``index-<uuid>-<n>`` name."""
+        return f"index-{self._uuid}-{self._next()}"
 
     # data ---------------------------------------------------------------
     def bucket_dir(self, partition_path: str, bucket: int) -> str:

@@ -228,12 +228,14 @@ def check_primary_key_table(
             operation=operation,
             key="changelog-producer",
         )
-    if operation is not Operation.READ and core.bucket <= 0 and core.bucket != POSTPONE_BUCKET:
-        mode = {-1: "dynamic buckets"}.get(core.bucket, "this bucket mode")
+    if (
+        operation is not Operation.READ
+        and core.bucket <= 0
+        and core.bucket not in (-1, POSTPONE_BUCKET)
+    ):
         _refuse(
-            f"primary-key table with bucket = {core.bucket} ({mode}) is not supported; "
-            "set the option bucket = N (a fixed number of buckets, e.g. "
-            "options={'bucket': '4'})",
+            f"primary-key table with bucket = {core.bucket} is not supported; use -1 "
+            "(dynamic buckets), -2 (postpone buckets) or a positive count",
             feature=f"bucket = {core.bucket}",
             operation=operation,
             key="bucket",

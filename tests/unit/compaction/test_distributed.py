@@ -126,10 +126,14 @@ def test_empty_specs_and_unsupported_primary_key_tables_are_refused(make_table):
     append(table, 0, 10)
     with pytest.raises(ValueError, match="partitions is empty"):
         compaction_job(table, partitions=[])
-    pk = dataclasses.replace(table.schema(), id=1, primary_keys=("id", "month"))
-    table.schema_manager.create(pk)  # bucket = -1: dynamic buckets, refused when planning
+    schema = table.schema()
+    pk = dataclasses.replace(
+        schema, id=1, primary_keys=("id", "month"),
+        options={**schema.options, "bucket": "2", "deletion-vectors.enabled": "true"},
+    )  # fmt: skip
+    table.schema_manager.create(pk)  # deletion vectors: refused when planning
     job = compaction_job(table)
-    with pytest.raises(UnsupportedTableError, match="bucket"):
+    with pytest.raises(UnsupportedTableError, match="deletion vectors"):
         job.plan_units(max_unit_bytes=1 << 30)
 
 
