@@ -127,7 +127,6 @@ def test_abort_deletes_the_hash_files(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "key"),
     [
-        ({"bucket-key": "id"}, "bucket-key"),
         ({"dynamic-bucket.max-buckets": "0"}, "dynamic-bucket.max-buckets"),
         ({"dynamic-bucket.target-row-num": "-3"}, "dynamic-bucket.target-row-num"),
         ({"dynamic-bucket.initial-buckets": "x"}, "dynamic-bucket.initial-buckets"),
