@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 from snaplake.commit.producer import CommitContext, CommitRequest, SnapshotProducer
 from snaplake.errors import SchemaMismatchError
 from snaplake.store.format.binary_row import decode_binary_row
-from snaplake.store.format.index_file import IndexManifestEntry
-from snaplake.store.format.manifest import ManifestEntry
+from snaplake.store.format.index_file import HASH_INDEX, IndexManifestEntry
+from snaplake.store.format.manifest import FileKind, ManifestEntry
 from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
@@ -129,7 +129,40 @@ class OverwriteFiles(SnapshotProducer):
         ):
             touched = {canonical_partition(e.partition, types) for e in adds}
             entries = [e for e in entries if canonical_partition(e.partition, types) in touched]
-        return [e.as_delete() for e in entries]
+        kept = self._hash_files_still_needed(adds)
+        return [
+            e.as_delete()
+            for e in entries
+            if not (
+                e.index_file.index_type == HASH_INDEX
+                and (canonical_partition(e.partition, types), e.bucket) in kept
+            )
+        ]
+
+    def _hash_files_still_needed(self, adds: Sequence[ManifestEntry]) -> set[tuple[bytes, int]]:
+        """(partition, bucket)s that get new data files but no new HASH file from this commit.
+
+        A dynamic-bucket writer that restored the table's index before the
+        overwrite writes a bucket's HASH file only when a key hash is new
+        there; dropping the old file would leave the bucket's keys in no
+        HASH file, and a later writer could put such a key into a second
+        bucket. Keeping the old file keeps every written key covered (its
+        other hashes only pin keys that are gone to this bucket, as a HASH
+        file may). A writer created for the overwrite
+        (``TableWrite.ignore_previous_files``) restores nothing, so every
+        bucket it writes gets a new file and nothing is kept.
+        """
+        types = self.schema.partition_types
+        hashed = {
+            (canonical_partition(e.partition, types), e.bucket)
+            for e in self._index_entries[0]
+            if e.kind is FileKind.ADD and e.index_file.index_type == HASH_INDEX
+        }
+        return {
+            key
+            for e in adds
+            if (key := (canonical_partition(e.partition, types), e.bucket)) not in hashed
+        }
 
 
 def _check_in_spec(

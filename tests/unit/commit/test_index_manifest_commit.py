@@ -179,9 +179,22 @@ def test_overwrite_drops_the_overwritten_partitions_entries(table: snaplake.Tabl
         **{k: v for k, v in before.items() if month_of[k[0]] != 1},
         (fresh[0].partition, fresh[0].bucket): fresh[0].data_increment.new_index_files[0].file_name,
     }
-    # dynamic overwrite: only the touched partition (month 2) loses its entries
+    # dynamic overwrite without a new HASH file: the bucket it fills keeps its old file
+    # (the writer's keys stay covered), so nothing changes in the index
+    kept = _state(table)
     c.commit(_written(table, 301, 1, index=False), overwrite=True)
-    assert {month_of[k[0]] for k in _state(table)} == {1, 3}
+    assert _state(table) == kept
+    # with a new HASH file, only the touched partition (month 2) loses its entries
+    fresh = _written(table, 301, 1, seed=500)
+    c.commit(fresh, overwrite=True)
+    after = _state(table)
+    assert {k for k in after if month_of[k[0]] == 2} == {(fresh[0].partition, fresh[0].bucket)}
+    assert after[(fresh[0].partition, fresh[0].bucket)] == (
+        fresh[0].data_increment.new_index_files[0].file_name
+    )
+    assert {k: v for k, v in after.items() if month_of[k[0]] != 2} == {
+        k: v for k, v in kept.items() if month_of[k[0]] != 2
+    }
     # dropping the whole table drops the whole index
     c.commit([], overwrite={})
     assert _latest(table).index_manifest is None

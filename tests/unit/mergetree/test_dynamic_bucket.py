@@ -165,6 +165,30 @@ def test_overwrite_keeps_every_key_in_one_bucket(tmp_path: Path) -> None:
     assert_one_bucket_per_key(table)
 
 
+def test_an_overwrite_by_a_writer_that_restored_the_index_keeps_its_buckets_hash_files(
+    tmp_path: Path,
+) -> None:
+    """Two-phase overwrite with an ordinary writer: buckets it fills keep their HASH files.
+
+    The writer knows every key it writes, so it writes no new HASH file; the
+    commit keeps those buckets' old files rather than leave keys uncovered.
+    """
+    table = _dynamic(tmp_path, dynamic_bucket_target_row_num="4")
+    write_and_commit(table, pk_table([r | {"month": 1} for r in make_rows(0, 20)]))
+    again = [r | {"month": 1} for r in make_rows(10, 6, seed=1)]  # known keys only
+    write = table.new_write(commit_user="w")  # not ignore_previous_files()
+    write.write_arrow(pk_table(again))
+    messages = write.prepare_commit()
+    assert not any(m.data_increment.new_index_files for m in messages)
+    table.new_commit(commit_user="w").commit(messages, overwrite={"month": 1})
+    assert sorted_rows(table.to_arrow()) == sorted_rows(pk_table(again))
+    assert_one_bucket_per_key(table)
+    more = [r | {"month": 1} for r in make_rows(0, 30, seed=2)]
+    write_and_commit(table, pk_table(more), row_kinds=["+U"] * 30)
+    assert sorted_rows(table.to_arrow()) == sorted_rows(pk_table(more))
+    assert_one_bucket_per_key(table)
+
+
 def test_two_writers_adding_a_key_race_and_the_later_commit_is_refused(tmp_path: Path) -> None:
     """Issue 20 item 2: the later commit replaces a HASH file the earlier one changed."""
     from snaplake.errors import HashIndexConflictError
