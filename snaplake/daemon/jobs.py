@@ -208,6 +208,7 @@ def _merge_expire_results(passes: list[ExpireResult]) -> ExpireResult:
         latest_id=passes[-1].latest_id,
         data_files=tuple(f for p in passes for f in p.data_files),
         changelog_files=tuple(f for p in passes for f in p.changelog_files),
+        index_files=tuple(f for p in passes for f in p.index_files),
         manifest_files=tuple(f for p in passes for f in p.manifest_files),
         snapshot_files=tuple(f for p in passes for f in p.snapshot_files),
         bytes_freed=sum(p.bytes_freed for p in passes),
@@ -260,7 +261,7 @@ def expire_snapshots_job(
         "data": len(expire.data_files) + len(expire.changelog_files),  # both in bucket dirs
         "snapshot": len(expire.snapshot_files),
     }
-    for kind, n in count_file_types(expire.manifest_files).items():
+    for kind, n in count_file_types(expire.manifest_files + expire.index_files).items():
         deleted[kind] = deleted.get(kind, 0) + n
     return ExpireJobResult(
         table=table.identifier, snapshots_retained=retained, expire=expire, files_deleted=deleted

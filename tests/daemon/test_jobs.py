@@ -147,6 +147,25 @@ def test_expiry_keeps_the_retention_limits():
     assert table.to_arrow().num_rows == 50
 
 
+def test_expiry_of_a_dynamic_bucket_table_counts_its_replaced_hash_files(tmp_path):
+    """Each commit of new keys replaces the bucket's HASH file; expiry deletes the old ones."""
+    from tests.helpers import create_table, write_and_commit
+    from tests.pk_helpers import PK_KEYS, PK_SCHEMA, make_rows, to_table
+
+    table = create_table(tmp_path, schema=PK_SCHEMA, partition_keys=["month"],
+                         primary_keys=PK_KEYS)  # fmt: skip
+    for i in range(8):
+        write_and_commit(table, to_table([r | {"month": 1} for r in make_rows(10 * i, 10)]))
+    index_dir = tmp_path / "db.db" / "t" / "index"
+    assert len(list(index_dir.iterdir())) == 8
+    result = expire_snapshots_job(table, options=_opts(**{"snapshot.time-retained": "1 ms"}))
+    assert result.snapshots_expired == 5  # down to min 3
+    assert len(result.expire.index_files) == 5
+    assert result.files_deleted["other"] == 5
+    assert len(list(index_dir.iterdir())) == 3
+    assert table.to_arrow().num_rows == 80
+
+
 def test_orphan_clean_deletes_unreferenced_old_files():
     table = memory_table()
     append(table, 2)
