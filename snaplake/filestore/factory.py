@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from snaplake.filestore.append import AppendOnlyFileStore
 from snaplake.filestore.base import FileStore
+from snaplake.filestore.cross_partition import CrossPartitionFileStore
 from snaplake.filestore.dynamic_bucket import DynamicBucketFileStore
 from snaplake.filestore.key_value import KeyValueFileStore
 from snaplake.store.format.schema import TableSchema
@@ -19,7 +20,8 @@ def file_store_for(table: TableStorage, schema: TableSchema) -> FileStore:
     """Return the FileStore of ``schema``'s kind: key-value with primary keys, else append.
 
     A primary-key table with ``bucket = -1`` whose key holds every partition
-    key gets the dynamic-bucket variant (Paimon's ``HASH_DYNAMIC``).
+    key gets the dynamic-bucket variant (Paimon's ``HASH_DYNAMIC``); one whose
+    key lacks a partition key the cross-partition variant (``KEY_DYNAMIC``).
 
     Args:
         table: The table's storage, paths, managers and identifier.
@@ -30,10 +32,9 @@ def file_store_for(table: TableStorage, schema: TableSchema) -> FileStore:
     Source: Paimon ``FileStoreTableFactory.create``.
     """
     if schema.primary_keys:
-        dynamic = schema.core_options.bucket == -1 and set(schema.partition_keys) <= set(
-            schema.primary_keys
-        )
-        return (
-            DynamicBucketFileStore(table, schema) if dynamic else KeyValueFileStore(table, schema)
-        )
+        if schema.core_options.bucket != -1:
+            return KeyValueFileStore(table, schema)
+        if set(schema.partition_keys) <= set(schema.primary_keys):
+            return DynamicBucketFileStore(table, schema)
+        return CrossPartitionFileStore(table, schema)
     return AppendOnlyFileStore(table, schema)

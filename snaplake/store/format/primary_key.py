@@ -139,6 +139,28 @@ def _refuse(message: str, *, feature: str, operation: str, key: str | None = Non
     raise UnsupportedTableError(message, feature=feature, operation=str(operation), key=key)
 
 
+def _check_cross_partition(core: CoreOptions, operation: Operation) -> None:
+    """Refuse a cross-partition table whose merge engine moves rows as snaplake does not.
+
+    Paimon writes a partial-update or aggregation row whose key lives in
+    another partition into that OLD partition (its ``UseOldExistingProcessor``);
+    snaplake implements deduplicate and first-row only.
+
+    Source: Paimon ``GlobalIndexAssigner`` / ``ExistingProcessor``.
+    """
+    engine = core.merge_engine
+    if engine in (MergeEngine.PARTIAL_UPDATE, MergeEngine.AGGREGATION):
+        _refuse(
+            f"cross-partition upserts (bucket = -1, primary key lacking a partition key) with "
+            f"merge-engine = {engine!r} are not supported: Paimon writes a row whose key lives "
+            "in another partition into that old partition, which snaplake does not implement; "
+            "use deduplicate or first-row, or add the partition keys to the primary key",
+            feature=f"cross-partition upsert with merge-engine = {engine!r}",
+            operation=operation,
+            key="merge-engine",
+        )
+
+
 def check_primary_key_table(
     *,
     field_types: Mapping[str, DataType],
@@ -161,13 +183,16 @@ def check_primary_key_table(
 
     Raises:
         SchemaMismatchError: a key names no column, repeats, the primary key
-            misses a partition key or equals the partition keys, a key column
+            misses a partition key (unless ``bucket = -1``: cross-partition
+            upserts) or equals the partition keys, a key column
             has a nested type, ``bucket-key`` is not inside the trimmed primary
             key, or ``sequence.field`` / ``rowkind.field`` name no column.
         InvalidOptionError: an unknown ``merge-engine`` or aggregate function,
             or options Paimon rejects together.
         UnsupportedTableError: ``bucket`` is not a positive count (for
-            create, write, commit and maintenance), or an option is set to
+            create, write, commit and maintenance), a cross-partition table
+            (``bucket = -1``, key lacking a partition key) uses partial-update
+            or aggregation (not for read), or an option is set to
             a value the registry's ``primary-key`` declaration refuses for
             ``operation`` (``docs/primary-key-tables.md`` §1).
     """
@@ -189,19 +214,21 @@ def check_primary_key_table(
                 "allows only atomic types in a primary key"
             )
     missing = [p for p in partition_keys if p not in primary_keys]
-    if missing:
+    core = CoreOptions(options)
+    if missing and core.bucket != -1:
         raise SchemaMismatchError(
             f"primary key {list(primary_keys)} must contain every partition key "
             f"{list(partition_keys)} (missing {missing}): Paimon allows a key that spans "
             "partitions only with dynamic buckets; add the partition keys to the primary key"
         )
+    if missing and operation is not Operation.READ:
+        _check_cross_partition(core, operation)
     trimmed = [k for k in primary_keys if k not in partition_keys]
     if not trimmed:
         raise SchemaMismatchError(
             f"primary key {list(primary_keys)} equals the partition keys {list(partition_keys)}"
             ": every partition would hold one row; add a column that identifies rows"
         )
-    core = CoreOptions(options)
     bucket_key = core.bucket_key
     for key in bucket_key:
         if key not in trimmed:
