@@ -61,6 +61,10 @@ snapshot a cross-partition writer starts from."""
 
 _RETRACT = (1, 3)  # -U, -D
 _DELETE = 3
+_BYTES_TYPES = (
+    pa.types.is_string, pa.types.is_large_string, pa.types.is_binary,
+    pa.types.is_large_binary, pa.types.is_fixed_size_binary,
+)  # fmt: skip
 
 
 class BucketIndex(Protocol):
@@ -99,10 +103,7 @@ def key_array(table: pa.Table, key: Sequence[str]) -> pa.Array:
     parts: list[pa.Array] = []
     for name in key:
         column = table.column(name).combine_chunks()
-        t = column.type
-        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t):
-            text = column.cast(pa.large_binary())
-        elif pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        if any(test(column.type) for test in _BYTES_TYPES):
             text = column.cast(pa.large_binary())
         else:
             text = column.cast(pa.large_string()).cast(pa.large_binary())
