@@ -109,7 +109,7 @@ def key_array(table: pa.Table, key: Sequence[str]) -> pa.Array:
             text = column.cast(pa.large_string()).cast(pa.large_binary())
         length = pc.binary_length(text).cast(pa.large_string()).cast(pa.large_binary())
         parts.extend((length, pa.array([b":"] * len(text), pa.large_binary()), text))
-    return pc.binary_join_element_wise(*parts, b"")
+    return pc.binary_join_element_wise(*parts, pa.scalar(b"", pa.large_binary()))
 
 
 class KeyPartitionIndex:
