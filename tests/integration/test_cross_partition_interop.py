@@ -1,4 +1,4 @@
-"""Cross-partition tables (``bucket = -1``, key lacking a partition key) across engines and processes.
+"""Cross-partition tables (bucket = -1, key lacking a partition key): engines and processes.
 
 pypaimon 2.1.0 reads snaplake's cross-partition tables exactly (deduplicate
 and first-row, keys that moved partition). pypaimon 2.1.0's Python writer
