@@ -402,16 +402,21 @@ class CrossPartitionIndex:
         self._index = None
 
     def ignore_previous_files(self) -> None:
-        """Overwrite: deduplicate still retracts keys living in other partitions.
+        """Refuse an overwrite: its rows may retract keys in partitions it does not replace.
+
+        A deduplicate row moving a key out of a partition outside the
+        overwrite would need a ``-D`` there (refused by a static overwrite,
+        and a dynamic one would replace that whole partition by the ``-D``);
+        a first-row row whose key lived only in an overwritten partition
+        would be dropped.
 
         Raises:
-            UnsupportedTableError: a first-row table (a row whose key lived only
-                in an overwritten partition would be dropped).
+            UnsupportedTableError: always (before anything is written).
         """
-        if self._first_row:
-            raise UnsupportedTableError(
-                "overwrite of a cross-partition first-row table is not supported: a row "
-                "whose key lives in an overwritten partition would be dropped",
-                feature="overwrite of a cross-partition first-row table",
-                operation="write",
-            )
+        raise UnsupportedTableError(
+            "overwrite of a cross-partition table (bucket = -1, primary key lacking a "
+            "partition key) is not supported: a key moving out of a partition the overwrite "
+            "does not replace would have to be deleted there; append (upsert) instead",
+            feature="overwrite of a cross-partition table",
+            operation="write",
+        )

@@ -181,12 +181,16 @@ def test_index_ttl_forgets_old_keys(tmp_path: Path) -> None:
     assert sorted(out.column("month").to_pylist()) == [1, 3]  # 2 was written again at 3
 
 
-def test_overwrite_of_a_first_row_table_is_refused_before_writing(tmp_path: Path) -> None:
-    table = create(tmp_path, **{"merge-engine": "first-row"})
-    write_and_commit(table, to_table(rows([(1, 1)])))
+@pytest.mark.parametrize("engine", ["deduplicate", "first-row"])
+@pytest.mark.parametrize("overwrite", [{"month": 1}, True])
+def test_overwrite_is_refused_before_writing(
+    tmp_path: Path, engine: str, overwrite: dict[str, int] | bool
+) -> None:
+    table = create(tmp_path, **{"merge-engine": engine})
+    write_and_commit(table, to_table(rows([(1, 1), (2, 2)])))
     before = sorted(p.name for p in tmp_path.rglob("*"))
     with pytest.raises(UnsupportedTableError, match="overwrite"):
-        table.write(to_table(rows([(2, 1)])), overwrite={"month": 1})
+        table.write(to_table(rows([(2, 1)])), overwrite=overwrite)
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
 
 
