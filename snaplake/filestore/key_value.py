@@ -79,9 +79,11 @@ class KeyValueFileStore(FileStore):
     def bucket_mode(self) -> str:
         """``"fixed"`` (``bucket > 0``), ``"postpone"`` (-2) or ``"cross-partition"`` (-1).
 
-        Cross-partition: ``bucket = -1`` with a primary key lacking a partition
-        key (with every partition key it is the ``"dynamic"`` variant,
-        :class:`~snaplake.filestore.dynamic_bucket.DynamicBucketFileStore`).
+        ``bucket = -1`` is one of the variants:
+        :class:`~snaplake.filestore.dynamic_bucket.DynamicBucketFileStore`
+        (``"dynamic"``) or
+        :class:`~snaplake.filestore.cross_partition.CrossPartitionFileStore`
+        (``"cross-partition"``: a primary key lacking a partition key).
 
         Source: Paimon ``KeyValueFileStore.bucketMode``.
         """
