@@ -140,11 +140,12 @@ def _refuse(message: str, *, feature: str, operation: str, key: str | None = Non
 
 
 def _check_cross_partition(core: CoreOptions, operation: Operation) -> None:
-    """Refuse a cross-partition table whose merge engine moves rows as snaplake does not.
+    """Refuse a cross-partition table whose rows move as snaplake does not move them.
 
     Paimon writes a partial-update or aggregation row whose key lives in
     another partition into that OLD partition (its ``UseOldExistingProcessor``);
-    snaplake implements deduplicate and first-row only.
+    snaplake implements deduplicate and first-row only, in arrival order (so
+    no ``sequence.field``).
 
     Source: Paimon ``GlobalIndexAssigner`` / ``ExistingProcessor``.
     """
@@ -158,6 +159,16 @@ def _check_cross_partition(core: CoreOptions, operation: Operation) -> None:
             feature=f"cross-partition upsert with merge-engine = {engine!r}",
             operation=operation,
             key="merge-engine",
+        )
+    if core.sequence_field:
+        _refuse(
+            f"cross-partition upserts with sequence.field = {core.sequence_field} are not "
+            "supported: snaplake moves a key to the partition of its latest row in arrival "
+            "order, which a sequence field may contradict; remove 'sequence.field' or add the "
+            "partition keys to the primary key",
+            feature="cross-partition upsert with sequence.field",
+            operation=operation,
+            key="sequence.field",
         )
 
 
@@ -191,8 +202,8 @@ def check_primary_key_table(
             or options Paimon rejects together.
         UnsupportedTableError: ``bucket`` is not a positive count (for
             create, write, commit and maintenance), a cross-partition table
-            (``bucket = -1``, key lacking a partition key) uses partial-update
-            or aggregation (not for read), or an option is set to
+            (``bucket = -1``, key lacking a partition key) uses partial-update,
+            aggregation or ``sequence.field`` (not for read), or an option is set to
             a value the registry's ``primary-key`` declaration refuses for
             ``operation`` (``docs/primary-key-tables.md`` §1).
     """
