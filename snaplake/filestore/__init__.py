@@ -8,11 +8,13 @@ options). A new table mode is a new variant or an option inside one kind's
 module, never a branch in those callers.
 
 Source: Paimon ``FileStore``, ``AppendOnlyFileStore``, ``KeyValueFileStore``
-(``DynamicBucketFileStore``: its ``HASH_DYNAMIC`` mode).
+(``DynamicBucketFileStore``: its ``HASH_DYNAMIC`` mode;
+``CrossPartitionFileStore``: ``KEY_DYNAMIC``).
 """
 
 from snaplake.filestore.append import AppendOnlyFileStore
 from snaplake.filestore.base import FileStore
+from snaplake.filestore.cross_partition import CrossPartitionFileStore
 from snaplake.filestore.dynamic_bucket import DynamicBucketFileStore
 from snaplake.filestore.factory import file_store_for
 from snaplake.filestore.key_value import KeyValueFileStore
@@ -20,6 +22,7 @@ from snaplake.filestore.postpone import PostponeBucketFileStore
 
 __all__ = [
     "AppendOnlyFileStore",
+    "CrossPartitionFileStore",
     "DynamicBucketFileStore",
     "FileStore",
     "KeyValueFileStore",

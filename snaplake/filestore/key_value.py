@@ -34,7 +34,7 @@ from snaplake.store.read.predicate import Predicate
 from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.stats_filter import KeyStatsFilter
-from snaplake.write.bucket_assigner import DynamicBucketIndex
+from snaplake.write.cross_partition import BucketIndex
 from snaplake.write.kv_write import KeyValueTableWrite, restore_max_sequences
 
 __all__ = ["KeyValueFileStore"]
@@ -71,7 +71,7 @@ class KeyValueFileStore(FileStore):
             bucket_index=self.new_bucket_index(),
         )  # fmt: skip
 
-    def new_bucket_index(self) -> DynamicBucketIndex | None:
+    def new_bucket_index(self) -> BucketIndex | None:
         """The writer's bucket index: ``None`` for fixed buckets (a row's bucket is its hash's)."""
         return None
 
@@ -79,9 +79,11 @@ class KeyValueFileStore(FileStore):
     def bucket_mode(self) -> str:
         """``"fixed"`` (``bucket > 0``), ``"postpone"`` (-2) or ``"cross-partition"`` (-1).
 
-        Cross-partition: ``bucket = -1`` with a primary key lacking a partition
-        key (with every partition key it is the ``"dynamic"`` variant,
-        :class:`~snaplake.filestore.dynamic_bucket.DynamicBucketFileStore`).
+        ``bucket = -1`` is one of the variants:
+        :class:`~snaplake.filestore.dynamic_bucket.DynamicBucketFileStore`
+        (``"dynamic"``) or
+        :class:`~snaplake.filestore.cross_partition.CrossPartitionFileStore`
+        (``"cross-partition"``: a primary key lacking a partition key).
 
         Source: Paimon ``KeyValueFileStore.bucketMode``.
         """

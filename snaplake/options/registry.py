@@ -416,6 +416,15 @@ DYNAMIC_BUCKET_MAX_BUCKETS: ConfigOption[int] = _pk(
     "capped partition puts new keys into one of its buckets at random",
     parse=_parse_max_buckets, default=-1,
     doc="Buckets per partition of a dynamic-bucket table at most (-1 = no cap).")
+CROSS_PARTITION_UPSERT_INDEX_TTL: ConfigOption[timedelta] = _pk(
+    "cross-partition-upsert.index-ttl", _PK + ": a cross-partition writer forgets a key's "
+    "partition this long after it last wrote or bootstrapped it (the key may then be "
+    "duplicated, as Paimon documents)", parse=parse_duration,
+    doc="Age after which a cross-partition writer forgets a key (unset = never).")
+CROSS_PARTITION_UPSERT_BOOTSTRAP_PARALLELISM: ConfigOption[int] = _pk(
+    "cross-partition-upsert.bootstrap-parallelism", _PK + ": threads reading the keys of a "
+    "cross-partition table when a writer starts", parse=_parse_positive, default=10,
+    doc="Threads bootstrapping a cross-partition writer's key index.")
 PRIMARY_KEY_NULLABLE = _pk(
     "primary-key.nullable", parse=parse_bool, default=False,
     doc="Keep primary-key columns nullable (Paimon makes them NOT NULL by default).")
@@ -736,8 +745,8 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     _engine("sink.watermark-time-zone", _ENGINE_STREAM),
     _engine("sink.process-time-zone", _ENGINE_STREAM),
     _pk("local-merge-buffer-size"),
-    _pk("cross-partition-upsert.index-ttl"),
-    _pk("cross-partition-upsert.bootstrap-parallelism"),
+    CROSS_PARTITION_UPSERT_INDEX_TTL,
+    CROSS_PARTITION_UPSERT_BOOTSTRAP_PARALLELISM,
     _layout("zorder.var-length-contribution", "sort compaction of another engine"),
     _engine("file-reader-async-threshold", "read-ahead of another engine"),
     _engine("commit.force-create-snapshot", "whether a streaming job publishes empty "

@@ -3,7 +3,10 @@
 Fixed buckets (``bucket = N``) hash each row's bucket key as every Paimon
 writer does; dynamic buckets (``bucket = -1``) are assigned by the writer, so
 the rows of a partition all go to one task (bucket column 0), whose writer
-restores the partition's HASH index and assigns them.
+restores the partition's HASH index and assigns them. Cross-partition tables
+(``by_key``) send every row of a key to one task whatever its partition
+(bucket column = key hash modulo :data:`KEY_GROUPS`): each task's writer
+bootstraps the key map and alone moves its keys between partitions.
 """
 
 from __future__ import annotations
@@ -25,15 +28,21 @@ __all__ = ["BUCKET_COLUMN", "by_bucket"]
 BUCKET_COLUMN = "__snaplake_bucket"
 """Column a primary-key write adds to repartition rows by Paimon bucket (then drops)."""
 
+KEY_GROUPS = 1024
+"""Key-hash groups of a cross-partition write (each goes to one task)."""
+
 
 class _BucketTask:
     """``mapInArrow``: append each row's Paimon bucket (:data:`BUCKET_COLUMN`)."""
 
-    def __init__(self, schema: TableSchema) -> None:
+    def __init__(self, schema: TableSchema, *, by_key: bool = False) -> None:
         self.schema = schema
+        self.by_key = by_key
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         keys, buckets = self.schema.bucket_keys, self.schema.core_options.bucket
+        if self.by_key:  # cross-partition: the bucket key is the whole primary key
+            buckets = KEY_GROUPS
         types = [self.schema.field_type(k) for k in keys]
         arrow = self.schema.arrow_schema
         for batch in batches:
@@ -46,10 +55,15 @@ class _BucketTask:
             yield batch.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
 
 
-def by_bucket(df: DataFrame, schema: TableSchema) -> DataFrame:
-    """Repartition ``df`` by (partition keys, Paimon bucket): one task writes each bucket."""
+def by_bucket(df: DataFrame, schema: TableSchema, *, by_key: bool = False) -> DataFrame:
+    """Repartition ``df`` by (partition keys, Paimon bucket): one task writes each bucket.
+
+    With ``by_key`` (cross-partition tables) by key-hash group only.
+    """
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     fields = [*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), nullable=False)]
-    with_bucket = df.mapInArrow(_BucketTask(schema), StructType(fields))
+    with_bucket = df.mapInArrow(_BucketTask(schema, by_key=by_key), StructType(fields))
+    if by_key:
+        return with_bucket.repartition(BUCKET_COLUMN)
     return with_bucket.repartition(*schema.partition_keys, BUCKET_COLUMN)

@@ -414,7 +414,7 @@ def write_messages(
     check_spark_schema(data_schema, schema, check_nullability=check_nullability)
     token = secrets.token_hex(8)
     if store.writes_by_bucket:
-        df = by_bucket(df, schema)
+        df = by_bucket(df, schema, by_key=store.bucket_mode == "cross-partition")
         if versions is not None:
             df = versions.sort(df)
     task = _WriteTask(

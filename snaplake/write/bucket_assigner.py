@@ -333,6 +333,10 @@ class DynamicBucketIndex:
         self.assigner.ignore_previous_files()
         self._ignore_previous = True
 
+    def rewrite_rows(self, table: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
+        """``table`` and ``kinds`` unchanged (a key never leaves its partition)."""
+        return table, kinds
+
     def assign(self, partition: bytes, rows: pa.Table) -> npt.NDArray[np.int32]:
         """The bucket of each row of one partition (the writer's ``BucketAssign``).
 

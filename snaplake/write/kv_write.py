@@ -53,8 +53,8 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.support import check_supported
-from snaplake.write.bucket_assigner import DynamicBucketIndex
 from snaplake.write.bucket_buffer import BucketBuffer, PendingBucket
+from snaplake.write.cross_partition import BucketIndex
 from snaplake.write.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter
 from snaplake.write.table_write import RowKinds, conform_to_schema
 
@@ -108,7 +108,8 @@ class KeyValueTableWrite:
             they stay at level 0.
         bucket_index: Dynamic buckets (``bucket = -1``): assigns each row's
             bucket and adds each changed bucket's new HASH file to its
-            message at ``prepare_commit``; ``None`` = fixed buckets.
+            message at ``prepare_commit``; cross-partition tables also
+            rewrite each batch (keys moving partition); ``None`` = fixed buckets.
 
     Raises:
         UnsupportedTableError: the table uses something snaplake cannot write
@@ -127,7 +128,7 @@ class KeyValueTableWrite:
         commit_user: str,
         restore_sequences: SequenceRestore,
         lift_level0: Level0Lift | None = None,
-        bucket_index: DynamicBucketIndex | None = None,
+        bucket_index: BucketIndex | None = None,
     ) -> None:
         check_supported(schema, Operation.WRITE)
         self.file_io = file_io
@@ -192,6 +193,8 @@ class KeyValueTableWrite:
         if table.num_rows == 0:
             return
         self._check_retractions(kinds_arr)
+        if self._bucket_index is not None:
+            table, kinds_arr = self._bucket_index.rewrite_rows(table, kinds_arr)
         routed = table.append_column(_KINDS_COLUMN, kinds_arr)
         for partition, part_path, bucket, part in self._buffer.route(routed):
             self._add(partition, part_path, bucket, part)

@@ -141,6 +141,39 @@ def _refuse(message: str, *, feature: str, operation: str, key: str | None = Non
     raise UnsupportedTableError(message, feature=feature, operation=str(operation), key=key)
 
 
+def _check_cross_partition(core: CoreOptions, operation: Operation) -> None:
+    """Refuse a cross-partition table whose rows move as snaplake does not move them.
+
+    Paimon writes a partial-update or aggregation row whose key lives in
+    another partition into that OLD partition (its ``UseOldExistingProcessor``);
+    snaplake implements deduplicate and first-row only, in arrival order (so
+    no ``sequence.field``).
+
+    Source: Paimon ``GlobalIndexAssigner`` / ``ExistingProcessor``.
+    """
+    engine = core.merge_engine
+    if engine in (MergeEngine.PARTIAL_UPDATE, MergeEngine.AGGREGATION):
+        _refuse(
+            f"cross-partition upserts (bucket = -1, primary key lacking a partition key) with "
+            f"merge-engine = {engine!r} are not supported: Paimon writes a row whose key lives "
+            "in another partition into that old partition, which snaplake does not implement; "
+            "use deduplicate or first-row, or add the partition keys to the primary key",
+            feature=f"cross-partition upsert with merge-engine = {engine!r}",
+            operation=operation,
+            key="merge-engine",
+        )
+    if core.sequence_field:
+        _refuse(
+            f"cross-partition upserts with sequence.field = {core.sequence_field} are not "
+            "supported: snaplake moves a key to the partition of its latest row in arrival "
+            "order, which a sequence field may contradict; remove 'sequence.field' or add the "
+            "partition keys to the primary key",
+            feature="cross-partition upsert with sequence.field",
+            operation=operation,
+            key="sequence.field",
+        )
+
+
 def check_primary_key_table(
     *,
     field_types: Mapping[str, DataType],
@@ -163,15 +196,19 @@ def check_primary_key_table(
 
     Raises:
         SchemaMismatchError: a key names no column, repeats, the primary key
-            misses a partition key or equals the partition keys, a key column
+            misses a partition key (unless ``bucket = -1``: cross-partition
+            upserts) or equals the partition keys, a key column
             has a nested type, ``bucket-key`` is not inside the trimmed primary
             key, or ``sequence.field`` / ``rowkind.field`` name no column.
         InvalidOptionError: an unknown ``merge-engine`` or aggregate function,
             or options Paimon rejects together.
-        UnsupportedTableError: ``bucket`` is neither a positive count nor -2 (for
-            create, write, commit and maintenance), a level or the changelog
-            files would be written in a format, codec or for column types
-            snaplake cannot write (create, write, maintenance), or an option is set to
+        UnsupportedTableError: ``bucket`` is neither a positive count nor -1
+            or -2 (for create, write, commit and maintenance), a level or the
+            changelog files would be written in a format, codec or for column
+            types snaplake cannot write (create, write, maintenance), a
+            cross-partition table (``bucket = -1``, key lacking a partition key)
+            uses partial-update, aggregation or ``sequence.field`` (not for
+            read), or an option is set to
             a value the registry's ``primary-key`` declaration refuses for
             ``operation`` (``docs/primary-key-tables.md`` §1).
     """
@@ -193,19 +230,21 @@ def check_primary_key_table(
                 "allows only atomic types in a primary key"
             )
     missing = [p for p in partition_keys if p not in primary_keys]
-    if missing:
+    core = CoreOptions(options)
+    if missing and core.bucket != -1:
         raise SchemaMismatchError(
             f"primary key {list(primary_keys)} must contain every partition key "
             f"{list(partition_keys)} (missing {missing}): Paimon allows a key that spans "
             "partitions only with dynamic buckets; add the partition keys to the primary key"
         )
+    if missing and operation is not Operation.READ:
+        _check_cross_partition(core, operation)
     trimmed = [k for k in primary_keys if k not in partition_keys]
     if not trimmed:
         raise SchemaMismatchError(
             f"primary key {list(primary_keys)} equals the partition keys {list(partition_keys)}"
             ": every partition would hold one row; add a column that identifies rows"
         )
-    core = CoreOptions(options)
     bucket_key = core.bucket_key
     for key in bucket_key:
         if key not in trimmed:

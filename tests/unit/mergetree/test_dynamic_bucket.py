@@ -142,12 +142,18 @@ def test_bad_dynamic_bucket_options_are_refused_before_anything_is_written(
     assert not list(tmp_path.rglob("*"))
 
 
-def test_a_key_spanning_partitions_stays_refused(tmp_path: Path) -> None:
+def test_a_key_spanning_partitions_is_refused_with_fixed_buckets(tmp_path: Path) -> None:
+    """With ``bucket = -1`` it is a cross-partition table (issue 20 item 3)."""
     catalog = snaplake.FileSystemCatalog(str(tmp_path))
     with pytest.raises(SchemaMismatchError, match="every partition key"):
         catalog.create_table(
-            "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=["id"]
-        )
+            "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=["id"],
+            options={"bucket": "2"},
+        )  # fmt: skip
+    cross = catalog.create_table(
+        "db.c", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=["id"]
+    )
+    assert cross.bucket_mode == "cross-partition"
 
 
 def test_overwrite_keeps_every_key_in_one_bucket(tmp_path: Path) -> None:
