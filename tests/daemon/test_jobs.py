@@ -160,6 +160,7 @@ def test_expiry_of_a_dynamic_bucket_table_counts_its_replaced_hash_files(tmp_pat
     assert len(list(index_dir.iterdir())) == 8
     result = expire_snapshots_job(table, options=_opts(**{"snapshot.time-retained": "1 ms"}))
     assert result.snapshots_expired == 5  # down to min 3
+    assert result.expire is not None
     assert len(result.expire.index_files) == 5
     assert result.files_deleted["other"] == 5
     assert len(list(index_dir.iterdir())) == 3
