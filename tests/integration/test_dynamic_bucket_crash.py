@@ -18,10 +18,10 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
 from tests.dynamic_helpers import assert_one_bucket_per_key
+from tests.dynamic_maintenance_helpers import model
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, make_rows, sorted_rows, to_table
 
 import snaplake
@@ -30,13 +30,6 @@ WRITER = Path(__file__).with_name("dynamic_crash_proc.py")
 CRASH_BATCH = ("9", "8", "1")  # ids 9..16 (seed 1): 3 known, 5 new, months 1-3
 
 pytestmark = pytest.mark.integration
-
-
-def _model(*batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    rows: dict[tuple[int, int], dict[str, Any]] = {}
-    for batch in batches:
-        rows.update({(r["month"], r["id"]): r for r in batch})
-    return sorted(rows.values(), key=lambda r: (r["month"], r["id"]))
 
 
 def _child(root: str, *kill: str) -> subprocess.CompletedProcess[str]:
@@ -56,7 +49,7 @@ def test_sigkill_at_every_operation_of_a_dynamic_bucket_commit(tmp_path: Path) -
     table.write(to_table(initial))
     assert assert_one_bucket_per_key(table) >= 4
     crashed = make_rows(9, 8, seed=1)
-    before, after = _model(initial), _model(initial, crashed)
+    before, after = model(initial), model(initial, crashed)
     # A clean run counts the commit's operations (and must land).
     clean = tmp_path / "clean"
     shutil.copytree(base, clean)
@@ -86,7 +79,7 @@ def test_sigkill_at_every_operation_of_a_dynamic_bucket_commit(tmp_path: Path) -
         # A new writer restores the recovered index: every key goes to its bucket.
         again = make_rows(0, 20, seed=2)
         t.write(to_table(again))
-        assert sorted_rows(t.to_arrow()) == _model(initial, crashed, again), (n, phase)
+        assert sorted_rows(t.to_arrow()) == model(initial, crashed, again), (n, phase)
         assert_one_bucket_per_key(t)
     # Killed before the first operation nothing landed; killed after the last, all did.
     assert not published[0] and published[-1]

@@ -18,19 +18,13 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from tests.dynamic_helpers import assert_one_bucket_per_key
+from tests.dynamic_maintenance_helpers import model
 from tests.pk_helpers import PK_SCHEMA, make_rows, sorted_rows, to_table
 from tests.unit.cli.test_console_script import run, script  # noqa: F401  # fixture
 
 import snaplake
 
 pytestmark = pytest.mark.integration
-
-
-def _model(*batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    rows: dict[tuple[int, int], dict[str, Any]] = {}
-    for batch in batches:
-        rows.update({(r["month"], r["id"]): r for r in batch})
-    return sorted(rows.values(), key=lambda r: (r["month"], r["id"]))
 
 
 def test_dynamic_bucket_table_through_the_console_script(
@@ -53,14 +47,14 @@ def test_dynamic_bucket_table_through_the_console_script(
     assert table.options["bucket"] == "-1" and table.bucket_mode == "dynamic"
 
     def check(*written: list[dict[str, Any]]) -> None:
-        assert sorted_rows(table.to_arrow()) == _model(*written)
+        assert sorted_rows(table.to_arrow()) == model(*written)
         assert assert_one_bucket_per_key(table) > 3
 
     for i, path in enumerate(files):
         run(script, "write", "db.orders", str(path), env=env)
         check(*batches[: i + 1])
     rows = json.loads(run(script, "--output", "json", "read", "db.orders", env=env).stdout)
-    assert len(rows) == len(_model(*batches))
+    assert len(rows) == len(model(*batches))
     run(script, "tag", "create", "db.orders", "t2", "--snapshot", "2", env=env)
     assert json.loads(run(script, "--output", "json", "compact", "db.orders", "--full",
                           env=env).stdout)["compacted"]  # fmt: skip
