@@ -89,7 +89,8 @@ def tables(cli: CliContext, database: str) -> None:
 @click.option(
     "--primary-keys",
     default=None,
-    help="Primary-key columns a,b (a primary-key table; needs --option bucket=N).",
+    help="Primary-key columns a,b (a primary-key table; without --option bucket=N it has "
+    "dynamic buckets, as in Paimon).",
 )
 @click.option(
     "--option",

@@ -4,7 +4,9 @@ The writer runs until it has made MIN_COMMITS commits, the daemon has compacted 
 writer has committed after that compaction (then the test stops it through a stop file),
 however long that takes on this machine. No writer commit may fail; every retained
 snapshot's merged view equals the model (the writer's batches up to the identifier the
-snapshot carries).
+snapshot carries). Run on fixed buckets and on dynamic buckets (``bucket = -1``: the
+writer restores the HASH index once and keeps it; after the daemon's compactions every
+key is still in one bucket whose HASH file holds its hash).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from tests.daemon.procs import daemon_config, free_port, start_daemon, wait_for
+from tests.dynamic_helpers import assert_one_bucket_per_key
 from tests.integration.pk_writer_proc import USER, batch
 from tests.merge_model import MergeModel
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, sorted_rows
@@ -30,12 +33,17 @@ MAX_SECONDS = 300.0  # a safety cap only: the test stops the writer through the 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 
-def test_writer_and_daemon_compaction(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "buckets",
+    [{"bucket": "2"}, {"dynamic-bucket.target-row-num": "25"}],
+    ids=["fixed", "dynamic"],
+)
+def test_writer_and_daemon_compaction(tmp_path: Path, buckets: dict[str, str]) -> None:
     warehouse = tmp_path / "wh"
     table = FileSystemCatalog(str(warehouse)).create_table(
         "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
         options={
-            "bucket": "2",
+            **buckets,
             "merge-engine": "partial-update",
             "partial-update.remove-record-on-delete": "true",
             "num-sorted-run.compaction-trigger": "3",
@@ -100,3 +108,5 @@ def test_writer_and_daemon_compaction(tmp_path: Path) -> None:
         assert sorted_rows(table.to_arrow(snapshot_id=snap.id)) == expected[k], snap.id
     levels = {f.level for s in table.new_scan().plan() for f in s.files}
     assert max(levels) > 0
+    if table.bucket_mode == "dynamic":
+        assert assert_one_bucket_per_key(table) > 3
