@@ -34,7 +34,10 @@ __all__ = ["check_hash_replacements"]
 
 
 def check_hash_replacements(
-    table: IndexStorage, latest: Snapshot | None, changes: Sequence[IndexManifestEntry]
+    table: IndexStorage,
+    latest: Snapshot | None,
+    changes: Sequence[IndexManifestEntry],
+    kept: Sequence[tuple[bytes, int, str]] = (),
 ) -> None:
     """Refuse HASH index changes that replace a file other than the one they name.
 
@@ -48,6 +51,11 @@ def check_hash_replacements(
         latest: The snapshot the commit would publish on.
         changes: The commit's write-side index ADD/DELETE entries (an
             overwrite's DELETEs of the replaced partitions included).
+        kept: ``(partition, bucket, HASH file name)`` a writer relied on for
+            a bucket it wrote known keys into without changing its HASH file
+            (``DataIncrement.kept_index_files``): each must still be live
+            (an overwrite or another writer replaced it otherwise, and the
+            keys may now live in another bucket).
 
     Raises:
         HashIndexConflictError: a named file is not the live one of its
@@ -63,12 +71,15 @@ def check_hash_replacements(
     named = {
         (e.partition, e.bucket): e.index_file.file_name for e in hashes if e.kind == FileKind.DELETE
     }
-    if not named:
+    if not named and not kept:
         return
     live = {
         (e.partition, e.bucket): e.index_file.file_name
         for e in read_index_entries(
-            table, latest, index_type=HASH_INDEX, partitions={p for p, _ in named}
+            table,
+            latest,
+            index_type=HASH_INDEX,
+            partitions={p for p, _ in named} | {p for p, _, _ in kept},
         )
     }
     conflicts = {
@@ -76,6 +87,7 @@ def check_hash_replacements(
         for (p, b), name in named.items()
         if live.get((p, b)) != (None if (p, b, name) in added else name)
     }
+    conflicts |= {(p, b) for p, b, name in kept if live.get((p, b)) != name}
     if conflicts:
         raise HashIndexConflictError(
             "a concurrent commit changed the HASH index of bucket(s) "

@@ -60,6 +60,11 @@ class DataIncrement:
         new_index_files: Index files to ADD to the APPEND snapshot's index manifest
             (e.g. a bucket's new HASH file; it replaces the bucket's old one).
         deleted_index_files: Index files to DELETE from it.
+        kept_index_files: Index files the writer relied on and leaves in
+            place (a dynamic-bucket writer's HASH file of a bucket it wrote
+            known keys into): neither added nor deleted, only checked to be
+            still live when the commit publishes (snaplake's own; Paimon has
+            no such check).
     """
 
     new_files: tuple[DataFileMeta, ...] = ()
@@ -67,6 +72,7 @@ class DataIncrement:
     changelog_files: tuple[DataFileMeta, ...] = ()
     new_index_files: tuple[IndexFileMeta, ...] = ()
     deleted_index_files: tuple[IndexFileMeta, ...] = ()
+    kept_index_files: tuple[IndexFileMeta, ...] = ()
 
     def is_empty(self) -> bool:
         """True when the increment carries no file."""
@@ -164,6 +170,7 @@ class CommitMessage:
             "compactChangelog": _files_to_json(ci.changelog_files),
             "newIndexFiles": _index_to_json(di.new_index_files),
             "deletedIndexFiles": _index_to_json(di.deleted_index_files),
+            "keptIndexFiles": _index_to_json(di.kept_index_files),
             "compactNewIndexFiles": _index_to_json(ci.new_index_files),
             "compactDeletedIndexFiles": _index_to_json(ci.deleted_index_files),
         }
@@ -190,6 +197,7 @@ class CommitMessage:
                 changelog_files=_files_from_json(data["changelogFiles"]),
                 new_index_files=_index_from_json(data["newIndexFiles"]),
                 deleted_index_files=_index_from_json(data["deletedIndexFiles"]),
+                kept_index_files=_index_from_json(data.get("keptIndexFiles", ())),
             ),
             compact_increment=CompactIncrement(
                 compact_before=_files_from_json(data["compactBefore"]),

@@ -286,7 +286,12 @@ class SnapshotProducer:
             (*self.replaced_index_entries(latest, adds), *index_adds),
             tuple(index_compacts),
         )
-        check_hash_replacements(ctx.table, latest, index_changes[0])
+        kept = [
+            (m.partition, m.bucket, f.file_name)
+            for m in self.messages
+            for f in m.data_increment.kept_index_files
+        ]
+        check_hash_replacements(ctx.table, latest, index_changes[0], kept)
         new_index_files = [
             index_path(ctx.table.paths, f) for m in self.messages for f in m.added_index_files()
         ]

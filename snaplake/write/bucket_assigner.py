@@ -361,7 +361,10 @@ class DynamicBucketIndex:
         concurrent writer added keys to the bucket), see
         :func:`~snaplake.commit.index_conflict.check_hash_replacements`.
         Paimon names no replaced file (its combine replaces whatever is there);
-        the index manifest written is the same. An overwrite's writer
+        the index manifest written is the same. A bucket that got data files
+        but no new hash names its restored HASH file in ``kept_index_files``:
+        the commit refuses when another is live there by then (an overwrite
+        or another writer moved the bucket's keys). An overwrite's writer
         (:meth:`ignore_previous_files`) names none.
 
         Raises:
@@ -393,6 +396,14 @@ class DynamicBucketIndex:
         except BaseException:
             self.file_io.delete_many(written)
             raise
+        changed = {(p, b) for p, b, _ in replaced}
+        if not self._ignore_previous:
+            for key, message in out.items():
+                restored = self.assigner.files.get(key[0], {}).get(key[1])
+                if key in changed or restored is None or not message.data_increment.new_files:
+                    continue
+                increment = replace(message.data_increment, kept_index_files=(restored,))
+                out[key] = replace(message, data_increment=increment)
         for partition, bucket, meta in replaced:
             self.assigner.files[partition][bucket] = meta
         return list(out.values())

@@ -4,15 +4,14 @@ Found by tests/property/test_dynamic_bucket_state_machine.py. The writer still
 believes a known key lives in the bucket it restored; its upsert of that key
 changes no HASH file, so nothing checks it, and the key ends up in two buckets
 (the overwrite put it into another one) — one bucket even without a HASH file.
-Issue 20 item 2 ("two writers never duplicate a key") requires a refusal
-(``HashIndexConflictError``) or a re-assignment here. Open: the message would
-have to name the HASH file of every bucket it writes into, not only of those
-whose hashes grew.
+Issue 20 item 2 ("two writers never duplicate a key"): the writer's message
+now names the HASH file of every bucket it writes known keys into
+(``DataIncrement.kept_index_files``), and the commit refuses with
+``HashIndexConflictError`` when that file is no longer live.
 """
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,6 @@ import snaplake
 from snaplake.errors import HashIndexConflictError
 
 
-@pytest.mark.xfail(strict=True, reason="open defect: known keys of a stale index (module doc)")
 def test_upsert_of_a_known_key_after_another_writers_overwrite_keeps_one_bucket(
     tmp_path: Path,
 ) -> None:
@@ -39,8 +37,10 @@ def test_upsert_of_a_known_key_after_another_writers_overwrite_keeps_one_bucket(
     commit.commit(write.prepare_commit(), commit_identifier=1)
     table.write(to_table(month1[2:3]), overwrite={"month": 1})  # id 6 now in bucket 0
     write.write_arrow(to_table(make_rows(6, 1, seed=5)))  # the stale writer: id 6 -> bucket 1
-    with contextlib.suppress(HashIndexConflictError):  # refused before publishing: fine
-        commit.commit(write.prepare_commit(), commit_identifier=2)
+    messages = write.prepare_commit()
+    with pytest.raises(HashIndexConflictError):  # refused before publishing
+        commit.commit(messages, commit_identifier=2)
+    write.abort(messages)
     ids = table.to_arrow().column("id").to_pylist()
     assert ids == [6]
     assert_one_bucket_per_key(table)

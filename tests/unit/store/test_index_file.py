@@ -171,11 +171,18 @@ _index_files = st.lists(_metas, max_size=3).map(tuple)
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.binary(min_size=12, max_size=40), _index_files, _index_files, _index_files, _index_files)
-def test_message_bytes_carry_index_files(partition, new, deleted, compact_new, compact_deleted):
+@given(
+    st.binary(min_size=12, max_size=40),
+    _index_files, _index_files, _index_files, _index_files, _index_files,
+)  # fmt: skip
+def test_message_bytes_carry_index_files(
+    partition, new, deleted, compact_new, compact_deleted, kept
+):
     msg = CommitMessage(
         partition=partition, bucket=0, total_buckets=-1,
-        data_increment=DataIncrement(new_index_files=new, deleted_index_files=deleted),
+        data_increment=DataIncrement(
+            new_index_files=new, deleted_index_files=deleted, kept_index_files=kept
+        ),
         compact_increment=CompactIncrement(
             new_index_files=compact_new, deleted_index_files=compact_deleted
         ),
