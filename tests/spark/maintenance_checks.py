@@ -268,10 +268,16 @@ def check_refusals_before_any_job(spark: Any, tmp_path: Path) -> None:
         compact(spark, table, partitions=[])
     with pytest.raises(ValueError, match="warehouse"):
         compact(spark, "db.t")
-    table.schema_manager.create(  # a primary-key table with dynamic buckets (bucket = -1)
-        dataclasses.replace(table.schema(), id=1, primary_keys=("id", "month"))
+    schema = table.schema()
+    table.schema_manager.create(  # a primary-key table with deletion vectors (refused)
+        dataclasses.replace(
+            schema,
+            id=1,
+            primary_keys=("id", "month"),
+            options={**schema.options, "bucket": "2", "deletion-vectors.enabled": "true"},
+        )
     )
-    with pytest.raises(UnsupportedTableError, match="bucket"):
+    with pytest.raises(UnsupportedTableError, match="deletion vectors"):
         compact(spark, table)
     assert len(table.snapshots()) == 2
 
