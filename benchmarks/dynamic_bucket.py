@@ -40,14 +40,12 @@ from pathlib import Path
 import _common  # noqa: F401  (puts the repo root on sys.path)
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 from _common import ROOT, pct
 from demo.flights_data import load_flights
+from pk_upsert import KEYS, _updates  # the same keys and upsert batches
 
 from snaplake.catalog import FileSystemCatalog
-
-KEYS = ["year", "month", "day", "carrier", "flight", "origin"]
 
 _RUST = r"""
 import json, sys, time
@@ -90,20 +88,6 @@ table.new_commit(commit_user="bench-start").commit(write.prepare_commit(), commi
 elapsed = time.perf_counter() - t0
 print(json.dumps({"seconds": elapsed, "peak_mib": status_mib()["VmHWM"] - base}))
 """
-
-
-def _updates(flights: pa.Table, commits: int, fraction: float) -> list[pa.Table]:
-    rng = np.random.default_rng(42)
-    n = max(1, int(flights.num_rows * fraction))
-    out = []
-    for i in range(commits):
-        idx = rng.choice(flights.num_rows, size=n, replace=False)
-        batch = flights.take(pa.array(np.sort(idx)))
-        for col in ("dep_delay", "arr_delay"):
-            j = batch.schema.get_field_index(col)
-            batch = batch.set_column(j, col, pc.add(batch.column(col), pa.scalar(i + 1)))
-        out.append(batch)
-    return out
 
 
 def _snaplake(
