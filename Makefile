@@ -5,6 +5,7 @@ PAIMON_VENV := .venv-paimon
 PY := $(VENV)/bin/python
 PYPAIMON_VERSION := 2.1.0
 PYTEST_ARGS ?=
+PYTEST = $(PY) -m pytest -q -p no:cacheprovider
 
 .PHONY: venv paimon-venv test lint unit demo demo-ci bench clean prometheus grafana-schema \
 	package-smoke java-paimon java node venv-prereq
@@ -55,8 +56,17 @@ venv-prereq:
 $(VENV)/.installed: | venv-prereq
 grafana/.schema-check/node_modules/.bin/tsc: | node
 
+# The in-process suites (unit, property) run on both cores, a module per worker; the suites
+# that start servers, daemons, Spark and crash processes run one test at a time after them.
+# PYTEST_ARGS (e.g. a path or -k) replaces the split and runs what it names, serially.
+PARALLEL_SUITES := tests/unit tests/property
 unit: java node venv paimon-venv prometheus grafana-schema java-paimon
-	$(PY) -m pytest -q -p no:cacheprovider --durations=15 $(PYTEST_ARGS)
+ifeq ($(strip $(PYTEST_ARGS)),)
+	$(PYTEST) -n 2 --dist loadfile --durations=10 $(PARALLEL_SUITES)
+	$(PYTEST) --durations=15 $(addprefix --ignore=,$(PARALLEL_SUITES))
+else
+	$(PYTEST) --durations=15 $(PYTEST_ARGS)
+endif
 
 test: java node lint unit package-smoke
 

@@ -80,10 +80,12 @@ def test_daemon_delegates_to_spark_connect_and_falls_back(tmp_path: Path) -> Non
         daemon = start_daemon(config, tmp_path, "daemon", port)
         assert _live(table) == 24  # 12 commits x 2 partitions
         wait_for(lambda: _live(table) <= 4, timeout=240, what="a delegated compaction")
+        # The job logs its summary after the commit is published: wait for the line.
+        done = r"compacted \d+ file\(s\) of \d+ bucket\(s\) into \d+ on spark"
+        wait_for(lambda: bool(re.search(done, daemon.text())), timeout=60, what="the job's summary")
         log = daemon.text()
         assert f"delegated to spark at {server.url}" in log, log[-3000:]
         assert "spark compaction of db.t:" in log
-        assert re.search(r"compacted \d+ file\(s\) of \d+ bucket\(s\) into \d+ on spark", log)
         assert "compacting in process instead" not in log
         assert not sample_value(scrape(port), "snaplake_daemon_remote_failures_total")
 
@@ -159,10 +161,11 @@ def test_daemon_delegates_large_primary_key_buckets_and_falls_back(tmp_path: Pat
         daemon = start_daemon(config, tmp_path, "daemon", port)
         wait_for(lambda: bool(_compactions(table)), timeout=240, what="a delegated compaction")
         first = _compactions(table)[0]
+        summary = r"compacted \d+ file\(s\) of \d+ bucket\(s\) into \d+ on spark"
+        wait_for(lambda: bool(re.search(summary, daemon.text())), timeout=60, what="the summary")
         log = daemon.text()
         assert f"delegated to spark at {server.url}" in log, log[-3000:]
         assert "spark compaction of db.t: 2 task(s)" in log  # the large buckets only
-        assert re.search(r"compacted \d+ file\(s\) of \d+ bucket\(s\) into \d+ on spark", log)
         assert "compacting in process instead" not in log
         assert not sample_value(scrape(port), "snaplake_daemon_remote_failures_total")
         # one commit for all six buckets: the small ones were rewritten in the daemon
