@@ -95,6 +95,7 @@ class TableScan:
             partition_filter=parse_filter(partition_filter) if partition_filter else None,
             predicate=self.predicates,
             read_schema=self.schema,
+            batch_read=True,
         )
         self.evolution = table.schema_evolution(self.schema)
 

@@ -21,7 +21,7 @@ from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.read.predicate import Predicate
 from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
-from snaplake.store.read.split_read import read_splits, read_splits_batches
+from snaplake.store.read.split_read import ReadSplitsTask, read_splits, read_splits_batches
 from snaplake.store.read.stats_filter import ValueStatsFilter
 from snaplake.write.append_write import AppendOnlyTableWrite
 
@@ -106,9 +106,19 @@ class AppendOnlyFileStore(FileStore):
         read_schema: TableSchema,
         columns: Sequence[str],
         schema_of: Callable[[int], TableSchema],
-    ) -> None:
-        """``None``: each file of an append table reads on its own."""
-        return None
+    ) -> ReadSplitsTask | None:
+        """``None``: each file reads on its own; a :class:`ReadSplitsTask` when some split
+        carries deletion vectors (an engine's own reader would return their deleted rows).
+
+        Reads the schema of every ``_SCHEMA_ID`` in ``splits`` now (the task carries them).
+        """
+        if not any(s.deletion_files for s in splits):
+            return None
+        ids = {f.schema_id for s in splits for f in s.files}
+        return ReadSplitsTask(
+            file_io=self.file_io, schema=read_schema, splits=tuple(splits),
+            columns=tuple(columns), schemas={i: schema_of(i) for i in ids},
+        )  # fmt: skip
 
     # scan ------------------------------------------------------------------
     def stats_filter(self) -> ValueStatsFilter:

@@ -221,12 +221,16 @@ class FileStore(ABC):
         partition_filter: Mapping[str, Any] | Sequence[Predicate] | None = None,
         predicate: Sequence[Predicate] = (),
         read_schema: TableSchema | None = None,
+        batch_read: bool = False,
     ) -> FileStoreScan:
         """Plan the live files of ``snapshot`` that may hold rows matching the filters.
 
         Arguments as :class:`~snaplake.store.read.scan.FileStoreScan`; the
         files are pruned by the statistics this kind's rows allow
-        (:meth:`stats_filter`).
+        (:meth:`stats_filter`). With ``batch_read`` (a table read, not a
+        writer's or a maintenance job's scan) the splits carry their deletion
+        vector files and this kind's batch-read rules apply
+        (:meth:`batch_scan_skip_level0`, :meth:`raw_convertible_splits`).
 
         Raises:
             SchemaMismatchError: a ``partition_filter`` column is not a partition key.
@@ -238,8 +242,24 @@ class FileStore(ABC):
             file_io=self.file_io, paths=self.paths, schema_manager=self.table.schema_manager,
             snapshot=snapshot, partition_filter=partition_filter, predicate=predicate,
             read_schema=read_schema, stats_filter=self.stats_filter(),
-            only_real_buckets=self.reads_real_buckets_only,
+            only_real_buckets=self.reads_real_buckets_only, deletion_vectors=batch_read,
+            skip_level0=batch_read and self.batch_scan_skip_level0(),
+            raw_convertible=batch_read and self.raw_convertible_splits(),
         )  # fmt: skip
+
+    def batch_scan_skip_level0(self) -> bool:
+        """Batch reads leave out level-0 files (``False``: this kind has no levels).
+
+        Source: Paimon ``CoreOptions.batchScanSkipLevel0``.
+        """
+        return False
+
+    def raw_convertible_splits(self) -> bool:
+        """Batch reads read a split file by file when its files allow (``False`` here).
+
+        Source: Paimon ``MergeTreeSplitGenerator`` (``rawConvertible``).
+        """
+        return False
 
     reads_real_buckets_only: ClassVar[bool] = False
     """Scans skip negative buckets (postpone-bucket tables' pending files, bucket -2)."""

@@ -192,6 +192,23 @@ class KeyValueFileStore(FileStore):
         )  # fmt: skip
 
     # scan ------------------------------------------------------------------
+    def batch_scan_skip_level0(self) -> bool:
+        """With deletion vectors, unless ``deletion-vectors.merge-on-read``: compaction
+        publishes every row above level 0 and marks the versions it supersedes.
+
+        Source: Paimon ``CoreOptions.batchScanSkipLevel0``.
+        """
+        options = self.schema.core_options
+        return options.deletion_vectors_enabled and not options.deletion_vectors_merge_on_read
+
+    def raw_convertible_splits(self) -> bool:
+        """With deletion vectors: a split of level >= 1 files without retractions is read
+        file by file, with no key merge (the vectors drop every superseded version).
+
+        Source: Paimon ``MergeTreeSplitGenerator`` (``deletionVectorsEnabled``).
+        """
+        return self.schema.core_options.deletion_vectors_enabled
+
     def stats_filter(self) -> KeyStatsFilter:
         """Prune by a file's key stats, on key predicates only (see :class:`KeyStatsFilter`).
 

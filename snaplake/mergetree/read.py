@@ -337,6 +337,7 @@ def read_bucket(
     columns: Sequence[str],
     *,
     batch_rows: int | None = None,
+    raw_convertible: bool = False,
 ) -> Iterator[pa.Table]:
     """Yield the merged rows of one bucket (value columns only, retractions dropped).
 
@@ -347,16 +348,25 @@ def read_bucket(
             plus the predicate columns.
         batch_rows: Rows per table for one-run sections (``None`` = one table
             per file); merged sections stream in bounded chunks.
+        raw_convertible: Read every file on its own, with no key merge (a
+            deletion-vector split whose vectors leave one version per key:
+            ``Split.raw_convertible``).
 
     Raises:
         MergeFunctionError: the merge engine rejects a key's versions.
         FileNotFoundError: a data file is missing.
+
+    Source: Paimon ``MergeFileSplitRead`` / ``RawFileSplitRead`` (raw-convertible splits).
     """
     if not bucket.files:
         return
     value_names = _needs_merge_columns(ctx, columns)
-    sections = interval_partition(bucket.files, ctx.cmp)
     full = ctx.kv_schema(value_names)
+    if raw_convertible:
+        for f in bucket.files:
+            yield from _read_single(ctx, bucket, f, full, columns, batch_rows)
+        return
+    sections = interval_partition(bucket.files, ctx.cmp)
     for section in sections:
         if len(section) == 1:
             for f in section[0].files:
@@ -374,7 +384,7 @@ def _read_single(
     columns: Sequence[str],
     batch_rows: int | None,
 ) -> Iterator[pa.Table]:
-    """One file of a one-run section: no merge; drop deleted rows and retractions."""
+    """One file read with no merge; drop deleted rows and retractions."""
     clean = file.delete_row_count == 0
     names = list(columns) if clean else [VALUE_KIND, *columns]
     schema = pa.schema([full.field(n) for n in names])
@@ -442,7 +452,11 @@ def read_primary_key_batches(
         SchemaMismatchError: an unknown column is named, or a filter literal's
             type does not fit its column (before anything is read).
         MergeFunctionError: the merge engine rejects a key's versions.
-        FileNotFoundError: a data file of the snapshot is missing.
+        FileNotFoundError: a data file or deletion vector file of the snapshot is missing.
+        CorruptMetadataError: a deletion vector file is damaged (named).
+
+    Each split's deletion vectors (``Split.deletion_files``) are read when the
+    split is reached; the rows they mark are never returned.
     """
     ctx = read_context(file_io, schema, schema_of)
     arrow = schema.arrow_schema
@@ -456,8 +470,9 @@ def read_primary_key_batches(
     for split in splits:
         pairs = [(f, p) for f, p in zip(split.files, split.paths, strict=True)
                  if not (skip_level0 and f.level == 0)]  # fmt: skip
-        bucket = BucketFiles([f for f, _ in pairs], [p for _, p in pairs])
-        for table in read_bucket(ctx, bucket, needed):
+        vectors = split.read_deletion_vectors(file_io) if split.deletion_files else None
+        bucket = BucketFiles([f for f, _ in pairs], [p for _, p in pairs], vectors)
+        for table in read_bucket(ctx, bucket, needed, raw_convertible=split.raw_convertible):
             if expr is not None:
                 table = table.filter(expr)
             if table.num_rows:

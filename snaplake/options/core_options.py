@@ -45,6 +45,9 @@ from snaplake.options.registry import (
     CONSUMER_CHANGELOG_ONLY,
     CONSUMER_EXPIRATION_TIME,
     DATA_FILE_PREFIX,
+    DELETION_VECTORS_BITMAP64,
+    DELETION_VECTORS_ENABLED,
+    DELETION_VECTORS_MERGE_ON_READ,
     DYNAMIC_BUCKET_INITIAL_BUCKETS,
     DYNAMIC_BUCKET_MAX_BUCKETS,
     DYNAMIC_BUCKET_TARGET_ROW_NUM,
@@ -518,6 +521,25 @@ class CoreOptions:
     def write_buffer_size(self) -> int:
         """``write-buffer-size`` in bytes."""
         return self._req(WRITE_BUFFER_SIZE)
+
+    @property
+    def deletion_vectors_enabled(self) -> bool:
+        """``deletion-vectors.enabled``: rows are deleted by vectors (primary-key batch
+        reads skip level 0 and read files of other levels on their own)."""
+        return self._req(DELETION_VECTORS_ENABLED)
+
+    @property
+    def deletion_vectors_bitmap64(self) -> bool:
+        """``deletion-vectors.bitmap64``: new vectors are 64-bit (reads take either width)."""
+        return self._req(DELETION_VECTORS_BITMAP64)
+
+    @property
+    def deletion_vectors_merge_on_read(self) -> bool:
+        """``deletion-vectors.merge-on-read``: batch reads merge level 0 instead of skipping it.
+
+        Source: Paimon ``CoreOptions.batchScanSkipLevel0``.
+        """
+        return self._req(DELETION_VECTORS_MERGE_ON_READ)
 
     @property
     def write_only(self) -> bool:

@@ -499,6 +499,18 @@ MAINTENANCE_INLINE = _honoured(
     "snaplake.maintenance.inline", "snaplake's own: run due merge and expiry after each "
     "writer commit", parse=parse_bool, default=False,
     doc="Run due manifest merge and expiry right after each successful writer commit.")
+DELETION_VECTORS_ENABLED = _honoured(
+    "deletion-vectors.enabled", "deletion vectors: read (each file's vector drops its "
+    "deleted rows; primary-key batch reads skip level 0); snaplake writes none yet", "false",
+    refused_for=_CHANGES, parse=parse_bool, default=False,
+    doc="Deletion vectors mark deleted rows of data files (read only).")
+DELETION_VECTORS_BITMAP64 = _honoured(
+    "deletion-vectors.bitmap64", "read: 32- and 64-bit vectors are read by their magic",
+    parse=parse_bool, default=False, doc="New deletion vectors are 64-bit bitmaps.")
+DELETION_VECTORS_MERGE_ON_READ = _honoured(
+    "deletion-vectors.merge-on-read", "primary-key batch reads of a deletion-vector table "
+    "also merge level 0", parse=parse_bool, default=False,
+    doc="Batch reads of deletion-vector tables merge level 0 instead of skipping it.")
 
 # Every option, in the README's order ------------------------------------------------------
 _OPTIONS: tuple[ConfigOption[Any], ...] = (
@@ -752,11 +764,13 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     _engine("commit.force-create-snapshot", "whether a streaming job publishes empty "
             "snapshots (no rows change)"),
     # deletion vectors, row tracking, data evolution ------------------------------------------
-    _refused("deletion-vectors.enabled", "deletion vectors hide deleted rows; snaplake would "
-             "read them", "false"),
-    *(_dependent(k, "deletion-vectors.enabled") for k in (
-        "deletion-vectors.modifiable", "deletion-vector.index-file.target-size",
-        "deletion-vectors.merge-on-read", "deletion-vectors.bitmap64")),
+    DELETION_VECTORS_ENABLED,
+    ConfigOption(key="deletion-vectors.modifiable", status=OptionStatus.DEPENDENT,
+                 note="takes effect only when another engine writes deletion vectors",
+                 parse=parse_bool, default=False),
+    _dependent("deletion-vector.index-file.target-size", "deletion-vectors.enabled"),
+    DELETION_VECTORS_MERGE_ON_READ,
+    DELETION_VECTORS_BITMAP64,
     _pk("delete.force-produce-changelog"),
     _layout("sort-compaction.range-strategy", "sort compaction of another engine"),
     _layout("sort-compaction.local-sample.magnification", "sort compaction of another engine"),

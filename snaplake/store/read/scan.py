@@ -16,18 +16,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from snaplake.errors import SchemaMismatchError
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.data_file import DataFileMeta
+from snaplake.store.format.deletion_vector import DeletionVector, decode_deletion_vectors
+from snaplake.store.format.index_file import DELETION_VECTORS_INDEX, IndexFileMeta, index_path
 from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
 from snaplake.store.format.manifest_list import ManifestFileMeta, read_manifest_list
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.index_scan import read_index_entries
 from snaplake.store.read.partition_dirs import (
     PartitionDirectories,
     has_uncomputable_partition_dirs,
@@ -52,6 +55,12 @@ class Split:
         total_buckets: Bucket count recorded in the entries.
         files: Live data files, ordered by min sequence number.
         paths: Full storage path of each file, aligned with ``files``.
+        deletion_files: The DELETION_VECTORS index files holding vectors of ``files``,
+            each cut to the ranges of ``files`` (empty: no row of them is deleted).
+        deletion_paths: Full storage path of each index file, aligned with ``deletion_files``.
+        raw_convertible: Each file reads on its own, no key merge (a deletion-vector
+            primary-key table whose files all sit above level 0 and hold no
+            retractions; Paimon's ``DataSplit.rawConvertible``).
     """
 
     partition: bytes
@@ -60,11 +69,34 @@ class Split:
     total_buckets: int
     files: tuple[DataFileMeta, ...]
     paths: tuple[str, ...]
+    deletion_files: tuple[IndexFileMeta, ...] = ()
+    deletion_paths: tuple[str, ...] = ()
+    raw_convertible: bool = False
 
     @property
     def row_count(self) -> int:
         """Rows in the split's files."""
         return sum(f.row_count for f in self.files)
+
+    def read_deletion_vectors(self, file_io: FileIO) -> dict[str, DeletionVector]:
+        """The vectors of the split's files: data file name → vector (files without one absent).
+
+        Raises:
+            FileNotFoundError: an index file is missing (``filename`` names it;
+                :class:`~snaplake.store.read.missing_files.MissingFileCheck`
+                types it).
+            CorruptMetadataError: an index file is damaged (the message names it).
+
+        Storage: one read of each of :attr:`deletion_files` (none when empty).
+
+        Source: Paimon ``DeletionVector.read(fileIO, DeletionFile)`` per data file of a
+        ``DataSplit`` (here one read per index file).
+        """
+        vectors: dict[str, DeletionVector] = {}
+        for meta, path in zip(self.deletion_files, self.deletion_paths, strict=True):
+            data = file_io.read_bytes(path)
+            vectors.update(decode_deletion_vectors(data, meta.dv_ranges or (), path=path))
+        return vectors
 
 
 def merge_live_entries(entries: Iterable[ManifestEntry]) -> dict[tuple[Any, ...], ManifestEntry]:
@@ -106,6 +138,12 @@ class FileStoreScan:
         only_real_buckets: Skip the files of negative buckets (the pending
             files of postpone-bucket tables, bucket -2), as Paimon's
             ``onlyReadRealBuckets`` does for batch reads and LSM compaction.
+        deletion_vectors: Give each split the DELETION_VECTORS index files of its
+            (partition, bucket) from the snapshot's index manifest (a read's scan).
+        skip_level0: Leave out level-0 files (Paimon's ``batchScanSkipLevel0``).
+        raw_convertible: Mark the splits whose files all sit above level 0 and
+            hold no retractions (``delete_row_count`` 0 or unknown) as read file
+            by file (Paimon's ``MergeTreeSplitGenerator`` under deletion vectors).
     """
 
     def __init__(
@@ -120,6 +158,9 @@ class FileStoreScan:
         read_schema: TableSchema | None = None,
         stats_filter: StatsFilter | None = None,
         only_real_buckets: bool = False,
+        deletion_vectors: bool = False,
+        skip_level0: bool = False,
+        raw_convertible: bool = False,
     ) -> None:
         self.file_io = file_io
         self.paths = paths
@@ -147,6 +188,9 @@ class FileStoreScan:
         self.read_schema = read_schema if read_schema is not None else self.schema
         self.stats_filter = stats_filter
         self.min_bucket = 0 if only_real_buckets else -(2**31)
+        self.deletion_vectors = deletion_vectors
+        self.min_level = 1 if skip_level0 else 0
+        self.raw_convertible = raw_convertible
         self.stats_predicates: tuple[Predicate, ...] = ()
         if stats_filter is not None and self.read_schema is not None:
             others = [p for p in predicate if p.column not in keys]
@@ -280,15 +324,46 @@ class FileStoreScan:
             e
             for e in live.values()
             if e.bucket >= self.min_bucket
+            and e.file.level >= self.min_level
             and self._partition_matches(e.partition)
             and self._stats_match(e.file)
         ]
 
+    def _deletion_files(self) -> dict[tuple[bytes, int], list[IndexFileMeta]]:
+        """The snapshot's DELETION_VECTORS index files by (partition, bucket)."""
+        found: dict[tuple[bytes, int], list[IndexFileMeta]] = {}
+        if not self.deletion_vectors:
+            return found
+        for e in read_index_entries(self, self.snapshot, index_type=DELETION_VECTORS_INDEX):
+            found.setdefault((e.partition, e.bucket), []).append(e.index_file)
+        return found
+
+    def _split_deletion_files(
+        self, metas: Sequence[IndexFileMeta], files: Sequence[DataFileMeta]
+    ) -> tuple[tuple[IndexFileMeta, ...], tuple[str, ...]]:
+        """``metas`` cut to the ranges of ``files`` (index files with none left dropped)."""
+        names = {f.file_name for f in files}
+        kept = []
+        for meta in metas:
+            ranges = tuple(r for r in meta.dv_ranges or () if r.data_file_name in names)
+            if ranges:
+                kept.append(replace(meta, dv_ranges=ranges))
+        return tuple(kept), tuple(index_path(self.paths, m) for m in kept)
+
     def plan(self) -> list[Split]:
-        """Group :meth:`plan_entries` by (partition, bucket) into :class:`Split` objects."""
+        """Group :meth:`plan_entries` by (partition, bucket) into :class:`Split` objects.
+
+        With ``deletion_vectors`` each split carries its bucket's vector files
+        (the index manifest is read once).
+
+        Raises:
+            CorruptMetadataError: a manifest or the index manifest cannot be decoded.
+            FileNotFoundError: a metadata file is missing (see :meth:`plan_entries`).
+        """
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
         for entry in self.plan_entries():
             groups.setdefault((entry.partition, entry.bucket), []).append(entry)
+        deletion_files = self._deletion_files() if groups else {}
         splits = []
         listed = None  # BINARY partition keys: directory names found by listing
         if self.schema is not None and has_uncomputable_partition_dirs(self.schema):
@@ -308,6 +383,12 @@ class FileStoreScan:
                     )
                     for f in files
                 )
+            dv_files, dv_paths = self._split_deletion_files(
+                deletion_files.get((partition, bucket), ()), files
+            )
+            raw = self.raw_convertible and all(
+                f.level != 0 and not f.delete_row_count for f in files
+            )
             splits.append(
                 Split(
                     partition=partition,
@@ -316,6 +397,9 @@ class FileStoreScan:
                     total_buckets=entries[0].total_buckets,
                     files=files,
                     paths=paths,
+                    deletion_files=dv_files,
+                    deletion_paths=dv_paths,
+                    raw_convertible=raw,
                 )
             )
         splits.sort(key=lambda s: (s.partition, s.bucket))

@@ -14,19 +14,26 @@ Source: pypaimon ``TableRead.to_arrow`` (reads Parquet via pyarrow); Paimon
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import pyarrow as pa
 
+from snaplake.store.format.deletion_vector import DeletionVector
 from snaplake.store.format.file_format import format_of_file
+from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.predicate import Predicate, and_expression, resolve_projection
 from snaplake.store.read.scan import Split
-from snaplake.store.read.schema_evolution import SchemaEvolution
+from snaplake.store.read.schema_evolution import ReadFile, SchemaEvolution
 
-__all__ = ["read_splits", "read_splits_batches"]
+__all__ = ["ReadSplitsTask", "read_splits", "read_splits_batches"]
+
+_VECTOR_WORKERS = 4
+"""Splits whose deletion vector files are read at once."""
 
 
 def read_splits(
@@ -65,8 +72,12 @@ def read_splits(
             ``FileIO.translate_error``.
     """
     names, needed = resolve_projection(schema, columns, predicates)
-    if evolution is not None and evolution.needs_mapping(splits, needed):
-        read_file = partial(_read_file, file_io, file_io.arrow_filesystem())
+    arrow = file_io.arrow_filesystem()
+    vectors = _deletion_vectors(file_io, splits)
+    read_file: ReadFile = partial(_read_file, file_io, arrow)
+    if vectors:
+        read_file = partial(_read_without_deleted, read_file, vectors)
+    if evolution is not None and (vectors or evolution.needs_mapping(splits, needed)):
         return evolution.read(
             splits, read_file=read_file, names=names, needed=needed, predicates=predicates,
             limit=limit,
@@ -74,11 +85,14 @@ def read_splits(
     out_schema = pa.schema([schema.field(n) for n in needed])
     paths = [p for s in splits for p in s.paths]
     expr = and_expression(predicates)
-    arrow = file_io.arrow_filesystem()
     if not paths:
         table = out_schema.empty_table()
     else:
-        if arrow is not None and all(format_of_file(p).name == "parquet" for p in paths):
+        if (
+            not vectors
+            and arrow is not None
+            and all(format_of_file(p).name == "parquet" for p in paths)
+        ):
             import pyarrow.dataset as ds  # its libraries cost the daemon, which reads no data
 
             fs, prefix = arrow
@@ -99,13 +113,47 @@ def read_splits(
                     raise
                 raise error from exc
         else:  # one file at a time, each with the reader of its format (ORC, Avro, mixed)
-            parts = [_read_file(file_io, arrow, path, out_schema) for path in paths]
+            parts = [read_file(path, out_schema) for path in paths]
             table = pa.concat_tables(parts)
             if expr is not None:
                 table = table.filter(expr)
     if limit is not None:
         table = table.slice(0, limit)
     return table.select(names)
+
+
+def _deletion_vectors(file_io: FileIO, splits: Sequence[Split]) -> dict[str, DeletionVector]:
+    """Data file path → deletion vector, over ``splits`` (each split's files read in a thread)."""
+    with_files = [s for s in splits if s.deletion_files]
+    if not with_files:
+        return {}
+
+    def one(split: Split) -> dict[str, DeletionVector]:
+        by_name = split.read_deletion_vectors(file_io)
+        return {p: by_name[f.file_name] for f, p in zip(split.files, split.paths, strict=True)
+                if f.file_name in by_name}  # fmt: skip
+
+    if len(with_files) == 1:
+        return one(with_files[0])
+    out: dict[str, DeletionVector] = {}
+    with ThreadPoolExecutor(max_workers=min(_VECTOR_WORKERS, len(with_files))) as pool:
+        for found in pool.map(one, with_files):
+            out.update(found)
+    return out
+
+
+def _read_without_deleted(
+    read_file: ReadFile, vectors: dict[str, DeletionVector], path: str, schema: pa.Schema
+) -> pa.Table:
+    """``read_file(path, schema)`` without the rows of the file's vector (a vectorised mask).
+
+    Source: Paimon ``ApplyDeletionVectorReader``.
+    """
+    table = read_file(path, schema)
+    vector = vectors.get(path)
+    if vector is None or vector.is_empty():
+        return table
+    return table.filter(pa.array(vector.keep_mask(table.num_rows)))
 
 
 def _read_file(
@@ -148,3 +196,42 @@ def read_splits_batches(
             evolution=evolution,
         )  # fmt: skip
         yield from table.to_batches()
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSplitsTask:
+    """Picklable: read chosen splits of one plan on an engine's executor, vectors applied.
+
+    An append table whose splits carry deletion vectors cannot hand its files
+    to an engine's own reader (it would return deleted rows); this task reads
+    them with their vectors. Calls over disjoint split indices yield disjoint rows.
+
+    Attributes:
+        file_io: Storage of the table (picklable).
+        schema: The read schema.
+        splits: The planned splits (with their deletion files); a call names them by index.
+        columns: Columns to yield, in this order.
+        schemas: The schema of every ``_SCHEMA_ID`` the splits' files carry.
+
+    Source: Paimon ``RawFileSplitRead`` run per Spark input partition.
+    """
+
+    file_io: FileIO
+    schema: TableSchema
+    splits: tuple[Split, ...]
+    columns: tuple[str, ...]
+    schemas: Mapping[int, TableSchema]
+
+    def __call__(self, indices: Sequence[int]) -> Iterator[pa.Table]:
+        """Yield the rows of ``splits[i]`` for each ``i`` in ``indices``, unfiltered.
+
+        Raises:
+            FileNotFoundError: a data or deletion vector file is missing.
+            CorruptMetadataError: a deletion vector file is damaged (named).
+        """
+        evolution = SchemaEvolution(self.schema, self.schemas.__getitem__)
+        for i in indices:
+            yield read_splits(
+                self.file_io, [self.splits[i]], schema=self.schema.arrow_schema,
+                columns=self.columns, evolution=evolution,
+            )  # fmt: skip
