@@ -107,8 +107,10 @@ class AppendOnlyFileStore(FileStore):
         columns: Sequence[str],
         schema_of: Callable[[int], TableSchema],
     ) -> ReadSplitsTask | None:
-        """``None``: each file reads on its own; a :class:`ReadSplitsTask` when some split
-        carries deletion vectors (an engine's own reader would return their deleted rows).
+        """``None`` (each file reads on its own), or a :class:`ReadSplitsTask` for vectors.
+
+        The task when some split carries deletion vectors (an engine's own
+        reader would return their deleted rows).
 
         Reads the schema of every ``_SCHEMA_ID`` in ``splits`` now (the task carries them).
         """

@@ -193,8 +193,9 @@ class KeyValueFileStore(FileStore):
 
     # scan ------------------------------------------------------------------
     def batch_scan_skip_level0(self) -> bool:
-        """With deletion vectors, unless ``deletion-vectors.merge-on-read``: compaction
-        publishes every row above level 0 and marks the versions it supersedes.
+        """With deletion vectors, unless ``deletion-vectors.merge-on-read``.
+
+        Compaction publishes every row above level 0 and marks the versions it supersedes.
 
         Source: Paimon ``CoreOptions.batchScanSkipLevel0``.
         """
@@ -202,8 +203,10 @@ class KeyValueFileStore(FileStore):
         return options.deletion_vectors_enabled and not options.deletion_vectors_merge_on_read
 
     def raw_convertible_splits(self) -> bool:
-        """With deletion vectors: a split of level >= 1 files without retractions is read
-        file by file, with no key merge (the vectors drop every superseded version).
+        """With deletion vectors: splits of level >= 1 files without retractions.
+
+        Such a split is read file by file, with no key merge (the vectors drop
+        every superseded version).
 
         Source: Paimon ``MergeTreeSplitGenerator`` (``deletionVectorsEnabled``).
         """

@@ -524,8 +524,10 @@ class CoreOptions:
 
     @property
     def deletion_vectors_enabled(self) -> bool:
-        """``deletion-vectors.enabled``: rows are deleted by vectors (primary-key batch
-        reads skip level 0 and read files of other levels on their own)."""
+        """``deletion-vectors.enabled``: rows are deleted by vectors.
+
+        Primary-key batch reads skip level 0 and read files of other levels on their own.
+        """
         return self._req(DELETION_VECTORS_ENABLED)
 
     @property
