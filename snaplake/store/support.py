@@ -66,11 +66,14 @@ def check_supported(schema: TableSchema, operation: Operation) -> None:
             ``operation``. Nothing has been read or written.
         SchemaMismatchError, InvalidOptionError: a primary-key table breaks
             Paimon's rules (a key that is no column, an unknown merge engine, ...).
+        InvalidOptionError: an option snaplake reads has a value that does not
+            parse (``deletion-vectors.bitmap64 = maybe``).
 
     Source:
         Paimon ``SchemaValidation.validateTableSchema`` for what a valid table
         is; the refusals are snaplake's own.
     """
+    schema.core_options  # noqa: B018 - every typed option parses, or InvalidOptionError
     schema.check_primary_key_table(operation)  # the merge-tree rules (no-op on append tables)
     if operation is not Operation.READ:
         binary = [

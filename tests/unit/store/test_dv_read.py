@@ -1,0 +1,184 @@
+"""Reading deletion-vector tables: each file's vector drops its rows, as Java and pypaimon read.
+
+The tables are written without vectors, then a commit publishes DELETION_VECTORS files
+(tests/dv_helpers.py) and a new schema turns ``deletion-vectors.enabled`` on, the state
+Spark's DELETE (append tables) or Java's lookup compaction (primary-key tables) leaves.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from tests.dv_helpers import commit_vectors, enable_deletion_vectors, rows_without
+from tests.helpers import assert_same_rows, create_table, rows, write_and_commit
+from tests.oracle import PaimonOracle, pred, requires_paimon
+
+import snaplake
+from snaplake.errors import CorruptMetadataError, InvalidOptionError
+
+def _positions(table: snaplake.Table) -> dict[str, list[int]]:
+    """Rows to delete: three of the first file, one of the second, every third of the third."""
+    files = [f for s in table.new_scan().plan() for f in s.files]
+    every_third = list(range(0, files[2].row_count, 3))
+    return {files[0].file_name: [0, 3, 4], files[1].file_name: [1],
+            files[2].file_name: every_third}  # fmt: skip
+
+
+def _append_table(root: Path, *, bucket: int, bitmap64: bool = False) -> snaplake.Table:
+    options = {"bucket-key": "id"} if bucket > 0 else {}
+    table = create_table(root, partition_keys=["month"], bucket=bucket, options=options)
+    for start in (0, 60, 120):
+        write_and_commit(table, rows(start, 60, months=2))
+    commit_vectors(table, _positions(table), bitmap64=bitmap64)
+    enable_deletion_vectors(table)
+    return snaplake.FileSystemCatalog(str(root)).get_table("db.t")
+
+
+def _sorted(t: pa.Table) -> pa.Table:
+    return t.sort_by("id")
+
+
+@pytest.mark.parametrize("bucket", [-1, 2])
+@pytest.mark.parametrize("bitmap64", [False, True])
+def test_append_table_reads_without_the_vectors_rows(tmp_path: Path, bucket, bitmap64) -> None:
+    table = _append_table(tmp_path / "wh", bucket=bucket, bitmap64=bitmap64)
+    positions = _positions(table)
+    expected = rows_without(table, positions)
+    assert expected.num_rows == 180 - sum(len(p) for p in positions.values())
+    assert _sorted(table.to_arrow()) == _sorted(expected)
+    splits = table.new_scan().plan()
+    carried = {r.data_file_name for s in splits for m in s.deletion_files for r in m.dv_ranges}
+    assert carried == set(positions)
+    # projection, filters, limit, batches
+    got = table.to_arrow(columns=["carrier", "id"], filter=[("id", ">=", 30), ("month", "=", 1)])
+    want = expected.filter(pc.and_(pc.greater_equal(expected["id"], 30),
+                                   pc.equal(expected["month"], 1)))  # fmt: skip
+    assert _sorted(got) == _sorted(want.select(["carrier", "id"]))
+    limited = table.to_arrow(limit=7)
+    assert limited.num_rows == 7
+    assert set(limited["id"].to_pylist()) <= set(expected["id"].to_pylist())
+    batches = pa.Table.from_batches(list(table.to_batches()))
+    assert _sorted(batches) == _sorted(expected)
+    # time travel: the snapshot before the vectors holds every row
+    assert table.to_arrow(snapshot_id=3).num_rows == 180
+    table.create_tag("dv", snapshot_id=4)
+    assert _sorted(table.to_arrow(tag="dv")) == _sorted(expected)
+
+
+@requires_paimon
+@pytest.mark.parametrize("bucket", [-1, 2])
+def test_pypaimon_reads_the_same_rows(tmp_path: Path, bucket) -> None:
+    table = _append_table(tmp_path / "wh", bucket=bucket)
+    oracle = PaimonOracle(tmp_path / "wh")
+    assert_same_rows(table.to_arrow(), oracle.read("db.t"))
+    columns = ["id", "month", "distance"]
+    filtered = table.to_arrow(columns=columns, filter=("month", "=", 2))
+    assert_same_rows(
+        filtered, oracle.read("db.t", columns=columns, filter=pred.equal("month", 2))
+    )
+
+
+def _pk_table(root: Path, *, bitmap64: bool = False, **options: str) -> snaplake.Table:
+    """Two full-compacted commits (level 5), then a level-0 upsert of ids 0..19."""
+    table = create_table(root, primary_keys=["id"], bucket=2)
+    write_and_commit(table, rows(0, 100))
+    table.compact(full=True)
+    upsert = rows(0, 20).set_column(3, "distance", pa.array([-1.0] * 20))
+    write_and_commit(table, upsert)
+    commit_vectors(table, _pk_positions(table), bitmap64=bitmap64)
+    enable_deletion_vectors(table, **options)
+    return snaplake.FileSystemCatalog(str(root)).get_table("db.t")
+
+
+def _pk_positions(table: snaplake.Table) -> dict[str, list[int]]:
+    top = [f for s in table.new_scan().plan() for f in s.files if f.level > 0]
+    return {top[0].file_name: [0, 1, 5], top[1].file_name: [2]}
+
+
+def _top_rows_without(table: snaplake.Table) -> pa.Table:
+    names = table.arrow_schema.names
+    parts = []
+    positions = _pk_positions(table)
+    for split in table.new_scan().plan():
+        for f, path in zip(split.files, split.paths, strict=True):
+            if f.level == 0:
+                continue
+            import pyarrow.parquet as pq
+
+            data = pq.read_table(path, columns=names).cast(table.arrow_schema)
+            keep = [i not in set(positions.get(f.file_name, ())) for i in range(data.num_rows)]
+            parts.append(data.filter(pa.array(keep)))
+    return pa.concat_tables(parts)
+
+
+@pytest.mark.parametrize("bitmap64", [False, True])
+def test_primary_key_table_skips_level0_and_reads_files_raw(tmp_path: Path, bitmap64) -> None:
+    table = _pk_table(tmp_path / "wh", bitmap64=bitmap64)
+    splits = table.new_scan().plan()
+    assert splits and all(s.raw_convertible for s in splits)
+    assert all(f.level > 0 for s in splits for f in s.files)  # level 0 skipped
+    expected = _top_rows_without(table)
+    assert expected.num_rows == 96
+    assert _sorted(table.to_arrow()) == _sorted(expected)
+    got = table.to_arrow(columns=["id", "carrier"], filter=("id", "<", 10))
+    want = expected.filter(pc.less(expected["id"], 10)).select(["id", "carrier"])
+    assert _sorted(got) == _sorted(want)
+    assert _sorted(pa.Table.from_batches(list(table.to_batches()))) == _sorted(expected)
+
+
+def test_merge_on_read_merges_level0_over_the_vectors(tmp_path: Path) -> None:
+    table = _pk_table(tmp_path / "wh", **{"deletion-vectors.merge-on-read": "true"})
+    splits = table.new_scan().plan()
+    assert any(f.level == 0 for s in splits for f in s.files)
+    assert not any(s.raw_convertible for s in splits)
+    model = {r["id"]: r for r in _top_rows_without(table).to_pylist()}
+    model.update({r["id"]: r for r in rows(0, 20).to_pylist()} | {})
+    for i in range(20):
+        model[i]["distance"] = -1.0
+    expected = pa.Table.from_pylist(list(model.values()), schema=table.arrow_schema)
+    assert _sorted(table.to_arrow()) == _sorted(expected)
+
+
+@requires_paimon
+def test_pypaimon_reads_the_primary_key_table_the_same(tmp_path: Path) -> None:
+    table = _pk_table(tmp_path / "wh")
+    assert_same_rows(table.to_arrow(), PaimonOracle(tmp_path / "wh").read("db.t"))
+
+
+def test_a_corrupt_vector_file_is_named(tmp_path: Path) -> None:
+    table = _append_table(tmp_path / "wh", bucket=2)
+    split = next(s for s in table.new_scan().plan() if s.deletion_files)
+    path = split.deletion_paths[0]
+    data = bytearray(Path(path).read_bytes())
+    data[split.deletion_files[0].dv_ranges[0].offset + 5] ^= 0xFF  # the magic
+    Path(path).write_bytes(bytes(data))
+    before = sorted(os.listdir(tmp_path / "wh" / "db.db" / "t" / "index"))
+    with pytest.raises(CorruptMetadataError, match=os.path.basename(path)) as info:
+        table.to_arrow()
+    assert info.value.path == path
+    assert sorted(os.listdir(tmp_path / "wh" / "db.db" / "t" / "index")) == before
+
+
+def test_a_missing_vector_file_is_a_typed_error(tmp_path: Path) -> None:
+    table = _pk_table(tmp_path / "wh")
+    split = next(s for s in table.new_scan().plan() if s.deletion_files)
+    os.remove(split.deletion_paths[0])
+    with pytest.raises(CorruptMetadataError, match=os.path.basename(split.deletion_paths[0])):
+        table.to_arrow()
+    with pytest.raises(CorruptMetadataError):
+        list(table.to_batches())
+
+
+@pytest.mark.parametrize(
+    "key", ["deletion-vectors.enabled", "deletion-vectors.bitmap64",
+            "deletion-vectors.merge-on-read", "deletion-vectors.modifiable"],
+)  # fmt: skip
+def test_a_bad_deletion_vectors_value_is_refused_before_reading(tmp_path: Path, key) -> None:
+    table = _append_table(tmp_path / "wh", bucket=2)
+    enable_deletion_vectors(table, **{key: "maybe"})
+    with pytest.raises(InvalidOptionError, match=key):
+        snaplake.FileSystemCatalog(str(tmp_path / "wh")).get_table("db.t").to_arrow()
