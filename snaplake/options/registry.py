@@ -501,9 +501,13 @@ MAINTENANCE_INLINE = _honoured(
     doc="Run due manifest merge and expiry right after each successful writer commit.")
 DELETION_VECTORS_ENABLED = _honoured(
     "deletion-vectors.enabled", "deletion vectors: read (each file's vector drops its "
-    "deleted rows; primary-key batch reads skip level 0); snaplake writes none yet", "false",
-    refused_for=_CHANGES, parse=parse_bool, default=False,
-    doc="Deletion vectors mark deleted rows of data files (read only).")
+    "deleted rows; primary-key batch reads skip level 0); append tables: written by "
+    "Table.delete, applied and dropped by compaction", parse=parse_bool, default=False,
+    doc="Deletion vectors mark deleted rows of data files.")
+DELETION_VECTOR_INDEX_FILE_TARGET_SIZE = _honoured(
+    "deletion-vector.index-file.target-size", "bucket-unaware append tables: new "
+    "deletion vector files roll at this size", parse=parse_memory_size, default=2 << 20,
+    doc="Size at which a bucket-unaware table's deletion vector files roll.")
 DELETION_VECTORS_BITMAP64 = _honoured(
     "deletion-vectors.bitmap64", "read: 32- and 64-bit vectors are read by their magic",
     parse=parse_bool, default=False, doc="New deletion vectors are 64-bit bitmaps.")
@@ -768,7 +772,7 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     ConfigOption(key="deletion-vectors.modifiable", status=OptionStatus.DEPENDENT,
                  note="takes effect only when another engine writes deletion vectors",
                  parse=parse_bool, default=False),
-    _dependent("deletion-vector.index-file.target-size", "deletion-vectors.enabled"),
+    DELETION_VECTOR_INDEX_FILE_TARGET_SIZE,
     DELETION_VECTORS_MERGE_ON_READ,
     DELETION_VECTORS_BITMAP64,
     _pk("delete.force-produce-changelog"),

@@ -279,6 +279,15 @@ def check_primary_key_table(
             operation=operation,
             key="bucket",
         )
+    if operation is not Operation.READ and core.deletion_vectors_enabled:
+        _refuse(
+            "deletion vectors (deletion-vectors.enabled = true) on a primary-key table are not "
+            f"supported for {operation}: their vectors are written by lookup compaction, which snaplake does "
+            "not run yet; snaplake reads such tables",
+            feature="option 'deletion-vectors.enabled' = 'true'",
+            operation=operation,
+            key="deletion-vectors.enabled",
+        )
     if operation in (Operation.CREATE, Operation.WRITE, Operation.MAINTENANCE):
         _check_file_formats(core, field_types, operation)
     for mode in (core.get(METADATA_STATS_MODE_PER_LEVEL) or {}).values():

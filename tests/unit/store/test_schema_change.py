@@ -215,8 +215,7 @@ def test_no_explicit_cast_whatever_disable_explicit_type_casting_says(catalog, t
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("file.format", "lance"), ("deletion-vectors.enabled", "true"),
-     ("file.compression", "nope")],
+    [("file.format", "lance"), ("file.compression", "nope")],
 )  # fmt: skip
 def test_options_create_table_refuses_are_refused_by_alter_too(catalog, table, key, value):
     """An alter must not make a table that every later read or write refuses."""
