@@ -23,10 +23,11 @@ from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.predicate import parse_filter
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.tags import TagManager
-from snaplake.table_scan import TableScan
+from snaplake.table_scan import TableScan, resolve_snapshot
 from snaplake.write.batch_write import ArrowData, new_commit_user, write_and_commit
 from snaplake.write.table_write import RowKinds, TableWrite
 
@@ -224,6 +225,29 @@ class Table:
             commit_identifier=commit_identifier, overwrite=overwrite,
         )  # fmt: skip
 
+    def delete(self, filter: Any, *, commit_user: str | None = None) -> CommitResult:
+        """Delete the latest snapshot's rows that ``filter`` (as :meth:`new_scan`) matches.
+
+        Append tables need ``deletion-vectors.enabled``: the rows are marked in
+        deletion vectors (an OVERWRITE-kind snapshot, planned again when a
+        concurrent compaction conflicts). Primary-key tables get ``-D`` rows for
+        the matching keys. ``commit_user`` as :meth:`write`.
+
+        Raises:
+            ValueError: an empty filter.
+            UnsupportedTableError: an append table without deletion vectors.
+            SchemaMismatchError: an unknown filter column (nothing is written).
+            CommitConflictError: concurrent commits kept conflicting.
+
+        Storage: see ``FileStore.delete`` (vector files, or level-0 files, and one commit).
+        """
+        predicates = parse_filter(filter)
+        if not predicates:
+            raise ValueError("delete needs a filter; write(..., overwrite={}) empties a table")
+        schema = self.schema()
+        commit = self._new_commit(schema, commit_user or new_commit_user())
+        return self.file_store(schema).delete(predicates, commit=commit)
+
     def new_commit(self, *, commit_user: str) -> FileStoreCommit:
         """Return a FileStoreCommit for ``commit_user``; keep it for later commits (cheaper).
 
@@ -275,24 +299,7 @@ class Table:
         return list(self.snapshot_manager.snapshots())
 
     def _resolve_snapshot(self, snapshot_id: int | None, as_of: datetime | None) -> Snapshot | None:
-        if snapshot_id is not None and as_of is not None:
-            raise ValueError("pass snapshot_id or as_of, not both")
-        if snapshot_id is not None:
-            return self.snapshot(snapshot_id)
-        if as_of is not None:
-            if as_of.tzinfo is None:
-                raise ValueError("as_of must be timezone-aware (e.g. datetime.now(UTC))")
-            millis = int(as_of.timestamp() * 1000)
-            snap = self.snapshot_manager.earlier_or_equal_time_millis(millis)
-            if snap is None:
-                raise SnapshotNotFoundError(
-                    f"no retained snapshot of {self.identifier} was committed at or before "
-                    f"{as_of.isoformat()}; the earliest retained is "
-                    f"{self.snapshot_manager.earliest_snapshot_id()}",
-                    snapshot_id=None,
-                )
-            return snap
-        return self.latest_snapshot()
+        return resolve_snapshot(self.snapshot_manager, self.identifier, snapshot_id, as_of)
 
     # read ----------------------------------------------------------------
     def new_scan(
@@ -444,11 +451,9 @@ class Table:
         from snaplake.compaction.orphan_clean import OrphanFilesClean
 
         clean = OrphanFilesClean(
-            file_io=self.file_io,
-            paths=self.paths,
-            snapshot_manager=self.snapshot_manager,
+            file_io=self.file_io, paths=self.paths, snapshot_manager=self.snapshot_manager,
             older_than=older_than,
-        )
+        )  # fmt: skip
         return clean.plan() if dry_run else clean.execute()
 
     def check(self, *, snapshot_id: int | None = None) -> CheckResult:
@@ -477,12 +482,9 @@ class Table:
 
         snap = self.latest_snapshot() if snapshot_id is None else self.snapshot(snapshot_id)
         return check_snapshot_files(
-            file_io=self.file_io,
-            paths=self.paths,
-            schema_manager=self.schema_manager,
-            snapshot=snap,
-            key_fields=self.file_store().key_fields,
-        )
+            file_io=self.file_io, paths=self.paths, schema_manager=self.schema_manager,
+            snapshot=snap, key_fields=self.file_store().key_fields,
+        )  # fmt: skip
 
     def compact(
         self, *, full: bool = False, partition_filter: Mapping[str, Any] | None = None
@@ -565,11 +567,9 @@ class Table:
         from snaplake.store.rollback import rollback_to
 
         return rollback_to(
-            file_io=self.file_io,
-            paths=self.paths,
-            snapshot_manager=self.snapshot_manager,
+            file_io=self.file_io, paths=self.paths, snapshot_manager=self.snapshot_manager,
             target=target,
-        )
+        )  # fmt: skip
 
     def set_consumer(self, consumer_id: str, *, next_snapshot: int) -> None:
         """Record that reader ``consumer_id`` reads ``next_snapshot`` next (pins it against expiry).

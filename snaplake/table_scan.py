@@ -10,10 +10,12 @@ Source: Paimon ``TableScan`` / ``TableRead`` (``ReadBuilder``), pypaimon's
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
 import pyarrow as pa
 
+from snaplake.errors import SnapshotNotFoundError
 from snaplake.filestore import FileStore
 from snaplake.options import Operation
 from snaplake.store.format.paths import PathFactory
@@ -24,8 +26,9 @@ from snaplake.store.read.missing_files import MissingFileCheck
 from snaplake.store.read.predicate import parse_filter
 from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
+from snaplake.store.snapshot_manager import SnapshotManager
 
-__all__ = ["ScannedTable", "TableScan"]
+__all__ = ["ScannedTable", "TableScan", "resolve_snapshot"]
 
 
 class ScannedTable(Protocol):
@@ -142,3 +145,30 @@ class TableScan:
                 schema_of=self.table.schema_manager.schema,
             )
         )  # fmt: skip
+
+
+def resolve_snapshot(
+    snapshots: SnapshotManager, identifier: str, snapshot_id: int | None, as_of: datetime | None
+) -> Snapshot | None:
+    """The snapshot a read names: ``snapshot_id``, the newest at or before ``as_of``, or the latest.
+
+    Raises:
+        ValueError: both given, or a naive ``as_of``.
+        SnapshotNotFoundError: the snapshot is not retained (``identifier`` names the table).
+    """
+    if snapshot_id is not None and as_of is not None:
+        raise ValueError("pass snapshot_id or as_of, not both")
+    if snapshot_id is not None:
+        return snapshots.snapshot(snapshot_id)
+    if as_of is None:
+        return snapshots.latest_snapshot()
+    if as_of.tzinfo is None:
+        raise ValueError("as_of must be timezone-aware (e.g. datetime.now(UTC))")
+    snap = snapshots.earlier_or_equal_time_millis(int(as_of.timestamp() * 1000))
+    if snap is None:
+        raise SnapshotNotFoundError(
+            f"no retained snapshot of {identifier} was committed at or before "
+            f"{as_of.isoformat()}; the earliest retained is {snapshots.earliest_snapshot_id()}",
+            snapshot_id=None,
+        )
+    return snap

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from snaplake.commit.conflict import ConflictRule
@@ -57,6 +57,11 @@ class ConflictRuleSource(Protocol):
 
     def conflict_rules(self) -> tuple[ConflictRule, ...]:
         """The checks a commit to this kind of table must pass beyond "deleted files are live"."""
+        ...
+
+    @property
+    def index_by_file_name(self) -> frozenset[str]:
+        """Index types this kind's commits combine by file name (see ``SnapshotCommit``)."""
         ...
 
 
@@ -99,6 +104,9 @@ class FileStoreCommit:
             primary keys cannot be added, dropped, renamed or retyped
             (:mod:`snaplake.commit.schema_alter`), so every schema a conflict
             is checked against has the same rules.
+        index_by_file_name: Index types whose index manifest entries are
+            combined by file name (``FileStore.index_by_file_name``: the
+            DELETION_VECTORS files of a bucket-unaware append table).
 
     Attributes:
         snapshot_commit: The publishing loop every commit of this user goes
@@ -117,6 +125,7 @@ class FileStoreCommit:
         rng: Callable[[], float] = random.random,
         after_commit: Callable[[CommitResult], None] | None = None,
         conflict_rules: Sequence[ConflictRule] = (),
+        index_by_file_name: Collection[str] = (),
     ) -> None:
         self.file_io, self.paths = table.file_io, table.paths
         self.schema_manager, self.snapshot_manager = table.schema_manager, table.snapshot_manager
@@ -126,6 +135,7 @@ class FileStoreCommit:
             file_io=self.file_io, paths=self.paths, snapshot_manager=self.snapshot_manager,
             table_name=self.table_name, commit_user=commit_user, clock=clock,
             wall_clock_ms=wall_clock_ms, sleep=sleep, rng=rng,
+            index_by_file_name=index_by_file_name,
         )  # fmt: skip
         self._retry_policy = retry_policy
         self._after_commit = after_commit
@@ -159,10 +169,12 @@ class FileStoreCommit:
         Raises:
             TableNotFoundError: the table has no schema (dropped).
         """
-        rules = (*table.file_store().conflict_rules(), *conflict_rules)
+        store = table.file_store()
+        rules = (*store.conflict_rules(), *conflict_rules)
         return cls(
             table, commit_user=commit_user, retry_policy=retry_policy,
             after_commit=after_commit, conflict_rules=rules,
+            index_by_file_name=store.index_by_file_name,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ public

@@ -111,6 +111,8 @@ class SnapshotCommit:
         wall_clock_ms: Epoch milliseconds for ``timeMillis`` (injected by tests).
         sleep: Sleeps seconds (injected by tests so retries never sleep).
         rng: Uniform [0, 1) numbers for the backoff jitter.
+        index_by_file_name: Index types whose entries are combined by file name
+            (:func:`~snaplake.store.format.index_file.combine_index_entries`).
 
     Source: Paimon ``SnapshotCommit`` and ``FileStoreCommitImpl.tryCommit``.
     """
@@ -127,6 +129,7 @@ class SnapshotCommit:
         wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         sleep: Callable[[float], None] = time.sleep,
         rng: Callable[[], float] = random.random,
+        index_by_file_name: Collection[str] = (),
     ) -> None:
         if not commit_user:
             raise ValueError("commit_user must be a non-empty string")
@@ -139,6 +142,7 @@ class SnapshotCommit:
         self._wall_clock_ms = wall_clock_ms
         self._sleep = sleep
         self._rng = rng
+        self.index_by_file_name = frozenset(index_by_file_name)
         self._published: _Published | None = None
 
     # ------------------------------------------------------------------ reads
@@ -463,7 +467,7 @@ class SnapshotCommit:
         )
         entries = previous
         for group in changes.index_changes:
-            entries = combine_index_entries(entries, group)
+            entries = combine_index_entries(entries, group, by_file_name=self.index_by_file_name)
         if entries == previous:
             return previous_name
         if not entries:

@@ -12,10 +12,13 @@ import pyarrow as pa
 
 from snaplake.commit.conflict import ConflictRule
 from snaplake.commit.file_store_commit import FileStoreCommit
+from snaplake.commit.result import CommitResult
 from snaplake.compaction.append_compact import AppendCompactionPlanner
 from snaplake.compaction.job import CompactionJob
-from snaplake.filestore.base import FileStore
-from snaplake.options import CoreOptions
+from snaplake.errors import UnsupportedTableError
+from snaplake.filestore.base import DeletePreview, FileStore
+from snaplake.options import CoreOptions, Operation
+from snaplake.store.format.index_file import DELETION_VECTORS_INDEX
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.read.predicate import Predicate
@@ -23,6 +26,7 @@ from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.split_read import ReadSplitsTask, read_splits, read_splits_batches
 from snaplake.store.read.stats_filter import ValueStatsFilter
+from snaplake.write.append_delete import AppendDelete, commit_append_delete, plan_append_delete
 from snaplake.write.append_write import AppendOnlyTableWrite
 
 __all__ = ["AppendOnlyFileStore"]
@@ -54,6 +58,14 @@ class AppendOnlyFileStore(FileStore):
         Source: Paimon ``AppendOnlyFileStore.bucketMode``.
         """
         return "unaware" if self.schema.core_options.bucket == -1 else "fixed"
+
+    @property
+    def index_by_file_name(self) -> frozenset[str]:
+        """DELETION_VECTORS on bucket-unaware tables: a bucket holds many vector files.
+
+        Source: Paimon ``IndexManifestFileHandler`` (``GlobalCombiner`` for ``BUCKET_UNAWARE``).
+        """
+        return frozenset({DELETION_VECTORS_INDEX} if self.bucket_mode == "unaware" else ())
 
     takes_row_kinds: ClassVar[bool] = False
     writes_by_bucket: ClassVar[bool] = False
@@ -143,6 +155,52 @@ class AppendOnlyFileStore(FileStore):
     def count_sorted_runs(self, snapshot: Snapshot | None, *, options: CoreOptions) -> None:
         """``None``: append files form no sorted runs."""
         return None
+
+    # delete ----------------------------------------------------------------
+    def _plan_delete(self, predicates: Sequence[Predicate]) -> AppendDelete:
+        """Plan a delete on the latest snapshot (see :func:`plan_append_delete`)."""
+        self.check_supported(Operation.WRITE)
+        if not self.schema.core_options.deletion_vectors_enabled:
+            raise UnsupportedTableError(
+                f"delete(filter) on append table {self.table.identifier} needs deletion "
+                "vectors: set deletion-vectors.enabled = true on the table, or replace the "
+                "rows with write(..., overwrite=...)",
+                feature="delete by filter without deletion vectors",
+                operation=Operation.WRITE.value,
+                key="deletion-vectors.enabled",
+            )
+        latest = self.table.snapshot_manager.latest_snapshot()
+        return plan_append_delete(
+            self.table, self.new_scan(latest), self.new_scan(latest, predicate=predicates),
+            schema=self.schema, predicates=predicates, bucketed=self.bucket_mode != "unaware",
+        )  # fmt: skip
+
+    def preview_delete(self, predicates: Sequence[Predicate]) -> DeletePreview:
+        """Rows and files a delete would mark (reads the candidate files; writes nothing).
+
+        Raises:
+            UnsupportedTableError: ``deletion-vectors.enabled`` is not set.
+            SchemaMismatchError: an unknown filter column or a literal of the wrong type.
+        """
+        plan = self._plan_delete(predicates)
+        return DeletePreview(plan.snapshot_id, plan.rows, plan.files)
+
+    def delete(self, predicates: Sequence[Predicate], *, commit: FileStoreCommit) -> CommitResult:
+        """Mark the matching rows in deletion vectors; an OVERWRITE-kind commit.
+
+        Planned again when a concurrent compaction or delete conflicts (see
+        :func:`commit_append_delete`).
+
+        Raises:
+            UnsupportedTableError: ``deletion-vectors.enabled`` is not set (nothing written).
+            SchemaMismatchError: an unknown filter column or a literal of the wrong type.
+            CommitConflictError: concurrent commits kept conflicting.
+
+        Storage: DELETION_VECTORS index files and one commit; no data file.
+
+        Source: Paimon Spark ``DeleteFromPaimonTableCommand`` (deletion vectors).
+        """
+        return commit_append_delete(lambda: self._plan_delete(predicates), commit)
 
     # compaction ------------------------------------------------------------
     def new_compaction(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
@@ -33,7 +34,22 @@ if TYPE_CHECKING:
     from snaplake.compaction.merge_tree_plan import SortedRunStats
     from snaplake.write.table_write import TableWrite
 
-__all__ = ["FileStore"]
+__all__ = ["DeletePreview", "FileStore"]
+
+
+@dataclass(frozen=True, slots=True)
+class DeletePreview:
+    """What a delete by filter would remove (``snaplake delete --dry-run``).
+
+    Attributes:
+        snapshot_id: The snapshot planned on (``None``: an empty table).
+        rows: Rows that would go.
+        files: Data files (names) holding them, sorted.
+    """
+
+    snapshot_id: int | None
+    rows: int
+    files: tuple[str, ...]
 
 
 class FileStore(ABC):
@@ -165,7 +181,16 @@ class FileStore(ABC):
         return FileStoreCommit(
             self.table, commit_user=commit_user, retry_policy=retry_policy,
             after_commit=after_commit, conflict_rules=self.conflict_rules(),
+            index_by_file_name=self.index_by_file_name,
         )  # fmt: skip
+
+    @property
+    def index_by_file_name(self) -> frozenset[str]:
+        """Index types whose index manifest entries are combined by file name (none here).
+
+        Source: Paimon ``IndexManifestFileHandler`` (``GlobalCombiner`` vs ``BucketedCombiner``).
+        """
+        return frozenset()
 
     # read ------------------------------------------------------------------
     @abstractmethod
@@ -297,6 +322,27 @@ class FileStore(ABC):
         """Sorted runs per bucket of ``snapshot``, ``None`` when this kind's files form none.
 
         Storage: reads every manifest of the snapshot (key-value tables).
+        """
+
+    # delete ----------------------------------------------------------------
+    @abstractmethod
+    def preview_delete(self, predicates: Sequence[Predicate]) -> DeletePreview:
+        """What :meth:`delete` would remove from the latest snapshot; nothing is written.
+
+        Raises:
+            UnsupportedTableError: this table cannot delete by filter.
+            SchemaMismatchError: an unknown filter column or a literal of the wrong type.
+        """
+
+    @abstractmethod
+    def delete(self, predicates: Sequence[Predicate], *, commit: FileStoreCommit) -> CommitResult:
+        """Delete the rows of the latest snapshot that ``predicates`` (AND) match; commit.
+
+        Raises:
+            UnsupportedTableError: this table cannot delete by filter (nothing written).
+            SchemaMismatchError: an unknown filter column or a literal of the wrong
+                type (nothing written).
+            CommitConflictError: concurrent commits kept conflicting.
         """
 
     # compaction ------------------------------------------------------------

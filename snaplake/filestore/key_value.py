@@ -13,11 +13,12 @@ import pyarrow as pa
 from snaplake.commit.conflict import ConflictRule
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage
+from snaplake.commit.result import CommitResult
 from snaplake.compaction.job import CompactionJob, CompactionPlanner
 from snaplake.compaction.maintenance import count_sorted_runs
 from snaplake.compaction.merge_tree_compact import MergeTreeCompactionPlanner
 from snaplake.compaction.merge_tree_plan import SortedRunStats
-from snaplake.filestore.base import FileStore
+from snaplake.filestore.base import DeletePreview, FileStore
 from snaplake.mergetree.conflict import LsmConflictRule
 from snaplake.mergetree.read import (
     MergeSplitsTask,
@@ -25,15 +26,16 @@ from snaplake.mergetree.read import (
     read_primary_key_splits,
 )
 from snaplake.mergetree.sorted_run import KeyComparator
-from snaplake.options import CoreOptions
+from snaplake.options import CoreOptions, Operation
 from snaplake.store.format.primary_key import MergeEngine
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.read.missing_files import MissingFileCheck
-from snaplake.store.read.predicate import Predicate
+from snaplake.store.read.predicate import Predicate, resolve_projection
 from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.stats_filter import KeyStatsFilter
+from snaplake.write.batch_write import write_and_commit
 from snaplake.write.cross_partition import BucketIndex
 from snaplake.write.kv_write import KeyValueTableWrite, restore_max_sequences
 
@@ -234,6 +236,49 @@ class KeyValueFileStore(FileStore):
     ) -> SortedRunStats:
         """Sorted runs per bucket (see ``compaction.maintenance.count_sorted_runs``)."""
         return count_sorted_runs(self.table, snapshot, options=options)
+
+    # delete ----------------------------------------------------------------
+    def _matching_rows(self, predicates: Sequence[Predicate]) -> tuple[pa.Table, DeletePreview]:
+        """The merged rows of the latest snapshot ``predicates`` match, and their preview."""
+        self.check_supported(Operation.WRITE)
+        table = self.table
+        latest = table.snapshot_manager.latest_snapshot()
+        resolve_projection(self.schema.arrow_schema, [], predicates)
+        splits = self.new_scan(latest, predicate=predicates, batch_read=True).plan()
+        rows = self.read(
+            splits, read_schema=self.schema, columns=None, predicates=predicates, limit=None,
+            evolution=SchemaEvolution(self.schema, table.schema_manager.schema),
+            schema_of=table.schema_manager.schema,
+        )  # fmt: skip
+        files = tuple(sorted(f.file_name for s in splits for f in s.files)) if rows else ()
+        return rows, DeletePreview(latest.id if latest else None, rows.num_rows, files)
+
+    def preview_delete(self, predicates: Sequence[Predicate]) -> DeletePreview:
+        """Keys a delete would retract; ``files`` are the files that may hold them.
+
+        Raises:
+            UnsupportedTableError: a table snaplake cannot write.
+            SchemaMismatchError: an unknown filter column or a literal of the wrong type.
+        """
+        return self._matching_rows(predicates)[1]
+
+    def delete(self, predicates: Sequence[Predicate], *, commit: FileStoreCommit) -> CommitResult:
+        """Read the matching keys (merged read) and write ``-D`` rows for them; one commit.
+
+        Raises:
+            UnsupportedTableError: a table snaplake cannot write (nothing written).
+            SchemaMismatchError: an unknown filter column or a literal of the wrong type.
+
+        Storage: level-0 files of ``-D`` rows and one APPEND commit (see
+        :func:`~snaplake.write.batch_write.write_and_commit`).
+
+        Source: Paimon Spark ``DeleteFromPaimonTableCommand`` (primary-key tables).
+        """
+        rows, _ = self._matching_rows(predicates)
+        if not rows.num_rows:
+            return commit.commit([])
+        write = self.new_write(commit.commit_user)
+        return write_and_commit(write, commit, rows, row_kinds=["-D"] * rows.num_rows)
 
     # compaction ------------------------------------------------------------
     def new_compaction(

@@ -538,7 +538,7 @@ class CoreOptions:
 
     @property
     def deletion_vector_index_file_target_size(self) -> int:
-        """``deletion-vector.index-file.target-size`` in bytes (bucket-unaware tables roll at it)."""
+        """``deletion-vector.index-file.target-size`` in bytes (where unaware files roll)."""
         return self._req(DELETION_VECTOR_INDEX_FILE_TARGET_SIZE)
 
     @property

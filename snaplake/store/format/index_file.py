@@ -20,7 +20,7 @@ Source: Paimon ``IndexFileMeta``, ``DeletionVectorMeta``, ``IndexManifestEntry``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -381,26 +381,36 @@ def write_index_manifest(
 
 
 def combine_index_entries(
-    previous: Iterable[IndexManifestEntry], changes: Iterable[IndexManifestEntry]
+    previous: Iterable[IndexManifestEntry],
+    changes: Iterable[IndexManifestEntry],
+    *,
+    by_file_name: Collection[str] = (),
 ) -> list[IndexManifestEntry]:
     """Apply a commit's index ADD/DELETE entries to the previous full state.
 
     Keyed by (partition, bucket, index type): DELETEs first, each removing the
     entries of its key (whatever file they name, as Java does); then each ADD
-    replaces the entries of its key (the last ADD of a key wins).
+    replaces the entries of its key (the last ADD of a key wins). Entries of the
+    index types in ``by_file_name`` are keyed by their file name instead, so one
+    (partition, bucket) holds many such files (the DELETION_VECTORS files of a
+    bucket-unaware append table).
 
     Args:
         previous: The previous snapshot's index manifest entries (all ADD).
         changes: The commit's ADD and DELETE entries.
+        by_file_name: Index types combined by file name.
 
     Returns:
         The new full state, all ADD: the untouched previous entries in their order,
         then the ADDs in the order their keys first came.
 
-    Source: Paimon ``IndexManifestFileHandler.BucketedCombiner``.
+    Source: Paimon ``IndexManifestFileHandler.BucketedCombiner`` and
+    ``GlobalCombiner`` (DELETION_VECTORS of ``BUCKET_UNAWARE`` tables).
     """
 
     def key(e: IndexManifestEntry) -> tuple[bytes, int, str]:
+        if e.index_file.index_type in by_file_name:
+            return (b"", -1, e.index_file.file_name)
         return (e.partition, e.bucket, e.index_file.index_type)
 
     changes = list(changes)

@@ -282,8 +282,8 @@ def check_primary_key_table(
     if operation is not Operation.READ and core.deletion_vectors_enabled:
         _refuse(
             "deletion vectors (deletion-vectors.enabled = true) on a primary-key table are not "
-            f"supported for {operation}: their vectors are written by lookup compaction, which snaplake does "
-            "not run yet; snaplake reads such tables",
+            f"supported for {operation}: their vectors are written by lookup compaction, "
+            "which snaplake does not run yet; snaplake reads such tables",
             feature="option 'deletion-vectors.enabled' = 'true'",
             operation=operation,
             key="deletion-vectors.enabled",
