@@ -43,12 +43,17 @@ from snaplake.commit.duplicate import (
     delete_unreferenced_files,
     find_holding_snapshot,
 )
+from snaplake.commit.dv_conflict import DeletionVectorRule
 from snaplake.commit.index_conflict import check_hash_replacements
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.operation import CommitChanges, CommitStop
 from snaplake.commit.result import CommitOutcome
 from snaplake.commit.snapshot_commit import SnapshotCommit
-from snaplake.store.format.index_file import IndexManifestEntry, index_path
+from snaplake.store.format.index_file import (
+    DELETION_VECTORS_INDEX,
+    IndexManifestEntry,
+    index_path,
+)
 from snaplake.store.format.manifest import FileKind, ManifestEntry
 from snaplake.store.format.manifest_list import ManifestFileMeta
 from snaplake.store.format.manifest_writer import write_manifest
@@ -208,6 +213,9 @@ class SnapshotProducer:
         self._entries: list[ManifestEntry] | None = None
         self._index_entries = message_index_entries(self.messages)
         self._conflicts: ConflictDetection | None = None
+        self._dv_rule = DeletionVectorRule(
+            context.table, by_file_name=context.snapshot_commit.index_by_file_name
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.context.table.identifier!r}, kind={self.kind.value})"
@@ -267,8 +275,16 @@ class SnapshotProducer:
             )
         adds = [e for e in entries if e.kind == FileKind.ADD]
         deletes = [e for e in entries if e.kind == FileKind.DELETE]
+        index_adds, index_compacts = self._index_entries
+        index_changes = (
+            (*self.replaced_index_entries(latest, adds), *index_adds),
+            tuple(index_compacts),
+        )
         if self._conflicts is None:
-            self._conflicts = ConflictDetection(ctx.table, rules=ctx.conflict_rules)
+            self._conflicts = ConflictDetection(
+                ctx.table, rules=(*ctx.conflict_rules, self._dv_rule)
+            )
+        self._dv_rule.changes = index_changes
         self._conflicts.check(entries, latest)
         delta = [self._delta] if self._delta is not None else []
         attempt_manifests: list[str] = []
@@ -281,11 +297,6 @@ class SnapshotProducer:
             delta.append(meta)
         all_deletes = deletes + extra_deletes
         changelog = self._changelog_entries
-        index_adds, index_compacts = self._index_entries
-        index_changes = (
-            (*self.replaced_index_entries(latest, adds), *index_adds),
-            tuple(index_compacts),
-        )
         kept = [
             (m.partition, m.bucket, f.file_name)
             for m in self.messages
@@ -407,11 +418,23 @@ class SnapshotProducer:
 class AppendFiles(SnapshotProducer):
     """An ``APPEND`` snapshot: the writers' new files (and changelog files).
 
+    Writers' deletion vectors (a delete of an append table) make it an
+    ``OVERWRITE`` snapshot, as in Paimon; the deletion-vector rules
+    (:class:`~snaplake.commit.dv_conflict.DeletionVectorRule`) check every commit.
+
     Source: Paimon ``FileStoreCommitImpl.commit`` (append changes);
     pyiceberg ``_FastAppendFiles``.
     """
 
     default_kind: ClassVar[CommitKind] = CommitKind.APPEND
+
+    def __init__(self, context: CommitContext, request: CommitRequest) -> None:
+        super().__init__(context, request)
+        writes = self._index_entries[0]
+        if request.kind is None and any(
+            e.index_file.index_type == DELETION_VECTORS_INDEX for e in writes
+        ):
+            self.kind = CommitKind.OVERWRITE  # Paimon: ConflictDetection.shouldBeOverwriteCommit
 
 
 class CompactFiles(SnapshotProducer):
