@@ -172,7 +172,7 @@ def cli(
 
 
 def _register() -> None:
-    from snaplake.cli import check, maintenance, schema, tables
+    from snaplake.cli import check, delete, maintenance, schema, tables
 
     for command in (
         tables.databases,
@@ -180,6 +180,7 @@ def _register() -> None:
         tables.create_table,
         tables.write,
         tables.read,
+        delete.delete,
         tables.snapshots,
         tables.files,
         *schema.COMMANDS,

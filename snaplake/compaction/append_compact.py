@@ -57,9 +57,16 @@ from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.support import check_supported
 from snaplake.store.table_storage import TableStorage
+from snaplake.write.deletion_files import DeletionFileMaintainer, delete_index_files
 from snaplake.write.table_write import abort_messages
 
-__all__ = ["AppendCompactionPlanner", "AppendRewriteUnit", "CompactTask", "split_run"]
+__all__ = [
+    "AppendCompactionPlanner",
+    "AppendRewriteUnit",
+    "CompactTask",
+    "drop_compacted_vectors",
+    "split_run",
+]
 
 _FULL_COMPACT_MIN_FILES = 3
 """Paimon's ``FULL_COMPACT_MIN_FILE``: a full compaction rewrites at least this many files."""
@@ -199,7 +206,7 @@ class AppendCompactionPlanner:
         for n, spec in enumerate(self.specs):
             scan = FileStoreScan(
                 file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager,
-                snapshot=latest, partition_filter=spec,
+                snapshot=latest, partition_filter=spec, deletion_vectors=True,
             )  # fmt: skip
             for task in _runs(scan.plan(), schema, target * ratio, min_files, full=self.full):
                 key = (task.split.partition, task.split.bucket)
@@ -224,7 +231,28 @@ class AppendCompactionPlanner:
     def commit_messages(
         self, plan: CompactionPlan, messages: Sequence[CommitMessage]
     ) -> list[CommitMessage]:
-        """Merge the runs' messages (any order) into one message per (partition, bucket)."""
+        """Merge the runs' messages (any order) into one message per (partition, bucket).
+
+        The deletion vectors of the rewritten inputs are dropped: each bucket's
+        index files holding one are replaced (``CompactIncrement`` new and
+        deleted index files; see :func:`drop_compacted_vectors`).
+
+        Raises:
+            FileNotFoundError, CorruptMetadataError: a vector file is missing or damaged.
+
+        Storage: writes the replacing DELETION_VECTORS files.
+        """
+        return drop_compacted_vectors(
+            self.table, plan, self._merge(messages), target_size=self._dv_target_size()
+        )
+
+    def _dv_target_size(self) -> int:
+        schema = self.table.schema_manager.latest()
+        opts = self.options or (schema.core_options if schema is not None else None)
+        return opts.deletion_vector_index_file_target_size if opts is not None else 2 << 20
+
+    @staticmethod
+    def _merge(messages: Sequence[CommitMessage]) -> list[CommitMessage]:
         merged: dict[tuple[bytes, int], CommitMessage] = {}
         for m in messages:
             key = (m.partition, m.bucket)
@@ -391,6 +419,8 @@ def _splits_by_value(
             partition=partition,
             files=tuple(f for f, _, _ in rows),
             paths=tuple(p for _, p, _ in rows),
+            deletion_files=tuple(d for s in group for d in s.deletion_files),
+            deletion_paths=tuple(d for s in group for d in s.deletion_paths),
         )
         out.append((merged, tuple(own for _, _, own in rows)))
     return out
@@ -409,3 +439,64 @@ def _full_runs(
     if len(rest) < _FULL_COMPACT_MIN_FILES or n_small <= len(rest) - n_small:
         return []
     return [_task(split, list(rest), owns, schema_id)]
+
+
+def drop_compacted_vectors(
+    table: TableStorage,
+    plan: CompactionPlan,
+    messages: Sequence[CommitMessage],
+    *,
+    target_size: int,
+) -> list[CommitMessage]:
+    """Add to each bucket's message the replacement of the vectors of its rewritten inputs.
+
+    The planned splits carry each bucket's DELETION_VECTORS files (cut to its
+    live files); the files holding a vector of an input are replaced by files
+    with the bucket's other vectors (:class:`DeletionFileMaintainer`), so no
+    vector names a file the compaction removed.
+
+    Raises:
+        FileNotFoundError, CorruptMetadataError: a vector file is missing or damaged.
+
+    Storage: writes DELETION_VECTORS files (deleted again if this fails).
+
+    Source: Paimon ``AppendCompactTask.doCompact`` (``notifyRemovedDeletionVector``).
+    """
+    splits = {
+        (t.split.partition, t.split.bucket): t.split
+        for u in plan.units
+        if isinstance(u, AppendRewriteUnit)
+        for t in u.tasks
+        if t.split.deletion_files
+    }
+    if not splits:
+        return list(messages)
+    schema = table.schema_manager.latest()
+    bitmap64 = schema is not None and schema.core_options.deletion_vectors_bitmap64
+    out: list[CommitMessage] = []
+    try:
+        for m in messages:
+            split = splits.get((m.partition, m.bucket))
+            if split is None:
+                out.append(m)
+                continue
+            maintainer = DeletionFileMaintainer(
+                file_io=table.file_io, paths=table.paths, index_files=split.deletion_files,
+                live_files={f.file_name for f in split.files}, bucketed=split.total_buckets > 0,
+                target_size=target_size, bitmap64=bitmap64,
+            )  # fmt: skip
+            for f in m.compact_increment.compact_before:
+                maintainer.remove(f.file_name)
+            new, replaced = maintainer.persist()
+            ci = dataclasses.replace(
+                m.compact_increment, new_index_files=new, deleted_index_files=replaced
+            )
+            out.append(dataclasses.replace(m, compact_increment=ci))
+    except BaseException:
+        delete_index_files(
+            table.file_io,
+            table.paths,
+            [f for m in out for f in m.compact_increment.new_index_files],
+        )
+        raise
+    return out

@@ -27,11 +27,12 @@ Source: Paimon ``AppendCompactTask.doCompact`` / ``BucketedAppendCompactManager`
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 
@@ -40,6 +41,7 @@ from snaplake.store.format.data_file import (
     DataFileMeta,
     FileSource,
 )
+from snaplake.store.format.deletion_vector import DeletionVector
 from snaplake.store.format.file_format import DataFileSpec, format_of_file
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
@@ -243,6 +245,9 @@ class AppendRewriter:
         out: list[tuple[DataFileMeta, str]] = []
         next_seq = run_min
         spec = DataFileSpec.from_options(schema.core_options)
+        vectors = (
+            task.split.read_deletion_vectors(self.file_io) if task.split.deletion_files else {}
+        )
         try:
             for n, group in enumerate(groups):
                 name = self.paths.new_data_file_name(extension=spec.extension, prefix=spec.prefix)
@@ -252,7 +257,11 @@ class AppendRewriter:
                     [task.files[i] for i in group],
                     schema=schema,
                     path=path,
+                    vectors=vectors,
                 )
+                if not written.row_count:  # every row of the group was deleted
+                    self.file_io.delete_many([path])
+                    continue
                 last = n == len(groups) - 1
                 lo = next_seq
                 hi = run_max if last else min(lo + max(written.row_count - 1, 0), run_max)
@@ -270,6 +279,7 @@ class AppendRewriter:
         *,
         schema: TableSchema,
         path: str,
+        vectors: Mapping[str, DeletionVector],
     ) -> _Written:
         """Stream the rows of ``paths``, in order, into one data file at ``path``.
 
@@ -295,7 +305,7 @@ class AppendRewriter:
         stats = ValueStatsCollector(
             schema.value_types, stats_mode=schema.core_options.metadata_stats_mode
         )
-        pieces = self._pieces(paths, files, schema)
+        pieces = self._pieces(paths, files, schema, vectors)
         rows = 0
         try:
             with (
@@ -327,7 +337,11 @@ class AppendRewriter:
         return _Written(size_bytes=out.size_bytes, row_count=rows, stats=stats.result())
 
     def _pieces(
-        self, paths: Sequence[str], files: Sequence[DataFileMeta], table_schema: TableSchema
+        self,
+        paths: Sequence[str],
+        files: Sequence[DataFileMeta],
+        table_schema: TableSchema,
+        vectors: Mapping[str, DeletionVector],
     ) -> Iterator[pa.Table]:
         """Yield the rows of ``paths`` in order, in pieces of bounded size, in ``table_schema``.
 
@@ -335,20 +349,31 @@ class AppendRewriter:
         tiny file the reader's fixed cost dominates); a large one is read
         :data:`_BATCH_ROWS` rows at a time (see :func:`_slices`). Inputs of
         an older schema are read in their own columns and mapped by field id.
+        Rows a file's deletion vector (``vectors``, by file name) marks are
+        dropped (Paimon's ``AppendCompactTask`` reads with the vectors applied).
         """
         evolution = SchemaEvolution(table_schema, self.schema_manager.schema)
+        meta_of = dict(zip(paths, files, strict=True))
         for group, group_files in _by_schema(paths, files):
             m = evolution.mapping(group_files[0].schema_id, table_schema.field_names)
             schema = table_schema.arrow_schema if m.identity else m.file_arrow_schema
             for chunk, large in _slices(group, group_files):
                 if not large:
-                    yield m.apply(self._read_many(chunk, schema))
+                    metas = [meta_of[p] for p in chunk]
+                    yield _without_deleted(m.apply(self._read_many(chunk, schema)), metas, vectors)
                     continue
+                vector = vectors.get(meta_of[chunk[0]].file_name)
+                start = 0
                 with self._open_input(chunk[0]) as source:
                     for piece in format_of_file(chunk[0]).iter_batches(
                         source, schema, batch_rows=_BATCH_ROWS
                     ):
-                        yield m.apply(piece)
+                        rows = m.apply(piece)
+                        if vector is not None:
+                            mask = vector.keep_mask(rows.num_rows, start=start)
+                            start += rows.num_rows
+                            rows = rows.filter(pa.array(mask))
+                        yield rows
 
     def _open_input(self, path: str) -> Any:
         """Open a data file for random access reads (pyarrow filesystem, or the FileIO)."""
@@ -357,6 +382,22 @@ class AppendRewriter:
             return self.file_io.open_input(path)
         fs, prefix = arrow
         return fs.open_input_file(path.removeprefix(prefix))
+
+
+def _without_deleted(
+    table: pa.Table, files: Sequence[DataFileMeta], vectors: Mapping[str, DeletionVector]
+) -> pa.Table:
+    """``table`` (the rows of ``files``, in order) without the rows their vectors mark."""
+    found = [vectors.get(f.file_name) for f in files]
+    if not any(found):
+        return table
+    mask = np.concatenate(
+        [
+            v.keep_mask(f.row_count) if v is not None else np.ones(f.row_count, dtype=np.bool_)
+            for f, v in zip(files, found, strict=True)
+        ]
+    )
+    return table.filter(pa.array(mask))
 
 
 def output_groups(files: Sequence[DataFileMeta], target: int) -> list[list[int]]:

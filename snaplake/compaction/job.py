@@ -45,6 +45,7 @@ from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager
 from snaplake.store.format.snapshot import CommitKind
 from snaplake.store.io.file_io import FileIO
+from snaplake.write.deletion_files import delete_index_files
 from snaplake.write.table_write import abort_messages
 
 __all__ = [
@@ -231,11 +232,13 @@ class CompactionJob:
 
         Storage:
             One manifest, two manifest lists and one snapshot file; on a
-            failed commit, deletes the messages' new files.
+            failed commit, deletes the messages' new files (and the index
+            files the planner's merge wrote: replaced deletion vectors).
         """
         start = time.monotonic() if started is None else started
         if not messages:
             return CompactResult.nothing(start=start)
+        merged: list[CommitMessage] = []
         try:
             merged = self.planner.commit_messages(plan, messages)
             result = self.commit.commit(
@@ -245,6 +248,10 @@ class CompactionJob:
             raise
         except Exception:  # surely not published; an interrupt may come after: keep
             self.abort(messages)
+            delete_index_files(
+                self.commit.file_io, self.commit.paths,
+                [f for m in merged for f in m.compact_increment.new_index_files],
+            )  # fmt: skip
             raise
         schema = self.commit.schema_manager.latest()
         assert schema is not None  # a snapshot was just committed
