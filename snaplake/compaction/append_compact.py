@@ -50,6 +50,7 @@ from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.compaction.append_rewrite import AppendRewriter, CompactTask, output_groups
 from snaplake.compaction.job import CompactionPlan, partition_specs
 from snaplake.options import CoreOptions, Operation
+from snaplake.options.registry import DELETION_VECTOR_INDEX_FILE_TARGET_SIZE
 from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
@@ -249,7 +250,7 @@ class AppendCompactionPlanner:
     def _dv_target_size(self) -> int:
         schema = self.table.schema_manager.latest()
         opts = self.options or (schema.core_options if schema is not None else None)
-        return opts.deletion_vector_index_file_target_size if opts is not None else 2 << 20
+        return (opts.get(DELETION_VECTOR_INDEX_FILE_TARGET_SIZE) if opts else None) or 2 << 20
 
     @staticmethod
     def _merge(messages: Sequence[CommitMessage]) -> list[CommitMessage]:

@@ -157,8 +157,13 @@ class AppendOnlyFileStore(FileStore):
         return None
 
     # delete ----------------------------------------------------------------
-    def _plan_delete(self, predicates: Sequence[Predicate]) -> AppendDelete:
-        """Plan a delete on the latest snapshot (see :func:`plan_append_delete`)."""
+    def plan_delete(self, predicates: Sequence[Predicate]) -> AppendDelete:
+        """Plan a delete on the latest snapshot (see :func:`plan_append_delete`); nothing written.
+
+        Raises:
+            UnsupportedTableError: ``deletion-vectors.enabled`` is not set.
+            SchemaMismatchError: an unknown filter column or a literal of the wrong type.
+        """
         self.check_supported(Operation.WRITE)
         if not self.schema.core_options.deletion_vectors_enabled:
             raise UnsupportedTableError(
@@ -182,7 +187,7 @@ class AppendOnlyFileStore(FileStore):
             UnsupportedTableError: ``deletion-vectors.enabled`` is not set.
             SchemaMismatchError: an unknown filter column or a literal of the wrong type.
         """
-        plan = self._plan_delete(predicates)
+        plan = self.plan_delete(predicates)
         return DeletePreview(plan.snapshot_id, plan.rows, plan.files)
 
     def delete(self, predicates: Sequence[Predicate], *, commit: FileStoreCommit) -> CommitResult:
@@ -200,7 +205,7 @@ class AppendOnlyFileStore(FileStore):
 
         Source: Paimon Spark ``DeleteFromPaimonTableCommand`` (deletion vectors).
         """
-        return commit_append_delete(lambda: self._plan_delete(predicates), commit)
+        return commit_append_delete(lambda: self.plan_delete(predicates), commit)
 
     # compaction ------------------------------------------------------------
     def new_compaction(

@@ -45,7 +45,6 @@ from snaplake.options.registry import (
     CONSUMER_CHANGELOG_ONLY,
     CONSUMER_EXPIRATION_TIME,
     DATA_FILE_PREFIX,
-    DELETION_VECTOR_INDEX_FILE_TARGET_SIZE,
     DELETION_VECTORS_BITMAP64,
     DELETION_VECTORS_ENABLED,
     DELETION_VECTORS_MERGE_ON_READ,
@@ -535,11 +534,6 @@ class CoreOptions:
     def deletion_vectors_bitmap64(self) -> bool:
         """``deletion-vectors.bitmap64``: new vectors are 64-bit (reads take either width)."""
         return self._req(DELETION_VECTORS_BITMAP64)
-
-    @property
-    def deletion_vector_index_file_target_size(self) -> int:
-        """``deletion-vector.index-file.target-size`` in bytes (where unaware files roll)."""
-        return self._req(DELETION_VECTOR_INDEX_FILE_TARGET_SIZE)
 
     @property
     def deletion_vectors_merge_on_read(self) -> bool:

@@ -28,6 +28,7 @@ from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.message import CommitMessage, DataIncrement
 from snaplake.commit.result import CommitResult
 from snaplake.errors import CommitConflictError, CommitStateUnknownError
+from snaplake.options.registry import DELETION_VECTOR_INDEX_FILE_TARGET_SIZE
 from snaplake.store.format.file_format import format_of_file
 from snaplake.store.format.index_file import DELETION_VECTORS_INDEX, IndexFileMeta
 from snaplake.store.format.schema import TableSchema
@@ -150,7 +151,7 @@ def plan_append_delete(
             file_io=table.file_io, paths=table.paths,
             index_files=index.get((split.partition, split.bucket), ()),
             live_files={f.file_name for f in split.files}, bucketed=bucketed,
-            target_size=options.deletion_vector_index_file_target_size,
+            target_size=options.get(DELETION_VECTOR_INDEX_FILE_TARGET_SIZE) or 2 << 20,
             bitmap64=options.deletion_vectors_bitmap64,
         )  # fmt: skip
         rows = 0

@@ -19,11 +19,13 @@ from tests.oracle import PaimonOracle, requires_paimon
 
 from snaplake import FileSystemCatalog
 from snaplake.errors import CommitConflictError, SchemaMismatchError, UnsupportedTableError
+from snaplake.filestore.append import AppendOnlyFileStore
 from snaplake.store.format.index_file import DELETION_VECTORS_INDEX
 from snaplake.store.format.snapshot import CommitKind
 from snaplake.store.read.index_scan import read_index_entries
 from snaplake.store.read.predicate import parse_filter
-from snaplake.write.append_delete import commit_append_delete
+from snaplake.table import Table
+from snaplake.write.append_delete import AppendDelete, commit_append_delete
 
 SCHEMA = pa.schema(
     [("id", pa.int64()), ("month", pa.int32()), ("carrier", pa.string()), ("v", pa.float64())]
@@ -41,9 +43,11 @@ def _rows(start: int, count: int) -> pa.Table:
     )  # fmt: skip
 
 
-def _table(tmp_path: Path, *, bucket: int = -1, writes: int = 3, **options: str):
+def _table(
+    tmp_path: Path, *, bucket: int = -1, writes: int = 3, options: dict[str, str] | None = None
+) -> Table:
     catalog = FileSystemCatalog(str(tmp_path / "wh"))
-    opts = {**_DV, **options}
+    opts = {**_DV, **(options or {})}
     if bucket != -1:
         opts |= {"bucket": str(bucket), "bucket-key": "id"}
     table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["month"], options=opts)
@@ -56,7 +60,19 @@ def _model(table: pa.Table, gone) -> pa.Table:
     return table.filter(pa.array([not gone(r) for r in table.to_pylist()]))
 
 
-def _vector_files(table) -> list[str]:
+def _store(table: Table) -> AppendOnlyFileStore:
+    store = table.file_store()
+    assert isinstance(store, AppendOnlyFileStore)
+    return store
+
+
+def _latest_id(table: Table) -> int:
+    latest = table.latest_snapshot()
+    assert latest is not None
+    return latest.id
+
+
+def _vector_files(table: Table) -> list[str]:
     entries = read_index_entries(table, table.latest_snapshot(), index_type=DELETION_VECTORS_INDEX)
     return [e.index_file.file_name for e in entries]
 
@@ -89,15 +105,15 @@ def test_deletes_read_back_exactly_in_snaplake_pypaimon_and_java(tmp_path: Path,
     assert_same_rows(expected, PaimonOracle(tmp_path / "wh").read("db.t"))
     _java_check(table, expected)
     # nothing matches: no snapshot
-    latest = table.latest_snapshot().id
+    latest = _latest_id(table)
     assert table.delete(filter=("id", "<", 25)).snapshot_id == latest
-    assert table.latest_snapshot().id == latest
+    assert _latest_id(table) == latest
     assert table.to_arrow(snapshot_id=3).num_rows == len(everything)  # time travel
 
 
 @requires_paimon
 def test_unaware_vector_files_roll_and_are_replaced_only_where_changed(tmp_path: Path) -> None:
-    table = _table(tmp_path, writes=4, **{"deletion-vector.index-file.target-size": "40 b"})
+    table = _table(tmp_path, writes=4, options={"deletion-vector.index-file.target-size": "40 b"})
     everything = table.to_arrow()
     table.delete(filter=("carrier", "=", "BB"))
     first = set(_vector_files(table))
@@ -144,12 +160,12 @@ def test_compaction_applies_and_drops_the_vectors_of_its_inputs(tmp_path: Path, 
 def test_a_delete_racing_a_compaction_plans_again(tmp_path: Path) -> None:
     table = _table(tmp_path, writes=4)
     everything = table.to_arrow()
-    store = table.file_store()
+    store = _store(table)
     predicates = parse_filter(("carrier", "=", "AA"))
-    plans = []
+    plans: list[AppendDelete] = []
 
     def plan():
-        planned = store._plan_delete(predicates)
+        planned = store.plan_delete(predicates)
         if not plans:  # a compaction rewrites the planned files before the delete commits
             assert table.compact(full=True).snapshot_id is not None
         plans.append(planned)
@@ -164,12 +180,12 @@ def test_a_delete_racing_a_compaction_plans_again(tmp_path: Path) -> None:
 
 def test_a_delete_racing_an_append_keeps_the_appended_rows(tmp_path: Path) -> None:
     table = _table(tmp_path)
-    store = table.file_store()
+    store = _store(table)
     predicates = parse_filter(("month", "=", 2))
-    plans = []
+    plans: list[AppendDelete] = []
 
     def plan():
-        planned = store._plan_delete(predicates)
+        planned = store.plan_delete(predicates)
         if not plans:
             table.write(_rows(100, 10))  # lands between the plan and the commit
         plans.append(planned)
@@ -205,9 +221,9 @@ def test_a_compaction_racing_a_delete_conflicts_and_plans_again(tmp_path: Path) 
 def test_two_deletes_of_one_file_never_lose_one_of_them(tmp_path: Path) -> None:
     table = _table(tmp_path, writes=1)
     everything = table.to_arrow()
-    store = table.file_store()
-    first = store._plan_delete(parse_filter(("id", "=", 3)))  # both in month 1, one file
-    second = store._plan_delete(parse_filter(("id", "=", 6)))
+    store = _store(table)
+    first = store.plan_delete(parse_filter(("id", "=", 3)))  # both in month 1, one file
+    second = store.plan_delete(parse_filter(("id", "=", 6)))
     table.new_commit(commit_user="a").commit(first.write_messages())
     with pytest.raises(CommitConflictError, match=r"same files|gone"):
         table.new_commit(commit_user="b").commit(second.write_messages())
@@ -216,7 +232,8 @@ def test_two_deletes_of_one_file_never_lose_one_of_them(tmp_path: Path) -> None:
 
 
 def test_expiry_orphan_clean_and_rollback_keep_live_vector_files(tmp_path: Path) -> None:
-    table = _table(tmp_path, **{"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    retain = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"}
+    table = _table(tmp_path, options=retain)
     everything = table.to_arrow()
     table.delete(filter=("id", "<", 10))
     table.delete(filter=("id", ">", 50))
@@ -230,7 +247,7 @@ def test_expiry_orphan_clean_and_rollback_keep_live_vector_files(tmp_path: Path)
     )
     assert_same_rows(expected, table.to_arrow())
     table.delete(filter=("id", "=", 200))
-    table.rollback_to(table.latest_snapshot().id - 1)
+    table.rollback_to(_latest_id(table) - 1)
     assert_same_rows(expected, table.to_arrow())
 
 
@@ -249,7 +266,7 @@ def test_bad_deletes_write_nothing(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="filter"):
         table.delete(filter=[])
     for t in (plain, table):
-        assert t.latest_snapshot().id == 1
+        assert [s.id for s in t.snapshots()] == [1]
         assert not (Path(t.root) / "index").exists()
 
 
