@@ -643,7 +643,8 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     COMPACTION_INCREMENTAL_SIZE_THRESHOLD,
     COMPACTION_MIN_FILE_NUM,
     _layout("compaction.file-num-limit", "files one Java compaction plans at most"),
-    _dependent("compaction.delete-ratio-threshold", "deletion-vectors.enabled"),
+    _layout("compaction.delete-ratio-threshold", "when another engine compacts files with "
+            "deleted rows (snaplake picks files by size)"),
     CHANGELOG_PRODUCER,
     *(_pk(k) for k in (
         "changelog-producer.row-deduplicate", "changelog-producer.row-deduplicate-ignore-fields",

@@ -23,8 +23,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from tests.helpers import write_and_commit
-from tests.oracle import requires_paimon
+from tests.helpers import assert_same_rows, write_and_commit
+from tests.oracle import PaimonOracle, requires_paimon
 from tests.oracle.java_paimon import requires_java_paimon
 from tests.pk_helpers import (
     TableModel,
@@ -139,6 +139,27 @@ def test_remove_orphan_files_equals_table_remove_orphan_files(session: Any, tmp_
 def test_classic_session_case(session: Any, tmp_path: Path, kind: str, check: str) -> None:
     """The cases that need task retries or a killable driver, by their check's name."""
     getattr(checks(kind), check)(session, tmp_path)
+
+
+# ------------------------------------------------------ classic, deletion-vector append tables
+@requires_paimon
+@CLASSIC
+def test_compact_applies_and_drops_deletion_vectors(session: Any, tmp_path: Path) -> None:
+    """Executors drop the rows the inputs' vectors mark; the vectors go with their files."""
+    catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
+    table = catalog.create_table(
+        "db.dv", schema=maintenance_checks.WRITER_SCHEMA, partition_keys=["month"],
+        options={"deletion-vectors.enabled": "true"},
+    )  # fmt: skip
+    for n in range(4):
+        table.write(maintenance_checks.writer_rows(n * 20, 20))
+    table.delete(filter=[("id", "<", 30), ("month", "=", 1)])
+    expected = table.to_arrow()
+    assert compact(session, table, full=True).snapshot_id is not None
+    assert_same_rows(expected, table.to_arrow(), reader="snaplake after Spark compaction")
+    assert_same_rows(expected, PaimonOracle(tmp_path / "wh").read("db.dv"))
+    latest = table.latest_snapshot()
+    assert latest is not None and latest.index_manifest is None  # every vector was applied
 
 
 # --------------------------------------------------------------- classic, primary-key tables
