@@ -124,6 +124,7 @@ def test_unaware_vector_files_roll_and_are_replaced_only_where_changed(tmp_path:
     expected = _model(everything, lambda r: r["carrier"] == "BB" or r["id"] == 5)
     assert_same_rows(expected, table.to_arrow())
     assert_same_rows(expected, PaimonOracle(tmp_path / "wh").read("db.t"))
+    _java_check(table, expected)
 
 
 @requires_paimon
