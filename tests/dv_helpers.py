@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -58,9 +59,11 @@ def commit_vectors(
         metas.append(meta)
         messages.append(
             CommitMessage(
-                partition=partition, bucket=bucket, total_buckets=total,
+                partition=partition,
+                bucket=bucket,
+                total_buckets=total,
                 data_increment=DataIncrement(new_index_files=(meta,)),
-            )  # fmt: skip
+            )
         )
     table.new_commit(commit_user="dv").commit(messages)
     return metas

@@ -20,6 +20,7 @@ from tests.oracle import PaimonOracle, pred, requires_paimon
 import snaplake
 from snaplake.errors import CorruptMetadataError, InvalidOptionError
 
+
 def _positions(table: snaplake.Table) -> dict[str, list[int]]:
     """Rows to delete: three of the first file, one of the second, every third of the third."""
     files = [f for s in table.new_scan().plan() for f in s.files]
@@ -51,7 +52,9 @@ def test_append_table_reads_without_the_vectors_rows(tmp_path: Path, bucket, bit
     assert expected.num_rows == 180 - sum(len(p) for p in positions.values())
     assert _sorted(table.to_arrow()) == _sorted(expected)
     splits = table.new_scan().plan()
-    carried = {r.data_file_name for s in splits for m in s.deletion_files for r in m.dv_ranges}
+    carried = {
+        r.data_file_name for s in splits for m in s.deletion_files for r in m.dv_ranges or ()
+    }
     assert carried == set(positions)
     # projection, filters, limit, batches
     got = table.to_arrow(columns=["carrier", "id"], filter=[("id", ">=", 30), ("month", "=", 1)])
@@ -77,12 +80,12 @@ def test_pypaimon_reads_the_same_rows(tmp_path: Path, bucket) -> None:
     assert_same_rows(table.to_arrow(), oracle.read("db.t"))
     columns = ["id", "month", "distance"]
     filtered = table.to_arrow(columns=columns, filter=("month", "=", 2))
-    assert_same_rows(
-        filtered, oracle.read("db.t", columns=columns, filter=pred.equal("month", 2))
-    )
+    assert_same_rows(filtered, oracle.read("db.t", columns=columns, filter=pred.equal("month", 2)))
 
 
-def _pk_table(root: Path, *, bitmap64: bool = False, **options: str) -> snaplake.Table:
+def _pk_table(
+    root: Path, *, bitmap64: bool = False, options: dict[str, str] | None = None
+) -> snaplake.Table:
     """Two full-compacted commits (level 5), then a level-0 upsert of ids 0..19."""
     table = create_table(root, primary_keys=["id"], bucket=2)
     write_and_commit(table, rows(0, 100))
@@ -90,7 +93,7 @@ def _pk_table(root: Path, *, bitmap64: bool = False, **options: str) -> snaplake
     upsert = rows(0, 20).set_column(3, "distance", pa.array([-1.0] * 20))
     write_and_commit(table, upsert)
     commit_vectors(table, _pk_positions(table), bitmap64=bitmap64)
-    enable_deletion_vectors(table, **options)
+    enable_deletion_vectors(table, **(options or {}))
     return snaplake.FileSystemCatalog(str(root)).get_table("db.t")
 
 
@@ -131,7 +134,7 @@ def test_primary_key_table_skips_level0_and_reads_files_raw(tmp_path: Path, bitm
 
 
 def test_merge_on_read_merges_level0_over_the_vectors(tmp_path: Path) -> None:
-    table = _pk_table(tmp_path / "wh", **{"deletion-vectors.merge-on-read": "true"})
+    table = _pk_table(tmp_path / "wh", options={"deletion-vectors.merge-on-read": "true"})
     splits = table.new_scan().plan()
     assert any(f.level == 0 for s in splits for f in s.files)
     assert not any(s.raw_convertible for s in splits)
@@ -154,7 +157,9 @@ def test_a_corrupt_vector_file_is_named(tmp_path: Path) -> None:
     split = next(s for s in table.new_scan().plan() if s.deletion_files)
     path = split.deletion_paths[0]
     data = bytearray(Path(path).read_bytes())
-    data[split.deletion_files[0].dv_ranges[0].offset + 5] ^= 0xFF  # the magic
+    ranges = split.deletion_files[0].dv_ranges
+    assert ranges
+    data[ranges[0].offset + 5] ^= 0xFF  # the magic
     Path(path).write_bytes(bytes(data))
     before = sorted(os.listdir(tmp_path / "wh" / "db.db" / "t" / "index"))
     with pytest.raises(CorruptMetadataError, match=os.path.basename(path)) as info:
