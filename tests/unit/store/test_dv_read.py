@@ -13,30 +13,19 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from tests.dv_helpers import commit_vectors, enable_deletion_vectors, rows_without
-from tests.helpers import assert_same_rows, create_table, rows, write_and_commit
+from tests.dv_helpers import (
+    append_dv_table,
+    append_positions,
+    enable_deletion_vectors,
+    pk_dv_table,
+    pk_positions,
+    rows_without,
+)
+from tests.helpers import assert_same_rows, rows
 from tests.oracle import PaimonOracle, pred, requires_paimon
 
 import snaplake
 from snaplake.errors import CorruptMetadataError, InvalidOptionError
-
-
-def _positions(table: snaplake.Table) -> dict[str, list[int]]:
-    """Rows to delete: three of the first file, one of the second, every third of the third."""
-    files = [f for s in table.new_scan().plan() for f in s.files]
-    every_third = list(range(0, files[2].row_count, 3))
-    return {files[0].file_name: [0, 3, 4], files[1].file_name: [1],
-            files[2].file_name: every_third}  # fmt: skip
-
-
-def _append_table(root: Path, *, bucket: int, bitmap64: bool = False) -> snaplake.Table:
-    options = {"bucket-key": "id"} if bucket > 0 else {}
-    table = create_table(root, partition_keys=["month"], bucket=bucket, options=options)
-    for start in (0, 60, 120):
-        write_and_commit(table, rows(start, 60, months=2))
-    commit_vectors(table, _positions(table), bitmap64=bitmap64)
-    enable_deletion_vectors(table)
-    return snaplake.FileSystemCatalog(str(root)).get_table("db.t")
 
 
 def _sorted(t: pa.Table) -> pa.Table:
@@ -46,8 +35,8 @@ def _sorted(t: pa.Table) -> pa.Table:
 @pytest.mark.parametrize("bucket", [-1, 2])
 @pytest.mark.parametrize("bitmap64", [False, True])
 def test_append_table_reads_without_the_vectors_rows(tmp_path: Path, bucket, bitmap64) -> None:
-    table = _append_table(tmp_path / "wh", bucket=bucket, bitmap64=bitmap64)
-    positions = _positions(table)
+    table = append_dv_table(tmp_path / "wh", bucket=bucket, bitmap64=bitmap64)
+    positions = append_positions(table)
     expected = rows_without(table, positions)
     assert expected.num_rows == 180 - sum(len(p) for p in positions.values())
     assert _sorted(table.to_arrow()) == _sorted(expected)
@@ -75,7 +64,7 @@ def test_append_table_reads_without_the_vectors_rows(tmp_path: Path, bucket, bit
 @requires_paimon
 @pytest.mark.parametrize("bucket", [-1, 2])
 def test_pypaimon_reads_the_same_rows(tmp_path: Path, bucket) -> None:
-    table = _append_table(tmp_path / "wh", bucket=bucket)
+    table = append_dv_table(tmp_path / "wh", bucket=bucket)
     oracle = PaimonOracle(tmp_path / "wh")
     assert_same_rows(table.to_arrow(), oracle.read("db.t"))
     columns = ["id", "month", "distance"]
@@ -83,48 +72,13 @@ def test_pypaimon_reads_the_same_rows(tmp_path: Path, bucket) -> None:
     assert_same_rows(filtered, oracle.read("db.t", columns=columns, filter=pred.equal("month", 2)))
 
 
-def _pk_table(
-    root: Path, *, bitmap64: bool = False, options: dict[str, str] | None = None
-) -> snaplake.Table:
-    """Two full-compacted commits (level 5), then a level-0 upsert of ids 0..19."""
-    table = create_table(root, primary_keys=["id"], bucket=2)
-    write_and_commit(table, rows(0, 100))
-    table.compact(full=True)
-    upsert = rows(0, 20).set_column(3, "distance", pa.array([-1.0] * 20))
-    write_and_commit(table, upsert)
-    commit_vectors(table, _pk_positions(table), bitmap64=bitmap64)
-    enable_deletion_vectors(table, **(options or {}))
-    return snaplake.FileSystemCatalog(str(root)).get_table("db.t")
-
-
-def _pk_positions(table: snaplake.Table) -> dict[str, list[int]]:
-    top = [f for s in table.new_scan().plan() for f in s.files if f.level > 0]
-    return {top[0].file_name: [0, 1, 5], top[1].file_name: [2]}
-
-
-def _top_rows_without(table: snaplake.Table) -> pa.Table:
-    names = table.arrow_schema.names
-    parts = []
-    positions = _pk_positions(table)
-    for split in table.new_scan().plan():
-        for f, path in zip(split.files, split.paths, strict=True):
-            if f.level == 0:
-                continue
-            import pyarrow.parquet as pq
-
-            data = pq.read_table(path, columns=names).cast(table.arrow_schema)
-            keep = [i not in set(positions.get(f.file_name, ())) for i in range(data.num_rows)]
-            parts.append(data.filter(pa.array(keep)))
-    return pa.concat_tables(parts)
-
-
 @pytest.mark.parametrize("bitmap64", [False, True])
 def test_primary_key_table_skips_level0_and_reads_files_raw(tmp_path: Path, bitmap64) -> None:
-    table = _pk_table(tmp_path / "wh", bitmap64=bitmap64)
+    table = pk_dv_table(tmp_path / "wh", bitmap64=bitmap64)
     splits = table.new_scan().plan()
     assert splits and all(s.raw_convertible for s in splits)
     assert all(f.level > 0 for s in splits for f in s.files)  # level 0 skipped
-    expected = _top_rows_without(table)
+    expected = rows_without(table, pk_positions(table), min_level=1)
     assert expected.num_rows == 96
     assert _sorted(table.to_arrow()) == _sorted(expected)
     got = table.to_arrow(columns=["id", "carrier"], filter=("id", "<", 10))
@@ -134,11 +88,11 @@ def test_primary_key_table_skips_level0_and_reads_files_raw(tmp_path: Path, bitm
 
 
 def test_merge_on_read_merges_level0_over_the_vectors(tmp_path: Path) -> None:
-    table = _pk_table(tmp_path / "wh", options={"deletion-vectors.merge-on-read": "true"})
+    table = pk_dv_table(tmp_path / "wh", options={"deletion-vectors.merge-on-read": "true"})
     splits = table.new_scan().plan()
     assert any(f.level == 0 for s in splits for f in s.files)
     assert not any(s.raw_convertible for s in splits)
-    model = {r["id"]: r for r in _top_rows_without(table).to_pylist()}
+    model = {r["id"]: r for r in rows_without(table, pk_positions(table), min_level=1).to_pylist()}
     model.update({r["id"]: r for r in rows(0, 20).to_pylist()} | {})
     for i in range(20):
         model[i]["distance"] = -1.0
@@ -148,12 +102,12 @@ def test_merge_on_read_merges_level0_over_the_vectors(tmp_path: Path) -> None:
 
 @requires_paimon
 def test_pypaimon_reads_the_primary_key_table_the_same(tmp_path: Path) -> None:
-    table = _pk_table(tmp_path / "wh")
+    table = pk_dv_table(tmp_path / "wh")
     assert_same_rows(table.to_arrow(), PaimonOracle(tmp_path / "wh").read("db.t"))
 
 
 def test_a_corrupt_vector_file_is_named(tmp_path: Path) -> None:
-    table = _append_table(tmp_path / "wh", bucket=2)
+    table = append_dv_table(tmp_path / "wh", bucket=2)
     split = next(s for s in table.new_scan().plan() if s.deletion_files)
     path = split.deletion_paths[0]
     data = bytearray(Path(path).read_bytes())
@@ -169,7 +123,7 @@ def test_a_corrupt_vector_file_is_named(tmp_path: Path) -> None:
 
 
 def test_a_missing_vector_file_is_a_typed_error(tmp_path: Path) -> None:
-    table = _pk_table(tmp_path / "wh")
+    table = pk_dv_table(tmp_path / "wh")
     split = next(s for s in table.new_scan().plan() if s.deletion_files)
     os.remove(split.deletion_paths[0])
     with pytest.raises(CorruptMetadataError, match=os.path.basename(split.deletion_paths[0])):
@@ -183,7 +137,7 @@ def test_a_missing_vector_file_is_a_typed_error(tmp_path: Path) -> None:
             "deletion-vectors.merge-on-read", "deletion-vectors.modifiable"],
 )  # fmt: skip
 def test_a_bad_deletion_vectors_value_is_refused_before_reading(tmp_path: Path, key) -> None:
-    table = _append_table(tmp_path / "wh", bucket=2)
+    table = append_dv_table(tmp_path / "wh", bucket=2)
     enable_deletion_vectors(table, **{key: "maybe"})
     with pytest.raises(InvalidOptionError, match=key):
         snaplake.FileSystemCatalog(str(tmp_path / "wh")).get_table("db.t").to_arrow()
