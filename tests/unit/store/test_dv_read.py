@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 from tests.dv_helpers import (
     append_dv_table,
     append_positions,
@@ -25,6 +27,7 @@ from tests.helpers import assert_same_rows, rows
 from tests.oracle import PaimonOracle, pred, requires_paimon
 
 import snaplake
+from snaplake.cli import cli
 from snaplake.errors import CorruptMetadataError, InvalidOptionError
 
 
@@ -141,3 +144,15 @@ def test_a_bad_deletion_vectors_value_is_refused_before_reading(tmp_path: Path, 
     enable_deletion_vectors(table, **{key: "maybe"})
     with pytest.raises(InvalidOptionError, match=key):
         snaplake.FileSystemCatalog(str(tmp_path / "wh")).get_table("db.t").to_arrow()
+
+
+def test_cli_reads_without_the_deleted_rows(tmp_path: Path) -> None:
+    table = append_dv_table(tmp_path / "wh", bucket=-1)
+    wh = str(tmp_path / "wh")
+    out = tmp_path / "rows.parquet"
+    args = ["--warehouse", wh, "read", "db.t", "--filter", "id < 90", "--to-parquet", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    want = table.to_arrow(filter=("id", "<", 90))
+    assert want.num_rows < 90
+    assert _sorted(pq.read_table(out).cast(want.schema)) == _sorted(want)
