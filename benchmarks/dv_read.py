@@ -32,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import _common  # noqa: F401  (puts the repo root on sys.path)
+import pyarrow as pa
+import pyarrow.compute as pc
 from _common import ROOT, median
 
 from snaplake.catalog import FileSystemCatalog
@@ -80,7 +82,9 @@ def _java_write(work: Path, args: argparse.Namespace) -> float:
     return time.perf_counter() - start
 
 
-def _merge_table(catalog: FileSystemCatalog, dv_rows_by_commit: list, buckets: int) -> None:
+def _merge_table(
+    catalog: FileSystemCatalog, dv_rows_by_commit: list[pa.Table], buckets: int
+) -> None:
     merge = catalog.create_table(
         "db.merge", schema=dv_rows_by_commit[0].schema, primary_keys=["id"],
         options={"bucket": str(buckets), "num-sorted-run.compaction-trigger": "1000",
@@ -120,8 +124,6 @@ def main() -> None:
             if previous is None:
                 per_commit.append(now)
             else:
-                import pyarrow.compute as pc
-
                 changed = pc.invert(pc.is_in(now["note"], previous["note"]))
                 per_commit.append(now.filter(changed))
             previous = now

@@ -7,6 +7,7 @@ Spark's DELETE (append tables) or Java's lookup compaction (primary-key tables) 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from tests.oracle import PaimonOracle, pred, requires_paimon
 import snaplake
 from snaplake.cli import cli
 from snaplake.errors import CorruptMetadataError, InvalidOptionError
+from snaplake.store.format.deletion_vector import DeletionVector, write_deletion_vectors_index
+from snaplake.store.read.split_read import read_splits
 
 
 def _sorted(t: pa.Table) -> pa.Table:
@@ -156,3 +159,29 @@ def test_cli_reads_without_the_deleted_rows(tmp_path: Path) -> None:
     want = table.to_arrow(filter=("id", "<", 90))
     assert want.num_rows < 90
     assert _sorted(pq.read_table(out).cast(want.schema)) == _sorted(want)
+
+
+def test_several_vector_files_of_one_bucket_are_combined_by_file_name(tmp_path: Path) -> None:
+    """An unaware-bucket append table's vector files roll: one split carries several."""
+    table = append_dv_table(tmp_path / "wh", bucket=-1)
+    split = next(s for s in table.new_scan().plan() if len(s.files) > 1)
+    names = [f.file_name for f in split.files]
+    metas = [
+        write_deletion_vectors_index(
+            table.file_io,
+            table.paths,
+            {name: DeletionVector.from_positions([i, i + 2])},  # one file per data file
+        )
+        for i, name in enumerate(names)
+    ]
+    rolled = dataclasses.replace(
+        split,
+        deletion_files=tuple(metas),
+        deletion_paths=tuple(table.paths.index_file_path(m.file_name) for m in metas),
+    )
+    vectors = rolled.read_deletion_vectors(table.file_io)
+    assert sorted(vectors) == sorted(names)
+    got = read_splits(table.file_io, [rolled], schema=table.arrow_schema)
+    want = rows_without(table, {n: [i, i + 2] for i, n in enumerate(names)})
+    want = want.filter(pc.is_in(want["month"], pa.array(split.partition_values, pa.int32())))
+    assert _sorted(got) == _sorted(want)
