@@ -99,6 +99,7 @@ class TableScan:
             predicate=self.predicates,
             read_schema=self.schema,
             batch_read=True,
+            options=latest.core_options,
         )
         self.evolution = table.schema_evolution(self.schema)
 

@@ -247,6 +247,7 @@ class FileStore(ABC):
         predicate: Sequence[Predicate] = (),
         read_schema: TableSchema | None = None,
         batch_read: bool = False,
+        options: CoreOptions | None = None,
     ) -> FileStoreScan:
         """Plan the live files of ``snapshot`` that may hold rows matching the filters.
 
@@ -255,7 +256,10 @@ class FileStore(ABC):
         (:meth:`stats_filter`). With ``batch_read`` (a table read, not a
         writer's or a maintenance job's scan) the splits carry their deletion
         vector files and this kind's batch-read rules apply
-        (:meth:`batch_scan_skip_level0`, :meth:`raw_convertible_splits`).
+        (:meth:`batch_scan_skip_level0`, :meth:`raw_convertible_splits`)
+        under ``options`` (``None``: this store's schema's; a time-travel read
+        passes the latest schema's, as Paimon's time travel keeps the table's
+        current options).
 
         Raises:
             SchemaMismatchError: a ``partition_filter`` column is not a partition key.
@@ -263,23 +267,27 @@ class FileStore(ABC):
         Source: Paimon ``FileStore.newScan`` (``AppendOnlyFileStore`` /
         ``KeyValueFileStore``: the same scan with the kind's stats filter).
         """
+        skip_level0 = raw_convertible = False
+        if batch_read:
+            opts = self.schema.core_options if options is None else options
+            skip_level0 = self.batch_scan_skip_level0(opts)
+            raw_convertible = self.raw_convertible_splits(opts)
         return FileStoreScan(
             file_io=self.file_io, paths=self.paths, schema_manager=self.table.schema_manager,
             snapshot=snapshot, partition_filter=partition_filter, predicate=predicate,
             read_schema=read_schema, stats_filter=self.stats_filter(),
             only_real_buckets=self.reads_real_buckets_only, deletion_vectors=batch_read,
-            skip_level0=batch_read and self.batch_scan_skip_level0(),
-            raw_convertible=batch_read and self.raw_convertible_splits(),
+            skip_level0=skip_level0, raw_convertible=raw_convertible,
         )  # fmt: skip
 
-    def batch_scan_skip_level0(self) -> bool:
+    def batch_scan_skip_level0(self, options: CoreOptions) -> bool:
         """Batch reads leave out level-0 files (``False``: this kind has no levels).
 
         Source: Paimon ``CoreOptions.batchScanSkipLevel0``.
         """
         return False
 
-    def raw_convertible_splits(self) -> bool:
+    def raw_convertible_splits(self, options: CoreOptions) -> bool:
         """Batch reads read a split file by file when its files allow (``False`` here).
 
         Source: Paimon ``MergeTreeSplitGenerator`` (``rawConvertible``).

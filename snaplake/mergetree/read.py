@@ -43,6 +43,7 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.predicate import Predicate, and_expression, resolve_projection
 from snaplake.store.read.scan import Split
+from snaplake.store.read.split_read import SplitsTask
 
 __all__ = [
     "LEVEL_COLUMN",
@@ -480,30 +481,16 @@ def read_primary_key_batches(
 
 
 @dataclass(frozen=True, slots=True)
-class MergeSplitsTask:
-    """Picklable: merge-read chosen splits of one plan, on an engine's executor.
+class MergeSplitsTask(SplitsTask):
+    """Merge-read chosen splits of one plan, on an engine's executor (see :class:`SplitsTask`).
 
     Each call merges whole buckets (every version of a key lives in one
-    bucket), so calls over disjoint split indices yield disjoint parts of the
-    merged view. Holds only picklable configuration.
-
-    Attributes:
-        file_io: Storage of the table (picklable).
-        schema: The read schema.
-        splits: The planned splits; a call names them by index.
-        columns: Columns to yield, in this order.
-        schemas: The schema of every ``_SCHEMA_ID`` the splits' files carry
-            (files of other schemas are read by field id).
+    bucket) with their deletion vectors, so calls over disjoint split indices
+    yield disjoint parts of the merged view.
 
     Source: Paimon ``MergeFileSplitRead`` run per Spark input partition
     (``PaimonPartitionReader``).
     """
-
-    file_io: FileIO
-    schema: TableSchema
-    splits: tuple[Split, ...]
-    columns: tuple[str, ...]
-    schemas: Mapping[int, TableSchema]
 
     def __call__(self, indices: Sequence[int]) -> Iterator[pa.Table]:
         """Yield the merged rows of ``splits[i]`` for each ``i`` in ``indices``, unfiltered.

@@ -36,9 +36,9 @@ semantics of ``CoreOptions``.
 
 from __future__ import annotations
 
-from snaplake.errors import UnsupportedTableError
+from snaplake.errors import InvalidOptionError, UnsupportedTableError
 from snaplake.options import Operation
-from snaplake.options.registry import option_refusal
+from snaplake.options.registry import lookup_option, option_refusal
 from snaplake.store.format.file_format import DataFileSpec
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.types import TypeRoot
@@ -66,14 +66,13 @@ def check_supported(schema: TableSchema, operation: Operation) -> None:
             ``operation``. Nothing has been read or written.
         SchemaMismatchError, InvalidOptionError: a primary-key table breaks
             Paimon's rules (a key that is no column, an unknown merge engine, ...).
-        InvalidOptionError: an option snaplake reads has a value that does not
-            parse (``deletion-vectors.bitmap64 = maybe``).
+        InvalidOptionError: a ``deletion-vectors.*`` option has a value that
+            does not parse (``deletion-vectors.bitmap64 = maybe``).
 
     Source:
         Paimon ``SchemaValidation.validateTableSchema`` for what a valid table
         is; the refusals are snaplake's own.
     """
-    schema.core_options  # noqa: B018 - every typed option parses, or InvalidOptionError
     schema.check_primary_key_table(operation)  # the merge-tree rules (no-op on append tables)
     if operation is not Operation.READ:
         binary = [
@@ -100,6 +99,7 @@ def check_supported(schema: TableSchema, operation: Operation) -> None:
                 operation=operation.value,
                 key=key,
             )
+    _check_deletion_vector_options(schema)
     if operation in (Operation.CREATE, Operation.WRITE, Operation.MAINTENANCE):
         spec = DataFileSpec.from_options(schema.core_options)
         reason = spec.refusal(schema.value_types)
@@ -112,6 +112,26 @@ def check_supported(schema: TableSchema, operation: Operation) -> None:
                 operation=operation.value,
                 key="file.format",
             )
+
+
+def _check_deletion_vector_options(schema: TableSchema) -> None:
+    """Parse the ``deletion-vectors.*`` options snaplake reads (InvalidOptionError if bad).
+
+    They decide which rows a read returns, so a bad value stops every operation.
+    """
+    for key, value in schema.options.items():
+        option = lookup_option(key) if key.startswith("deletion-vectors.") else None
+        if option is None or option.parse is None:
+            continue
+        try:
+            option.value_of(value)
+        except ValueError as exc:
+            raise InvalidOptionError(
+                f"option {key!r} = {value!r} is invalid: {exc}; fix it in the table options "
+                f"({option.describe})",
+                key=key,
+                value=value,
+            ) from exc
 
 
 def check_latest_supported(schema_manager: SchemaManager, operation: Operation) -> None:

@@ -351,3 +351,21 @@ def test_readme_spark_blocks_run(spark: Any, tmp_path: Path) -> None:
         {"flight": 12, "dest": "ORD"},
     ]
     exec(compile(maintenance.code, f"README.md:{maintenance.line}", "exec"), namespace)
+
+
+def test_deletion_vector_tables_read_without_their_deleted_rows(spark: Any, tmp_path: Path) -> None:
+    """The executors get each split's vector files: append and primary-key tables."""
+    from tests.dv_helpers import append_dv_table, pk_dv_table
+
+    for name, table in (
+        ("append", append_dv_table(tmp_path / "append", bucket=-1)),
+        ("pk", pk_dv_table(tmp_path / "pk")),
+    ):
+        assert any(s.deletion_files for s in table.new_scan().plan())
+        expected = table.to_arrow()
+        wh = str(Path(table.root).parent.parent)
+        got = read(spark, "db.t", warehouse=wh).toArrow()
+        assert _sorted_rows(got.cast(expected.schema)) == _sorted_rows(expected), name
+        filtered = read(spark, "db.t", warehouse=wh, columns=["id"], filter=("id", "<", 30))
+        want = table.to_arrow(columns=["id"], filter=("id", "<", 30))
+        assert sorted(r.id for r in filtered.collect()) == sorted(want["id"].to_pylist()), name

@@ -30,7 +30,7 @@ from snaplake.store.read.predicate import Predicate, and_expression, resolve_pro
 from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import ReadFile, SchemaEvolution
 
-__all__ = ["ReadSplitsTask", "read_splits", "read_splits_batches"]
+__all__ = ["ReadSplitsTask", "SplitsTask", "read_splits", "read_splits_batches"]
 
 _VECTOR_WORKERS = 4
 """Splits whose deletion vector files are read at once."""
@@ -199,21 +199,21 @@ def read_splits_batches(
 
 
 @dataclass(frozen=True, slots=True)
-class ReadSplitsTask:
-    """Picklable: read chosen splits of one plan on an engine's executor, vectors applied.
+class SplitsTask:
+    """Picklable: read chosen splits of one plan on an engine's executor (a kind's reader).
 
-    An append table whose splits carry deletion vectors cannot hand its files
-    to an engine's own reader (it would return deleted rows); this task reads
-    them with their vectors. Calls over disjoint split indices yield disjoint rows.
+    Calls over disjoint split indices yield disjoint rows; all of them
+    together the whole read. Holds only picklable configuration.
 
     Attributes:
         file_io: Storage of the table (picklable).
         schema: The read schema.
         splits: The planned splits (with their deletion files); a call names them by index.
         columns: Columns to yield, in this order.
-        schemas: The schema of every ``_SCHEMA_ID`` the splits' files carry.
+        schemas: The schema of every ``_SCHEMA_ID`` the splits' files carry
+            (files of other schemas are read by field id).
 
-    Source: Paimon ``RawFileSplitRead`` run per Spark input partition.
+    Source: Paimon's ``SplitRead`` run per Spark input partition (``PaimonPartitionReader``).
     """
 
     file_io: FileIO
@@ -221,6 +221,21 @@ class ReadSplitsTask:
     splits: tuple[Split, ...]
     columns: tuple[str, ...]
     schemas: Mapping[int, TableSchema]
+
+    def __call__(self, indices: Sequence[int]) -> Iterator[pa.Table]:
+        """Yield the rows of ``splits[i]`` for each ``i`` in ``indices``, unfiltered."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSplitsTask(SplitsTask):
+    """Read each file of chosen splits on its own, its deletion vector applied.
+
+    An append table whose splits carry deletion vectors cannot hand its files
+    to an engine's own reader (it would return deleted rows).
+
+    Source: Paimon ``RawFileSplitRead`` run per Spark input partition.
+    """
 
     def __call__(self, indices: Sequence[int]) -> Iterator[pa.Table]:
         """Yield the rows of ``splits[i]`` for each ``i`` in ``indices``, unfiltered.

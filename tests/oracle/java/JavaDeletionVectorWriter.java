@@ -12,6 +12,11 @@
 //   make the table need lookup) and waits for it, so each commit yields an APPEND snapshot
 //   (level-0 files) followed by a COMPACT snapshot (vectors written).
 //
+//   bulk <warehouse> <table> <keys> <commits> <fraction> <buckets>: creates db.<table> (id
+//       BIGINT primary key, name STRING, amount DOUBLE, note STRING; unpartitioned, deletion
+//       vectors on), writes ids 0..keys-1, then <commits> commits each upserting
+//       keys * fraction random ids (seeded; benchmarks/dv_read.py).
+//
 // Build: javac -cp "$(cat .java-paimon/classpath.txt)" -d OUT JavaDeletionVectorWriter.java
 import java.util.List;
 import org.apache.paimon.catalog.Catalog;
@@ -36,6 +41,10 @@ import org.apache.paimon.types.RowKind;
 
 public class JavaDeletionVectorWriter {
     public static void main(String[] args) throws Exception {
+        if (args[0].equals("bulk")) {
+            bulk(args);
+            return;
+        }
         Options options = new Options();
         options.set("warehouse", args[0]);
         Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(options));
@@ -84,6 +93,46 @@ public class JavaDeletionVectorWriter {
                         impl.compact(partition(dt), bucket, true);
                     }
                 }
+            }
+            List<CommitMessage> messages = write.prepareCommit();
+            BatchTableCommit commit = builder.newCommit();
+            commit.commit(messages);
+            commit.close();
+            write.close();
+        }
+    }
+
+    private static void bulk(String[] args) throws Exception {
+        Options options = new Options();
+        options.set("warehouse", args[1]);
+        Catalog catalog = CatalogFactory.createCatalog(CatalogContext.create(options));
+        catalog.createDatabase("db", true);
+        Identifier ident = Identifier.create("db", args[2]);
+        int keys = Integer.parseInt(args[3]);
+        int commits = Integer.parseInt(args[4]);
+        int upserts = (int) (keys * Double.parseDouble(args[5]));
+        Schema schema = Schema.newBuilder()
+            .column("id", DataTypes.BIGINT().notNull())
+            .column("name", DataTypes.STRING())
+            .column("amount", DataTypes.DOUBLE())
+            .column("note", DataTypes.STRING())
+            .primaryKey("id")
+            .option("bucket", args[6])
+            .option("deletion-vectors.enabled", "true")
+            .build();
+        catalog.createTable(ident, schema, false);
+        Table table = catalog.getTable(ident);
+        java.util.Random random = new java.util.Random(42);
+        for (int c = 0; c <= commits; c++) {
+            BatchWriteBuilder builder = table.newBatchWriteBuilder();
+            BatchTableWrite write = builder.newWrite();
+            write.withIOManager(IOManager.create(System.getProperty("java.io.tmpdir")));
+            int count = c == 0 ? keys : upserts;
+            for (int i = 0; i < count; i++) {
+                long id = c == 0 ? i : random.nextInt(keys);
+                write.write(GenericRow.of(
+                    id, BinaryString.fromString("customer-" + (id % 100000)),
+                    id * 0.25 + c, BinaryString.fromString("v" + c + "-" + id)));
             }
             List<CommitMessage> messages = write.prepareCommit();
             BatchTableCommit commit = builder.newCommit();

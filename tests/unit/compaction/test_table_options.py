@@ -80,6 +80,10 @@ def test_refused_values_are_refused_for_exactly_their_operations(option):
             with pytest.raises(UnsupportedTableError) as info:
                 check_supported(schema, op)
             assert info.value.key == option.key
+        elif op is not Operation.CREATE and option.key.startswith("deletion-vectors."):
+            with pytest.raises(InvalidOptionError) as bad:  # decides which rows a read returns
+                check_supported(schema, op)
+            assert bad.value.key == option.key
         elif op is not Operation.CREATE:
             check_supported(schema, op)
 
