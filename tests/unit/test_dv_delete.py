@@ -292,3 +292,20 @@ def test_primary_key_tables_get_retractions(tmp_path: Path, bucket: str) -> None
     assert_same_rows(expected, PaimonOracle(tmp_path / "wh").read("db.pk"))
     table.compact(full=True)
     assert_same_rows(expected, table.to_arrow())
+
+
+def test_an_overwrite_drops_the_vectors_of_the_partitions_it_replaces(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    everything = table.to_arrow()
+    table.delete(filter=("id", "<", 30))
+    fresh = _model(_rows(300, 9), lambda r: r["month"] != 1)
+    table.write(fresh, overwrite={"month": 1})
+    kept = _model(everything, lambda r: r["id"] < 30 or r["month"] == 1)
+    assert_same_rows(pa.concat_tables([kept, fresh]), table.to_arrow())
+    parts = {
+        e.partition
+        for e in read_index_entries(
+            table, table.latest_snapshot(), index_type=DELETION_VECTORS_INDEX
+        )
+    }
+    assert len(parts) == 2  # months 2 and 3 keep theirs; month 1's went with its files
