@@ -82,7 +82,8 @@ def test_daemon_delegates_to_spark_connect_and_falls_back(tmp_path: Path) -> Non
         wait_for(lambda: _live(table) <= 4, timeout=240, what="a delegated compaction")
         # The job logs its summary after the commit is published: wait for the line.
         done = r"compacted \d+ file\(s\) of \d+ bucket\(s\) into \d+ on spark"
-        wait_for(lambda: bool(re.search(done, daemon.text())), timeout=60, what="the job's summary")
+        running = daemon
+        wait_for(lambda: bool(re.search(done, running.text())), timeout=60, what="the summary")
         log = daemon.text()
         assert f"delegated to spark at {server.url}" in log, log[-3000:]
         assert "spark compaction of db.t:" in log
@@ -162,7 +163,8 @@ def test_daemon_delegates_large_primary_key_buckets_and_falls_back(tmp_path: Pat
         wait_for(lambda: bool(_compactions(table)), timeout=240, what="a delegated compaction")
         first = _compactions(table)[0]
         summary = r"compacted \d+ file\(s\) of \d+ bucket\(s\) into \d+ on spark"
-        wait_for(lambda: bool(re.search(summary, daemon.text())), timeout=60, what="the summary")
+        running = daemon
+        wait_for(lambda: bool(re.search(summary, running.text())), timeout=60, what="the summary")
         log = daemon.text()
         assert f"delegated to spark at {server.url}" in log, log[-3000:]
         assert "spark compaction of db.t: 2 task(s)" in log  # the large buckets only
