@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from snaplake.compaction.expire import ExpireResult
     from snaplake.compaction.manifest_merge import MergeResult
     from snaplake.compaction.orphan_clean import OrphanCleanResult
+    from snaplake.compaction.partition_expire import PartitionExpireResult
     from snaplake.compaction.result import CompactResult
     from snaplake.store.rollback import RollbackResult
     from snaplake.store.tags import TagInfo
@@ -74,9 +75,8 @@ class Table:
         if self.schema_manager.latest() is None:
             raise TableNotFoundError(
                 f"table {identifier} does not exist at {root} (no schema file); "
-                "create it with catalog.create_table",
-                identifier=identifier,
-            )
+                "create it with catalog.create_table", identifier=identifier,
+            )  # fmt: skip
 
     def __repr__(self) -> str:
         return f"Table({self.identifier!r}, root={self.root!r})"
@@ -421,6 +421,15 @@ class Table:
         expire = ExpireSnapshots(self)
         return expire.plan() if dry_run else expire.execute()
 
+    def expire_partitions(
+        self, *, dry_run: bool = False, now: datetime | None = None
+    ) -> PartitionExpireResult:
+        """Drop expired partitions at aware ``now`` (see ``PartitionExpire.execute``, ``.plan``)."""
+        from snaplake.compaction.partition_expire import PartitionExpire
+
+        expire = PartitionExpire(self, commit=self._maintenance_commit())
+        return expire.plan(now) if dry_run else expire.execute(now)
+
     def remove_orphan_files(
         self,
         *,
@@ -444,11 +453,9 @@ class Table:
         from snaplake.compaction.orphan_clean import OrphanFilesClean
 
         clean = OrphanFilesClean(
-            file_io=self.file_io,
-            paths=self.paths,
-            snapshot_manager=self.snapshot_manager,
+            file_io=self.file_io, paths=self.paths, snapshot_manager=self.snapshot_manager,
             older_than=older_than,
-        )
+        )  # fmt: skip
         return clean.plan() if dry_run else clean.execute()
 
     def check(self, *, snapshot_id: int | None = None) -> CheckResult:
@@ -477,12 +484,9 @@ class Table:
 
         snap = self.latest_snapshot() if snapshot_id is None else self.snapshot(snapshot_id)
         return check_snapshot_files(
-            file_io=self.file_io,
-            paths=self.paths,
-            schema_manager=self.schema_manager,
-            snapshot=snap,
-            key_fields=self.file_store().key_fields,
-        )
+            file_io=self.file_io, paths=self.paths, schema_manager=self.schema_manager,
+            snapshot=snap, key_fields=self.file_store().key_fields,
+        )  # fmt: skip
 
     def compact(
         self, *, full: bool = False, partition_filter: Mapping[str, Any] | None = None
@@ -512,10 +516,8 @@ class Table:
             See :meth:`snaplake.compaction.CompactionJob.execute`.
         """
         specs = [partition_filter] if partition_filter is not None else None
-        job = self.file_store().new_compaction(
-            commit=self._maintenance_commit(), full=full, partitions=specs
-        )
-        return job.execute()
+        compaction = self.file_store().new_compaction
+        return compaction(commit=self._maintenance_commit(), full=full, partitions=specs).execute()
 
     def create_tag(self, name: str, *, snapshot_id: int | None = None) -> TagInfo:
         """Tag snapshot ``snapshot_id`` (default: the latest) as ``name``.
@@ -565,11 +567,9 @@ class Table:
         from snaplake.store.rollback import rollback_to
 
         return rollback_to(
-            file_io=self.file_io,
-            paths=self.paths,
-            snapshot_manager=self.snapshot_manager,
+            file_io=self.file_io, paths=self.paths, snapshot_manager=self.snapshot_manager,
             target=target,
-        )
+        )  # fmt: skip
 
     def set_consumer(self, consumer_id: str, *, next_snapshot: int) -> None:
         """Record that reader ``consumer_id`` reads ``next_snapshot`` next (pins it against expiry).

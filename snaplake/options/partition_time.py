@@ -57,7 +57,7 @@ def _field_regex(letter: str, count: int) -> tuple[str, str]:
     if letter in "yu":
         if count == 2:
             return "yy", r"\d{2}"
-        return "y", r"\d{%d,10}" % count if count >= 4 else r"\d{1,10}"
+        return "y", rf"\d{{{count},10}}" if count >= 4 else r"\d{1,10}"
     if letter in "ML":
         if count == 3:
             return "MMM", "|".join(_MONTHS)
@@ -65,7 +65,7 @@ def _field_regex(letter: str, count: int) -> tuple[str, str]:
             return "MMMM", "|".join(_FULL_MONTHS)
         return "M", r"\d{2}" if count == 2 else r"\d{1,2}"
     if letter == "S":
-        return "S", r"\d{%d}" % count
+        return "S", rf"\d{{{count}}}"
     if count > 2:
         raise ValueError(f"too many pattern letters {letter * count!r}")
     return letter, r"\d{2}" if count == 2 else r"\d{1,2}"

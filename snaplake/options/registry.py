@@ -48,7 +48,6 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from snaplake.options.partition_time import TimestampFormatter
 from snaplake.options.config_option import (
     ALL_OPERATIONS,
     ConfigOption,
@@ -59,6 +58,7 @@ from snaplake.options.config_option import (
     parse_duration,
     parse_memory_size,
 )
+from snaplake.options.partition_time import TimestampFormatter
 
 __all__ = [
     "iter_option_families",
