@@ -516,8 +516,10 @@ class Table:
             See :meth:`snaplake.compaction.CompactionJob.execute`.
         """
         specs = [partition_filter] if partition_filter is not None else None
-        compaction = self.file_store().new_compaction
-        return compaction(commit=self._maintenance_commit(), full=full, partitions=specs).execute()
+        job = self.file_store().new_compaction(
+            commit=self._maintenance_commit(), full=full, partitions=specs
+        )
+        return job.execute()
 
     def create_tag(self, name: str, *, snapshot_id: int | None = None) -> TagInfo:
         """Tag snapshot ``snapshot_id`` (default: the latest) as ``name``.
