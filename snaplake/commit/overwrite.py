@@ -29,7 +29,19 @@ from snaplake.store.read.scan import FileStoreScan
 __all__ = ["DropPartitions", "OverwriteFiles"]
 
 
-class OverwriteFiles(SnapshotProducer):
+class _OverwriteKind(SnapshotProducer):
+    """An ``OVERWRITE`` snapshot: published even without new files, with no changelog.
+
+    Its messages' changelog files are deleted, as Paimon commits no changelog
+    with an overwrite.
+    """
+
+    default_kind: ClassVar[CommitKind] = CommitKind.OVERWRITE
+    keeps_changelog: ClassVar[bool] = False
+    publishes_when_empty: ClassVar[bool] = True
+
+
+class OverwriteFiles(_OverwriteKind):
     """New files replacing the live files of some partitions, or of the whole table.
 
     Args:
@@ -46,10 +58,6 @@ class OverwriteFiles(SnapshotProducer):
 
     Source: Paimon ``FileStoreCommitImpl.overwrite``.
     """
-
-    default_kind: ClassVar[CommitKind] = CommitKind.OVERWRITE
-    keeps_changelog: ClassVar[bool] = False
-    publishes_when_empty: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -185,7 +193,7 @@ def _check_in_spec(
                 )
 
 
-class DropPartitions(SnapshotProducer):
+class DropPartitions(_OverwriteKind):
     """An ``OVERWRITE`` snapshot deleting every file of some partitions (no new files).
 
     Args:
@@ -206,10 +214,6 @@ class DropPartitions(SnapshotProducer):
     Source: Paimon ``FileStoreCommitImpl.dropPartitions`` (an overwrite with
     no new files); the expected-files check is snaplake's.
     """
-
-    default_kind: ClassVar[CommitKind] = CommitKind.OVERWRITE
-    keeps_changelog: ClassVar[bool] = False
-    publishes_when_empty: ClassVar[bool] = True
 
     def __init__(
         self,
