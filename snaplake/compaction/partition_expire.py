@@ -32,7 +32,10 @@ never loses an acknowledged row silently:
   partition holds when it commits) always would. A file is never deleted
   without a plan that saw it;
 * its commit lands after the drop: an append deletes nothing, so it commits,
-  and the partition lives again with the new rows (until a later check).
+  and the partition lives again with the new rows (until a later check). On a
+  dynamic-bucket table the writer restored the partition's HASH index, which
+  the drop deleted: its commit fails with ``HashIndexConflictError`` and
+  publishes nothing (its rows were never acknowledged; a new writer lands them).
 
 ``partition.expiration-check-interval`` is the daemon's business (it checks
 a table at most that often); :meth:`PartitionExpire.execute` always checks.

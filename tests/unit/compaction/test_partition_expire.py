@@ -16,7 +16,7 @@ from tests.helpers import write_and_commit
 
 from snaplake.catalog import FileSystemCatalog
 from snaplake.compaction.partition_expire import PartitionExpire
-from snaplake.errors import InvalidOptionError, UnsupportedTableError
+from snaplake.errors import HashIndexConflictError, InvalidOptionError, UnsupportedTableError
 from snaplake.store.format.schema_change import SchemaChange
 from snaplake.store.format.snapshot import CommitKind
 
@@ -333,3 +333,27 @@ def test_bad_options_are_refused_at_create_and_alter(tmp_path, options, error, k
     with pytest.raises(error):
         catalog.alter_table("db.t", [SchemaChange.set_option(k, v) for k, v in full.items()])
     assert table.schema_manager.list_schema_ids() == [0]
+
+
+@pytest.mark.parametrize("bucket", ["2", "-1", "-2"])
+def test_a_primary_key_writer_committing_after_the_drop(tmp_path, bucket):
+    """Fixed and postpone buckets: the partition lives again. Dynamic buckets: the writer
+    restored the partition's HASH index the drop deleted, so its commit fails with a typed
+    conflict and publishes nothing (its rows were never acknowledged); a new writer lands."""
+    table = _table(
+        tmp_path, {"partition.expiration-time": "7 d", "bucket": bucket}, pk=("dt", "id")
+    )
+    write_and_commit(table, _rows(["2020-01-01", DAYS[0]]))
+    write = table.new_write(commit_user="late")
+    write.write_arrow(_rows(["2020-01-01"], start=1000))
+    assert table.expire_partitions(now=NOW).partitions_expired == 1
+    if bucket == "-1":
+        with pytest.raises(HashIndexConflictError):
+            table.new_commit(commit_user="late").commit(write.prepare_commit())
+        assert _live(table) == {DAYS[0]: [3, 4, 5]}
+        write_and_commit(table, _rows(["2020-01-01"], start=1000), commit_user="late")
+    else:
+        table.new_commit(commit_user="late").commit(write.prepare_commit())
+        if bucket == "-2":
+            table.compact()
+    assert _live(table) == {"2020-01-01": [1000, 1001, 1002], DAYS[0]: [3, 4, 5]}
