@@ -68,7 +68,8 @@ def test_pypaimon_writes_while_snaplake_expires_partitions(tmp_path, primary_key
     table = FileSystemCatalog(str(wh)).get_table("db.t")
     result = table.expire_partitions(now=NOW)
     assert [p.spec["dt"] for p in result.partitions] == [_day(30), _day(20), _day(10)]
-    assert table.latest_snapshot().commit_kind == CommitKind.OVERWRITE
+    latest = table.latest_snapshot()
+    assert latest is not None and latest.commit_kind == CommitKind.OVERWRITE
     live = first.filter(pa.compute.is_in(first["dt"], pa.array([_day(3), _day(1)])))
     _check(oracle, table, "db.t", live)
 
