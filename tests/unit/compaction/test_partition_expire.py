@@ -357,3 +357,17 @@ def test_a_primary_key_writer_committing_after_the_drop(tmp_path, bucket):
         if bucket == "-2":
             table.compact()
     assert _live(table) == {"2020-01-01": [1000, 1001, 1002], DAYS[0]: [3, 4, 5]}
+
+
+def test_integer_partitions_parse_as_their_decimal_string(tmp_path):
+    """Paimon prints the internal value: an INT 20240105 reads with ``yyyyMMdd``."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("day", pa.int32())])
+    table = FileSystemCatalog(str(tmp_path / "wh")).create_table(
+        "db.i", schema=schema, partition_keys=["day"],
+        options={"partition.expiration-time": "7 d", "partition.timestamp-formatter": "yyyyMMdd"},
+    )  # fmt: skip
+    days = [int((LOCAL_NOW - timedelta(days=n)).strftime("%Y%m%d")) for n in (0, 3, 8, 20)]
+    write_and_commit(table, pa.table({"id": [1, 2, 3, 4], "day": days}, schema=schema))
+    result = table.expire_partitions(now=NOW)
+    assert [p.spec["day"] for p in result.partitions] == sorted(str(d) for d in days[2:])
+    assert sorted(table.to_arrow().column("day").to_pylist()) == sorted(days[:2])
