@@ -64,7 +64,7 @@ def test_impossible_or_partial_values_give_no_time(text):
     "bad", ["yyyy-MM", "HH:mm", "yyyy-MM-dd E", "yyyy-MM-dd'T", "yyyyMMddT", "yyyy-MM-dd-dd"]
 )
 def test_unusable_formatters_are_refused(bad):
-    with pytest.raises(ValueError, match="letter|quote|full date|twice"):
+    with pytest.raises(ValueError, match=r"letter|quote|full date|twice"):
         TimestampFormatter.parse(bad)
 
 
