@@ -301,6 +301,8 @@ class PartitionExpire:
                     "planning again (%d of %d)", self.table.identifier, replans, self.max_replans,
                 )  # fmt: skip
                 planned, chosen = self._plan(now)
+                if config is not None:  # partition.expiration-max-num bounds the whole run
+                    chosen = chosen[: max(config.max_num - len(done), 0)]
         if done:
             logger.info(
                 "partition expiry of %s dropped %d partition(s) older than %s: %s",
