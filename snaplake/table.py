@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from snaplake.compaction.expire import ExpireResult
     from snaplake.compaction.manifest_merge import MergeResult
     from snaplake.compaction.orphan_clean import OrphanCleanResult
+    from snaplake.compaction.partition_expire import PartitionExpireResult
     from snaplake.compaction.result import CompactResult
     from snaplake.store.rollback import RollbackResult
     from snaplake.store.tags import TagInfo
@@ -75,9 +76,8 @@ class Table:
         if self.schema_manager.latest() is None:
             raise TableNotFoundError(
                 f"table {identifier} does not exist at {root} (no schema file); "
-                "create it with catalog.create_table",
-                identifier=identifier,
-            )
+                "create it with catalog.create_table", identifier=identifier,
+            )  # fmt: skip
 
     def __repr__(self) -> str:
         return f"Table({self.identifier!r}, root={self.root!r})"
@@ -427,6 +427,15 @@ class Table:
 
         expire = ExpireSnapshots(self)
         return expire.plan() if dry_run else expire.execute()
+
+    def expire_partitions(
+        self, *, dry_run: bool = False, now: datetime | None = None
+    ) -> PartitionExpireResult:
+        """Drop expired partitions at aware ``now`` (see ``PartitionExpire.execute``, ``.plan``)."""
+        from snaplake.compaction.partition_expire import PartitionExpire
+
+        expire = PartitionExpire(self, commit=self._maintenance_commit())
+        return expire.plan(now) if dry_run else expire.execute(now)
 
     def remove_orphan_files(
         self,

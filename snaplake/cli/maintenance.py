@@ -1,7 +1,7 @@
 """Maintenance and daemon commands of the ``snaplake`` CLI.
 
 Commands: merge-manifests, expire-snapshots, remove-orphan-files, compact,
-tag create|delete|list, rollback, daemon.
+tag create|delete|list, rollback, daemon, expire-partitions.
 
 Destructive commands (``expire-snapshots``, ``remove-orphan-files``,
 ``rollback``) print their plan and change nothing unless ``--execute`` is given.
@@ -27,6 +27,7 @@ __all__ = [
     "COMMANDS",
     "compact",
     "daemon",
+    "expire_partitions",
     "expire_snapshots",
     "merge_manifests",
     "remove_orphan_files",
@@ -304,6 +305,41 @@ def daemon(cli: CliContext, *, config_path: Path, check_config: bool) -> None:
     raise click.exceptions.Exit(code)
 
 
+@click.command("expire-partitions")
+@click.argument("table", type=TableIdentifier())
+@click.option("--dry-run", is_flag=True, help="Only show the partitions that would be dropped.")
+@pass_cli
+def expire_partitions(cli: CliContext, *, table: str, dry_run: bool) -> None:
+    """Drop the partitions of TABLE older than its ``partition.expiration-time``.
+
+    The partition's time comes from its values (``partition.expiration-strategy
+    = values-time``, read with ``partition.timestamp-formatter`` / ``-pattern``)
+    or its newest file (``update-time``); at most ``partition.expiration-max-num``
+    partitions go per run, as OVERWRITE snapshots. A table without
+    ``partition.expiration-time`` is left alone.
+
+    Exit codes: 0 ok (also when nothing expired); 3 concurrent writers kept
+    changing the expired partitions (nothing lost; run again); 4 no such table.
+    """
+    target = cli.table(table)
+    with cli.output.status(f"{'planning' if dry_run else 'expiring'} partitions of {table}"):
+        result = target.expire_partitions(dry_run=dry_run)
+    record = _rounded(_as_record(result, table=table))
+    record["partitions"] = [dict(p.spec) for p in result.partitions]
+    for key in ("expire_before",):
+        value = record.get(key)
+        record[key] = value.isoformat(sep=" ") if value is not None else None
+    record["files_deleted"] = result.files_deleted
+    record["rows_deleted"] = result.rows_deleted
+    if result.strategy is None:
+        title = "partitions never expire here (no partition.expiration-time or no partition keys)"
+    elif dry_run:
+        title = f"plan (dry run): {result.partitions_expired} partition(s) would be dropped"
+    else:
+        title = f"dropped {result.partitions_expired} partition(s)"
+    cli.output.record(record, title=title)
+
+
 COMMANDS: tuple[click.Command, ...] = (
     merge_manifests,
     expire_snapshots,
@@ -312,5 +348,6 @@ COMMANDS: tuple[click.Command, ...] = (
     tag,
     rollback,
     daemon,
+    expire_partitions,
 )
 """Registered on the ``snaplake`` group by :mod:`snaplake.cli`."""

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from snaplake.commit.conflict import ConflictRule
 from snaplake.commit.message import CommitMessage
-from snaplake.commit.overwrite import OverwriteFiles
+from snaplake.commit.overwrite import DropPartitions, OverwriteFiles
 from snaplake.commit.producer import (
     AppendFiles,
     CommitContext,
@@ -268,7 +268,58 @@ class FileStoreCommit:
             kind=kind,
         )
         producer = self.producer(request, overwrite=overwrite)
-        result = sc.commit(producer, policy=self.retry_policy(schema), latest=latest, start=start)
+        return self._publish(producer, latest=latest, start=start)
+
+    def drop_partitions(
+        self,
+        partitions: Collection[bytes],
+        *,
+        expected_files: Collection[str] | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> CommitResult:
+        """Publish an ``OVERWRITE`` snapshot deleting every file of ``partitions``.
+
+        Args:
+            partitions: Canonical partition BinaryRows
+                (:func:`~snaplake.store.format.partition.canonical_partition`).
+            expected_files: The data file names the caller planned to drop;
+                see :class:`~snaplake.commit.overwrite.DropPartitions`.
+            properties: Extra snapshot properties.
+
+        Returns:
+            As :meth:`commit` (``files_deleted``: the files dropped).
+
+        Raises:
+            CommitConflictError: a deleted file is no longer live, or the
+                partitions' live files differ from ``expected_files``.
+            CommitRetriesExhaustedError, CommitStateUnknownError,
+            UnsupportedTableError: as :meth:`commit`.
+
+        Storage: as an overwrite of :meth:`commit` without new files (a
+        DELETE manifest per attempt, the index manifest when the partitions
+        have index files).
+
+        Source: Paimon ``FileStoreCommit.dropPartitions``.
+        """
+        sc = self.snapshot_commit
+        start = sc.clock()
+        latest = sc.latest_snapshot()
+        schema = self._commit_schema(latest, ())
+        if schema is None:
+            raise SchemaMismatchError(f"table {self.table_name} has no schema; create it first")
+        self.check_supported(schema)
+        request = CommitRequest(schema=schema, messages=(), properties=properties or {})
+        producer = DropPartitions(
+            self.context, request, partitions=partitions, expected_files=expected_files
+        )
+        return self._publish(producer, latest=latest, start=start)
+
+    def _publish(
+        self, producer: SnapshotProducer, *, latest: Snapshot | None, start: float
+    ) -> CommitResult:
+        """Run ``producer`` through the publishing loop, then the after-commit hook."""
+        policy = self.retry_policy(producer.schema)
+        result = self.snapshot_commit.commit(producer, policy=policy, latest=latest, start=start)
         if self._after_commit is not None and not result.was_duplicate:
             self._after_commit(result)
         return result

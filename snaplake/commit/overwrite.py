@@ -12,11 +12,11 @@ partition overwrite, ``dynamic-partition-overwrite``); pyiceberg
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 from snaplake.commit.producer import CommitContext, CommitRequest, SnapshotProducer
-from snaplake.errors import SchemaMismatchError
+from snaplake.errors import CommitConflictError, SchemaMismatchError
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.index_file import HASH_INDEX, IndexManifestEntry
 from snaplake.store.format.manifest import FileKind, ManifestEntry
@@ -26,10 +26,22 @@ from snaplake.store.format.snapshot import CommitKind, Snapshot
 from snaplake.store.read.index_scan import read_index_entries
 from snaplake.store.read.scan import FileStoreScan
 
-__all__ = ["OverwriteFiles"]
+__all__ = ["DropPartitions", "OverwriteFiles"]
 
 
-class OverwriteFiles(SnapshotProducer):
+class _OverwriteKind(SnapshotProducer):
+    """An ``OVERWRITE`` snapshot: published even without new files, with no changelog.
+
+    Its messages' changelog files are deleted, as Paimon commits no changelog
+    with an overwrite.
+    """
+
+    default_kind: ClassVar[CommitKind] = CommitKind.OVERWRITE
+    keeps_changelog: ClassVar[bool] = False
+    publishes_when_empty: ClassVar[bool] = True
+
+
+class OverwriteFiles(_OverwriteKind):
     """New files replacing the live files of some partitions, or of the whole table.
 
     Args:
@@ -46,10 +58,6 @@ class OverwriteFiles(SnapshotProducer):
 
     Source: Paimon ``FileStoreCommitImpl.overwrite``.
     """
-
-    default_kind: ClassVar[CommitKind] = CommitKind.OVERWRITE
-    keeps_changelog: ClassVar[bool] = False
-    publishes_when_empty: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -183,3 +191,89 @@ def _check_in_spec(
                     f"file {e.file.file_name} has {key}={values[index[key]]!r}, outside "
                     f"the overwritten partition {dict(spec)}; filter the data first"
                 )
+
+
+class DropPartitions(_OverwriteKind):
+    """An ``OVERWRITE`` snapshot deleting every file of some partitions (no new files).
+
+    Args:
+        context: As :class:`~snaplake.commit.producer.SnapshotProducer`.
+        request: As :class:`~snaplake.commit.producer.SnapshotProducer` (no messages).
+        partitions: The partitions to drop, as canonical BinaryRows
+            (:func:`~snaplake.store.format.partition.canonical_partition`).
+        expected_files: The data file names the caller planned to drop, or
+            ``None`` (drop whatever is live). When given, every attempt
+            requires the live files of ``partitions`` to be exactly these: a
+            file another writer added meanwhile (or a compaction replaced) is
+            a :class:`~snaplake.errors.CommitConflictError`, so the caller
+            plans again instead of deleting a file it never looked at.
+
+    The partitions' index files of every type (HASH, deletion vectors) are
+    deleted too, as an overwrite does.
+
+    Source: Paimon ``FileStoreCommitImpl.dropPartitions`` (an overwrite with
+    no new files); the expected-files check is snaplake's.
+    """
+
+    def __init__(
+        self,
+        context: CommitContext,
+        request: CommitRequest,
+        *,
+        partitions: Collection[bytes],
+        expected_files: Collection[str] | None = None,
+    ) -> None:
+        super().__init__(context, request)
+        self.partitions = frozenset(partitions)
+        self.expected_files = None if expected_files is None else frozenset(expected_files)
+
+    def replaced_entries(
+        self, latest: Snapshot | None, adds: Sequence[ManifestEntry]
+    ) -> list[ManifestEntry]:
+        """DELETE entries for every live file of ``latest`` in the dropped partitions.
+
+        Raises:
+            CommitConflictError: ``expected_files`` was given and the live
+                files of the partitions differ from it.
+
+        Storage: reads the manifests of ``latest``.
+        """
+        ctx = self.context
+        types = self.schema.partition_types
+        scan = FileStoreScan(
+            file_io=ctx.table.file_io,
+            paths=ctx.table.paths,
+            schema_manager=ctx.table.schema_manager,
+            snapshot=latest,
+        )
+        live = [
+            e
+            for e in scan.plan_entries()
+            if canonical_partition(e.partition, types) in self.partitions
+        ]
+        if self.expected_files is not None:
+            names = {e.file.file_name for e in live}
+            if names != self.expected_files:
+                new = sorted(names - self.expected_files)
+                gone = sorted(self.expected_files - names)
+                raise CommitConflictError(
+                    f"the partitions to drop from {ctx.table.identifier} changed since they "
+                    f"were planned (new files {new[:5]}, gone {gone[:5]}); plan again",
+                    paths=[*new, *gone],
+                    conflicting_snapshot_ids=[latest.id] if latest is not None else [],
+                )
+        return [e.as_delete() for e in live]
+
+    def replaced_index_entries(
+        self, latest: Snapshot | None, adds: Sequence[ManifestEntry]
+    ) -> list[IndexManifestEntry]:
+        """DELETE entries for every index file of ``latest`` in the dropped partitions.
+
+        Storage: reads the index manifest of ``latest``.
+        """
+        types = self.schema.partition_types
+        return [
+            e.as_delete()
+            for e in read_index_entries(self.context.table, latest)
+            if canonical_partition(e.partition, types) in self.partitions
+        ]

@@ -51,6 +51,11 @@ from snaplake.compaction.orphan_clean import (
     OrphanCleanResult,
     OrphanFilesClean,
 )
+from snaplake.compaction.partition_expire import (
+    ExpiredPartition,
+    PartitionExpire,
+    PartitionExpireResult,
+)
 from snaplake.compaction.result import CompactResult
 
 __all__ = [
@@ -69,6 +74,7 @@ __all__ = [
     "CompactionUnit",
     "ExpireResult",
     "ExpireSnapshots",
+    "ExpiredPartition",
     "FileCounts",
     "InlineMaintenanceResult",
     "ManifestFileMerger",
@@ -78,6 +84,8 @@ __all__ = [
     "MergeTreeRewriteUnit",
     "OrphanCleanResult",
     "OrphanFilesClean",
+    "PartitionExpire",
+    "PartitionExpireResult",
     "SortedRunStats",
     "compact_new_files",
     "count_files",

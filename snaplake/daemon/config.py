@@ -55,6 +55,9 @@ A file looks like this (every key is optional except ``[[warehouse]]``)::
     enabled = true
     interval = "7 d"
 
+    [tasks.expire_partitions]       # tables setting partition.expiration-time; each table
+    interval = "1 min"              # is checked at most every partition.expiration-check-interval
+
 Durations use Paimon's syntax (``"30 s"``, ``"1 min"``, ``"1 h"``, ``"1 d"``).
 Keys spelled like Paimon table options (``"manifest.merge-min-count"``) are
 **defaults**: a table's own options win over them.
@@ -128,6 +131,7 @@ class Task(StrEnum):
     EXPIRE_SNAPSHOTS = "expire_snapshots"
     ORPHAN_CLEAN = "orphan_clean"
     CHECK = "check"
+    EXPIRE_PARTITIONS = "expire_partitions"
 
 
 #: Paimon table options each task reads (defaults the daemon may set).
@@ -143,6 +147,7 @@ TASK_OPTIONS: Mapping[Task, tuple[ConfigOption[Any], ...]] = {
     ),
     Task.ORPHAN_CLEAN: (),
     Task.CHECK: (),
+    Task.EXPIRE_PARTITIONS: (),  # driven by each table's own partition.expiration-* options
 }  # fmt: skip
 
 _DEFAULT_INTERVALS: Mapping[Task, timedelta] = {
@@ -152,6 +157,7 @@ _DEFAULT_INTERVALS: Mapping[Task, timedelta] = {
     Task.EXPIRE_SNAPSHOTS: timedelta(minutes=1),
     Task.ORPHAN_CLEAN: timedelta(days=1),
     Task.CHECK: timedelta(days=1),
+    Task.EXPIRE_PARTITIONS: timedelta(minutes=1),
 }
 
 _OFF_BY_DEFAULT = frozenset({Task.CHECK})

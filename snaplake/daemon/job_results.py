@@ -17,6 +17,7 @@ from snaplake.compaction.maintenance import FileCounts
 from snaplake.compaction.manifest_merge import MergeResult
 from snaplake.compaction.merge_tree_plan import SortedRunStats
 from snaplake.compaction.orphan_clean import OrphanCleanResult
+from snaplake.compaction.partition_expire import PartitionExpireResult
 from snaplake.compaction.result import CompactResult
 from snaplake.daemon.config import Task
 
@@ -27,6 +28,7 @@ __all__ = [
     "JobResult",
     "ManifestMergeJobResult",
     "OrphanCleanJobResult",
+    "PartitionExpireJobResult",
 ]
 
 
@@ -252,6 +254,44 @@ class CheckJobResult:
         return (
             f"{c.files_checked} data file(s) of snapshot {c.snapshot_id} checked, "
             f"{len(c.bad_files)} contradict their manifest entries"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartitionExpireJobResult:
+    """Result of :func:`~snaplake.daemon.jobs.expire_partitions_job`.
+
+    Attributes:
+        table: ``db.table``.
+        checked: The table was checked (False: it sets no
+            ``partition.expiration-time``, has no partition keys, or was
+            checked less than ``partition.expiration-check-interval`` ago).
+        expire: The expiry's result when it checked, else ``None``.
+    """
+
+    table: str
+    checked: bool
+    expire: PartitionExpireResult | None = None
+    task: Task = Task.EXPIRE_PARTITIONS
+
+    @property
+    def partitions_expired(self) -> int:
+        """Partitions dropped."""
+        return self.expire.partitions_expired if self.expire is not None else 0
+
+    @property
+    def acted(self) -> bool:
+        """Whether partitions were dropped."""
+        return self.partitions_expired > 0
+
+    def summary(self) -> str:
+        """One log line."""
+        if not self.checked or self.expire is None:
+            return "not due"
+        e = self.expire
+        return (
+            f"{e.partitions_expired} partition(s) older than {e.expire_before} dropped "
+            f"({e.files_deleted} file(s), {e.rows_deleted} row(s), {e.replans} re-plan(s))"
         )
 
 

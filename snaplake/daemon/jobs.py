@@ -20,6 +20,8 @@ the maintenance operation raises; the scheduler's job boundary
 - :func:`orphan_clean_job`: delete unreferenced files older than a grace period.
 - :func:`check_job`: verify every live data file of the latest snapshot
   against its manifest entry (``Table.check``); one warning per bad file.
+- :func:`expire_partitions_job`: drop the partitions older than the table's
+  ``partition.expiration-time``, at most every ``partition.expiration-check-interval``.
 
 Imports no apscheduler and no prometheus_client (metrics are recorded through
 :class:`snaplake.metrics.SnaplakeMetrics`).
@@ -30,8 +32,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from datetime import timedelta
+from collections.abc import Callable, MutableMapping
+from datetime import UTC, datetime, timedelta
 
 from snaplake.compaction.expire import ExpireResult, ExpireSnapshots
 from snaplake.compaction.maintenance import (
@@ -44,6 +46,7 @@ from snaplake.compaction.maintenance import (
 from snaplake.compaction.manifest_merge import ManifestFileMerger
 from snaplake.compaction.merge_tree_plan import SortedRunStats
 from snaplake.compaction.orphan_clean import OrphanFilesClean
+from snaplake.compaction.partition_expire import PartitionExpire
 from snaplake.compaction.result import CompactResult
 from snaplake.daemon.config import Task
 from snaplake.daemon.job_results import (
@@ -53,6 +56,7 @@ from snaplake.daemon.job_results import (
     JobResult,
     ManifestMergeJobResult,
     OrphanCleanJobResult,
+    PartitionExpireJobResult,
 )
 from snaplake.daemon.memory import release_memory
 from snaplake.daemon.remote import RemoteCompaction, RemoteOutcome
@@ -64,6 +68,7 @@ from snaplake.table import Table
 __all__ = [
     "check_job",
     "compact_job",
+    "expire_partitions_job",
     "expire_snapshots_job",
     "merge_manifests_job",
     "orphan_clean_job",
@@ -334,6 +339,60 @@ def check_job(table: Table) -> CheckJobResult:
     return CheckJobResult(table=table.identifier, check=result)
 
 
+_last_partition_checks: dict[str, datetime] = {}
+"""``db.table`` -> when this process last checked its partitions (the default memory)."""
+
+
+def expire_partitions_job(
+    table: Table,
+    *,
+    options: CoreOptions,
+    now: datetime | None = None,
+    last_checks: MutableMapping[str, datetime] | None = None,
+) -> PartitionExpireJobResult:
+    """Drop the table's expired partitions, at most every ``partition.expiration-check-interval``.
+
+    A table without ``partition.expiration-time`` (or without partition keys)
+    is left alone. The first run in a process checks at once; later runs
+    check once ``now`` is past the last check plus the interval (an interval
+    of 0 checks at every run).
+
+    Args:
+        table: The table to maintain.
+        options: Effective options of the table (its own partition options).
+        now: The aware clock to expire at (default: the current time).
+        last_checks: When each table was last checked (default: this
+            process's memory); updated when the table is checked.
+
+    Returns:
+        Whether the table was checked, and what the expiry dropped.
+
+    Raises:
+        CommitConflictError: writers kept changing the expired partitions
+            (see ``PartitionExpire.execute``); the next run tries again.
+
+    Storage: see ``PartitionExpire.execute``.
+
+    Source: Paimon ``PartitionExpire.expire`` (the check interval).
+    """
+    now = datetime.now(UTC) if now is None else now
+    memory = _last_partition_checks if last_checks is None else last_checks
+    config = options.partition_expire_config
+    if config is None or not table.partition_keys:
+        return PartitionExpireJobResult(table=table.identifier, checked=False)
+    last = memory.get(table.identifier)
+    interval = config.check_interval
+    if last is not None and interval and not now > last + interval:
+        return PartitionExpireJobResult(table=table.identifier, checked=False)
+    expire = PartitionExpire(
+        table,
+        commit=maintenance_committer(table, retry_policy=MAINTENANCE_RETRY_POLICY),
+        options=options,
+    ).execute(now)
+    memory[table.identifier] = now
+    return PartitionExpireJobResult(table=table.identifier, checked=True, expire=expire)
+
+
 # ----------------------------------------------------------------- job boundary
 def record_job_result(
     metrics: SnaplakeMetrics, result: JobResult, *, duration_s: float, now_s: float
@@ -379,6 +438,8 @@ def record_job_result(
                 metrics.files_deleted.labels(table, file_type).inc(n)
     elif isinstance(result, CheckJobResult):
         metrics.check_bad_files.labels(table).set(len(result.check.bad_files))
+    elif isinstance(result, PartitionExpireJobResult) and result.partitions_expired:
+        metrics.partitions_expired.labels(table).inc(result.partitions_expired)
 
 
 def run_job(

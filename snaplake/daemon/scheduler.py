@@ -60,6 +60,7 @@ from snaplake.daemon.job_results import JobResult
 from snaplake.daemon.jobs import (
     check_job,
     compact_job,
+    expire_partitions_job,
     expire_snapshots_job,
     merge_manifests_job,
     orphan_clean_job,
@@ -521,6 +522,8 @@ class MaintenanceDaemon:
                 )
             if task is Task.CHECK:
                 return check_job(table)
+            if task is Task.EXPIRE_PARTITIONS:
+                return expire_partitions_job(table, options=options)
             raise ValueError(f"no job for task {task}")  # pragma: no cover
 
         return job

@@ -181,6 +181,8 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("check_bad_files", Gauge, "snaplake_check_bad_files", ("table",),
                "Live data files whose content contradicts their manifest entry (stats, key "
                "range, row count, size), as found by the daemon's last check run."),
+    MetricSpec("partitions_expired", Counter, "snaplake_partitions_expired", ("table",),
+               "Partitions dropped by the daemon's partition expiry (partition.expiration-time)."),
     MetricSpec("remote_failures", Counter, "snaplake_daemon_remote_failures",
                ("table", "task", "error"),
                "Maintenance runs handed to a remote engine (Spark Connect) that failed and ran in "

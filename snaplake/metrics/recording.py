@@ -130,6 +130,7 @@ class SnaplakeMetrics:
     manifests_merged: Counter
     files_compacted: Counter
     check_bad_files: Gauge
+    partitions_expired: Counter
     remote_failures: Counter
     last_success: Gauge
     build_info: Gauge

@@ -58,6 +58,7 @@ from snaplake.options.config_option import (
     parse_duration,
     parse_memory_size,
 )
+from snaplake.options.partition_time import TimestampFormatter
 
 __all__ = [
     "iter_option_families",
@@ -338,6 +339,35 @@ DYNAMIC_PARTITION_OVERWRITE = _honoured(
 CONSUMER_EXPIRATION_TIME = _honoured(
     "consumer.expiration-time", "expiry ignores and removes consumers idle longer",
     parse=parse_duration, doc="Consumers idle this long stop pinning.")
+PARTITION_EXPIRATION_TIME = _honoured(
+    "partition.expiration-time", "table.expire_partitions, the CLI and the daemon's "
+    "expire_partitions task drop partitions older than this (an OVERWRITE snapshot)",
+    parse=parse_duration, doc="Partitions older than this are dropped.")
+PARTITION_EXPIRATION_STRATEGY = _honoured(
+    "partition.expiration-strategy", "the partition's time: its values (values-time) or its "
+    "newest file's creation time (update-time)", "values-time", "update-time",
+    refused_for=_NOT_READ, parse=_lower, default="values-time",
+    doc="values-time or update-time.")
+PARTITION_EXPIRATION_CHECK_INTERVAL = _honoured(
+    "partition.expiration-check-interval", "the daemon checks a table at most this often "
+    "(the API and CLI always check)", parse=parse_duration, default=timedelta(hours=1),
+    doc="The daemon checks a table for expired partitions at most this often.")
+PARTITION_EXPIRATION_MAX_NUM = _honoured(
+    "partition.expiration-max-num", "at most this many partitions (the first by value) are "
+    "dropped per check", parse=_parse_positive, default=100,
+    doc="Partitions dropped per check at most.")
+PARTITION_EXPIRATION_BATCH_SIZE = _honoured(
+    "partition.expiration-batch-size", "expired partitions are dropped in snapshots of this "
+    "many (unset: one snapshot)", parse=_parse_positive,
+    doc="Partitions dropped per snapshot.")
+PARTITION_TIMESTAMP_FORMATTER = _honoured(
+    "partition.timestamp-formatter", "the Java DateTimeFormatter pattern partition times are "
+    "parsed with (yyyyMMdd, yyyy-MM-dd HH)", parse=TimestampFormatter.parse,
+    doc="How partition times are parsed.")
+PARTITION_TIMESTAMP_PATTERN = _honoured(
+    "partition.timestamp-pattern", "how partition values form a time ($dt $hour:00:00); "
+    "each $name must be a partition key", parse=str,
+    doc="How partition values form a time.")
 CONSUMER_CHANGELOG_ONLY = _honoured(
     "consumer.changelog-only", "consumers never keep snapshots from expiring",
     parse=parse_bool, default=False, doc="Consumers never keep snapshots from expiring.")
@@ -681,14 +711,19 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     _engine("streaming-read-append-overwrite", _ENGINE_STREAM),
     DYNAMIC_PARTITION_OVERWRITE,
     # partition expiry and marking ---------------------------------------------------------
-    _refused("partition.expiration-time", "Paimon's writers drop expired partitions at "
-             "commit; snaplake does not expire partitions", refused_for=_NOT_READ),
-    *(_dependent(k, "partition.expiration-time") for k in (
-        "partition.expiration-strategy", "partition.expiration-check-interval",
-        "partition.expiration-max-num", "partition.expiration-batch-size",
-        "compaction.skip-expired-partitions", "partition.timestamp-formatter",
-        "partition.timestamp-pattern", "partition.timestamp-format.strict",
-        "end-input.check-partition-expire")),
+    PARTITION_EXPIRATION_TIME,
+    PARTITION_EXPIRATION_STRATEGY,
+    PARTITION_EXPIRATION_CHECK_INTERVAL,
+    PARTITION_EXPIRATION_MAX_NUM,
+    PARTITION_EXPIRATION_BATCH_SIZE,
+    _layout("compaction.skip-expired-partitions", "whether another engine's compaction "
+            "skips partitions about to expire"),
+    PARTITION_TIMESTAMP_FORMATTER,
+    PARTITION_TIMESTAMP_PATTERN,
+    _refused("partition.timestamp-format.strict", "a strict partition-time check snaplake "
+             "does not implement; only the default is accepted",
+             "false", refused_for=_NOT_READ),
+    _engine("end-input.check-partition-expire", "a Flink/Spark batch job's expiry at its end"),
     _engine("partition.end-input-to-done", "done-markers of Flink/Spark sinks"),
     _engine("scan.plan-sort-partition", "split order of another engine's reads"),
     _honoured("primary-key", "create_table moves it into the schema's primary keys, as "

@@ -127,6 +127,11 @@ def soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )  # fmt: skip
     for i in range(6):
         _append(upserts, i * 5, 20, ident=i + 1)
+    # Partitions all past partition.expiration-time (the "Partitions expired" panel).
+    expiring = _create(warehouse, "db.expiring", {
+        "partition.expiration-time": "1 d", "partition.timestamp-pattern": "2000-$month-01",
+        "partition.timestamp-formatter": "yyyy-M-dd"})  # fmt: skip
+    _append(expiring, 0, 10)
     daemon_port, writer_port = free_port(), free_port()
     procs: list[Proc] = []
     out: dict[str, Any] = {"work": work, "warehouse": warehouse}

@@ -28,6 +28,7 @@ from snaplake.errors import (
     UnsupportedTypeError,
 )
 from snaplake.options import CoreOptions, Operation
+from snaplake.options.partition_time import check_timestamp_pattern
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.json_codec import decode_json, encode_json
 from snaplake.store.format.partition import partition_path
@@ -239,9 +240,10 @@ class TableSchema:
                 bucket key that is not a column, a nested bucket key, an
                 invalid ``bucket`` (0, below -2, or -2 on an append table), or
                 ``bucket-key`` with ``bucket = -1``.
-            InvalidOptionError: an option value does not parse, or a
+            InvalidOptionError: an option value does not parse, a
                 ``fields.<column>.*`` key names a missing column
-                (:func:`check_field_options`).
+                (:func:`check_field_options`), or ``partition.timestamp-pattern``
+                names a column that is not a partition key.
 
         Source: Paimon ``SchemaValidation.validateTableSchema`` (``validateBucket``,
         ``validateFieldsPrefix``) and ``TableSchema`` (bucket keys must be columns).
@@ -279,6 +281,9 @@ class TableSchema:
                 if self.field_type(key).is_nested:
                     raise SchemaMismatchError(f"bucket key {key!r} has a nested type")
         check_field_options(names, self.options)
+        pattern = self.options.get("partition.timestamp-pattern")
+        if pattern is not None:
+            check_timestamp_pattern(pattern, self.partition_keys)
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:

@@ -118,17 +118,18 @@ def test_a_read_selecting_option_refuses_reads_only(make_table):
     table.compact()
 
 
-def test_partition_expiration_refuses_commits_not_reads(make_table):
+def test_partition_expiration_is_honoured_by_writes_commits_and_maintenance(make_table):
+    """Once refused, now honoured (issue 24): tests/unit/compaction/test_partition_expire.py."""
     table = make_table()
     append(table, 0, 10)
     _set_option(table, "partition.expiration-time", "7 d")
-    assert table.to_arrow().num_rows == 10
-    with pytest.raises(UnsupportedTableError, match=r"partition\.expiration-time"):
-        table.new_write(commit_user="w")
-    with pytest.raises(UnsupportedTableError, match=r"partition\.expiration-time"):
-        table.new_commit(commit_user="w")
-    with pytest.raises(UnsupportedTableError):
-        table.expire_snapshots()
+    _set_option(table, "partition.timestamp-pattern", "2024-$month-01")
+    _set_option(table, "partition.timestamp-formatter", "yyyy-M-dd")
+    append(table, 10, 10)
+    table.expire_snapshots()
+    result = table.expire_partitions()
+    assert sorted(p.spec["month"] for p in result.partitions) == ["1", "2", "3"]
+    assert table.to_arrow().num_rows == 0
 
 
 # --- honoured --------------------------------------------------------------------------
