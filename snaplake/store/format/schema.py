@@ -28,6 +28,7 @@ from snaplake.errors import (
     UnsupportedTypeError,
 )
 from snaplake.options import CoreOptions, Operation
+from snaplake.options.tag_options import TagOptions
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.json_codec import decode_json, encode_json
 from snaplake.store.format.partition import partition_path
@@ -241,7 +242,8 @@ class TableSchema:
                 ``bucket-key`` with ``bucket = -1``.
             InvalidOptionError: an option value does not parse, or a
                 ``fields.<column>.*`` key names a missing column
-                (:func:`check_field_options`).
+                (:func:`check_field_options`), or the ``tag.*`` options
+                contradict each other (:meth:`TagOptions.of`).
 
         Source: Paimon ``SchemaValidation.validateTableSchema`` (``validateBucket``,
         ``validateFieldsPrefix``) and ``TableSchema`` (bucket keys must be columns).
@@ -279,6 +281,7 @@ class TableSchema:
                 if self.field_type(key).is_nested:
                     raise SchemaMismatchError(f"bucket key {key!r} has a nested type")
         check_field_options(names, self.options)
+        TagOptions.of(core)  # tag.creation-delay against the period
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:
