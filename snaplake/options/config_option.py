@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta, timezone, tzinfo
+from datetime import UTC, timedelta, timezone, tzinfo
 from enum import StrEnum
 from typing import Generic, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -144,7 +144,7 @@ def parse_zone(text: str) -> tzinfo:
     """
     name = text.strip()
     if name in ("Z", "UTC", "GMT", "UT"):
-        return timezone.utc
+        return UTC
     match = _OFFSET.fullmatch(name)
     if match is not None:
         sign = -1 if match.group(1) == "-" else 1

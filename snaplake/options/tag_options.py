@@ -65,7 +65,7 @@ def local_time(epoch_ms: int, zone: tzinfo | None = None) -> datetime:
 def _lenient(groups: tuple[str, ...]) -> datetime:
     """Java's LENIENT resolver: month 13 rolls into the next year, day 32 into the next month."""
     year, month, day, *rest = (int(g) for g in groups)
-    hour, minute = (rest + [0, 0])[:2]
+    hour, minute = [*rest, 0, 0][:2]
     years, month0 = divmod(month - 1, 12)
     base = datetime(year + years, month0 + 1, 1)  # noqa: DTZ001 - LocalDateTime
     return base + timedelta(days=day - 1, hours=hour, minutes=minute)
@@ -181,8 +181,8 @@ class TagOptions:
         if duration is not None:
             if duration < timedelta(minutes=1):
                 raise InvalidOptionError(
-                    f"tag.creation-period-duration = {options.raw[TAG_CREATION_PERIOD_DURATION.key]!r}"
-                    " must be at least one minute (tag names have minutes)",
+                    f"tag.creation-period-duration = {duration} must be at least one minute "
+                    "(tag names have minutes)",
                     key=TAG_CREATION_PERIOD_DURATION.key,
                     value=options.raw[TAG_CREATION_PERIOD_DURATION.key],
                 )
@@ -206,13 +206,14 @@ class TagOptions:
                 key=TAG_DEFAULT_TIME_RETAINED.key,
                 value=options.raw.get(TAG_DEFAULT_TIME_RETAINED.key),
             )
+        completion: bool | None = options.get(TAG_AUTOMATIC_COMPLETION)
         return cls(
             mode=mode,
             periods=periods,
             delay=delay,
             num_retained_max=options.get(TAG_NUM_RETAINED_MAX),
             default_time_retained=retained,
-            automatic_completion=bool(options.get(TAG_AUTOMATIC_COMPLETION)),
+            automatic_completion=bool(completion),
             batch_name=options.get(TAG_BATCH_CUSTOMIZED_NAME),
             watermark_zone=parse_zone(options.get(SINK_WATERMARK_TIME_ZONE) or "UTC"),
         )

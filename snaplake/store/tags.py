@@ -10,9 +10,10 @@ snapshot JSON; a tag with a retention adds ``tagCreateTime``, a local
 date-time as Jackson writes Java's ``LocalDateTime`` (``[y, mo, d, h, mi, s,
 ns]``, trailing zero seconds/nanos left out), and ``tagTimeRetained``, a
 ``Duration`` as decimal seconds; without a retention neither is written, so
-older readers read our tags) and ``Tag.trimToSnapshot``. Deliberate difference: deleting a tag removes
-only the tag file; files that only the tag kept alive become orphans and are
-removed by orphan clean (Paimon deletes them at once).
+older readers read our tags) and ``Tag.trimToSnapshot``. Deliberate
+difference: deleting a tag removes only the tag file; files that only the
+tag kept alive become orphans and are removed by orphan clean (Paimon
+deletes them at once).
 """
 
 from __future__ import annotations
@@ -274,5 +275,5 @@ def _local_datetime(value: Any) -> datetime:
         return datetime.fromisoformat(value).replace(tzinfo=None)
     if not isinstance(value, list) or not 5 <= len(value) <= 7:
         raise ValueError("expected [year, month, day, hour, minute(, second(, nano))]")
-    y, mo, d, h, mi, sec, nano = (list(value) + [0, 0])[:7]
+    y, mo, d, h, mi, sec, nano = [*value, 0, 0][:7]
     return datetime(y, mo, d, h, mi, sec, nano // 1000)  # noqa: DTZ001 - Java LocalDateTime
