@@ -176,6 +176,7 @@ class TagLifecycle:
                 snapshot=snap,
                 time_retained=opts.default_time_retained,
                 create_time=local_time(self._now_ms()),
+                allow_digits=True,
             )
         except FileAlreadyExistsError:  # another process created it meanwhile
             return None

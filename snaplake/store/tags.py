@@ -72,14 +72,15 @@ class TagInfo:
     time_retained: timedelta | None = None
 
 
-def _check_name(name: str) -> str:
+def _check_name(name: str, *, allow_digits: bool = False) -> str:
     """Return ``name`` if it can name a tag file (the whole name is checked).
 
     Raises:
         InvalidNameError: blank, surrounding spaces, a slash or backslash, a
-            control character (a newline), or only digits.
+            control character (a newline), or only digits (unless ``allow_digits``).
     """
-    if not name or name.strip() != name or not _VALID_NAME.fullmatch(name) or name.isdigit():
+    digits = name.isdigit() and not allow_digits
+    if not name or name.strip() != name or not _VALID_NAME.fullmatch(name) or digits:
         raise InvalidNameError(
             f"invalid tag name {name!r}: use a non-blank name without '/', '\\', control "
             "characters or surrounding spaces that is not only digits (digits look like "
@@ -104,6 +105,7 @@ class TagManager(TableFileManager):
         snapshot: Snapshot,
         time_retained: timedelta | None = None,
         create_time: datetime | None = None,
+        allow_digits: bool = False,
     ) -> TagInfo:
         """Tag ``snapshot`` as ``name``.
 
@@ -114,6 +116,8 @@ class TagManager(TableFileManager):
                 ``None`` writes a plain snapshot JSON.
             create_time: ``tagCreateTime``, a naive local date-time (default:
                 now); written only with ``time_retained``.
+            allow_digits: Accept a name of digits only: Paimon's automatic tag
+                names without dashes (``20261126``); Paimon 0.9 accepts them.
 
         Returns:
             The new tag.
@@ -130,7 +134,7 @@ class TagManager(TableFileManager):
         Source:
             Paimon ``TagManager.createTag``.
         """
-        _check_name(name)
+        _check_name(name, allow_digits=allow_digits)
         path = self.paths.tag_path(name)
         tagged = _trim(snapshot)
         if time_retained is not None:

@@ -262,6 +262,8 @@ def op_write(request: dict[str, Any]) -> dict[str, Any]:
 def op_read(request: dict[str, Any]) -> dict[str, Any]:
     """Plan and read the table; write the rows to ``out_ipc``."""
     table = _table(request, request.get("snapshot_id"))
+    if request.get("tag"):
+        table = table.copy({"scan.tag-name": request["tag"]})
     builder, plan = _plan(table, request)
     splits = plan.splits()
     result = builder.new_read().to_arrow(splits)
