@@ -18,9 +18,10 @@ import pytest
 from tests.helpers import sorted_ids
 from tests.unit.compaction.conftest import append
 
-from snaplake.errors import InvalidOptionError
 from snaplake.commit.schema_alter import SchemaChange
-from snaplake.options import CoreOptions
+from snaplake.errors import InvalidOptionError
+from snaplake.options import CoreOptions, Operation, OptionStatus
+from snaplake.options.registry import lookup_option
 from snaplake.options.tag_options import TagOptions, TagPeriodHandler, local_time
 from snaplake.store.consumers import ConsumerManager
 from snaplake.table import Table
@@ -52,7 +53,7 @@ def model_tags(times: list[datetime], period: timedelta, delay: timedelta, fmt) 
     """Paimon's rule, written independently: {tag name: snapshot id} from no tags at all."""
     out: dict[str, int] = {}
     next_tag = None
-    epoch = datetime(1970, 1, 1)  # noqa: DTZ001
+    epoch = datetime(1970, 1, 1)
     for sid, t in enumerate(times, start=1):
         local = local_time(ms(t))
         if next_tag is not None and local - delay < next_tag + period:
@@ -85,9 +86,9 @@ def test_tag_names_are_paimons(kind, formatter, expected):
         kind, timedelta(hours=2)
     )
     handler = TagPeriodHandler(period, kind, formatter)
-    when = datetime(2026, 11, 26, 13)  # noqa: DTZ001
+    when = datetime(2026, 11, 26, 13)
     assert handler.time_to_tag(when) == expected
-    assert handler.tag_to_time(expected) == (when if kind != "daily" else datetime(2026, 11, 26))  # noqa: DTZ001
+    assert handler.tag_to_time(expected) == (when if kind != "daily" else datetime(2026, 11, 26))
     assert not handler.is_auto_tag("release-1")
 
 
@@ -95,9 +96,9 @@ def test_the_previous_period_is_tagged_and_periods_align_to_the_epoch():
     two = TagPeriodHandler(timedelta(hours=2), "two-hours", "with_dashes")
     assert two.normalize_to_previous_tag(datetime(2026, 11, 26, 13, 5)) == datetime(
         2026, 11, 26, 10
-    )  # noqa: DTZ001
+    )
     daily = TagPeriodHandler(timedelta(days=1), "daily", "with_dashes")
-    assert daily.tag_to_time("2026-11-26 13") == datetime(2026, 11, 26)  # noqa: DTZ001 - Paimon splits at " "
+    assert daily.tag_to_time("2026-11-26 13") == datetime(2026, 11, 26)
 
 
 # ----------------------------------------------------------- process-time
@@ -165,7 +166,7 @@ def test_watermark_mode_uses_the_snapshot_watermark_and_skips_snapshots_without(
     for i in range(3):
         append(table, i * 10, 10)
     marks = {1: -(2**63), 2: ms(T0 + timedelta(minutes=30)), 3: ms(T0 + timedelta(hours=2))}
-    retime(table, {i: T0 for i in (1, 2, 3)}, watermarks=marks)
+    retime(table, dict.fromkeys((1, 2, 3), T0), watermarks=marks)
     created = table.create_tag_automatically(now=T0)
     # watermark in +02:00: 02:30 local -> tag "01"; 04:00 -> 03 >= 02 + 1 h -> tag "03"
     assert [(t.name, t.snapshot_id) for t in created] == [
@@ -276,7 +277,7 @@ def test_consumers_idle_longer_than_the_expiration_time_are_deleted(make_table):
 def test_a_naive_now_is_refused(make_table):
     table = make_table()
     with pytest.raises(ValueError, match="timezone-aware"):
-        table.expire_tags(now=datetime(2026, 1, 1))  # noqa: DTZ001
+        table.expire_tags(now=datetime(2026, 1, 1))
 
 
 # ---------------------------------------------------------------- bad input
@@ -316,3 +317,40 @@ def test_tag_options_parse_together():
                                       "tag.creation-period": "Two-Hours"}))  # fmt: skip
     assert opts.mode == "watermark" and opts.periods.period == timedelta(hours=2)
     assert opts.sets_any and not TagOptions.of(CoreOptions({})).sets_any
+
+
+def test_two_hours_and_a_custom_period_duration(make_table):
+    two = make_table({"tag.automatic-creation": "process-time", "tag.creation-period": "two-hours"})
+    times = [T0 + timedelta(minutes=m) for m in (5, 125, 250, 370)]
+    commits(two, times)
+    got = {t.name: t.snapshot_id for t in two.create_tag_automatically(now=T0)}
+    assert got == model_tags(times, timedelta(hours=2), timedelta(0), hourly)
+    custom = make_table({"tag.automatic-creation": "process-time",
+                         "tag.creation-period-duration": "30 min"})  # fmt: skip
+    commits(custom, times)
+    got = {t.name: t.snapshot_id for t in custom.create_tag_automatically(now=T0)}
+    assert got == model_tags(times, timedelta(minutes=30), timedelta(0),
+                             lambda t: t.strftime("%Y%m%d%H%M"))  # fmt: skip
+    assert all(name.isdigit() for name in got)  # Paimon's names: digits only, accepted
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "tag.automatic-creation", "tag.creation-period", "tag.creation-delay",
+        "tag.period-formatter", "tag.creation-period-duration", "tag.num-retained-max",
+        "tag.automatic-completion", "tag.batch.customized-name", "tag.default-time-retained",
+        "sink.watermark-time-zone", "consumer.expiration-time",
+    ],
+)  # fmt: skip
+def test_tag_and_consumer_options_are_honoured(key):
+    """Each option has its test above; the registry (and the README table) says honoured."""
+    option = lookup_option(key)
+    assert option is not None and option.status is OptionStatus.HONOURED
+
+
+def test_a_success_file_stays_refused_for_maintenance():
+    option = lookup_option("tag.create-success-file")
+    assert option is not None and option.status is OptionStatus.REFUSED
+    assert option.refusal("true", Operation.MAINTENANCE) is not None
+    assert option.refusal("false", Operation.MAINTENANCE) is None
