@@ -172,7 +172,7 @@ def cli(
 
 
 def _register() -> None:
-    from snaplake.cli import check, maintenance, schema, tables
+    from snaplake.cli import check, lifecycle, maintenance, schema, tables
 
     for command in (
         tables.databases,
@@ -185,6 +185,7 @@ def _register() -> None:
         *schema.COMMANDS,
         *maintenance.COMMANDS,
         check.check,
+        *lifecycle.COMMANDS,
     ):
         cli.add_command(command)
 
