@@ -55,6 +55,15 @@ A file looks like this (every key is optional except ``[[warehouse]]``)::
     enabled = true
     interval = "7 d"
 
+    [tasks.auto_tag]                # tags by the table's tag.automatic-creation
+    interval = "1 min"
+
+    [tasks.expire_tags]             # tagTimeRetained, tag.num-retained-max
+    interval = "5 min"
+
+    [tasks.expire_consumers]        # consumer.expiration-time
+    interval = "10 min"
+
 Durations use Paimon's syntax (``"30 s"``, ``"1 min"``, ``"1 h"``, ``"1 d"``).
 Keys spelled like Paimon table options (``"manifest.merge-min-count"``) are
 **defaults**: a table's own options win over them.
@@ -128,6 +137,9 @@ class Task(StrEnum):
     EXPIRE_SNAPSHOTS = "expire_snapshots"
     ORPHAN_CLEAN = "orphan_clean"
     CHECK = "check"
+    AUTO_TAG = "auto_tag"
+    EXPIRE_TAGS = "expire_tags"
+    EXPIRE_CONSUMERS = "expire_consumers"
 
 
 #: Paimon table options each task reads (defaults the daemon may set).
@@ -143,6 +155,9 @@ TASK_OPTIONS: Mapping[Task, tuple[ConfigOption[Any], ...]] = {
     ),
     Task.ORPHAN_CLEAN: (),
     Task.CHECK: (),
+    Task.AUTO_TAG: (),  # the table's own tag.* options only
+    Task.EXPIRE_TAGS: (),
+    Task.EXPIRE_CONSUMERS: (),
 }  # fmt: skip
 
 _DEFAULT_INTERVALS: Mapping[Task, timedelta] = {
@@ -152,6 +167,9 @@ _DEFAULT_INTERVALS: Mapping[Task, timedelta] = {
     Task.EXPIRE_SNAPSHOTS: timedelta(minutes=1),
     Task.ORPHAN_CLEAN: timedelta(days=1),
     Task.CHECK: timedelta(days=1),
+    Task.AUTO_TAG: timedelta(minutes=1),
+    Task.EXPIRE_TAGS: timedelta(minutes=5),
+    Task.EXPIRE_CONSUMERS: timedelta(minutes=10),
 }
 
 _OFF_BY_DEFAULT = frozenset({Task.CHECK})

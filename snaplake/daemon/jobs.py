@@ -54,6 +54,12 @@ from snaplake.daemon.job_results import (
     ManifestMergeJobResult,
     OrphanCleanJobResult,
 )
+from snaplake.daemon.lifecycle_jobs import (
+    AutoTagJobResult,
+    ExpireConsumersJobResult,
+    ExpireTagsJobResult,
+    record_lifecycle_result,
+)
 from snaplake.daemon.memory import release_memory
 from snaplake.daemon.remote import RemoteCompaction, RemoteOutcome
 from snaplake.metrics import SnaplakeMetrics
@@ -72,6 +78,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+LIFECYCLE_RESULTS = (AutoTagJobResult, ExpireTagsJobResult, ExpireConsumersJobResult)
 
 # (table, task) -> the failure last logged with a traceback, until the task succeeds again.
 _failing: dict[tuple[str, str], str] = {}
@@ -379,6 +387,8 @@ def record_job_result(
                 metrics.files_deleted.labels(table, file_type).inc(n)
     elif isinstance(result, CheckJobResult):
         metrics.check_bad_files.labels(table).set(len(result.check.bad_files))
+    elif isinstance(result, LIFECYCLE_RESULTS):
+        record_lifecycle_result(metrics, result)
 
 
 def run_job(

@@ -66,6 +66,7 @@ from snaplake.daemon.jobs import (
     run_job,
 )
 from snaplake.daemon.lease import TableLease
+from snaplake.daemon.lifecycle_jobs import LIFECYCLE_JOBS
 from snaplake.daemon.memory import limit_malloc_arenas, release_memory, trim_malloc
 from snaplake.daemon.remote import RemoteCompaction
 from snaplake.daemon.watcher import TableWatcher
@@ -521,6 +522,8 @@ class MaintenanceDaemon:
                 )
             if task is Task.CHECK:
                 return check_job(table)
+            if task in LIFECYCLE_JOBS:
+                return LIFECYCLE_JOBS[task](table, options=options)
             raise ValueError(f"no job for task {task}")  # pragma: no cover
 
         return job

@@ -131,6 +131,10 @@ class SnaplakeMetrics:
     files_compacted: Counter
     check_bad_files: Gauge
     remote_failures: Counter
+    tags: Gauge
+    tags_created: Counter
+    tags_expired: Counter
+    consumers_expired: Counter
     last_success: Gauge
     build_info: Gauge
     daemon_up: Gauge
@@ -250,6 +254,9 @@ class SnaplakeMetrics:
         self.snapshots_expired.labels(table)
         self.manifests_merged.labels(table)
         self.files_compacted.labels(table)
+        self.tags_created.labels(table)
+        self.tags_expired.labels(table)
+        self.consumers_expired.labels(table)
         for file_type in FILE_TYPES:
             self.files_deleted.labels(table, file_type)
         for task in tasks:

@@ -18,12 +18,12 @@ import pytest
 from tests.helpers import sorted_ids
 from tests.unit.compaction.conftest import append
 
-from snaplake.commit.schema_alter import SchemaChange
 from snaplake.errors import InvalidOptionError
 from snaplake.options import CoreOptions, Operation, OptionStatus
 from snaplake.options.registry import lookup_option
 from snaplake.options.tag_options import TagOptions, TagPeriodHandler, local_time
 from snaplake.store.consumers import ConsumerManager
+from snaplake.store.format.schema_change import SchemaChange
 from snaplake.table import Table
 
 T0 = datetime(2026, 11, 26, 0, 0, tzinfo=UTC)
