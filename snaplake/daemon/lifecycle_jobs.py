@@ -3,8 +3,9 @@
 Each job reads only the table's own options (through the effective options
 the scheduler passes): a table that sets none of ``tag.automatic-creation``,
 ``tag.num-retained-max``, ``tag.default-time-retained`` (or, for consumers,
-``consumer.expiration-time``) is not touched beyond reading its schema, and
-the run is a no-op. What each does: :mod:`snaplake.compaction.tag_lifecycle`.
+``consumer.expiration-time``) is only read (its tags counted for
+``snaplake_tags``), never written, and the run is a no-op. What each does:
+:mod:`snaplake.compaction.tag_lifecycle`.
 
 - :func:`auto_tag_job`: ``Task.AUTO_TAG``, creates the tags due.
 - :func:`expire_tags_job`: ``Task.EXPIRE_TAGS``, deletes tags past retention.
@@ -54,7 +55,7 @@ class AutoTagJobResult:
         table: ``db.table``.
         mode: ``tag.automatic-creation`` (``none``: the table asks for no tags).
         created: Names of the tags created, oldest first.
-        tags: Tags of the table after the run (``None`` when it was not looked at).
+        tags: Tags of the table after the run.
     """
 
     table: str
@@ -82,7 +83,7 @@ class ExpireTagsJobResult:
     Attributes:
         table: ``db.table``.
         expired: Names of the tags deleted.
-        tags: Tags of the table after the run (``None`` when it was not looked at).
+        tags: Tags of the table after the run.
     """
 
     table: str
@@ -136,9 +137,11 @@ def auto_tag_job(
     ``tag.num-retained-max`` (see :meth:`TagLifecycle.create_tags`).
     """
     mode = TagOptions.of(options).mode
-    if mode == "none":
-        return AutoTagJobResult(table=table.identifier, mode=mode)
     lifecycle = TagLifecycle(table, options=options, now_ms=now_ms)
+    if mode == "none":  # only counted (snaplake_tags)
+        return AutoTagJobResult(
+            table=table.identifier, mode=mode, tags=len(lifecycle.tags.tag_names())
+        )
     created = tuple(t.name for t in lifecycle.create_tags())
     return AutoTagJobResult(
         table=table.identifier, mode=mode, created=created, tags=len(lifecycle.tags.tag_names())
@@ -159,9 +162,9 @@ def expire_tags_job(
 
     Storage: deletes ``tag/tag-<name>`` files (see :meth:`TagLifecycle.expire_tags`).
     """
-    if not TagOptions.of(options).sets_any:
-        return ExpireTagsJobResult(table=table.identifier)
     lifecycle = TagLifecycle(table, options=options, now_ms=now_ms)
+    if not TagOptions.of(options).sets_any:  # only counted (snaplake_tags)
+        return ExpireTagsJobResult(table=table.identifier, tags=len(lifecycle.tags.tag_names()))
     expired = tuple(lifecycle.expire_tags())
     return ExpireTagsJobResult(
         table=table.identifier, expired=expired, tags=len(lifecycle.tags.tag_names())
