@@ -104,7 +104,8 @@ class TagLifecycle:
         """Create the tags ``tag.automatic-creation`` asks for now; return them, oldest first.
 
         ``none`` creates nothing. Also deletes the automatic tags beyond
-        ``tag.num-retained-max``, as Paimon does right after creating one.
+        ``tag.num-retained-max``, as Paimon does right after creating one (a
+        tag created and at once deleted so is not returned).
 
         Raises:
             InvalidOptionError: contradicting tag options.
