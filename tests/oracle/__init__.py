@@ -390,7 +390,7 @@ class PaimonOracle:
         filter: Predicate | None = None,
         tag: str | None = None,
     ) -> pa.Table:
-        """Read rows with pypaimon (latest, ``snapshot_id`` or ``tag``), optionally projected/filtered.
+        """Read rows with pypaimon (latest, ``snapshot_id`` or ``tag``), maybe projected/filtered.
 
         pypaimon applies the filter to rows as well as to the plan, so the result holds
         only matching rows. Row order is pypaimon's split order: sort before comparing.
@@ -409,6 +409,18 @@ class PaimonOracle:
         result = self.run({"op": "changelog", "table": table, "from_snapshot": from_snapshot})
         changes: pa.Table = result["arrow"]
         return changes
+
+    def create_tag(
+        self,
+        table: str,
+        tag: str,
+        *,
+        snapshot_id: int | None = None,
+        time_retained: str | None = None,
+    ) -> None:
+        """Create tag ``tag`` with pypaimon (with ``time_retained``, e.g. ``"30 min"``)."""
+        self.run({"op": "create_tag", "table": table, "tag": tag, "snapshot_id": snapshot_id,
+                  "time_retained": time_retained})  # fmt: skip
 
     def snapshots(self, table: str) -> list[dict[str, Any]]:
         """Every snapshot, ascending by id, as pypaimon's SnapshotManager decodes it.
