@@ -38,8 +38,9 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from snaplake.errors import FileAlreadyExistsError, TagNotFoundError
-from snaplake.options import CoreOptions
+from snaplake.errors import FileAlreadyExistsError, TagNotFoundError, UnsupportedTableError
+from snaplake.options import CoreOptions, Operation
+from snaplake.options.registry import option_refusal
 from snaplake.options.tag_options import TagOptions, batch_tag_name, local_time
 from snaplake.store.consumers import ConsumerManager
 from snaplake.store.format.snapshot import Snapshot
@@ -50,6 +51,8 @@ __all__ = ["TagLifecycle", "epoch_ms_of", "expire_consumers"]
 
 logger = logging.getLogger(__name__)
 
+_SUCCESS_FILE = "tag.create-success-file"
+MAINTENANCE = Operation.MAINTENANCE
 _NEVER = datetime(1, 1, 1)  # noqa: DTZ001 - sorts tags without tagCreateTime first
 
 
@@ -109,6 +112,8 @@ class TagLifecycle:
 
         Raises:
             InvalidOptionError: contradicting tag options.
+            UnsupportedTableError: ``tag.create-success-file = true`` (Paimon
+                would write a success file beside each tag; nothing is written).
             CorruptMetadataError: a snapshot or tag file is undecodable.
 
         Storage:
@@ -119,6 +124,7 @@ class TagLifecycle:
         opts = self.tag_options()
         if opts.mode == "none":
             return []
+        self._refuse_success_files()
         if opts.mode == "batch":
             return self._create_batch_tag(opts)
         periods = opts.periods
@@ -153,6 +159,23 @@ class TagLifecycle:
             next_tag = periods.next_tag_time(this)
             self._expire_by_count(opts)
         return [c for c in created if self.tags.tag_exists(c.name)]
+
+    def _refuse_success_files(self) -> None:
+        if self._options is not None:
+            raw = self._options.raw
+        else:
+            schema = self.table.schema_manager.latest()
+            raw = schema.options if schema is not None else {}
+        value = raw.get(_SUCCESS_FILE)
+        reason = None if value is None else option_refusal(_SUCCESS_FILE, value, MAINTENANCE)
+        if value is not None and reason is not None:
+            raise UnsupportedTableError(
+                f"option {_SUCCESS_FILE!r} = {value!r}: {reason}; snaplake creates no tags "
+                "for this table",
+                feature=f"option {_SUCCESS_FILE!r} = {value!r}",
+                operation=MAINTENANCE.value,
+                key=_SUCCESS_FILE,
+            )
 
     def _create_batch_tag(self, opts: TagOptions) -> list[TagInfo]:
         snap = self.table.snapshot_manager.latest_snapshot()

@@ -30,6 +30,9 @@ from snaplake.daemon.config import Task, parse_config
 from snaplake.daemon.jobs import run_job
 from snaplake.daemon.lifecycle_jobs import (
     LIFECYCLE_JOBS,
+    AutoTagJobResult,
+    ExpireConsumersJobResult,
+    ExpireTagsJobResult,
     auto_tag_job,
     expire_consumers_job,
     expire_tags_job,
@@ -93,7 +96,7 @@ def test_jobs_on_a_fixed_clock_and_their_metrics():
     expected = _model([s.time_millis for s in table.snapshots()], timedelta(hours=1))
     kept = dict(sorted(expected.items(), key=lambda kv: kv[1])[-3:])
     assert {t.name: t.snapshot_id for t in table.list_tags()} == kept
-    assert result is not None and result.acted and result.tags == 3
+    assert isinstance(result, AutoTagJobResult) and result.acted and result.tags == 3
     assert metrics.tags.labels("db.t")._value.get() == 3
     assert len(expected) == 4  # the oldest went at once (tag.num-retained-max): not reported
     assert metrics.tags_created.labels("db.t")._value.get() == 3
@@ -101,7 +104,7 @@ def test_jobs_on_a_fixed_clock_and_their_metrics():
     later = lambda: _ms(datetime.now(UTC) + timedelta(hours=2))  # noqa: E731
     gone = run_job(lambda: expire_consumers_job(table, options=opts, now_ms=later),
                    table="db.t", task=Task.EXPIRE_CONSUMERS, metrics=metrics)  # fmt: skip
-    assert gone is not None and gone.expired == ("idle",)
+    assert isinstance(gone, ExpireConsumersJobResult) and gone.expired == ("idle",)
     assert metrics.consumers_expired.labels("db.t")._value.get() == 1
 
 
@@ -114,7 +117,7 @@ def test_expire_tags_job_honours_retention_written_by_another_engine():
     metrics = SnaplakeMetrics(registry=CollectorRegistry())
     result = run_job(lambda: expire_tags_job(table, options=opts, now_ms=later), table="db.t",
                      task=Task.EXPIRE_TAGS, metrics=metrics)  # fmt: skip
-    assert result is not None and result.expired == ("java-made",)
+    assert isinstance(result, ExpireTagsJobResult) and result.expired == ("java-made",)
     assert metrics.tags_expired.labels("db.t")._value.get() == 1
     assert metrics.tags.labels("db.t")._value.get() == 0
 

@@ -18,7 +18,7 @@ import pytest
 from tests.helpers import sorted_ids
 from tests.unit.compaction.conftest import append
 
-from snaplake.errors import InvalidOptionError
+from snaplake.errors import InvalidOptionError, UnsupportedTableError
 from snaplake.options import CoreOptions, Operation, OptionStatus
 from snaplake.options.registry import lookup_option
 from snaplake.options.tag_options import TagOptions, TagPeriodHandler, local_time
@@ -354,3 +354,16 @@ def test_a_success_file_stays_refused_for_maintenance():
     assert option is not None and option.status is OptionStatus.REFUSED
     assert option.refusal("true", Operation.MAINTENANCE) is not None
     assert option.refusal("false", Operation.MAINTENANCE) is None
+
+
+def test_automatic_tags_with_a_success_file_are_refused_before_anything_is_written(make_table):
+    table = make_table({"tag.automatic-creation": "batch"})
+    append(table, 0, 5)
+    latest = table.schema()
+    data = {**latest.to_json_dict(), "id": latest.id + 1}
+    data["options"] = {**latest.options, "tag.create-success-file": "true"}  # as Java may set it
+    table.file_io.write_bytes(table.paths.schema_path(latest.id + 1), orjson.dumps(data))
+    with pytest.raises(UnsupportedTableError) as err:
+        table.create_tag_automatically(now=T0)
+    assert err.value.key == "tag.create-success-file"
+    assert table.list_tags() == []
