@@ -34,6 +34,7 @@ from the newest auto tag), ``TagBatchCreation``, ``TagTimeExpire``,
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -51,6 +52,10 @@ __all__ = ["TagLifecycle", "epoch_ms_of", "expire_consumers"]
 
 logger = logging.getLogger(__name__)
 
+# (table root, tag options) -> (newest automatic tag, id and timeMillis of the last snapshot
+# create_tags looked at): where it stopped
+_progress: dict[tuple[str, TagOptions], tuple[str | None, int, int]] = {}
+_progress_lock = threading.Lock()
 _SUCCESS_FILE = "tag.create-success-file"
 MAINTENANCE = Operation.MAINTENANCE
 _NEVER = datetime(1, 1, 1)  # noqa: DTZ001 - sorts tags without tagCreateTime first
@@ -132,19 +137,20 @@ class TagLifecycle:
         latest = sm.latest_snapshot_id()
         if latest is None:
             return []
-        next_snapshot, next_tag = sm.earliest_snapshot_id() or 1, None
-        auto = self._auto_tags(opts)
-        if auto:
-            last = max(auto.values(), key=lambda info: (info.snapshot_id, info.name))
-            next_snapshot = last.snapshot_id + 1
-            last_time = periods.tag_to_time(last.name)
-            assert last_time is not None  # an auto tag parses
-            next_tag = periods.next_tag_time(last_time)
+        earliest = sm.earliest_snapshot_id() or 1
+        newest, next_snapshot = self._resume(opts, latest)
+        next_tag = None
+        if newest is not None:
+            newest_time = periods.tag_to_time(newest)
+            assert newest_time is not None  # an auto tag parses
+            next_tag = periods.next_tag_time(newest_time)
         created: list[TagInfo] = []
-        for sid in range(next_snapshot, latest + 1):
+        passed: tuple[int, int] | None = None  # (id, timeMillis) of the last snapshot looked at
+        for sid in range(max(next_snapshot, earliest), latest + 1):
             snap = sm.try_snapshot(sid)
             if snap is None:  # expired meanwhile: Paimon moves on to the earliest
                 continue
+            passed = (snap.id, snap.time_millis)
             when = opts.tag_time(snap.time_millis, snap.watermark)
             if when is None:
                 continue
@@ -153,12 +159,42 @@ class TagLifecycle:
             this = periods.normalize_to_previous_tag(when)
             if opts.automatic_completion and next_tag is not None:
                 this = next_tag
-            info = self._create(periods.time_to_tag(this), snap, opts)
+            newest = periods.time_to_tag(this)
+            info = self._create(newest, snap, opts)
             if info is not None:
                 created.append(info)
             next_tag = periods.next_tag_time(this)
             self._expire_by_count(opts)
+        if passed is not None:
+            with _progress_lock:
+                _progress[(self.table.paths.root, opts)] = (newest, *passed)
         return [c for c in created if self.tags.tag_exists(c.name)]
+
+    def _resume(self, opts: TagOptions, latest: int) -> tuple[str | None, int]:
+        """``(newest automatic tag, first snapshot to look at)``.
+
+        Where this process's previous run stopped while the newest automatic
+        tag is still the one it knew (a listing of tag names, no tag file
+        read) and the last snapshot it looked at is still the same (not
+        rolled back and rewritten): a committer's in-memory ``nextSnapshot``
+        in Paimon. Otherwise
+        from the tags, as Paimon's constructor starts: after the automatic tag
+        on the newest snapshot, or at the earliest snapshot without one.
+        """
+        periods = opts.periods
+        names = [n for n in self.tags.tag_names() if periods.is_auto_tag(n)]
+        newest_name = max(names, key=lambda n: periods.tag_to_time(n) or _NEVER, default=None)
+        with _progress_lock:
+            known = _progress.get((self.table.paths.root, opts))
+        if known is not None and known[0] == newest_name and known[1] <= latest:
+            passed = self.table.snapshot_manager.try_snapshot(known[1])
+            if passed is None or passed.time_millis == known[2]:  # None: expired since
+                return newest_name, known[1] + 1
+        auto = self._auto_tags(opts)
+        if not auto:
+            return None, 1
+        last = max(auto.values(), key=lambda info: (info.snapshot_id, info.name))
+        return last.name, last.snapshot_id + 1
 
     def _refuse_success_files(self) -> None:
         if self._options is not None:

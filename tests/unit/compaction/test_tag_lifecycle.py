@@ -367,3 +367,20 @@ def test_automatic_tags_with_a_success_file_are_refused_before_anything_is_writt
         table.create_tag_automatically(now=T0)
     assert err.value.key == "tag.create-success-file"
     assert table.list_tags() == []
+
+
+def test_a_rollback_below_where_tagging_stopped_starts_over_from_the_tags(make_table):
+    table = make_table({"tag.automatic-creation": "process-time", "tag.creation-period": "hourly"})
+    times = [T0 + timedelta(minutes=m) for m in (5, 70, 80, 90)]
+    commits(table, times)
+    table.create_tag_automatically(now=T0)  # tags on snapshots 1 and 2; 3 and 4 pass by
+    assert sorted(t.snapshot_id for t in table.list_tags()) == [1, 2]
+    table.rollback_to(2)  # the tags stay; snapshots 3 and 4 are written again
+    append(table, 500, 5)
+    append(table, 600, 5)
+    later = [T0 + timedelta(minutes=135), T0 + timedelta(minutes=200)]
+    retime(table, {3: later[0], 4: later[1]})
+    table.create_tag_automatically(now=T0)
+    got = {t.name: t.snapshot_id for t in table.list_tags()}
+    assert got == model_tags([*times[:2], *later], timedelta(hours=1), timedelta(0), hourly)
+    assert sorted(got.values()) == [1, 2, 3, 4]
