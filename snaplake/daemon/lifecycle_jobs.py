@@ -12,8 +12,9 @@ the scheduler passes): a table that sets none of ``tag.automatic-creation``,
 - :func:`expire_consumers_job`: ``Task.EXPIRE_CONSUMERS``.
 
 :func:`record_lifecycle_result` turns their results into ``snaplake_tags``,
-``snaplake_tags_created_total``, ``snaplake_tags_expired_total`` and
-``snaplake_consumers_expired_total`` (label ``table``).
+``snaplake_tags_created_total``, ``snaplake_tags_expired_total``,
+``snaplake_consumers_expired_total`` (label ``table``) and
+``snaplake_consumer_lag_snapshots`` (labels ``table``, ``consumer``).
 
 Imports no apscheduler and no prometheus_client.
 """
@@ -21,8 +22,8 @@ Imports no apscheduler and no prometheus_client.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from snaplake.compaction.tag_lifecycle import TagLifecycle, expire_consumers
 from snaplake.daemon.config import Task
@@ -108,10 +109,13 @@ class ExpireConsumersJobResult:
     Attributes:
         table: ``db.table``.
         expired: Ids of the consumers deleted.
+        lags: ``{consumer id: snapshots it has yet to read}`` of the consumers left
+            (latest snapshot id + 1 - its ``nextSnapshot``, at least 0).
     """
 
     table: str
     expired: tuple[str, ...] = ()
+    lags: Mapping[str, int] = field(default_factory=dict)
     task: Task = Task.EXPIRE_CONSUMERS
 
     @property
@@ -176,10 +180,14 @@ def expire_consumers_job(
 ) -> ExpireConsumersJobResult:
     """Delete the consumers idle longer than ``consumer.expiration-time`` (unset: none).
 
-    Storage: deletes ``consumer/consumer-<id>`` files.
+    Also measures each remaining consumer's lag (``snaplake_consumer_lag_snapshots``).
+
+    Storage: deletes ``consumer/consumer-<id>`` files; reads the others.
     """
     expired = expire_consumers(table, options=options, now_ms=now_ms())
-    return ExpireConsumersJobResult(table=table.identifier, expired=tuple(expired))
+    latest = table.snapshot_manager.latest_snapshot_id() or 0
+    lags = {c: max(latest + 1 - n, 0) for c, n in table.consumers().items()}
+    return ExpireConsumersJobResult(table=table.identifier, expired=tuple(expired), lags=lags)
 
 
 def record_lifecycle_result(
@@ -194,8 +202,10 @@ def record_lifecycle_result(
     elif isinstance(result, ExpireTagsJobResult):
         if result.expired:
             metrics.tags_expired.labels(table).inc(len(result.expired))
-    elif result.expired:
-        metrics.consumers_expired.labels(table).inc(len(result.expired))
+    else:
+        if result.expired:
+            metrics.consumers_expired.labels(table).inc(len(result.expired))
+        metrics.set_consumer_lags(table, result.lags)
     if not isinstance(result, ExpireConsumersJobResult) and result.tags is not None:
         metrics.tags.labels(table).set(result.tags)
 

@@ -194,6 +194,9 @@ METRICS: tuple[MetricSpec, ...] = (
                "Tags deleted by the daemon (tagTimeRetained, tag.num-retained-max)."),
     MetricSpec("consumers_expired", Counter, "snaplake_consumers_expired", ("table",),
                "Consumers deleted by the daemon, idle longer than consumer.expiration-time."),
+    MetricSpec("consumer_lag", Gauge, "snaplake_consumer_lag_snapshots", ("table", "consumer"),
+               "Snapshots a consumer has yet to read (latest id + 1 - its nextSnapshot), as of "
+               "the daemon's last expire_consumers run."),
     MetricSpec("last_success", Gauge, "snaplake_daemon_last_success_timestamp_seconds",
                ("table", "task"),
                "Epoch seconds of the last successful (or no-op) run of a maintenance task."),

@@ -101,11 +101,16 @@ def test_jobs_on_a_fixed_clock_and_their_metrics():
     assert len(expected) == 4  # the oldest went at once (tag.num-retained-max): not reported
     assert metrics.tags_created.labels("db.t")._value.get() == 3
     table.set_consumer("idle", next_snapshot=1)
+    first = run_job(lambda: expire_consumers_job(table, options=opts), table="db.t",
+                    task=Task.EXPIRE_CONSUMERS, metrics=metrics)  # fmt: skip
+    assert isinstance(first, ExpireConsumersJobResult) and first.lags == {"idle": 6}
+    assert metrics.consumer_lag.labels("db.t", "idle")._value.get() == 6
     later = lambda: _ms(datetime.now(UTC) + timedelta(hours=2))  # noqa: E731
     gone = run_job(lambda: expire_consumers_job(table, options=opts, now_ms=later),
                    table="db.t", task=Task.EXPIRE_CONSUMERS, metrics=metrics)  # fmt: skip
     assert isinstance(gone, ExpireConsumersJobResult) and gone.expired == ("idle",)
     assert metrics.consumers_expired.labels("db.t")._value.get() == 1
+    assert ("db.t", "idle") not in metrics.consumer_lag._metrics  # the series went with it
 
 
 def test_expire_tags_job_honours_retention_written_by_another_engine():
