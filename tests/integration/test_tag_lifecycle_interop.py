@@ -13,6 +13,7 @@ from tests.oracle import PaimonOracle, requires_paimon
 from tests.oracle.java_paimon import JavaPaimon, requires_java_paimon
 
 from snaplake.catalog import FileSystemCatalog
+from snaplake.options.tag_options import local_time
 from snaplake.table import Table
 
 pytestmark = [pytest.mark.integration, requires_paimon]
@@ -86,3 +87,21 @@ def test_a_tag_pypaimon_writes_with_retention_expires_in_snaplake(tmp_path):
     assert table.expire_tags(now=datetime.now(UTC)) == []
     assert table.expire_tags(now=datetime.now(UTC) + timedelta(minutes=31)) == ["short"]
     assert_same_rows(table.to_arrow(tag="plain"), oracle.read("db.p", tag="plain"))
+
+
+def test_snaplake_auto_tags_a_table_pypaimon_writes(tmp_path):
+    wh = tmp_path / "wh"
+    oracle = PaimonOracle(wh)
+    oracle.create_table("db.w", SCHEMA, partition_keys=["month"],
+                        options={"tag.automatic-creation": "process-time",
+                                 "tag.creation-period": "hourly"})  # fmt: skip
+    oracle.write("db.w", rows(0, 30), commits=3)
+    table = FileSystemCatalog(str(wh)).get_table("db.w")
+    created = table.create_tag_automatically()
+    first = table.snapshot(1)
+    hour = local_time(first.time_millis).replace(minute=0, second=0, microsecond=0)
+    expected = (hour - timedelta(hours=1)).strftime("%Y-%m-%d %H")
+    assert [(t.name, t.snapshot_id) for t in created][:1] == [(expected, 1)]
+    oracle.write("db.w", rows(30, 10), commits=1)  # pypaimon keeps writing after the tag
+    assert_same_rows(table.to_arrow(tag=expected), oracle.read("db.w", tag=expected))
+    assert oracle.read("db.w").num_rows == 40
