@@ -17,7 +17,8 @@ import pyarrow as pa
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitResult
-from snaplake.errors import SnapshotNotFoundError, TableNotFoundError
+from snaplake.compaction.table_tags import TableTags
+from snaplake.errors import TableNotFoundError
 from snaplake.filestore import FileStore, file_store_for
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
@@ -41,13 +42,12 @@ if TYPE_CHECKING:
     from snaplake.compaction.partition_expire import PartitionExpireResult
     from snaplake.compaction.result import CompactResult
     from snaplake.store.rollback import RollbackResult
-    from snaplake.store.tags import TagInfo
 
 __all__ = ["Table", "TableScan"]
 
 
-class Table:
-    """One Paimon table directory.
+class Table(TableTags):
+    """One Paimon table directory (its tag methods: :class:`TableTags`).
 
     Args:
         file_io: Storage holding the table.
@@ -527,39 +527,6 @@ class Table:
             commit=self._maintenance_commit(), full=full, partitions=specs
         )
         return job.execute()
-
-    def create_tag(self, name: str, *, snapshot_id: int | None = None) -> TagInfo:
-        """Tag snapshot ``snapshot_id`` (default: the latest) as ``name``.
-
-        Raises:
-            SnapshotNotFoundError: the snapshot is not retained (or the table is empty).
-            FileAlreadyExistsError: the tag exists.
-            ValueError: invalid name.
-
-        Storage:
-            Creates ``tag/tag-<name>`` (create-only).
-        """
-        snap = self.latest_snapshot() if snapshot_id is None else self.snapshot(snapshot_id)
-        if snap is None:
-            raise SnapshotNotFoundError(
-                f"table {self.identifier} has no snapshot to tag", snapshot_id=None
-            )
-        return TagManager(self.file_io, self.paths).create_tag(name, snapshot=snap)
-
-    def delete_tag(self, name: str) -> None:
-        """Delete tag ``name``; its files become orphans unless still referenced.
-
-        Raises:
-            TagNotFoundError: no such tag.
-
-        Storage:
-            Deletes ``tag/tag-<name>``.
-        """
-        TagManager(self.file_io, self.paths).delete_tag(name)
-
-    def list_tags(self) -> list[TagInfo]:
-        """Return every tag, ordered by snapshot id then name."""
-        return TagManager(self.file_io, self.paths).list_tags()
 
     def rollback_to(self, target: int | str) -> RollbackResult:
         """Make snapshot id ``target`` (or the tag named ``target``) the latest again.

@@ -172,7 +172,7 @@ def cli(
 
 
 def _register() -> None:
-    from snaplake.cli import check, delete, maintenance, schema, tables
+    from snaplake.cli import check, delete, lifecycle, maintenance, schema, tables
 
     for command in (
         tables.databases,
@@ -186,6 +186,7 @@ def _register() -> None:
         *schema.COMMANDS,
         *maintenance.COMMANDS,
         check.check,
+        *lifecycle.COMMANDS,
     ):
         cli.add_command(command)
 

@@ -57,6 +57,14 @@ A file looks like this (every key is optional except ``[[warehouse]]``)::
 
     [tasks.expire_partitions]       # tables setting partition.expiration-time; each table
     interval = "1 min"              # is checked at most every partition.expiration-check-interval
+    [tasks.auto_tag]                # tags by the table's tag.automatic-creation
+    interval = "1 min"
+
+    [tasks.expire_tags]             # tagTimeRetained, tag.num-retained-max
+    interval = "5 min"
+
+    [tasks.expire_consumers]        # consumer.expiration-time
+    interval = "10 min"
 
 Durations use Paimon's syntax (``"30 s"``, ``"1 min"``, ``"1 h"``, ``"1 d"``).
 Keys spelled like Paimon table options (``"manifest.merge-min-count"``) are
@@ -132,6 +140,9 @@ class Task(StrEnum):
     ORPHAN_CLEAN = "orphan_clean"
     CHECK = "check"
     EXPIRE_PARTITIONS = "expire_partitions"
+    AUTO_TAG = "auto_tag"
+    EXPIRE_TAGS = "expire_tags"
+    EXPIRE_CONSUMERS = "expire_consumers"
 
 
 #: Paimon table options each task reads (defaults the daemon may set).
@@ -148,6 +159,9 @@ TASK_OPTIONS: Mapping[Task, tuple[ConfigOption[Any], ...]] = {
     Task.ORPHAN_CLEAN: (),
     Task.CHECK: (),
     Task.EXPIRE_PARTITIONS: (),  # driven by each table's own partition.expiration-* options
+    Task.AUTO_TAG: (),  # the table's own tag.* options only
+    Task.EXPIRE_TAGS: (),
+    Task.EXPIRE_CONSUMERS: (),
 }  # fmt: skip
 
 _DEFAULT_INTERVALS: Mapping[Task, timedelta] = {
@@ -158,6 +172,9 @@ _DEFAULT_INTERVALS: Mapping[Task, timedelta] = {
     Task.ORPHAN_CLEAN: timedelta(days=1),
     Task.CHECK: timedelta(days=1),
     Task.EXPIRE_PARTITIONS: timedelta(minutes=1),
+    Task.AUTO_TAG: timedelta(minutes=1),
+    Task.EXPIRE_TAGS: timedelta(minutes=5),
+    Task.EXPIRE_CONSUMERS: timedelta(minutes=10),
 }
 
 _OFF_BY_DEFAULT = frozenset({Task.CHECK})

@@ -58,6 +58,12 @@ from snaplake.daemon.job_results import (
     OrphanCleanJobResult,
     PartitionExpireJobResult,
 )
+from snaplake.daemon.lifecycle_jobs import (
+    AutoTagJobResult,
+    ExpireConsumersJobResult,
+    ExpireTagsJobResult,
+    record_lifecycle_result,
+)
 from snaplake.daemon.memory import release_memory
 from snaplake.daemon.remote import RemoteCompaction, RemoteOutcome
 from snaplake.metrics import SnaplakeMetrics
@@ -77,6 +83,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+LIFECYCLE_RESULTS = (AutoTagJobResult, ExpireTagsJobResult, ExpireConsumersJobResult)
 
 # (table, task) -> the failure last logged with a traceback, until the task succeeds again.
 _failing: dict[tuple[str, str], str] = {}
@@ -440,6 +448,8 @@ def record_job_result(
         metrics.check_bad_files.labels(table).set(len(result.check.bad_files))
     elif isinstance(result, PartitionExpireJobResult) and result.partitions_expired:
         metrics.partitions_expired.labels(table).inc(result.partitions_expired)
+    elif isinstance(result, LIFECYCLE_RESULTS):
+        record_lifecycle_result(metrics, result)
 
 
 def run_job(

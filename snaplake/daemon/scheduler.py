@@ -67,6 +67,7 @@ from snaplake.daemon.jobs import (
     run_job,
 )
 from snaplake.daemon.lease import TableLease
+from snaplake.daemon.lifecycle_jobs import LIFECYCLE_JOBS
 from snaplake.daemon.memory import limit_malloc_arenas, release_memory, trim_malloc
 from snaplake.daemon.remote import RemoteCompaction
 from snaplake.daemon.watcher import TableWatcher
@@ -524,6 +525,8 @@ class MaintenanceDaemon:
                 return check_job(table)
             if task is Task.EXPIRE_PARTITIONS:
                 return expire_partitions_job(table, options=options)
+            if task in LIFECYCLE_JOBS:
+                return LIFECYCLE_JOBS[task](table, options=options)
             raise ValueError(f"no job for task {task}")  # pragma: no cover
 
         return job

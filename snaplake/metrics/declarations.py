@@ -187,6 +187,18 @@ METRICS: tuple[MetricSpec, ...] = (
                ("table", "task", "error"),
                "Maintenance runs handed to a remote engine (Spark Connect) that failed and ran in "
                "process instead, by exception class."),
+    MetricSpec("tags", Gauge, "snaplake_tags", ("table",),
+               "Tags of the table (manual and automatic) after the daemon's last auto_tag or "
+               "expire_tags run."),
+    MetricSpec("tags_created", Counter, "snaplake_tags_created", ("table",),
+               "Tags created by the daemon's auto_tag task (tag.automatic-creation)."),
+    MetricSpec("tags_expired", Counter, "snaplake_tags_expired", ("table",),
+               "Tags deleted by the daemon (tagTimeRetained, tag.num-retained-max)."),
+    MetricSpec("consumers_expired", Counter, "snaplake_consumers_expired", ("table",),
+               "Consumers deleted by the daemon, idle longer than consumer.expiration-time."),
+    MetricSpec("consumer_lag", Gauge, "snaplake_consumer_lag_snapshots", ("table", "consumer"),
+               "Snapshots a consumer has yet to read (latest id + 1 - its nextSnapshot), as of "
+               "the daemon's last expire_consumers run."),
     MetricSpec("last_success", Gauge, "snaplake_daemon_last_success_timestamp_seconds",
                ("table", "task"),
                "Epoch seconds of the last successful (or no-op) run of a maintenance task."),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import get_type_hints
 
 from prometheus_client import (
@@ -132,6 +132,11 @@ class SnaplakeMetrics:
     check_bad_files: Gauge
     partitions_expired: Counter
     remote_failures: Counter
+    tags: Gauge
+    tags_created: Counter
+    tags_expired: Counter
+    consumers_expired: Counter
+    consumer_lag: Gauge
     last_success: Gauge
     build_info: Gauge
     daemon_up: Gauge
@@ -251,11 +256,28 @@ class SnaplakeMetrics:
         self.snapshots_expired.labels(table)
         self.manifests_merged.labels(table)
         self.files_compacted.labels(table)
+        self.tags_created.labels(table)
+        self.tags_expired.labels(table)
+        self.consumers_expired.labels(table)
         for file_type in FILE_TYPES:
             self.files_deleted.labels(table, file_type)
         for task in tasks:
             for outcome in MAINTENANCE_OUTCOMES:
                 self.maintenance_runs.labels(table, task, outcome)
+
+    def set_consumer_lags(self, table: str, lags: Mapping[str, int]) -> None:
+        """Set ``snaplake_consumer_lag_snapshots`` of ``table``'s consumers; drop the others.
+
+        Args:
+            table: ``db.table``.
+            lags: ``{consumer id: snapshots it has yet to read}`` of every consumer now.
+        """
+        with self.consumer_lag._lock:
+            gone = [k for k in self.consumer_lag._metrics if k[0] == table and k[1] not in lags]
+        for key in gone:
+            self.consumer_lag.remove(*key)
+        for consumer, lag in lags.items():
+            self.consumer_lag.labels(table, consumer).set(lag)
 
     def forget_table(self, table: str) -> None:
         """Drop every series of ``table`` (the lease went to another daemon).

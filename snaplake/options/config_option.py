@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, timedelta, timezone, tzinfo
 from enum import StrEnum
 from typing import Generic, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = [
     "ALL_OPERATIONS",
@@ -27,9 +28,12 @@ __all__ = [
     "parse_bool",
     "parse_duration",
     "parse_memory_size",
+    "parse_zone",
 ]
 
 T = TypeVar("T")
+
+_OFFSET = re.compile(r"([+-])(\d{1,2})(?::?(\d{2}))?")
 
 
 class Operation(StrEnum):
@@ -128,6 +132,32 @@ def parse_bool(text: str) -> bool:
     if lowered not in ("true", "false"):
         raise ValueError(f"{text!r} is not 'true' or 'false'")
     return lowered == "true"
+
+
+def parse_zone(text: str) -> tzinfo:
+    """Parse a Java ``ZoneId`` text: a region (``Asia/Shanghai``), ``UTC``/``Z``, or ``+08:00``.
+
+    Raises:
+        ValueError: no such zone.
+
+    Source: Java ``ZoneId.of`` (region ids and fixed offsets; ``UTC+8`` forms not accepted).
+    """
+    name = text.strip()
+    if name in ("Z", "UTC", "GMT", "UT"):
+        return UTC
+    match = _OFFSET.fullmatch(name)
+    if match is not None:
+        sign = -1 if match.group(1) == "-" else 1
+        hours, minutes = int(match.group(2)), int(match.group(3) or 0)
+        if hours > 18 or minutes > 59:
+            raise ValueError(f"{text!r} is not an offset within +-18:00")
+        return timezone(sign * timedelta(hours=hours, minutes=minutes))
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"{text!r} is not a time zone id such as 'UTC' or 'Asia/Shanghai'"
+        ) from None
 
 
 def accepts_any(_value: str) -> bool:

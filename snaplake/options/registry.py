@@ -57,6 +57,7 @@ from snaplake.options.config_option import (
     parse_bool,
     parse_duration,
     parse_memory_size,
+    parse_zone,
 )
 from snaplake.options.partition_time import TimestampFormatter
 
@@ -244,6 +245,24 @@ def _lower(text: str) -> str:
     return text.strip().lower()
 
 
+def _choice(*values: str) -> Callable[[str], str]:
+    """A parser of an enumerated option: the value, lower case, if one of ``values``."""
+
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in values:
+            raise ValueError(f"{text!r} is not one of {', '.join(values)}")
+        return value
+
+    return parse
+
+
+def _time_zone(text: str) -> str:
+    """Parse a time zone id (``UTC``, ``Asia/Shanghai``, ``+08:00``); see :func:`parse_zone`."""
+    parse_zone(text)
+    return text.strip()
+
+
 _TRUNCATE = re.compile(r"truncate\(\d*[1-9]\d*\)")
 _ENGINE_STREAM = "streaming source/sink behaviour of Flink or Spark jobs"
 _LOOKUP = "lookup joins and lookup caches of another engine"
@@ -371,6 +390,41 @@ PARTITION_TIMESTAMP_PATTERN = _honoured(
 CONSUMER_CHANGELOG_ONLY = _honoured(
     "consumer.changelog-only", "consumers never keep snapshots from expiring",
     parse=parse_bool, default=False, doc="Consumers never keep snapshots from expiring.")
+# automatic tags and tag retention (snaplake/options/tag_options.py checks them together)
+TAG_AUTOMATIC_CREATION = _honoured(
+    "tag.automatic-creation", "create_tag_automatically / the daemon's auto_tag task create "
+    "tags by process time, watermark or per batch, with Paimon's names",
+    parse=_choice("none", "process-time", "watermark", "batch"), default="none",
+    doc="none, process-time, watermark or batch.")
+TAG_CREATION_PERIOD = _honoured(
+    "tag.creation-period", "the period of automatic tags", parse=_choice(
+        "daily", "hourly", "two-hours"), default="daily", doc="daily, hourly or two-hours.")
+TAG_CREATION_PERIOD_DURATION = _honoured(
+    "tag.creation-period-duration", "a custom period of automatic tags (named yyyyMMddHHmm)",
+    parse=parse_duration, doc="A custom tag period (wins over tag.creation-period).")
+TAG_CREATION_DELAY = _honoured(
+    "tag.creation-delay", "a period's tag waits this long past the period's end",
+    parse=parse_duration, default=timedelta(0), doc="Delay after a period before its tag.")
+TAG_PERIOD_FORMATTER = _honoured(
+    "tag.period-formatter", "automatic tag names with or without dashes", parse=_choice(
+        "with_dashes", "without_dashes", "without_dashes_and_spaces"), default="with_dashes",
+    doc="with_dashes, without_dashes or without_dashes_and_spaces.")
+TAG_NUM_RETAINED_MAX = _honoured(
+    "tag.num-retained-max", "expire_tags deletes the oldest automatic tags beyond this count",
+    parse=_parse_positive, doc="Automatic tags kept at most.")
+TAG_AUTOMATIC_COMPLETION = _honoured(
+    "tag.automatic-completion", "a late snapshot tags the next missing period instead of its "
+    "own", parse=parse_bool, default=False, doc="Tag the missing periods one by one.")
+TAG_BATCH_CUSTOMIZED_NAME = _honoured(
+    "tag.batch.customized-name", "the tag name of tag.automatic-creation = batch",
+    parse=str, doc="Tag name of batch mode (default batch-write-<yyyy-MM-dd>).")
+TAG_DEFAULT_TIME_RETAINED = _honoured(
+    "tag.default-time-retained", "written into new tags (tagTimeRetained); expire_tags "
+    "deletes tags older than their retention", parse=parse_duration,
+    doc="Retention written into new tags.")
+SINK_WATERMARK_TIME_ZONE = _honoured(
+    "sink.watermark-time-zone", "time zone of watermarks, for tag.automatic-creation = "
+    "watermark", parse=_time_zone, default="UTC", doc="Time zone of snapshot watermarks.")
 ORC_TIMESTAMP_LTZ_LEGACY_TYPE = _honoured(
     "orc.timestamp-ltz.legacy.type", "ORC: TIMESTAMP_LTZ as a plain timestamp of UTC (true, "
     "Java's default) or a timestamp instant", "true", "false", refused_for=_CHANGES,
@@ -779,14 +833,17 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     _engine("metastore.tag-to-partition", "Hive metastore registration"),
     _engine("metastore.tag-to-partition.preview", "Hive metastore registration"),
     # tags -----------------------------------------------------------------------------
-    _refused("tag.automatic-creation", "Paimon's writers create (and expire) tags at commit; "
-             "snaplake does not", "none", refused_for=_NOT_READ),
-    *(_dependent(k, "tag.automatic-creation") for k in (
-        "tag.create-success-file", "tag.creation-period", "tag.creation-delay",
-        "tag.period-formatter", "tag.creation-period-duration", "tag.num-retained-max",
-        "tag.automatic-completion", "tag.batch.customized-name")),
-    _refused("tag.default-time-retained", "tags with a retention time expire; snaplake "
-             "neither writes nor expires retention times", refused_for=_MAINT),
+    TAG_AUTOMATIC_CREATION,
+    _refused("tag.create-success-file", "Paimon writes a _SUCCESS file beside each automatic "
+             "tag; snaplake does not", "false", refused_for=_MAINT),
+    TAG_CREATION_PERIOD,
+    TAG_CREATION_DELAY,
+    TAG_PERIOD_FORMATTER,
+    TAG_CREATION_PERIOD_DURATION,
+    TAG_NUM_RETAINED_MAX,
+    TAG_AUTOMATIC_COMPLETION,
+    TAG_BATCH_CUSTOMIZED_NAME,
+    TAG_DEFAULT_TIME_RETAINED,
     _engine("tag.time-expire-enabled", "tag expiry run by Paimon's committers"),
     _engine("scan.plan-auto-tag-for-read.time-retained", "temporary tags another engine's "
             "readers create to protect their own reads"),
@@ -794,7 +851,7 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     _layout("parquet.enable.dictionary", "Parquet dictionary encoding"),
     ORC_TIMESTAMP_LTZ_LEGACY_TYPE,
     MAINTENANCE_INLINE,
-    _engine("sink.watermark-time-zone", _ENGINE_STREAM),
+    SINK_WATERMARK_TIME_ZONE,
     _engine("sink.process-time-zone", _ENGINE_STREAM),
     _pk("local-merge-buffer-size"),
     CROSS_PARTITION_UPSERT_INDEX_TTL,

@@ -357,13 +357,18 @@ class PaimonOracle:
         snapshot_id: int | None = None,
         columns: Sequence[str] | None = None,
         filter: Predicate | None = None,
+        tag: str | None = None,
     ) -> OracleRead:
-        """Read with pypaimon and report the plan's split/file counts (proves pruning)."""
+        """Read with pypaimon and report the plan's split/file counts (proves pruning).
+
+        ``tag`` time-travels by tag name (``scan.tag-name``).
+        """
         result = self.run(
             {
                 "op": "read",
                 "table": table,
                 "snapshot_id": snapshot_id,
+                "tag": tag,
                 "columns": list(columns) if columns is not None else None,
                 "filter": filter,
             }
@@ -383,14 +388,15 @@ class PaimonOracle:
         snapshot_id: int | None = None,
         columns: Sequence[str] | None = None,
         filter: Predicate | None = None,
+        tag: str | None = None,
     ) -> pa.Table:
-        """Read rows with pypaimon (latest or ``snapshot_id``), optionally projected/filtered.
+        """Read rows with pypaimon (latest, ``snapshot_id`` or ``tag``), maybe projected/filtered.
 
         pypaimon applies the filter to rows as well as to the plan, so the result holds
         only matching rows. Row order is pypaimon's split order: sort before comparing.
         """
         return self.read_detailed(
-            table, snapshot_id=snapshot_id, columns=columns, filter=filter
+            table, snapshot_id=snapshot_id, columns=columns, filter=filter, tag=tag
         ).table
 
     def changelog(self, table: str, *, from_snapshot: int = 1) -> pa.Table:
@@ -403,6 +409,18 @@ class PaimonOracle:
         result = self.run({"op": "changelog", "table": table, "from_snapshot": from_snapshot})
         changes: pa.Table = result["arrow"]
         return changes
+
+    def create_tag(
+        self,
+        table: str,
+        tag: str,
+        *,
+        snapshot_id: int | None = None,
+        time_retained: str | None = None,
+    ) -> None:
+        """Create tag ``tag`` with pypaimon (with ``time_retained``, e.g. ``"30 min"``)."""
+        self.run({"op": "create_tag", "table": table, "tag": tag, "snapshot_id": snapshot_id,
+                  "time_retained": time_retained})  # fmt: skip
 
     def snapshots(self, table: str) -> list[dict[str, Any]]:
         """Every snapshot, ascending by id, as pypaimon's SnapshotManager decodes it.

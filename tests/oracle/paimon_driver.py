@@ -262,6 +262,8 @@ def op_write(request: dict[str, Any]) -> dict[str, Any]:
 def op_read(request: dict[str, Any]) -> dict[str, Any]:
     """Plan and read the table; write the rows to ``out_ipc``."""
     table = _table(request, request.get("snapshot_id"))
+    if request.get("tag"):
+        table = table.copy({"scan.tag-name": request["tag"]})
     builder, plan = _plan(table, request)
     splits = plan.splits()
     result = builder.new_read().to_arrow(splits)
@@ -575,6 +577,14 @@ def op_alter_table(request: dict[str, Any]) -> dict[str, Any]:
     return {"schema": json.loads(JSON.to_json(table.table_schema))}
 
 
+def op_create_tag(request: dict[str, Any]) -> dict[str, Any]:
+    """Create a tag with pypaimon (``time_retained`` like ``"30 min"`` writes its retention)."""
+    table = _table(request)
+    table.create_tag(request["tag"], snapshot_id=request.get("snapshot_id"),
+                     time_retained=request.get("time_retained"))  # fmt: skip
+    return {"tag": request["tag"]}
+
+
 OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "create_table": op_create_table,
     "alter_table": op_alter_table,
@@ -582,6 +592,7 @@ OPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "read": op_read,
     "changelog": op_changelog,
     "snapshots": op_snapshots,
+    "create_tag": op_create_tag,
     "plan": op_plan,
     "entries": op_entries,
     "bench_commits": op_bench_commits,

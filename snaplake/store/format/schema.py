@@ -29,6 +29,7 @@ from snaplake.errors import (
 )
 from snaplake.options import CoreOptions, Operation
 from snaplake.options.partition_time import check_timestamp_pattern
+from snaplake.options.tag_options import TagOptions
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.json_codec import decode_json, encode_json
 from snaplake.store.format.partition import partition_path
@@ -243,7 +244,8 @@ class TableSchema:
             InvalidOptionError: an option value does not parse, a
                 ``fields.<column>.*`` key names a missing column
                 (:func:`check_field_options`), or ``partition.timestamp-pattern``
-                names a column that is not a partition key.
+                names a column that is not a partition key, or the ``tag.*``
+                options contradict each other (:meth:`TagOptions.of`).
 
         Source: Paimon ``SchemaValidation.validateTableSchema`` (``validateBucket``,
         ``validateFieldsPrefix``) and ``TableSchema`` (bucket keys must be columns).
@@ -284,6 +286,7 @@ class TableSchema:
         pattern = self.options.get("partition.timestamp-pattern")
         if pattern is not None:
             check_timestamp_pattern(pattern, self.partition_keys)
+        TagOptions.of(core)  # tag.creation-delay against the period
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:
