@@ -54,11 +54,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from snaplake.commit.file_store_commit import FileStoreCommit, FileStoreTable
 from snaplake.errors import CommitConflictError, TableNotFoundError
 from snaplake.options import CoreOptions, Operation
-from snaplake.options.partition_time import PartitionExpireConfig
+from snaplake.options import registry as r
+from snaplake.options.partition_time import PartitionExpireConfig, PartitionTimeExtractor
 from snaplake.store.format.manifest import ManifestEntry
 from snaplake.store.format.partition import (
     DEFAULT_PARTITION_NAME,
@@ -69,7 +71,12 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.support import check_supported
 
-__all__ = ["ExpiredPartition", "PartitionExpire", "PartitionExpireResult"]
+__all__ = [
+    "ExpiredPartition",
+    "PartitionExpire",
+    "PartitionExpireResult",
+    "partition_expire_config",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -182,7 +189,7 @@ class PartitionExpire:
     def config(self, schema: TableSchema) -> PartitionExpireConfig | None:
         """The expiration options in force; ``None`` when partitions never expire here."""
         options = self._options if self._options is not None else schema.core_options
-        config = options.partition_expire_config
+        config = partition_expire_config(options)
         return config if config is not None and schema.partition_keys else None
 
     def plan(self, now: datetime | None = None) -> PartitionExpireResult:
@@ -345,3 +352,28 @@ def _partition_time(
 
 def _with_duration(result: PartitionExpireResult, start: float) -> PartitionExpireResult:
     return replace(result, duration_s=time.monotonic() - start)
+
+
+def partition_expire_config(options: CoreOptions) -> PartitionExpireConfig | None:
+    """The table's ``partition.expiration-*`` options (``None``: partitions never expire).
+
+    Raises:
+        InvalidOptionError: an option value does not parse.
+
+    Source: Paimon ``CoreOptions`` (``partitionExpireTime`` and the others).
+    """
+    expiration = options.get(r.PARTITION_EXPIRATION_TIME)
+    if expiration is None:
+        return None
+    required: Any = options.get  # these options have defaults: never None
+    return PartitionExpireConfig(
+        expiration_time=expiration,
+        check_interval=required(r.PARTITION_EXPIRATION_CHECK_INTERVAL),
+        strategy=required(r.PARTITION_EXPIRATION_STRATEGY),
+        max_num=required(r.PARTITION_EXPIRATION_MAX_NUM),
+        batch_size=options.get(r.PARTITION_EXPIRATION_BATCH_SIZE),
+        extractor=PartitionTimeExtractor(
+            options.get(r.PARTITION_TIMESTAMP_PATTERN),
+            options.get(r.PARTITION_TIMESTAMP_FORMATTER),
+        ),
+    )

@@ -46,7 +46,7 @@ from snaplake.compaction.maintenance import (
 from snaplake.compaction.manifest_merge import ManifestFileMerger
 from snaplake.compaction.merge_tree_plan import SortedRunStats
 from snaplake.compaction.orphan_clean import OrphanFilesClean
-from snaplake.compaction.partition_expire import PartitionExpire
+from snaplake.compaction.partition_expire import PartitionExpire, partition_expire_config
 from snaplake.compaction.result import CompactResult
 from snaplake.daemon.config import Task
 from snaplake.daemon.job_results import (
@@ -385,7 +385,7 @@ def expire_partitions_job(
     """
     now = datetime.now(UTC) if now is None else now
     memory = _last_partition_checks if last_checks is None else last_checks
-    config = options.partition_expire_config
+    config = partition_expire_config(options)
     if config is None or not table.partition_keys:
         return PartitionExpireJobResult(table=table.identifier, checked=False)
     last = memory.get(table.identifier)

@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 
 from snaplake.errors import InvalidOptionError
 from snaplake.options.config_option import ConfigOption, parse_bool
-from snaplake.options.partition_time import PartitionExpireConfig, PartitionTimeExtractor
 from snaplake.options.registry import (
     BUCKET,
     BUCKET_KEY,
@@ -76,14 +75,7 @@ from snaplake.options.registry import (
     ORC_TIMESTAMP_LTZ_LEGACY_TYPE,
     PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
     PARTITION_DEFAULT_NAME,
-    PARTITION_EXPIRATION_BATCH_SIZE,
-    PARTITION_EXPIRATION_CHECK_INTERVAL,
-    PARTITION_EXPIRATION_MAX_NUM,
-    PARTITION_EXPIRATION_STRATEGY,
-    PARTITION_EXPIRATION_TIME,
     PARTITION_LEGACY_NAME,
-    PARTITION_TIMESTAMP_FORMATTER,
-    PARTITION_TIMESTAMP_PATTERN,
     POSTPONE_DEFAULT_BUCKET_NUM,
     POSTPONE_TARGET_ROW_NUM_PER_BUCKET,
     POSTPONE_TARGET_SIZE_PER_BUCKET,
@@ -293,23 +285,6 @@ class CoreOptions:
     def consumer_expiration_time(self) -> timedelta | None:
         """``consumer.expiration-time`` (``None`` = consumers never expire)."""
         return self.get(CONSUMER_EXPIRATION_TIME)
-
-    @property
-    def partition_expire_config(self) -> PartitionExpireConfig | None:
-        """The ``partition.expiration-*`` options (``None``: partitions never expire)."""
-        expiration = self.get(PARTITION_EXPIRATION_TIME)
-        if expiration is None:
-            return None
-        return PartitionExpireConfig(
-            expiration_time=expiration,
-            check_interval=self._req(PARTITION_EXPIRATION_CHECK_INTERVAL),
-            strategy=self._req(PARTITION_EXPIRATION_STRATEGY),
-            max_num=self._req(PARTITION_EXPIRATION_MAX_NUM),
-            batch_size=self.get(PARTITION_EXPIRATION_BATCH_SIZE),
-            extractor=PartitionTimeExtractor(
-                self.get(PARTITION_TIMESTAMP_PATTERN), self.get(PARTITION_TIMESTAMP_FORMATTER)
-            ),
-        )
 
     @property
     def consumer_changelog_only(self) -> bool:
