@@ -39,7 +39,7 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.write.table_write import abort_messages
 
-__all__ = ["BucketAssign", "BucketBuffer", "BucketFlush", "PendingBucket"]
+__all__ = ["BucketAssign", "BucketBuffer", "BucketFlush", "BucketFlushMany", "PendingBucket"]
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +84,13 @@ files of its kind and appends their metadata to the bucket's ``files`` / ``chang
 On a failure it deletes what it wrote of ``rows`` and raises."""
 
 
+BucketFlushMany = Callable[[Sequence[tuple[PendingBucket, pa.Table]]], None]
+"""A writer's file writer for several buckets at once (``prepare_commit``): as
+:data:`BucketFlush` for each (bucket, rows) pair, sharing the work it can; each bucket's
+files are recorded in it as soon as they are complete, so a failure leaves only files
+the bucket names (or none)."""
+
+
 BucketAssign = Callable[[bytes, pa.Table], npt.NDArray[np.int32]]
 """Dynamic buckets: the bucket of each of one partition's rows (partition as BinaryRow bytes),
 assigning new keys as it goes."""
@@ -103,6 +110,8 @@ class BucketBuffer:
         assign: The buckets of a partition's rows for dynamic buckets (see
             :data:`BucketAssign`); ``None`` = the schema's fixed buckets
             (``bucket > 0``), else bucket 0.
+        flush_many: Writes several buckets at once (see
+            :data:`BucketFlushMany`); ``None`` = ``flush`` per bucket, in threads.
 
     Source: Paimon ``AbstractFileStoreWrite``.
     """
@@ -115,11 +124,13 @@ class BucketBuffer:
         schema: TableSchema,
         flush: BucketFlush,
         assign: BucketAssign | None = None,
+        flush_many: BucketFlushMany | None = None,
     ) -> None:
         self.file_io = file_io
         self.paths = paths
         self.schema = schema
         self._flush_rows = flush
+        self._flush_many = flush_many
         self._assign = assign
         self._num_buckets = schema.core_options.bucket
         self._bucket_key = list(schema.bucket_keys)
@@ -212,7 +223,9 @@ class BucketBuffer:
         every file written since the last ``prepare_commit``.
         """
         try:
-            if len(buckets) > 1:  # encoding (pyarrow) releases the GIL: write buckets in parallel
+            if len(buckets) > 1 and self._flush_many is not None:
+                self._flush_many([(b, self._take_rows(b)) for b in buckets if b.chunks])
+            elif len(buckets) > 1:  # encoding (pyarrow) releases the GIL: write buckets in parallel
                 with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
                     list(pool.map(self._flush_one, buckets))  # the pool waits for every flush
             else:
@@ -223,11 +236,15 @@ class BucketBuffer:
             raise
 
     def _flush_one(self, bucket: PendingBucket) -> None:
-        if not bucket.chunks:
-            return
+        if bucket.chunks:
+            self._flush_rows(bucket, self._take_rows(bucket))
+
+    @staticmethod
+    def _take_rows(bucket: PendingBucket) -> pa.Table:
+        """The bucket's buffered rows, concatenated; the buffer is left empty."""
         rows = pa.concat_tables(bucket.chunks)
         bucket.chunks, bucket.nbytes = [], 0
-        self._flush_rows(bucket, rows)
+        return rows
 
     def discard(self, exc: BaseException, messages: Sequence[CommitMessage] = ()) -> None:
         """After ``exc``: delete the unprepared files (and ``messages``'), refuse further use.
