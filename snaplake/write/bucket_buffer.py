@@ -91,9 +91,10 @@ files are recorded in it as soon as they are complete, so a failure leaves only 
 the bucket names (or none)."""
 
 
-BucketAssign = Callable[[bytes, pa.Table], npt.NDArray[np.int32]]
-"""Dynamic buckets: the bucket of each of one partition's rows (partition as BinaryRow bytes),
-assigning new keys as it goes."""
+BucketAssign = Callable[[pa.Table, Sequence[tuple[bytes, int, int]]], npt.NDArray[np.int32]]
+"""Dynamic buckets: the bucket of each row of a table whose rows ``[start, end)`` belong to
+``partition`` (BinaryRow bytes), one ``(partition, start, end)`` per partition, assigning new
+keys as it goes."""
 
 
 class BucketBuffer:
@@ -174,15 +175,21 @@ class BucketBuffer:
                 self._num_buckets,
             ).astype(np.int64)
         types = self.schema.partition_types
-        for part, bucket in _groups(table, keys, buckets):
-            values = tuple(part.column(k)[0].as_py() for k in keys)
+        grouped, buckets, starts, ends = _grouped(table, keys, buckets)
+        parts = []
+        for s in starts:
+            values = tuple(grouped.column(k)[s].as_py() for k in keys)
             partition = encode_binary_row(values, types) if keys else EMPTY_BINARY_ROW
-            path = self.schema.partition_path(values)
-            if self._assign is None:
-                yield partition, path, bucket, part
-                continue
-            assigned = self._assign(partition, part).astype(np.int64)
-            for rows, b in _groups(part, (), assigned):
+            parts.append((partition, self.schema.partition_path(values)))
+        if self._assign is None:
+            for (partition, path), s, e in zip(parts, starts, ends, strict=True):
+                yield partition, path, int(buckets[s]) if buckets is not None else 0, \
+                    grouped.slice(s, e - s)  # fmt: skip
+            return
+        ranges = [(p, s, e) for (p, _), s, e in zip(parts, starts, ends, strict=True)]
+        assigned = self._assign(grouped, ranges).astype(np.int64)  # one key hash per batch
+        for (partition, path), s, e in zip(parts, starts, ends, strict=True):
+            for rows, b in _groups(grouped.slice(s, e - s), (), assigned[s:e]):
                 yield partition, path, b, rows
 
     def add(
@@ -318,9 +325,20 @@ def _groups(
     Vectorised (one stable sort of a combined group id, skipped when the rows
     are grouped already); ``buckets`` ``None`` = every slice is bucket 0.
     """
+    table, buckets, starts, ends = _grouped(table, keys, buckets)
+    for s, e in zip(starts, ends, strict=True):
+        yield table.slice(s, e - s), int(buckets[s]) if buckets is not None else 0
+
+
+def _grouped(
+    table: pa.Table, keys: Sequence[str], buckets: np.ndarray | None
+) -> tuple[pa.Table, np.ndarray | None, list[int], list[int]]:
+    """``table`` and ``buckets`` with each group contiguous; the groups' start and end rows.
+
+    See :func:`_groups` (no copy when the rows are grouped already).
+    """
     if not keys and buckets is None:
-        yield table, 0
-        return
+        return table, None, [0], [table.num_rows]
     group = _group_ids(table, keys, buckets)
     steps = np.diff(group)
     if not (steps >= 0).all():  # already grouped (e.g. sorted by partition): no copy
@@ -332,8 +350,7 @@ def _groups(
         steps = np.diff(group)
     starts = np.concatenate(([0], np.flatnonzero(steps) + 1))
     ends = np.concatenate((starts[1:], [len(group)]))
-    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-        yield table.slice(s, e - s), int(buckets[s]) if buckets is not None else 0
+    return table, buckets, starts.tolist(), ends.tolist()
 
 
 def _group_ids(table: pa.Table, keys: Sequence[str], buckets: np.ndarray | None) -> np.ndarray:
