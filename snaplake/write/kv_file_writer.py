@@ -233,15 +233,16 @@ class KeyValueFileWriter:
         """Write conformed key-sorted ``chunk`` as one whole file with the given stats.
 
         Args:
-            chunk: Rows :meth:`fits_one_file` accepts, conformed (:meth:`conform`).
+            chunk: Rows :meth:`fits_one_file` accepts (the caller checks: the
+                check costs as much as the rest), conformed (:meth:`conform`).
             stats: Its key and value stats (from :meth:`file_stats`).
 
         Raises:
-            ValueError: a file is open, or ``chunk`` does not fit one file.
+            ValueError: a file is open, or ``chunk`` is empty.
             StorageError: the storage failed (the file is deleted first).
         """
-        if self._open is not None or not self.fits_one_file(chunk):
-            raise ValueError("write_file needs a fresh writer and rows that fit one row group")
+        if self._open is not None or chunk.num_rows == 0:
+            raise ValueError("write_file needs a fresh writer and rows")
         try:
             self._write_piece(chunk, stats=stats)
         except BaseException:
@@ -271,7 +272,7 @@ class KeyValueFileWriter:
             f.value_stats.update(chunk.select(self.schema.field_names))
         f.pending.append(chunk)
         f.pending_rows += chunk.num_rows
-        f.pending_bytes += chunk.nbytes
+        f.pending_bytes += chunk.nbytes if stats is None else 0  # write_file: one row group
         if f.pending_rows >= ROW_GROUP_ROWS or f.pending_bytes >= self._group_bytes:
             self._flush_row_group(f)
             if f.out.stream.tell() >= self.target:

@@ -452,7 +452,10 @@ class KeyValueTableWrite:
         slices = [merged.slice(offsets[i], int(counts[i])) for i in range(len(items))]
         filled = [i for i in range(len(items)) if counts[i] > 0]
         stats: dict[int, tuple[SimpleStatsParts, SimpleStatsParts]] = {}
-        if filled and all(writers[i].fits_one_file(slices[i]) for i in filled):
+        if filled and (
+            writers[0].fits_one_file(merged)  # then so does every slice of it
+            or all(writers[i].fits_one_file(slices[i]) for i in filled)
+        ):
             found = writers[0].file_stats(merged, counts[filled].tolist())
             stats = dict(zip(filled, found, strict=True))
 
