@@ -205,7 +205,7 @@ class KeyValueFileWriter:
 
     def fits_one_file(self, chunk: pa.Table) -> bool:
         """Whether :meth:`write_file` takes ``chunk`` (conformed): it is one row group."""
-        return chunk.num_rows > 0 and chunk.nbytes <= self._group_bytes
+        return bool(chunk.num_rows > 0 and chunk.nbytes <= self._group_bytes)
 
     def file_stats(
         self, chunk: pa.Table, sizes: Sequence[int]
