@@ -39,13 +39,10 @@ from snaplake.store.format.data_file import (
     creation_time_now_ms,
 )
 from snaplake.store.format.file_format import DataFileSpec, FormatWriter
+from snaplake.store.format.grouped_stats import grouped_value_stats
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
-from snaplake.store.format.stats import (
-    SimpleStatsParts,
-    ValueStatsCollector,
-    grouped_value_stats,
-)
+from snaplake.store.format.stats import SimpleStatsParts, ValueStatsCollector
 from snaplake.store.io.file_io import FileIO
 from snaplake.write.table_write import open_data_file
 

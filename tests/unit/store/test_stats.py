@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from snaplake.errors import InvalidOptionError, SchemaMismatchError
 from snaplake.store.format.binary_row import EMPTY_BINARY_ROW, decode_binary_row, encode_binary_row
+from snaplake.store.format.grouped_stats import grouped_value_stats
 from snaplake.store.format.stats import (
     SimpleStatsParts,
     compare_partition_stats,
     compute_value_stats,
-    grouped_value_stats,
     truncate_max_bytes,
     truncate_max_string,
     truncate_min,
