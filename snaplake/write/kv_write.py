@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -123,6 +123,11 @@ class KeyValueTableWrite:
 
     Source: Paimon ``KeyValueFileStoreWrite`` / ``MergeTreeWriter``.
     """
+
+    _FLUSH_SORTS: ClassVar[bool] = True
+    """A flush sorts and folds each bucket's rows (:meth:`_write_level0_runs`); a
+    subclass whose flush writes them otherwise sets it false, and its buckets are then
+    flushed one by one through its own ``_write_level0_runs``."""
 
     def __init__(
         self,
@@ -427,10 +432,11 @@ class KeyValueTableWrite:
         the files are encoded in threads (pyarrow releases the GIL): per
         bucket only the file itself costs. The files and their metadata are
         those :meth:`_write_level0_runs` writes bucket by bucket (which this
-        falls back to for input changelogs and mismatched schemas).
+        falls back to for input changelogs, mismatched schemas and writers
+        whose flush does not sort, see :attr:`_FLUSH_SORTS`).
         """
         tables = [rows for _, rows in items]
-        if self._input_changelog or len({t.schema for t in tables}) > 1:
+        if not self._FLUSH_SORTS or self._input_changelog or len({t.schema for t in tables}) > 1:
             _in_threads([partial(self._write_level0_runs, p, rows) for p, rows in items])
             return
         sizes = np.array([t.num_rows for t in tables], dtype=np.int64)
