@@ -53,6 +53,7 @@ def sort_key_value(
     *,
     sequence_fields: Sequence[str] = (),
     sequence_descending: bool = False,
+    runs: npt.NDArray[np.int64] | None = None,
 ) -> pa.Table:
     """Sort key/value rows into merge order.
 
@@ -62,15 +63,21 @@ def sort_key_value(
         key_names: Trimmed primary-key columns.
         sequence_fields: ``sequence.field`` columns.
         sequence_descending: ``sequence.field.sort-order = descending``.
+        runs: Several tables sorted at once: the (ascending) number of the
+            table each row comes from; rows of different runs never mix, so
+            each run keeps its rows and its place (``None`` = one run).
 
     Returns:
-        The rows sorted by key (nulls first), sequence fields, sequence number,
-        then retractions before additions.
+        The rows sorted by run, key (nulls first), sequence fields, sequence
+        number, then retractions before additions.
     """
     if table.num_rows <= 1:
         return table
     columns: list[pa.Array | pa.ChunkedArray] = []
     orders: list[str] = []
+    if runs is not None:
+        columns.append(pa.array(runs))
+        orders.append("ascending")
     for k in key_names:
         columns.append(table.column(key_column(k)))
         orders.append("ascending")
@@ -104,16 +111,21 @@ def sort_indices_nulls_first(table: pa.Table, orders: Sequence[str]) -> pa.Array
     )
 
 
-def group_starts(table: pa.Table, key_names: Sequence[str]) -> npt.NDArray[np.int64]:
+def group_starts(
+    table: pa.Table, key_names: Sequence[str], runs: npt.NDArray[np.int64] | None = None
+) -> npt.NDArray[np.int64]:
     """Start offsets of the groups of equal keys in a sorted key/value table.
 
-    Two nulls are equal; a null and a value are not.
+    Two nulls are equal; a null and a value are not. ``runs`` (the run of
+    each row, see :func:`sort_key_value`): a group never spans two runs.
     """
     n = table.num_rows
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     change = np.zeros(n, dtype=np.bool_)
     change[0] = True
+    if runs is not None:
+        change[1:] = runs[1:] != runs[:-1]
     for k in key_names:
         col = table.column(key_column(k))
         a, b = col.slice(1), col.slice(0, n - 1)

@@ -90,6 +90,11 @@ def kv_schema(value_schema: pa.Schema, key_names: Sequence[str]) -> pa.Schema:
     Raises:
         SchemaMismatchError: a key column is missing from ``value_schema``.
     """
+    global _last_kv_schema
+    key = tuple(key_names)
+    last = _last_kv_schema  # one read: writer threads may replace it meanwhile
+    if last is not None and last[1] == key and last[0].equals(value_schema, check_metadata=True):
+        return last[2]
     fields = []
     for k in key_names:
         if k not in value_schema.names:
@@ -98,7 +103,14 @@ def kv_schema(value_schema: pa.Schema, key_names: Sequence[str]) -> pa.Schema:
         fields.append(pa.field(key_column(k), f.type, nullable=f.nullable))
     fields.append(pa.field(SEQUENCE_NUMBER, pa.int64(), nullable=False))
     fields.append(pa.field(VALUE_KIND, pa.int8(), nullable=False))
-    return pa.schema(fields + list(value_schema))
+    schema = pa.schema(fields + list(value_schema))
+    _last_kv_schema = (value_schema, key, schema)
+    return schema
+
+
+_last_kv_schema: tuple[pa.Schema, tuple[str, ...], pa.Schema] | None = None
+"""The last (value schema, key names, key/value schema): a writer builds one per bucket and
+file, always the same (an equality check is far cheaper than building it)."""
 
 
 def parse_row_kinds(

@@ -44,6 +44,7 @@ __all__ = [
     "fold",
     "merge_function_for",
     "merge_sorted",
+    "merge_sorted_runs",
 ]
 
 
@@ -307,12 +308,26 @@ def merge_sorted(chunk: pa.Table, spec: MergeSpec) -> pa.Table:
     Raises:
         MergeFunctionError: the engine rejects a group.
     """
+    return merge_sorted_runs(chunk, spec, None)[0]
+
+
+def merge_sorted_runs(
+    chunk: pa.Table, spec: MergeSpec, runs: npt.NDArray[np.int64] | None
+) -> tuple[pa.Table, npt.NDArray[np.int64] | None]:
+    """:func:`merge_sorted` of several runs at once (see ``sort_key_value``'s ``runs``).
+
+    Returns the folded rows and the run of each (``None`` when ``runs`` is).
+    Keys never fold across runs.
+
+    Raises:
+        MergeFunctionError: the engine rejects a group.
+    """
     n = chunk.num_rows
     if n <= 1:
-        return chunk
-    starts = group_starts(chunk, spec.key_names)
+        return chunk, runs
+    starts = group_starts(chunk, spec.key_names, runs)
     if len(starts) == n:
-        return chunk
+        return chunk, runs
     all_groups = Groups(starts, n)
     multi = all_groups.sizes > 1
     row_multi = np.repeat(multi, all_groups.sizes)
@@ -323,13 +338,15 @@ def merge_sorted(chunk: pa.Table, spec: MergeSpec) -> pa.Table:
     multi_ids = np.flatnonzero(multi)
     if keep is not None:
         multi_ids = multi_ids[keep]
-    if multi.all():
-        return merged
-    singles = chunk.filter(pa.array(~row_multi))
     single_ids = np.flatnonzero(~multi)
+    group_ids = np.sort(np.concatenate((single_ids, multi_ids)))
+    out_runs = None if runs is None else runs[starts[group_ids]]
+    if multi.all():
+        return merged, out_runs
+    singles = chunk.filter(pa.array(~row_multi))
     order = np.argsort(np.concatenate((single_ids, multi_ids)), kind="stable")
     combined = pa.concat_tables([singles, merged.cast(singles.schema)])
-    return combined.take(pa.array(order))
+    return combined.take(pa.array(order)), out_runs
 
 
 def fold(table: pa.Table, spec: MergeSpec) -> pa.Table:

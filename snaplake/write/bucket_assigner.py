@@ -337,19 +337,26 @@ class DynamicBucketIndex:
         """``table`` and ``kinds`` unchanged (a key never leaves its partition)."""
         return table, kinds
 
-    def assign(self, partition: bytes, rows: pa.Table) -> npt.NDArray[np.int32]:
-        """The bucket of each row of one partition (the writer's ``BucketAssign``).
+    def assign(
+        self, rows: pa.Table, partitions: Sequence[tuple[bytes, int, int]]
+    ) -> npt.NDArray[np.int32]:
+        """The bucket of each row (the writer's ``BucketAssign``).
 
-        The key hash is ``BinaryRow.hashCode()`` of the trimmed primary key,
-        the hash fixed buckets use
-        (:func:`~snaplake.store.format.bucket.hash_binary_rows`).
+        ``partitions``: ``(partition, start, end)``: rows ``[start, end)`` are
+        of ``partition``. The key hash is ``BinaryRow.hashCode()`` of the
+        trimmed primary key, the hash fixed buckets use
+        (:func:`~snaplake.store.format.bucket.hash_binary_rows`), computed for
+        all rows at once.
 
         Raises:
-            InvalidOptionError: the partition ran out of bucket ids.
-            CorruptMetadataError: restoring the partition's HASH index failed.
+            InvalidOptionError: a partition ran out of bucket ids.
+            CorruptMetadataError: restoring a partition's HASH index failed.
         """
         hashes = hash_binary_rows(rows, self._key, self._key_types)
-        return self.assigner.assign(partition, hashes)
+        out = np.empty(rows.num_rows, dtype=np.int32)
+        for partition, start, end in partitions:
+            out[start:end] = self.assigner.assign(partition, hashes[start:end])
+        return out
 
     def prepare_commit(self, messages: Sequence[CommitMessage]) -> list[CommitMessage]:
         """Write a complete HASH file for every bucket with new hashes; add it to its message.

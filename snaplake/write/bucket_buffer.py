@@ -39,7 +39,7 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.write.table_write import abort_messages
 
-__all__ = ["BucketAssign", "BucketBuffer", "BucketFlush", "PendingBucket"]
+__all__ = ["BucketAssign", "BucketBuffer", "BucketFlush", "BucketFlushMany", "PendingBucket"]
 
 logger = logging.getLogger(__name__)
 
@@ -84,9 +84,17 @@ files of its kind and appends their metadata to the bucket's ``files`` / ``chang
 On a failure it deletes what it wrote of ``rows`` and raises."""
 
 
-BucketAssign = Callable[[bytes, pa.Table], npt.NDArray[np.int32]]
-"""Dynamic buckets: the bucket of each of one partition's rows (partition as BinaryRow bytes),
-assigning new keys as it goes."""
+BucketFlushMany = Callable[[Sequence[tuple[PendingBucket, pa.Table]]], None]
+"""A writer's file writer for several buckets at once (``prepare_commit``): as
+:data:`BucketFlush` for each (bucket, rows) pair, sharing the work it can; each bucket's
+files are recorded in it as soon as they are complete, so a failure leaves only files
+the bucket names (or none)."""
+
+
+BucketAssign = Callable[[pa.Table, Sequence[tuple[bytes, int, int]]], npt.NDArray[np.int32]]
+"""Dynamic buckets: the bucket of each row of a table whose rows ``[start, end)`` belong to
+``partition`` (BinaryRow bytes), one ``(partition, start, end)`` per partition, assigning new
+keys as it goes."""
 
 
 class BucketBuffer:
@@ -103,6 +111,8 @@ class BucketBuffer:
         assign: The buckets of a partition's rows for dynamic buckets (see
             :data:`BucketAssign`); ``None`` = the schema's fixed buckets
             (``bucket > 0``), else bucket 0.
+        flush_many: Writes several buckets at once (see
+            :data:`BucketFlushMany`); ``None`` = ``flush`` per bucket, in threads.
 
     Source: Paimon ``AbstractFileStoreWrite``.
     """
@@ -115,11 +125,13 @@ class BucketBuffer:
         schema: TableSchema,
         flush: BucketFlush,
         assign: BucketAssign | None = None,
+        flush_many: BucketFlushMany | None = None,
     ) -> None:
         self.file_io = file_io
         self.paths = paths
         self.schema = schema
         self._flush_rows = flush
+        self._flush_many = flush_many
         self._assign = assign
         self._num_buckets = schema.core_options.bucket
         self._bucket_key = list(schema.bucket_keys)
@@ -163,15 +175,21 @@ class BucketBuffer:
                 self._num_buckets,
             ).astype(np.int64)
         types = self.schema.partition_types
-        for part, bucket in _groups(table, keys, buckets):
-            values = tuple(part.column(k)[0].as_py() for k in keys)
+        grouped, buckets, starts, ends = _grouped(table, keys, buckets)
+        parts = []
+        for s in starts:
+            values = tuple(grouped.column(k)[s].as_py() for k in keys)
             partition = encode_binary_row(values, types) if keys else EMPTY_BINARY_ROW
-            path = self.schema.partition_path(values)
-            if self._assign is None:
-                yield partition, path, bucket, part
-                continue
-            assigned = self._assign(partition, part).astype(np.int64)
-            for rows, b in _groups(part, (), assigned):
+            parts.append((partition, self.schema.partition_path(values)))
+        if self._assign is None:
+            for (partition, path), s, e in zip(parts, starts, ends, strict=True):
+                yield partition, path, int(buckets[s]) if buckets is not None else 0, \
+                    grouped.slice(s, e - s)  # fmt: skip
+            return
+        ranges = [(p, s, e) for (p, _), s, e in zip(parts, starts, ends, strict=True)]
+        assigned = self._assign(grouped, ranges).astype(np.int64)  # one key hash per batch
+        for (partition, path), s, e in zip(parts, starts, ends, strict=True):
+            for rows, b in _groups(grouped.slice(s, e - s), (), assigned[s:e]):
                 yield partition, path, b, rows
 
     def add(
@@ -212,7 +230,9 @@ class BucketBuffer:
         every file written since the last ``prepare_commit``.
         """
         try:
-            if len(buckets) > 1:  # encoding (pyarrow) releases the GIL: write buckets in parallel
+            if len(buckets) > 1 and self._flush_many is not None:
+                self._flush_many([(b, self._take_rows(b)) for b in buckets if b.chunks])
+            elif len(buckets) > 1:  # encoding (pyarrow) releases the GIL: write buckets in parallel
                 with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
                     list(pool.map(self._flush_one, buckets))  # the pool waits for every flush
             else:
@@ -223,11 +243,15 @@ class BucketBuffer:
             raise
 
     def _flush_one(self, bucket: PendingBucket) -> None:
-        if not bucket.chunks:
-            return
+        if bucket.chunks:
+            self._flush_rows(bucket, self._take_rows(bucket))
+
+    @staticmethod
+    def _take_rows(bucket: PendingBucket) -> pa.Table:
+        """The bucket's buffered rows, concatenated; the buffer is left empty."""
         rows = pa.concat_tables(bucket.chunks)
         bucket.chunks, bucket.nbytes = [], 0
-        self._flush_rows(bucket, rows)
+        return rows
 
     def discard(self, exc: BaseException, messages: Sequence[CommitMessage] = ()) -> None:
         """After ``exc``: delete the unprepared files (and ``messages``'), refuse further use.
@@ -301,9 +325,20 @@ def _groups(
     Vectorised (one stable sort of a combined group id, skipped when the rows
     are grouped already); ``buckets`` ``None`` = every slice is bucket 0.
     """
+    table, buckets, starts, ends = _grouped(table, keys, buckets)
+    for s, e in zip(starts, ends, strict=True):
+        yield table.slice(s, e - s), int(buckets[s]) if buckets is not None else 0
+
+
+def _grouped(
+    table: pa.Table, keys: Sequence[str], buckets: np.ndarray | None
+) -> tuple[pa.Table, np.ndarray | None, list[int], list[int]]:
+    """``table`` and ``buckets`` with each group contiguous; the groups' start and end rows.
+
+    See :func:`_groups` (no copy when the rows are grouped already).
+    """
     if not keys and buckets is None:
-        yield table, 0
-        return
+        return table, None, [0], [table.num_rows]
     group = _group_ids(table, keys, buckets)
     steps = np.diff(group)
     if not (steps >= 0).all():  # already grouped (e.g. sorted by partition): no copy
@@ -315,8 +350,7 @@ def _groups(
         steps = np.diff(group)
     starts = np.concatenate(([0], np.flatnonzero(steps) + 1))
     ends = np.concatenate((starts[1:], [len(group)]))
-    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-        yield table.slice(s, e - s), int(buckets[s]) if buckets is not None else 0
+    return table, buckets, starts.tolist(), ends.tolist()
 
 
 def _group_ids(table: pa.Table, keys: Sequence[str], buckets: np.ndarray | None) -> np.ndarray:

@@ -73,8 +73,14 @@ class BucketIndex(Protocol):
     def rewrite_rows(self, table: pa.Table, kinds: pa.Array) -> tuple[pa.Table, pa.Array]:
         """The rows (and int8 kinds) to route: ``table`` itself, or rewritten (cross-partition)."""
 
-    def assign(self, partition: bytes, rows: pa.Table) -> npt.NDArray[np.int32]:
-        """The bucket of each of one partition's rows (of the last :meth:`rewrite_rows`)."""
+    def assign(
+        self, rows: pa.Table, partitions: Sequence[tuple[bytes, int, int]]
+    ) -> npt.NDArray[np.int32]:
+        """The bucket of each row (of the last :meth:`rewrite_rows`).
+
+        Rows ``[start, end)`` of each ``(partition, start, end)`` are of that
+        partition (see ``BucketAssign``).
+        """
 
     def prepare_commit(self, messages: Sequence[CommitMessage]) -> list[CommitMessage]:
         """The messages with the index files they add."""
@@ -384,11 +390,17 @@ class CrossPartitionIndex:
         index.append(keys.filter(pa.array(added)), pids[added], buckets[added])
         return out, out_kinds
 
-    def assign(self, partition: bytes, rows: pa.Table) -> npt.NDArray[np.int32]:
-        """The bucket of each of one partition's rows, as the last :meth:`rewrite_rows` chose."""
-        keys, buckets = self._pending[self._part_ids[partition]]
-        found = pc.index_in(key_array(rows, self._key), value_set=keys)
-        return buckets[np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)]
+    def assign(
+        self, rows: pa.Table, partitions: Sequence[tuple[bytes, int, int]]
+    ) -> npt.NDArray[np.int32]:
+        """The bucket of each row, as the last :meth:`rewrite_rows` chose (see ``BucketAssign``)."""
+        out = np.empty(rows.num_rows, dtype=np.int32)
+        for partition, start, end in partitions:
+            keys, buckets = self._pending[self._part_ids[partition]]
+            part = rows.slice(start, end - start)
+            found = pc.index_in(key_array(part, self._key), value_set=keys)
+            out[start:end] = buckets[np.asarray(found.to_numpy(zero_copy_only=False), np.int64)]
+        return out
 
     def prepare_commit(self, messages: Sequence[CommitMessage]) -> list[CommitMessage]:
         """``messages`` unchanged: cross-partition tables have no index files (as in Paimon)."""

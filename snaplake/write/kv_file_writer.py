@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,9 +39,10 @@ from snaplake.store.format.data_file import (
     creation_time_now_ms,
 )
 from snaplake.store.format.file_format import DataFileSpec, FormatWriter
+from snaplake.store.format.grouped_stats import grouped_value_stats
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
-from snaplake.store.format.stats import ValueStatsCollector
+from snaplake.store.format.stats import SimpleStatsParts, ValueStatsCollector
 from snaplake.store.io.file_io import FileIO
 from snaplake.write.table_write import open_data_file
 
@@ -94,6 +96,7 @@ class _Open:
     pending: list[pa.Table] = field(default_factory=list)
     pending_rows: int = 0
     pending_bytes: int = 0
+    stats: tuple[SimpleStatsParts, SimpleStatsParts] | None = None
 
 
 class KeyValueFileWriter:
@@ -184,7 +187,7 @@ class KeyValueFileWriter:
         """
         if chunk.num_rows == 0:
             return
-        chunk = chunk.select(self.arrow_schema.names).cast(self.arrow_schema)
+        chunk = self.conform(chunk)
         if chunk.nbytes > self._group_bytes and chunk.num_rows > 1:
             step = max(1, chunk.num_rows * self._group_bytes // chunk.nbytes)
             for offset in range(0, chunk.num_rows, step):
@@ -192,7 +195,61 @@ class KeyValueFileWriter:
         else:
             self._write_piece(chunk)
 
-    def _write_piece(self, chunk: pa.Table) -> None:
+    def conform(self, chunk: pa.Table) -> pa.Table:
+        """``chunk``'s columns in the file's order and types (no copy when they are)."""
+        chunk = chunk.select(self.arrow_schema.names)
+        return chunk if chunk.schema.equals(self.arrow_schema) else chunk.cast(self.arrow_schema)
+
+    def fits_one_file(self, chunk: pa.Table) -> bool:
+        """Whether :meth:`write_file` takes ``chunk`` (conformed): it is one row group."""
+        return bool(chunk.num_rows > 0 and chunk.nbytes <= self._group_bytes)
+
+    def file_stats(
+        self, chunk: pa.Table, sizes: Sequence[int]
+    ) -> list[tuple[SimpleStatsParts, SimpleStatsParts]]:
+        """Key and value stats of consecutive row ranges of conformed ``chunk``, at once.
+
+        Range ``g`` holds ``sizes[g]`` rows; each pair is what a file of
+        exactly those rows gets from this writer's stats modes (see
+        :func:`~snaplake.store.format.stats.grouped_value_stats`), so a
+        writer of the same table, level and kind may pass it to :meth:`write_file`.
+        """
+        keys = chunk.select([key_column(k) for k in self.key_names])
+        key_stats = grouped_value_stats(
+            keys, sizes, self.schema.key_types, stats_mode=KEY_STATS_MODE
+        )
+        value_stats = grouped_value_stats(
+            chunk.select(self.schema.field_names),
+            sizes,
+            self.schema.value_types,
+            stats_mode=self._stats_mode,
+        )
+        return list(zip(key_stats, value_stats, strict=True))
+
+    def write_file(self, chunk: pa.Table, stats: tuple[SimpleStatsParts, SimpleStatsParts]) -> None:
+        """Write conformed key-sorted ``chunk`` as one whole file with the given stats.
+
+        Args:
+            chunk: Rows :meth:`fits_one_file` accepts (the caller checks: the
+                check costs as much as the rest), conformed (:meth:`conform`).
+            stats: Its key and value stats (from :meth:`file_stats`).
+
+        Raises:
+            ValueError: a file is open, or ``chunk`` is empty.
+            StorageError: the storage failed (the file is deleted first).
+        """
+        if self._open is not None or chunk.num_rows == 0:
+            raise ValueError("write_file needs a fresh writer and rows")
+        try:
+            self._write_piece(chunk, stats=stats)
+        except BaseException:
+            self.abort()
+            raise
+        self.close()
+
+    def _write_piece(
+        self, chunk: pa.Table, *, stats: tuple[SimpleStatsParts, SimpleStatsParts] | None = None
+    ) -> None:
         f = self._open or self._start()
         kinds = np.asarray(chunk.column(VALUE_KIND).to_numpy(), dtype=np.int8)
         seqs = chunk.column(SEQUENCE_NUMBER)
@@ -205,11 +262,14 @@ class KeyValueFileWriter:
         bounds = pc.min_max(seqs)
         f.min_seq = min(f.min_seq, bounds["min"].as_py())
         f.max_seq = max(f.max_seq, bounds["max"].as_py())
-        f.key_stats.update(keys)
-        f.value_stats.update(chunk.select(self.schema.field_names))
+        if stats is not None:
+            f.stats = stats
+        else:
+            f.key_stats.update(keys)
+            f.value_stats.update(chunk.select(self.schema.field_names))
         f.pending.append(chunk)
         f.pending_rows += chunk.num_rows
-        f.pending_bytes += chunk.nbytes
+        f.pending_bytes += chunk.nbytes if stats is None else 0  # write_file: one row group
         if f.pending_rows >= ROW_GROUP_ROWS or f.pending_bytes >= self._group_bytes:
             self._flush_row_group(f)
             if f.out.stream.tell() >= self.target:
@@ -304,8 +364,7 @@ class KeyValueFileWriter:
                 f.stack.close()  # the row group failed: the stream is still open
             self.file_io.delete_many([f.path])
             raise
-        key_stats = f.key_stats.result()
-        value_stats = f.value_stats.result()
+        key_stats, value_stats = f.stats or (f.key_stats.result(), f.value_stats.result())
         assert f.min_key is not None
         meta = DataFileMeta(
             file_name=f.name,

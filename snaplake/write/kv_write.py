@@ -26,9 +26,12 @@ Source: Paimon ``TableWriteImpl`` (``RowKindFilter``, ``RowKindGenerator``),
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import ClassVar, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -44,18 +47,20 @@ from snaplake.mergetree.merge_function import (
     MergeSpec,
     merge_function_for,
     merge_sorted,
+    merge_sorted_runs,
 )
 from snaplake.options import CoreOptions, Operation
 from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.primary_key import RETRACTABLE_FUNCTIONS, MergeEngine
 from snaplake.store.format.schema import TableSchema
+from snaplake.store.format.stats import SimpleStatsParts
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.support import check_supported
 from snaplake.write.bucket_buffer import BucketBuffer, PendingBucket
 from snaplake.write.cross_partition import BucketIndex
-from snaplake.write.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter
+from snaplake.write.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter, WrittenFile
 from snaplake.write.table_write import RowKinds, conform_to_schema
 
 __all__ = [
@@ -119,6 +124,11 @@ class KeyValueTableWrite:
     Source: Paimon ``KeyValueFileStoreWrite`` / ``MergeTreeWriter``.
     """
 
+    _FLUSH_SORTS: ClassVar[bool] = True
+    """A flush sorts and folds each bucket's rows (:meth:`_write_level0_runs`); a
+    subclass whose flush writes them otherwise sets it false, and its buckets are then
+    flushed one by one through its own ``_write_level0_runs``."""
+
     def __init__(
         self,
         *,
@@ -145,6 +155,7 @@ class KeyValueTableWrite:
         self._buffer = BucketBuffer(
             file_io=file_io, paths=paths, schema=schema, flush=self._write_level0_runs,
             assign=None if bucket_index is None else bucket_index.assign,
+            flush_many=self._write_level0_many,
         )  # fmt: skip
         self._input_changelog = opts.changelog_producer == "input"
         self._sequences: dict[tuple[bytes, int], int] | None = None
@@ -413,11 +424,62 @@ class KeyValueTableWrite:
         pending.changelog_files.extend(changelog)
         pending.files.extend(files)
 
-    def _write_level0(
-        self, pending: PendingBucket, rows: pa.Table, *, changelog: bool
-    ) -> list[DataFileMeta]:
-        """Write key-sorted ``rows`` as level-0 data (or changelog) files of ``pending``."""
-        writer = KeyValueFileWriter(
+    def _write_level0_many(self, items: Sequence[tuple[PendingBucket, pa.Table]]) -> None:
+        """Write one level-0 sorted run per bucket of ``items``, sharing the vectorised work.
+
+        The buckets' rows are sorted and folded in one pass (runs never mix),
+        small runs get their stats from one aggregation over all of them, and
+        the files are encoded in threads (pyarrow releases the GIL): per
+        bucket only the file itself costs. The files and their metadata are
+        those :meth:`_write_level0_runs` writes bucket by bucket (which this
+        falls back to for input changelogs, mismatched schemas and writers
+        whose flush does not sort, see :attr:`_FLUSH_SORTS`).
+        """
+        tables = [rows for _, rows in items]
+        if not self._FLUSH_SORTS or self._input_changelog or len({t.schema for t in tables}) > 1:
+            _in_threads([partial(self._write_level0_runs, p, rows) for p, rows in items])
+            return
+        sizes = np.array([t.num_rows for t in tables], dtype=np.int64)
+        runs = np.repeat(np.arange(len(tables), dtype=np.int64), sizes)
+        ordered = sort_key_value(
+            pa.concat_tables(tables),
+            self.spec.key_names,
+            sequence_fields=self.spec.sequence_fields,
+            sequence_descending=self.spec.sequence_descending,
+            runs=runs,
+        )
+        merged, merged_runs = merge_sorted_runs(ordered, self.spec, runs)
+        assert merged_runs is not None
+        counts = np.bincount(merged_runs, minlength=len(tables))
+        writers = [self._level0_writer(p, small=int(n) < SMALL_FILE_ROWS, changelog=False)
+                   for (p, _), n in zip(items, counts.tolist(), strict=True)]  # fmt: skip
+        merged = writers[0].conform(merged)
+        offsets = np.concatenate(([0], np.cumsum(counts))).tolist()
+        slices = [merged.slice(offsets[i], int(counts[i])) for i in range(len(items))]
+        filled = [i for i in range(len(items)) if counts[i] > 0]
+        stats: dict[int, tuple[SimpleStatsParts, SimpleStatsParts]] = {}
+        if filled and (
+            writers[0].fits_one_file(merged)  # then so does every slice of it
+            or all(writers[i].fits_one_file(slices[i]) for i in filled)
+        ):
+            found = writers[0].file_stats(merged, counts[filled].tolist())
+            stats = dict(zip(filled, found, strict=True))
+
+        def write(i: int) -> None:
+            pending, writer = items[i][0], writers[i]
+            if i in stats:
+                writer.write_file(slices[i], stats[i])
+            else:
+                _feed(writer, slices[i])
+            pending.files.extend(w.meta for w in writer.written)
+
+        _in_threads([partial(write, i) for i in filled])
+
+    def _level0_writer(
+        self, pending: PendingBucket, *, small: bool, changelog: bool
+    ) -> KeyValueFileWriter:
+        """A writer of ``pending``'s level-0 data (or changelog) files."""
+        return KeyValueFileWriter(
             file_io=self.file_io,
             paths=self.paths,
             schema=self.schema,
@@ -426,17 +488,49 @@ class KeyValueTableWrite:
             level=0,
             file_source=FileSource.APPEND,
             target_file_size=self._target,
-            small=rows.num_rows < SMALL_FILE_ROWS,
+            small=small,
             changelog=changelog,
         )
-        try:
-            for batch in rows.to_batches(max_chunksize=65_536):
-                writer.write(pa.Table.from_batches([batch], schema=rows.schema))
-            written = writer.close()
-        except BaseException:
-            writer.abort()
-            raise
-        return [w.meta for w in written]
+
+    def _write_level0(
+        self, pending: PendingBucket, rows: pa.Table, *, changelog: bool
+    ) -> list[DataFileMeta]:
+        """Write key-sorted ``rows`` as level-0 data (or changelog) files of ``pending``."""
+        writer = self._level0_writer(
+            pending, small=rows.num_rows < SMALL_FILE_ROWS, changelog=changelog
+        )
+        return [w.meta for w in _feed(writer, rows)]
+
+
+def _feed(writer: KeyValueFileWriter, rows: pa.Table) -> list[WrittenFile]:
+    """Write key-sorted ``rows`` through ``writer`` (in 64Ki-row batches) and close it.
+
+    Raises:
+        BaseException: what writing raised, after the writer deleted its files.
+    """
+    try:
+        for batch in rows.to_batches(max_chunksize=65_536):
+            writer.write(pa.Table.from_batches([batch], schema=rows.schema))
+        return writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def _in_threads(tasks: Sequence[Callable[[], None]]) -> None:
+    """Run ``tasks`` in threads (pyarrow encodes without the GIL); every one runs to its end.
+
+    Raises:
+        BaseException: the first task's error, after all have finished.
+    """
+    if len(tasks) <= 1:
+        for task in tasks:
+            task()
+        return
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        futures = [pool.submit(task) for task in tasks]
+    for future in futures:
+        future.result()
 
 
 def dropped_row_kinds(options: CoreOptions) -> frozenset[int]:

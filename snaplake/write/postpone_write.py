@@ -118,6 +118,8 @@ class PostponeBucketTableWrite(KeyValueTableWrite):
         wid = random.randrange(2**31 - 1) if write_id is None else write_id
         self.file_schema = postpone_file_schema(schema, commit_user=commit_user, write_id=wid)
 
+    _FLUSH_SORTS = False  # rows are written as they came
+
     def _add(self, partition: bytes, part_path: str, bucket: int, data: pa.Table) -> None:
         """Buffer one partition's rows for bucket -2 (``bucket`` from routing is ignored)."""
         kinds = np.asarray(data.column("_VALUE_KIND").to_numpy(), dtype=np.int8)

@@ -383,18 +383,26 @@ class ValueStatsCollector:
                     lo, hi = None, None
             mins.append(lo)
             maxs.append(hi)
-        try:
-            min_row = encode_binary_row(mins, self._types)
-            max_row = encode_binary_row(maxs, self._types)
-        except SnaplakeError:  # rare: drop the bounds that do not encode, then encode again
-            for i, dtype in enumerate(self._types):
-                if not (_encodable(mins[i], dtype) and _encodable(maxs[i], dtype)):
-                    mins[i] = maxs[i] = None
-            min_row = encode_binary_row(mins, self._types)
-            max_row = encode_binary_row(maxs, self._types)
-        return SimpleStatsParts(
-            min_values=min_row, max_values=max_row, null_counts=tuple(self._null_counts)
-        )
+        return _encode_parts(mins, maxs, tuple(self._null_counts), self._types)
+
+
+def _encode_parts(
+    mins: list[object],
+    maxs: list[object],
+    null_counts: tuple[int | None, ...],
+    types: Sequence[DataType],
+) -> SimpleStatsParts:
+    """The SimpleStats of bounded ``mins`` / ``maxs`` (a bound that does not encode: null)."""
+    try:
+        min_row = encode_binary_row(mins, types)
+        max_row = encode_binary_row(maxs, types)
+    except SnaplakeError:  # rare: drop the bounds that do not encode, then encode again
+        for i, dtype in enumerate(types):
+            if not (_encodable(mins[i], dtype) and _encodable(maxs[i], dtype)):
+                mins[i] = maxs[i] = None
+        min_row = encode_binary_row(mins, types)
+        max_row = encode_binary_row(maxs, types)
+    return SimpleStatsParts(min_values=min_row, max_values=max_row, null_counts=null_counts)
 
 
 def _batch_extremes(column: pa.Array | pa.ChunkedArray) -> pa.Array | None:

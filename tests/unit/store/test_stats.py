@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from snaplake.errors import InvalidOptionError, SchemaMismatchError
 from snaplake.store.format.binary_row import EMPTY_BINARY_ROW, decode_binary_row, encode_binary_row
+from snaplake.store.format.grouped_stats import grouped_value_stats
 from snaplake.store.format.stats import (
     SimpleStatsParts,
     compare_partition_stats,
@@ -288,3 +289,51 @@ def test_a_bound_that_does_not_encode_is_dropped_and_the_others_kept() -> None:
     assert decode_binary_row(parts.min_values, types) == (1, None)
     assert decode_binary_row(parts.max_values, types) == (3, None)
     assert parts.null_counts == (0, 0)
+
+
+_MIXED = pa.table(
+    {
+        "nan": pa.array([1.0, float("nan"), None, -0.0, 0.0, 2.5, None, 7.0]),
+        "f32": pa.array([0.0, 2.0, 0.0, -1.5, None, 3.0, 0.0, -0.0], type=pa.float32()),
+        "s": pa.array(["z" * 20, "a", None, "\U0010ffff" * 17, "b", "", None, "q" * 16]),
+        "b": pa.array([b"\xff" * 17, b"a", None, b"", b"x" * 30, b"y", None, b"\x00"]),
+        "v": pa.array(["b", "a", None, "c", "d", None, "e", "f"], type=pa.string_view()),
+        "arr": pa.array([[1], None, [2], [], None, [3], [4], [5]]),
+        "allnull": pa.array([None] * 8, type=pa.int32()),
+        "d": pa.array([dt.date(2024, 1, 2), None, dt.date(1, 1, 1), dt.date(9999, 12, 31)] * 2),
+        "t": pa.array([1_700_000_000_123_456, -5, None, 0] * 2, type=pa.timestamp("us")),
+        "l": pa.array([3, 1, None, 2] * 2, type=pa.timestamp("ms", tz="UTC")),
+        "dec": pa.array(
+            [Decimal("1.10"), Decimal("-2.00"), None, Decimal("0")] * 2, type=pa.decimal128(38, 2)
+        ),
+        "time": pa.array([1000, 5, None, 7] * 2, type=pa.time32("ms")),
+        "bool": pa.array([True, None, False, True] * 2),
+    }
+)
+
+
+@given(
+    st.lists(st.integers(1, 8), min_size=1, max_size=6),
+    st.sampled_from(["truncate(16)", "truncate(1)", "full", "counts", "none"]),
+)
+def test_grouped_value_stats_equal_each_ranges_own(sizes: list[int], mode: str) -> None:
+    """grouped_value_stats gives, range by range, the bytes compute_value_stats gives."""
+    data = pa.concat_tables([_MIXED] * (1 + sum(sizes) // _MIXED.num_rows))
+    data = data.slice(0, sum(sizes))
+    types = _types(_MIXED)
+    grouped = grouped_value_stats(data, sizes, types, stats_mode=mode)
+    offset = 0
+    for size, parts in zip(sizes, grouped, strict=True):
+        assert parts == compute_value_stats(data.slice(offset, size), types, stats_mode=mode)
+        offset += size
+
+
+@given(st.lists(st.integers(1, 40), min_size=2, max_size=5))
+def test_grouped_value_stats_over_every_key_type(bucket_table: pa.Table, sizes: list[int]) -> None:
+    data = pa.concat_tables([bucket_table] * (1 + sum(sizes) // bucket_table.num_rows))
+    data = data.slice(0, sum(sizes))
+    types = _types(bucket_table)
+    offset = 0
+    for size, parts in zip(sizes, grouped_value_stats(data, sizes, types), strict=True):
+        assert parts == compute_value_stats(data.slice(offset, size), types)
+        offset += size
