@@ -58,6 +58,8 @@ from snaplake.options.registry import (
     FULL_COMPACTION_DELTA_COMMITS,
     IGNORE_DELETE,
     IGNORE_UPDATE_BEFORE,
+    DELETION_VECTORS_BITMAP64,
+    DELETION_VECTORS_ENABLED,
     MAINTENANCE_INLINE,
     MANIFEST_COMPRESSION,
     MANIFEST_FULL_COMPACTION_SIZE,
@@ -518,6 +520,16 @@ class CoreOptions:
     def write_buffer_size(self) -> int:
         """``write-buffer-size`` in bytes."""
         return self._req(WRITE_BUFFER_SIZE)
+
+    @property
+    def deletion_vectors_enabled(self) -> bool:
+        """``deletion-vectors.enabled``: compaction writes deletion vectors."""
+        return self._req(DELETION_VECTORS_ENABLED)
+
+    @property
+    def deletion_vectors_bitmap64(self) -> bool:
+        """``deletion-vectors.bitmap64``: new deletion vectors are 64-bit."""
+        return self._req(DELETION_VECTORS_BITMAP64)
 
     @property
     def write_only(self) -> bool:

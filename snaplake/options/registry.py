@@ -495,6 +495,17 @@ WRITE_ONLY = _honoured(
     "write-only", "writers never maintain the table: snaplake.maintenance.inline is off",
     parse=parse_bool, default=False,
     doc="Writers never compact or run maintenance (snaplake.maintenance.inline is then off).")
+DELETION_VECTORS_ENABLED: ConfigOption[bool] = ConfigOption(
+    key="deletion-vectors.enabled", status=OptionStatus.HONOURED,
+    note="primary-key tables: lookup compaction (at each writer's commit unless write-only) "
+    "marks superseded rows in per-bucket deletion vectors; reads and append-table writes "
+    "refused", parse=parse_bool, default=False, accepts=_is("false"), accepted="false",
+    refused_for=_READ_ONLY,
+    doc="Compaction marks superseded rows in deletion vectors (readers skip level 0).")
+DELETION_VECTORS_BITMAP64 = _honoured(
+    "deletion-vectors.bitmap64", "new deletion vectors are 64-bit (Java 0.9 and pypaimon "
+    "2.1.0 read only 32-bit ones)", parse=parse_bool, default=False,
+    doc="Write 64-bit deletion vectors.")
 MAINTENANCE_INLINE = _honoured(
     "snaplake.maintenance.inline", "snaplake's own: run due merge and expiry after each "
     "writer commit", parse=parse_bool, default=False,
@@ -752,11 +763,11 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     _engine("commit.force-create-snapshot", "whether a streaming job publishes empty "
             "snapshots (no rows change)"),
     # deletion vectors, row tracking, data evolution ------------------------------------------
-    _refused("deletion-vectors.enabled", "deletion vectors hide deleted rows; snaplake would "
-             "read them", "false"),
+    DELETION_VECTORS_ENABLED,
+    DELETION_VECTORS_BITMAP64,
     *(_dependent(k, "deletion-vectors.enabled") for k in (
         "deletion-vectors.modifiable", "deletion-vector.index-file.target-size",
-        "deletion-vectors.merge-on-read", "deletion-vectors.bitmap64")),
+        "deletion-vectors.merge-on-read")),
     _pk("delete.force-produce-changelog"),
     _layout("sort-compaction.range-strategy", "sort compaction of another engine"),
     _layout("sort-compaction.local-sample.magnification", "sort compaction of another engine"),

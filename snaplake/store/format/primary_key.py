@@ -315,6 +315,21 @@ def check_primary_key_table(
         raise InvalidOptionError(
             "sequence.field cannot be used with merge-engine = first-row", key="sequence.field"
         )
+    if core.deletion_vectors_enabled:
+        # Paimon SchemaValidation.validateForDeletionVectors.
+        if engine == MergeEngine.FIRST_ROW:
+            raise InvalidOptionError(
+                "deletion vectors cannot be used with merge-engine = first-row (Paimon "
+                "refuses the pair); set deletion-vectors.enabled = false",
+                key="deletion-vectors.enabled",
+            )
+        if core.changelog_producer not in ("none", "input", "lookup"):
+            raise InvalidOptionError(
+                f"deletion vectors need changelog-producer none, input or lookup, not "
+                f"{core.changelog_producer!r} (Paimon refuses the pair)",
+                key="changelog-producer",
+                value=core.changelog_producer,
+            )
     rowkind = core.rowkind_field
     if rowkind is not None:
         if rowkind not in field_types:

@@ -25,6 +25,7 @@ from snaplake.errors import (
     SchemaMismatchError,
     TableAlreadyExistsError,
     UnsupportedFormatVersionError,
+    UnsupportedTableError,
     UnsupportedTypeError,
 )
 from snaplake.options import CoreOptions, Operation
@@ -384,7 +385,8 @@ class TableSchema:
     def check_primary_key_table(self, operation: Operation) -> None:
         """Refuse ``operation`` on a primary-key table snaplake cannot handle.
 
-        No-op on append tables. Run only by
+        On append tables it refuses only writes and maintenance of a table with
+        ``deletion-vectors.enabled`` (``UnsupportedTableError``). Run only by
         :func:`snaplake.store.support.check_supported`; see
         :func:`snaplake.store.format.primary_key.check_primary_key_table`.
         """
@@ -395,6 +397,15 @@ class TableSchema:
                 primary_keys=self.primary_keys,
                 options=self.options,
                 operation=operation,
+            )
+        elif operation is not Operation.READ and self.core_options.deletion_vectors_enabled:
+            raise UnsupportedTableError(
+                "append tables with deletion-vectors.enabled = true: snaplake's append "
+                f"writers and compaction ignore deletion vectors; it refuses to "
+                f"{operation.value} this table",
+                feature="deletion vectors on an append table",
+                operation=operation.value,
+                key="deletion-vectors.enabled",
             )
 
     @cached_property
