@@ -285,6 +285,21 @@ def check_primary_key_table(
         check_stats_mode(mode, key="metadata.stats-mode.per.level")
     if options.get("changelog-file.stats-mode") is not None:
         check_stats_mode(core.changelog_file_stats_mode, key="changelog-file.stats-mode")
+    if core.deletion_vectors_enabled:
+        # Paimon SchemaValidation.validateForDeletionVectors.
+        if core.merge_engine == MergeEngine.FIRST_ROW:
+            raise InvalidOptionError(
+                "deletion vectors cannot be used with merge-engine = first-row (Paimon "
+                "refuses the pair); set deletion-vectors.enabled = false",
+                key="deletion-vectors.enabled",
+            )
+        if core.changelog_producer not in ("none", "input", "lookup"):
+            raise InvalidOptionError(
+                f"deletion vectors need changelog-producer none, input or lookup, not "
+                f"{core.changelog_producer!r} (Paimon refuses the pair)",
+                key="changelog-producer",
+                value=core.changelog_producer,
+            )
     for key, value in options.items():
         why = primary_key_option_refusal(key, value, operation)
         if why is not None:
@@ -315,21 +330,6 @@ def check_primary_key_table(
         raise InvalidOptionError(
             "sequence.field cannot be used with merge-engine = first-row", key="sequence.field"
         )
-    if core.deletion_vectors_enabled:
-        # Paimon SchemaValidation.validateForDeletionVectors.
-        if engine == MergeEngine.FIRST_ROW:
-            raise InvalidOptionError(
-                "deletion vectors cannot be used with merge-engine = first-row (Paimon "
-                "refuses the pair); set deletion-vectors.enabled = false",
-                key="deletion-vectors.enabled",
-            )
-        if core.changelog_producer not in ("none", "input", "lookup"):
-            raise InvalidOptionError(
-                f"deletion vectors need changelog-producer none, input or lookup, not "
-                f"{core.changelog_producer!r} (Paimon refuses the pair)",
-                key="changelog-producer",
-                value=core.changelog_producer,
-            )
     rowkind = core.rowkind_field
     if rowkind is not None:
         if rowkind not in field_types:
