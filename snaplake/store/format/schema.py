@@ -398,7 +398,10 @@ class TableSchema:
                 options=self.options,
                 operation=operation,
             )
-        elif operation is not Operation.READ and self.core_options.deletion_vectors_enabled:
+        elif (
+            operation is not Operation.READ
+            and self.options.get("deletion-vectors.enabled", "").strip().lower() == "true"
+        ):
             raise UnsupportedTableError(
                 "append tables with deletion-vectors.enabled = true: snaplake's append "
                 f"writers and compaction ignore deletion vectors; it refuses to "

@@ -80,6 +80,12 @@ def test_refused_values_are_refused_for_exactly_their_operations(option):
             with pytest.raises(UnsupportedTableError) as info:
                 check_supported(schema, op)
             assert info.value.key == option.key
+        elif op is not Operation.CREATE and option.parse is not None:
+            # honoured for this operation: a value that does not parse is a typed error
+            try:
+                check_supported(schema, op)
+            except InvalidOptionError as exc:
+                assert exc.key == option.key
         elif op is not Operation.CREATE:
             check_supported(schema, op)
 
