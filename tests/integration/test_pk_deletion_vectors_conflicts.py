@@ -36,6 +36,7 @@ from snaplake.store.format.index_file import (
 )
 from snaplake.store.format.manifest import FileKind
 from snaplake.store.read.index_scan import read_index_entries
+from snaplake.write.batch_write import commit_or_abort
 
 pytestmark = [pytest.mark.integration, requires_paimon]
 
@@ -74,7 +75,7 @@ def test_second_compaction_of_a_bucket_replans(tmp_path: Path) -> None:
     assert any(m.compact_increment.new_index_files for m in messages)
     table.compact()  # the winner
     assert _read(tmp_path) == model.rows()
-    with pytest.raises(CommitConflictError) as info:
+    with pytest.raises(CommitConflictError):
         loser.commit_rewritten(plan, messages)
     new_index = {f.file_name for m in messages for f in m.compact_increment.new_index_files}
     assert not new_index & _index_files(table), "the loser's index files are deleted"
@@ -126,6 +127,34 @@ def test_write_only_level0_commit_never_conflicts_with_a_compaction(tmp_path: Pa
     write_and_commit(table, to_table(later))  # lands between plan and commit
     job.commit_rewritten(plan, messages)
     assert _read(tmp_path) == sorted_rows(to_table(rows))  # the later rows wait in level 0
+    model.apply(later, None)
+    table.compact()
+    assert _read(tmp_path) == model.rows()
+
+
+def test_lifting_writer_that_loses_to_a_compaction_commits_its_level0_files(
+    tmp_path: Path,
+) -> None:
+    table = _table(tmp_path)
+    model = TableModel(engine_model("deduplicate"))
+    rows = make_rows(0, 40)
+    write_and_commit(table, to_table(rows))
+    model.apply(rows, None)
+    table.compact(full=True)
+    write = table.new_write(commit_user="w")
+    later = make_rows(10, 20, seed=1)
+    write.write_arrow(to_table(later))
+    messages = write.prepare_commit()  # the lift: level 0 compacted, vectors written
+    outputs = {f.file_name for m in messages for f in m.compact_increment.compact_after}
+    assert outputs and any(m.compact_increment.new_index_files for m in messages)
+    write_and_commit(table, to_table(make_rows(30, 5, seed=2)))  # lifts the same buckets
+    model.apply(make_rows(30, 5, seed=2), None)
+    result = commit_or_abort(table.new_commit(commit_user="w"), write.schema, messages,
+                             commit_identifier=1)  # fmt: skip
+    assert result.snapshot_id is not None
+    on_disk = {p.name for p in Path(table.root).rglob("*.parquet")}
+    assert not outputs & on_disk, "the lost compaction's outputs are deleted"
+    assert _read(tmp_path) == model.rows()  # the level-0 rows wait for a compaction
     model.apply(later, None)
     table.compact()
     assert _read(tmp_path) == model.rows()
