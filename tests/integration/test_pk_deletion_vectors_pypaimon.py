@@ -135,3 +135,26 @@ def test_bitmap64_vectors_are_written(tmp_path: Path) -> None:
     ]
     assert vectors and all(v.bitmap64 for v in vectors)
     assert sum(v.cardinality for v in vectors) == 10
+
+
+def test_dynamic_bucket_table_with_deletion_vectors(tmp_path: Path) -> None:
+    """``bucket = -1``: the writer's lift and compaction keep vectors per assigned bucket."""
+    catalog = snaplake.FileSystemCatalog(str(tmp_path))
+    table = catalog.create_table(
+        "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+        options={"bucket": "-1", "deletion-vectors.enabled": "true",
+                 "dynamic-bucket.target-row-num": "5"},
+    )  # fmt: skip
+    model = TableModel(engine_model("deduplicate"))
+    oracle = PaimonOracle(tmp_path)
+    for first, count, seed in ((0, 30, 0), (10, 30, 1), (5, 10, 2)):
+        rows = make_rows(first, count, seed=seed)
+        write_and_commit(table, to_table(rows))
+        model.apply(rows, None)
+        got = oracle.read("db.t").select(PK_SCHEMA.names).cast(PK_SCHEMA)
+        assert sorted_rows(got) == model.rows()
+    assert _vectors(table)
+    table.compact(full=True)
+    assert _vectors(table) == {}
+    got = oracle.read("db.t").select(PK_SCHEMA.names).cast(PK_SCHEMA)
+    assert sorted_rows(got) == model.rows()
