@@ -24,6 +24,12 @@ pytestmark = [pytest.mark.integration, requires_java_paimon]
 DV_ENGINES = ("deduplicate", "partial-update", "aggregation")
 
 
+def _latest_id(table: Any) -> int:
+    latest = table.latest_snapshot()
+    assert latest is not None
+    return int(latest.id)
+
+
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, list[Any]]]:
     """Per engine: the table and ``(snapshot id, expected rows)`` after every step."""
@@ -40,11 +46,11 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, lis
         for ident, (rows, kinds) in enumerate(_history(engine)):
             write_and_commit(table, to_table(rows), row_kinds=kinds, commit_identifier=ident)
             model.apply(rows, kinds)
-            steps.append((table.latest_snapshot().id, model.rows()))
+            steps.append((_latest_id(table), model.rows()))
             if ident == 1:
                 table.compact(full=True)
         table.compact(full=True)
-        steps.append((table.latest_snapshot().id, model.rows()))
+        steps.append((_latest_id(table), model.rows()))
         out[engine] = (table, steps)
     return out
 

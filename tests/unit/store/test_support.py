@@ -43,7 +43,7 @@ def test_primary_key_tables_pass_unless_they_use_what_the_merge_tree_lacks():
         refused = dataclasses.replace(with_dv, options={**with_dv.options, **bad})
         with pytest.raises(InvalidOptionError, match="deletion vectors"):
             check_supported(refused, Operation.CREATE)
-    with pytest.raises(InvalidOptionError, match="deletion-vectors.enabled"):
+    with pytest.raises(InvalidOptionError, match=r"deletion-vectors\.enabled"):
         check_supported(
             dataclasses.replace(
                 schema, options={**schema.options, "deletion-vectors.enabled": "maybe"}
