@@ -10,7 +10,7 @@ from tests.helpers import write_and_commit
 from tests.pk_helpers import PK_KEYS, PK_SCHEMA, make_rows, to_table
 
 import snaplake
-from snaplake.errors import CorruptMetadataError, InvalidOptionError
+from snaplake.errors import CorruptMetadataError, InvalidOptionError, UnsupportedTableError
 from snaplake.store.format.index_file import DELETION_VECTORS_INDEX
 from snaplake.store.read.index_scan import read_index_entries
 
@@ -58,4 +58,15 @@ def test_paimon_refusals_are_typed_and_write_nothing(
             "db.t", schema=PK_SCHEMA, primary_keys=PK_KEYS,
             options={"bucket": "1", "deletion-vectors.enabled": "true", **options},
         )  # fmt: skip
+    assert not any(tmp_path.iterdir())
+
+
+def test_postpone_buckets_with_deletion_vectors_are_refused(tmp_path: Path) -> None:
+    catalog = snaplake.FileSystemCatalog(str(tmp_path))
+    with pytest.raises(UnsupportedTableError, match="postpone") as info:
+        catalog.create_table(
+            "db.t", schema=PK_SCHEMA, primary_keys=PK_KEYS,
+            options={"bucket": "-2", "deletion-vectors.enabled": "true"},
+        )  # fmt: skip
+    assert info.value.operation == "create"
     assert not any(tmp_path.iterdir())
