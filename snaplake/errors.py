@@ -31,7 +31,8 @@ Python code (``except LookupError``, ``except FileExistsError``) keeps working::
     │   └── UnsafeStorageError                     store ignores conditional writes
     └── CommitError
         ├── CommitConflictError                    .paths, .conflicting_snapshot_ids
-        │   └── HashIndexConflictError             retryable: write the rows again
+        │   ├── HashIndexConflictError             retryable: write the rows again
+        │   └── DeletionVectorConflictError        retryable: plan the compaction again
         ├── CommitRetriesExhaustedError            retryable; .attempts, .elapsed_s
         └── CommitStateUnknownError                look for .commit_identifier before retrying
 
@@ -55,6 +56,7 @@ __all__ = [
     "DatabaseNotEmptyError",
     "DatabaseNotFoundError",
     "FileAlreadyExistsError",
+    "DeletionVectorConflictError",
     "HashIndexConflictError",
     "InvalidNameError",
     "InvalidOptionError",
@@ -307,6 +309,19 @@ class HashIndexConflictError(CommitConflictError):
     Committing these messages again cannot help, but writing the same rows
     again with a new writer (which restores the new index) can: ``retryable``.
     Nothing was published.
+    """
+
+    retryable: ClassVar[bool] = True
+
+
+class DeletionVectorConflictError(CommitConflictError):
+    """Raised when a bucket's deletion vectors changed since a compaction read them.
+
+    The compaction's new vectors file was built from the old one, so
+    publishing it would lose the other commit's vectors. Committing these
+    messages again cannot help, but planning the compaction again on the new
+    snapshot can: ``retryable`` (``CompactionJob`` re-plans). Nothing was
+    published.
     """
 
     retryable: ClassVar[bool] = True

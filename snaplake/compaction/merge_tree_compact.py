@@ -14,7 +14,7 @@ overlapping key ranges within a level >= 1). A lost commit deletes the
 outputs, never an input a unit only moved to another level.
 
 :func:`compact_new_files` compacts a writer's own new files before its
-commit (first-row tables, whose readers skip level 0).
+commit (first-row and deletion-vector tables, whose readers skip level 0).
 
 Source: Paimon ``MergeTreeCompactManager``, ``MergeTreeCompactTask``,
 ``FileStoreCommitImpl`` (COMPACT commits).
@@ -34,6 +34,7 @@ from snaplake.compaction.merge_tree_plan import (
     BucketCompaction,
     MergeTreeCompactPlanner,
     SortedRunStats,
+    bucket_dv_index,
     plan_bucket,
 )
 from snaplake.compaction.merge_tree_rewrite import rewrite_bucket
@@ -203,11 +204,13 @@ def compact_new_files(
 ) -> list[CommitMessage]:
     """Lift a writer's new level-0 files with lookup compaction, in the writer's commit.
 
-    Paimon's readers skip level 0 of first-row tables, so a first-row writer
-    compacts its level-0 files into a level >= 1 before it commits (dropping rows
-    whose key an older version already holds). Each returned message keeps the
-    new files as ADDs and adds the compaction (the new files among its
-    inputs), so one snapshot publishes the result.
+    Paimon's readers skip level 0 of first-row and deletion-vector tables, so
+    such a writer compacts its level-0 files into a level >= 1 before it commits
+    (first-row: dropping rows whose key an older version already holds;
+    deletion vectors: marking the superseded rows in the bucket's new vectors
+    file, which the message's compact increment replaces the old one with).
+    Each returned message keeps the new files as ADDs and adds the compaction
+    (the new files among its inputs), so one snapshot publishes the result.
 
     Args:
         table: The table's storage, paths and managers (its latest snapshot
@@ -234,6 +237,9 @@ def compact_new_files(
         # files read into it by field id).
         schema = current
     latest = table.snapshot_manager.latest_snapshot()
+    dv_files = (
+        bucket_dv_index(table, latest) if schema.core_options.deletion_vectors_enabled else {}
+    )
     live: dict[tuple[bytes, int], tuple[list[DataFileMeta], list[str]]] = {}
     if latest is not None:
         scan = FileStoreScan(
@@ -265,6 +271,7 @@ def compact_new_files(
                 files=[*files, *new],
                 paths=[*file_paths, *new_paths],
                 full=False,
+                dv_index=dv_files.get((m.partition, m.bucket)),
             )
             if task is None:
                 out.append(m)

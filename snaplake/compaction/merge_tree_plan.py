@@ -25,10 +25,12 @@ from snaplake.mergetree.sorted_run import KeyComparator, Levels
 from snaplake.mergetree.universal import CompactUnit, UniversalCompaction, pick_full_compaction
 from snaplake.options import CoreOptions, Operation
 from snaplake.store.format.data_file import DataFileMeta
+from snaplake.store.format.index_file import DELETION_VECTORS_INDEX, IndexFileMeta
 from snaplake.store.format.manifest import ManifestEntry
 from snaplake.store.format.primary_key import MergeEngine
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
+from snaplake.store.read.index_scan import read_index_entries
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.support import check_supported
 from snaplake.store.table_storage import TableStorage
@@ -39,6 +41,7 @@ __all__ = [
     "FULL_COMPACTION_PROPERTY",
     "MergeTreeCompactPlanner",
     "SortedRunStats",
+    "bucket_dv_index",
     "plan_bucket",
     "sorted_run_stats",
 ]
@@ -65,10 +68,17 @@ class BucketCompaction:
         drop_delete: Drop ``-U``/``-D`` rows (the output is the highest level with data).
         files: The unit's input files.
         paths: Full path of each input, aligned with ``files``.
-        lookup: first-row tables: a level-0 row whose key is already in a
-            level >= 1 file is dropped (Paimon's lookup compaction).
-        lookup_files: With ``lookup``: the bucket's level >= 1 files outside the unit.
+        lookup: Lookup compaction: a level-0 row's key is looked up in
+            ``lookup_files`` (first-row tables drop the row when found;
+            deletion-vector tables merge the found record in and mark it deleted).
+        lookup_files: With ``lookup``: first-row tables: the bucket's level >= 1
+            files outside the unit; deletion-vector tables: its files above the
+            output level.
         lookup_paths: Full path of each lookup file.
+        deletion_vectors: The table has ``deletion-vectors.enabled``: inputs and
+            lookups are read with their vectors, found records are marked and the
+            bucket's vectors file is rewritten.
+        dv_index: The bucket's DELETION_VECTORS file when planned (``None``: none).
     """
 
     partition: bytes
@@ -84,6 +94,8 @@ class BucketCompaction:
     lookup: bool = False
     lookup_files: tuple[DataFileMeta, ...] = ()
     lookup_paths: tuple[str, ...] = ()
+    deletion_vectors: bool = False
+    dv_index: IndexFileMeta | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,6 +202,7 @@ class MergeTreeCompactPlanner:
             file_io=t.file_io, paths=t.paths, schema_manager=t.schema_manager,
             snapshot=latest, partition_filter=self.partition_filter, only_real_buckets=True,
         )  # fmt: skip
+        dv_files = bucket_dv_index(t, latest) if opts.deletion_vectors_enabled else {}
         tasks: list[BucketCompaction] = []
         buckets = max_runs = over = 0
         trigger = opts.num_sorted_run_compaction_trigger
@@ -206,6 +219,7 @@ class MergeTreeCompactPlanner:
                 paths=split.paths,
                 full=full,
                 options=opts,
+                dv_index=dv_files.get((split.partition, split.bucket)),
             )
             buckets += 1
             max_runs = max(max_runs, runs)
@@ -229,12 +243,16 @@ def plan_bucket(
     paths: Sequence[str],
     full: bool,
     options: CoreOptions | None = None,
+    dv_index: IndexFileMeta | None = None,
 ) -> tuple[BucketCompaction | None, int]:
     """Pick one bucket's compaction (or none) from its live files.
 
-    First-row tables compact with lookup and always lift level 0 (Paimon's
-    readers skip it): when universal picking finds nothing, the level-0 runs
-    are picked with the runs that size ratio adds.
+    First-row and deletion-vector tables compact with lookup and always lift
+    level 0 (Paimon's readers skip it): when universal picking finds nothing,
+    the level-0 runs are picked with the runs that size ratio adds. With
+    deletion vectors, retractions are dropped at every output level > 0, and a
+    full compaction of a bucket that already is one top run rewrites the top
+    files that carry a vector (``dv_index``, the bucket's vectors file, names them).
 
     ``options`` (default: the table's) give ``num-levels`` and the merge engine.
 
@@ -247,11 +265,16 @@ def plan_bucket(
     opts = options or schema.core_options
     levels = Levels(cmp, files, opts.num_levels)
     runs = levels.level_sorted_runs()
-    lookup = opts.merge_engine == MergeEngine.FIRST_ROW
+    dv = opts.deletion_vectors_enabled
+    lookup = dv or opts.merge_engine == MergeEngine.FIRST_ROW
     num_levels = levels.number_of_levels
     unit: CompactUnit | None
     if full:
         unit = pick_full_compaction(num_levels, runs)
+        with_vectors = {r.data_file_name for r in (dv_index.dv_ranges or ())} if dv_index else set()
+        if unit is None and with_vectors:
+            marked = tuple(f for f in files if f.file_name in with_vectors)
+            unit = CompactUnit(levels.max_level, marked) if marked else None
     else:
         unit = strategy.pick(num_levels, runs)
         if unit is None and lookup:
@@ -260,7 +283,8 @@ def plan_bucket(
         return None, len(runs)
     by_name = dict(zip((f.file_name for f in files), paths, strict=True))
     in_unit = {f.file_name for f in unit.files}
-    others = [f for f in files if f.level >= 1 and f.file_name not in in_unit] if lookup else []
+    floor = unit.output_level + 1 if dv else 1
+    others = [f for f in files if f.level >= floor and f.file_name not in in_unit] if lookup else []
     task = BucketCompaction(
         partition=partition,
         partition_path=partition_path,
@@ -270,14 +294,33 @@ def plan_bucket(
         output_level=unit.output_level,
         max_level=levels.max_level,
         drop_delete=unit.output_level != 0
-        and unit.output_level >= levels.non_empty_highest_level(),
+        and (dv or unit.output_level >= levels.non_empty_highest_level()),
         files=unit.files,
         paths=tuple(by_name[f.file_name] for f in unit.files),
         lookup=lookup,
         lookup_files=tuple(others),
         lookup_paths=tuple(by_name[f.file_name] for f in others),
+        deletion_vectors=dv,
+        dv_index=dv_index if dv else None,
     )
     return task, len(runs)
+
+
+def bucket_dv_index(
+    table: TableStorage, snapshot: Snapshot | None
+) -> dict[tuple[bytes, int], IndexFileMeta]:
+    """``{(partition, bucket): its DELETION_VECTORS file}`` of ``snapshot``.
+
+    Raises:
+        FileNotFoundError: the snapshot's index manifest is missing.
+        CorruptMetadataError: the index manifest is undecodable.
+
+    Storage: reads the snapshot's index manifest (cached).
+
+    Source: Paimon ``IndexFileHandler.scanEntries(DELETION_VECTORS_INDEX, ...)``.
+    """
+    entries = read_index_entries(table, snapshot, index_type=DELETION_VECTORS_INDEX)
+    return {(e.partition, e.bucket): e.index_file for e in entries}
 
 
 def sorted_run_stats(entries: Sequence[ManifestEntry], *, trigger: int) -> SortedRunStats:

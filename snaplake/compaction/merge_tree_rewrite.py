@@ -4,28 +4,40 @@
 the table's merge engine through the streaming k-way merge and writes them, rolled
 at ``target-file-size``, at the output level; large files alone in their section
 are *upgraded* (the same file re-recorded at the output level). Retractions are
-dropped only when the output level is the highest non-empty level. Memory:
-bounded by the k-way merge, never a whole bucket.
+dropped only when the output level is the highest non-empty level (with deletion
+vectors: at every output level above 0). Memory: bounded by the k-way merge and
+the lookup's one batch per level, never a whole bucket.
+
+Lookup compaction (first-row and deletion-vector tables): each merged key whose
+newest version came from level 0 is looked up in the task's lookup files
+(:class:`~snaplake.mergetree.lookup.LookupLevels`). First-row tables drop the
+row when found; deletion-vector tables merge the found (older) record in, mark
+its (file, position) in that file's vector, and end the rewrite with one new
+DELETION_VECTORS file for the bucket (the vectors of live files plus the new
+marks) replacing the old one in the message's ``CompactIncrement``.
 
 Source: Paimon ``MergeTreeCompactTask.doCompact`` (sections, small files,
 upgrades, top-level files with deletes rewritten), ``MergeTreeCompactRewriter``,
+``LookupMergeTreeCompactRewriter``, ``BucketedDvMaintainer``,
 ``DataFileMeta.upgrade``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.compaction.merge_tree_plan import BucketCompaction
 from snaplake.errors import SchemaMismatchError
-from snaplake.mergetree.kv import key_column
-from snaplake.mergetree.merge_function import drop_retracts
+from snaplake.mergetree.lookup import LOOKUP_FILE, LOOKUP_POSITION, LOOKUP_ROW, LookupLevels
+from snaplake.mergetree.merge_function import drop_retracts, fold
 from snaplake.mergetree.read import (
     LEVEL_COLUMN,
     BucketFiles,
@@ -35,6 +47,12 @@ from snaplake.mergetree.read import (
 )
 from snaplake.mergetree.sorted_run import SortedRun, interval_partition
 from snaplake.store.format.data_file import DataFileMeta, FileSource
+from snaplake.store.format.deletion_vector import (
+    DeletionVector,
+    read_deletion_vectors,
+    write_deletion_vectors_index,
+)
+from snaplake.store.format.index_file import IndexFileMeta, index_path
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
@@ -81,9 +99,13 @@ def rewrite_bucket(
             expiry removed it); the outputs written so far are deleted.
         SchemaMismatchError: an input was written under a schema newer than
             ``schema`` (its newer columns would be lost); nothing is written.
+        CorruptMetadataError: the bucket's vectors file is damaged (named);
+            nothing is written.
 
     Storage: creates data files at the output level under the bucket directory
-    (deleted again if this raises). Inputs are never deleted here.
+    and, with deletion vectors whose set changed, one ``index/index-<uuid>-<n>``
+    file (all deleted again if this raises). Reads the bucket's vectors file
+    (``task.dv_index``). Inputs are never deleted here.
 
     Source: Paimon ``MergeTreeCompactTask.doCompact``.
     """
@@ -100,12 +122,19 @@ def rewrite_bucket(
     min_file_size = int(
         opts.target_file_size(has_primary_key=True) * opts.compaction_small_file_ratio
     )
-    bucket_files = BucketFiles(task.files, task.paths)
+    vectors = (
+        read_deletion_vectors(file_io, paths, task.dv_index) if task.dv_index is not None else {}
+    )
+    bucket_files = BucketFiles(task.files, task.paths, vectors)
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []
     written: list[str] = []
     rows = 0
-    lookup = _LookupKeys(task, file_io=file_io, ctx=ctx) if task.lookup else None
+    lookup = (
+        _Lookup(task, ctx, vectors, bitmap64=opts.deletion_vectors_bitmap64)
+        if task.lookup
+        else None
+    )
 
     def rewrite_impl(candidate: list[list[SortedRun]]) -> None:
         nonlocal rows
@@ -124,9 +153,8 @@ def rewrite_bucket(
                 ctx, candidate, bucket_files, schema.field_names, with_level=lookup is not None
             )
             for chunk in chunks:
-                out = drop_retracts(chunk) if task.drop_delete else chunk
-                if lookup is not None:
-                    out = lookup.drop_known(out)
+                out = lookup.apply(chunk) if lookup is not None else chunk
+                out = drop_retracts(out) if task.drop_delete else out
                 rows += out.num_rows
                 writer.write(out)
             files = writer.close()
@@ -139,6 +167,7 @@ def rewrite_bucket(
 
     def upgrade(file: DataFileMeta) -> None:
         has_deletes = file.delete_row_count is None or file.delete_row_count > 0
+        has_deletes = has_deletes or file.file_name in vectors
         # Lookup: a level-0 file's keys must be checked against the other levels.
         if (task.output_level == task.max_level and has_deletes) or (
             lookup is not None and file.level == 0
@@ -171,6 +200,15 @@ def rewrite_bucket(
                     rewrite(candidate)
                     upgrade(f)
         rewrite(candidate)
+        new_index: tuple[IndexFileMeta, ...] = ()
+        if task.deletion_vectors and lookup is not None:
+            gone = {f.file_name for f in before} - {f.file_name for f in after}
+            kept = {n: v for n, v in vectors.items() if n not in gone}
+            merged = lookup.merged_vectors(kept)
+            if merged != vectors:
+                meta = write_deletion_vectors_index(file_io, paths, merged)
+                written.append(index_path(paths, meta))
+                new_index = (meta,)
     except BaseException:
         file_io.delete_many(written)
         raise
@@ -179,55 +217,84 @@ def rewrite_bucket(
         bucket=task.bucket,
         total_buckets=task.total_buckets,
         compact_increment=CompactIncrement(
-            compact_before=tuple(before), compact_after=tuple(after)
+            compact_before=tuple(before),
+            compact_after=tuple(after),
+            new_index_files=new_index,
+            deleted_index_files=(task.dv_index,) if new_index and task.dv_index else (),
         ),
     )
     return RewriteResult(message=message, written=tuple(written), rows_rewritten=rows)
 
 
-class _LookupKeys:
-    """The keys of a bucket's level >= 1 files outside the unit (read once, keys only).
+class _Lookup:
+    """A rewrite's lookup of level-0 keys in the higher levels (:class:`LookupLevels`).
 
-    A folded row whose version came from level 0 and whose key is among them is
-    dropped: in a first-row table the older version wins and already lives at a
-    higher level (Paimon's ``FirstRowMergeFunctionWrapper`` with lookup).
+    First-row tables drop a level-0 row whose key a lookup file holds (the
+    older version wins and already lives higher). Deletion-vector tables merge
+    the found record into the key's result (it is older than every input) and
+    mark its (file, position) deleted.
+
+    Source: Paimon ``LookupMergeTreeCompactRewriter``, ``LookupMergeFunction``,
+    ``FirstRowMergeFunctionWrapper``.
     """
 
     def __init__(
-        self, task: BucketCompaction, *, file_io: FileIO, ctx: KeyValueReadContext
+        self,
+        task: BucketCompaction,
+        ctx: KeyValueReadContext,
+        vectors: Mapping[str, DeletionVector],
+        *,
+        bitmap64: bool,
     ) -> None:
         self.task = task
-        self.file_io = file_io
         self.ctx = ctx
-        self._keys: pa.Table | None = None
+        self.bitmap64 = bitmap64
+        values = ctx.value_schema.names if task.deletion_vectors else ()
+        self.levels = LookupLevels(
+            ctx, BucketFiles(task.lookup_files, task.lookup_paths, vectors), value_columns=values
+        )
+        self.marks: dict[str, list[npt.NDArray[np.int64]]] = {}
 
-    def _load(self) -> pa.Table:
-        if self._keys is None:
-            names = [key_column(k) for k in self.ctx.spec.key_names]
-            full = self.ctx.kv_schema([])
-            schema = pa.schema([full.field(n) for n in names])
-            parts = [
-                t
-                for f, p in zip(self.task.lookup_files, self.task.lookup_paths, strict=True)
-                for t in self.ctx.read_file(f, p, schema, batch_rows=None)
-            ]
-            self._keys = pa.concat_tables(parts) if parts else schema.empty_table()
-        return self._keys
-
-    def drop_known(self, chunk: pa.Table) -> pa.Table:
-        """``chunk`` without level-0 rows whose key a lookup file holds."""
-        if chunk.num_rows == 0 or not self.task.lookup_files:
+    def apply(self, chunk: pa.Table) -> pa.Table:
+        """``chunk`` (merged, key order, with ``_LEVEL``) after looking up its level-0 winners."""
+        if chunk.num_rows == 0 or self.levels.empty:
             return chunk
         level0 = np.asarray(
             pc.equal(chunk.column(LEVEL_COLUMN), 0).to_numpy(zero_copy_only=False), dtype=np.bool_
         )
         if not level0.any():
             return chunk
-        keys = self._load()
-        names = keys.column_names
-        probe = chunk.select(names).append_column("__row", pa.array(np.arange(chunk.num_rows)))
-        hit = probe.join(keys, keys=names, join_type="left semi", use_threads=False)
-        known = np.zeros(chunk.num_rows, dtype=np.bool_)
-        known[np.asarray(hit.column("__row").to_numpy(), dtype=np.int64)] = True
-        drop = known & level0
-        return chunk.filter(pa.array(~drop)) if drop.any() else chunk
+        rows = np.flatnonzero(level0)
+        found = self.levels.lookup(chunk.take(pa.array(rows)))
+        if found.num_rows == 0:
+            return chunk
+        hit = rows[found.column(LOOKUP_ROW).to_numpy()]
+        if not self.task.deletion_vectors:
+            keep = np.ones(chunk.num_rows, dtype=np.bool_)
+            keep[hit] = False
+            return chunk.filter(pa.array(keep))
+        files = found.column(LOOKUP_FILE).to_pylist()
+        positions = found.column(LOOKUP_POSITION).to_numpy()
+        for name in set(files):
+            picked = positions[np.asarray([f == name for f in files], dtype=np.bool_)]
+            self.marks.setdefault(name, []).append(picked)
+        names = [n for n in chunk.column_names if n != LEVEL_COLUMN]
+        older = found.select(names).cast(chunk.select(names).schema)
+        merged = fold(pa.concat_tables([older, chunk.select(names)]), self.ctx.spec)
+        return merged.append_column(
+            pa.field(LEVEL_COLUMN, pa.int32(), nullable=False),
+            pa.array(np.zeros(merged.num_rows, dtype=np.int32)),
+        )
+
+    def merged_vectors(self, kept: Mapping[str, DeletionVector]) -> dict[str, DeletionVector]:
+        """``kept`` (the vectors of files still live) with this rewrite's marks added."""
+        out = dict(kept)
+        for name, parts in self.marks.items():
+            positions = np.concatenate(parts)
+            old = out.get(name)
+            out[name] = (
+                old.union(positions)
+                if old is not None
+                else DeletionVector.from_positions(positions, bitmap64=self.bitmap64)
+            )
+        return out

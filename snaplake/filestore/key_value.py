@@ -58,13 +58,14 @@ class KeyValueFileStore(FileStore):
         Without ``restored`` the writer restores each bucket's max sequence
         number (:meth:`restore_write_state`) at its first write (a missing
         manifest raises ``CorruptMetadataError`` naming it). A first-row
-        table (unless ``write-only``) lifts its new level-0 files before the
-        commit (:meth:`lift_level0`), as Paimon's readers skip level 0 of
-        such tables.
+        table or one with deletion vectors (unless ``write-only``) lifts its
+        new level-0 files before the commit (:meth:`lift_level0`), as Paimon's
+        readers skip level 0 of such tables.
         """
         opts = self.schema.core_options
         lift = None
-        if opts.merge_engine == MergeEngine.FIRST_ROW and not opts.write_only:
+        skips_level0 = opts.merge_engine == MergeEngine.FIRST_ROW or opts.deletion_vectors_enabled
+        if skips_level0 and not opts.write_only:
             lift = self.lift_level0
         restore = self.restore_write_state if restored is None else lambda: restored
         return KeyValueTableWrite(
@@ -120,7 +121,8 @@ class KeyValueFileStore(FileStore):
     def lift_level0(self, messages: list[CommitMessage]) -> list[CommitMessage]:
         """Compact a writer's new level-0 files up with lookup, in the same messages.
 
-        The :class:`~snaplake.write.kv_write.Level0Lift` of first-row tables
+        The :class:`~snaplake.write.kv_write.Level0Lift` of first-row and
+        deletion-vector tables
         (see :func:`~snaplake.compaction.merge_tree_compact.compact_new_files`).
 
         Raises:

@@ -224,7 +224,11 @@ class AggregateMergeFunction(MergeFunction):
             col = chunk.column(name)
             if name == VALUE_KIND:
                 columns.append(pa.array(np.zeros(len(groups), dtype=np.int8), type=pa.int8()))
-            elif name == SEQUENCE_NUMBER or name.startswith(KEY_FIELD_PREFIX):
+            elif (
+                name == SEQUENCE_NUMBER
+                or name.startswith(KEY_FIELD_PREFIX)
+                or name not in self.functions  # a reader's own column (``_LEVEL``): the newest
+            ):
                 columns.append(col.take(last).combine_chunks())
             else:
                 columns.append(

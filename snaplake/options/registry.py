@@ -579,13 +579,21 @@ WRITE_ONLY = _honoured(
     "write-only", "writers never maintain the table: snaplake.maintenance.inline is off",
     parse=parse_bool, default=False,
     doc="Writers never compact or run maintenance (snaplake.maintenance.inline is then off).")
+DELETION_VECTORS_ENABLED: ConfigOption[bool] = ConfigOption(
+    key="deletion-vectors.enabled", status=OptionStatus.HONOURED,
+    note="primary-key tables: lookup compaction (at each writer's commit unless write-only) "
+    "marks superseded rows in per-bucket deletion vectors; reads and append-table writes "
+    "refused", parse=parse_bool, default=False, accepts=_is("false"), accepted="false",
+    refused_for=_READ_ONLY,
+    doc="Compaction marks superseded rows in deletion vectors (readers skip level 0).")
 MAINTENANCE_INLINE = _honoured(
     "snaplake.maintenance.inline", "snaplake's own: run due merge and expiry after each "
     "writer commit", parse=parse_bool, default=False,
     doc="Run due manifest merge and expiry right after each successful writer commit.")
 DELETION_VECTORS_ENABLED = _honoured(
     "deletion-vectors.enabled", "deletion vectors: read (each file's vector drops its "
-    "deleted rows; primary-key batch reads skip level 0); append tables: written by "
+    "deleted rows; primary-key batch reads skip level 0); primary-key tables: written by "
+    "the lookup compaction (at prepare_commit unless write-only); append tables: written by "
     "Table.delete, applied and dropped by compaction", parse=parse_bool, default=False,
     doc="Deletion vectors mark deleted rows of data files.")
 DELETION_VECTOR_INDEX_FILE_TARGET_SIZE = _honoured(
@@ -593,7 +601,8 @@ DELETION_VECTOR_INDEX_FILE_TARGET_SIZE = _honoured(
     "deletion vector files roll at this size", parse=parse_memory_size, default=2 << 20,
     doc="Size at which a bucket-unaware table's deletion vector files roll.")
 DELETION_VECTORS_BITMAP64 = _honoured(
-    "deletion-vectors.bitmap64", "read: 32- and 64-bit vectors are read by their magic",
+    "deletion-vectors.bitmap64", "new vectors are 64-bit (Java 0.9 and pypaimon 2.1.0 read "
+    "only 32-bit ones); reads take either width by its magic",
     parse=parse_bool, default=False, doc="New deletion vectors are 64-bit bitmaps.")
 DELETION_VECTORS_MERGE_ON_READ = _honoured(
     "deletion-vectors.merge-on-read", "primary-key batch reads of a deletion-vector table "

@@ -37,6 +37,7 @@ from snaplake.store.format.data_file import (
     creation_time_now_ms,
 )
 from snaplake.store.format.file_format import DataFileSpec
+from snaplake.store.format.index_file import index_path
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.stats import SimpleStatsParts
@@ -374,12 +375,14 @@ class TableWrite(Protocol):
 def abort_messages(
     file_io: FileIO, paths: PathFactory, schema: TableSchema, messages: Sequence[CommitMessage]
 ) -> None:
-    """Delete the data and changelog files that uncommitted ``messages`` add (missing: fine).
+    """Delete the data, changelog and compaction index files uncommitted ``messages`` add.
 
     Files a message also deletes (a compaction's upgraded inputs, re-added at a
-    new level) are left alone.
+    new level) are left alone. Missing files are fine.
 
-    Storage: deletes data files only; never metadata.
+    Storage: deletes data and changelog files and the index files a
+    compaction wrote (``CompactIncrement.new_index_files``: a bucket's new
+    deletion vectors file); never other metadata.
     """
     targets = []
     for m in messages:
@@ -397,4 +400,5 @@ def abort_messages(
                     part_path, m.bucket, f.file_name, external_path=f.external_path
                 )
             )
+        targets += [index_path(paths, f) for f in m.compact_increment.new_index_files]
     file_io.delete_many(targets)

@@ -269,15 +269,15 @@ def check_refusals_before_any_job(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="warehouse"):
         compact(spark, "db.t")
     schema = table.schema()
-    table.schema_manager.create(  # a primary-key table with deletion vectors (refused)
+    table.schema_manager.create(  # a primary-key table with record-level expiry (refused)
         dataclasses.replace(
             schema,
             id=1,
             primary_keys=("id", "month"),
-            options={**schema.options, "bucket": "2", "deletion-vectors.enabled": "true"},
+            options={**schema.options, "bucket": "2", "record-level.expire-time": "1 d"},
         )
     )
-    with pytest.raises(UnsupportedTableError, match="deletion vectors"):
+    with pytest.raises(UnsupportedTableError, match="record-level"):
         compact(spark, table)
     assert len(table.snapshots()) == 2
 

@@ -42,7 +42,7 @@ from tests.spark.maintenance_checks import (
 
 import snaplake
 from snaplake.compaction.merge_tree_plan import FULL_COMPACTION_PROPERTY
-from snaplake.errors import UnsupportedTableError
+from snaplake.errors import InvalidOptionError
 from snaplake.spark import compact
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
@@ -219,16 +219,17 @@ def check_driver_killed_before_the_commit(spark: Any, tmp_path: Path) -> None:
 
 
 def check_refusals_before_any_job(spark: Any, tmp_path: Path) -> None:
-    """A primary-key table snaplake cannot compact (deletion vectors) is refused before any job."""
+    """A table Paimon refuses (deletion vectors with first-row): refused before any job."""
     catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
     table = create(catalog, "db.t")
     upsert(table, None, 0)
     files = data_files(table)
     raw = table.schema().to_json_dict()
     raw["id"] = 1
-    raw["options"] = {**raw["options"], "deletion-vectors.enabled": "true"}
+    raw["options"] = {**raw["options"], "deletion-vectors.enabled": "true",
+                      "merge-engine": "first-row"}  # fmt: skip
     SchemaManager(table.file_io, PathFactory(table.root)).create(TableSchema.from_json_dict(raw))
-    with pytest.raises(UnsupportedTableError, match="deletion vectors"):
+    with pytest.raises(InvalidOptionError, match="deletion vectors"):
         compact(spark, "db.t", warehouse=str(tmp_path / "wh"))
     assert len(table.snapshots()) == 1
     assert data_files(table) == files

@@ -109,9 +109,8 @@ def test_orc_and_avro_tables_read_and_write(spark: Any, tmp_path: Path, fmt: str
 def test_unsupported_primary_key_tables_are_refused_on_the_driver(
     spark: Any, tmp_path: Path
 ) -> None:
-    """A primary-key table with deletion vectors (another engine's): writes refused before
-    any job; reads work (level 0 skipped: nothing here)."""
-    from snaplake.errors import UnsupportedTableError
+    """Deletion vectors with first-row (Paimon refuses the pair): refused before any job."""
+    from snaplake.errors import InvalidOptionError
     from snaplake.store.format.paths import PathFactory
     from snaplake.store.format.schema import SchemaManager, TableSchema
 
@@ -119,13 +118,15 @@ def test_unsupported_primary_key_tables_are_refused_on_the_driver(
     plain = TableSchema.from_arrow(WIDE, partition_keys=["month"])
     raw = plain.to_json_dict()
     raw["primaryKeys"] = ["id", "month"]
-    raw["options"] = {**raw["options"], "bucket": "2", "deletion-vectors.enabled": "true"}
+    raw["options"] = {**raw["options"], "bucket": "2", "deletion-vectors.enabled": "true",
+                      "merge-engine": "first-row"}  # fmt: skip
     root = tmp_path / "wh" / "db.db" / "pk"
     SchemaManager(catalog.file_io, PathFactory(str(root))).create(TableSchema.from_json_dict(raw))
     df = spark.createDataFrame(_wide_rows(0, 10).to_pandas())
-    with pytest.raises(UnsupportedTableError, match="deletion vectors"):
+    with pytest.raises(InvalidOptionError, match="deletion vectors"):
         write(df, "db.pk", warehouse=str(tmp_path / "wh"))
-    assert read(spark, "db.pk", warehouse=str(tmp_path / "wh")).count() == 0
+    with pytest.raises(InvalidOptionError, match="deletion vectors"):
+        read(spark, "db.pk", warehouse=str(tmp_path / "wh"))
     assert sorted(p.name for p in root.iterdir()) == ["schema"]  # nothing written
 
 

@@ -279,21 +279,36 @@ def check_primary_key_table(
             operation=operation,
             key="bucket",
         )
-    if operation is not Operation.READ and core.deletion_vectors_enabled:
-        _refuse(
-            "deletion vectors (deletion-vectors.enabled = true) on a primary-key table are not "
-            f"supported for {operation}: their vectors are written by lookup compaction, "
-            "which snaplake does not run yet; snaplake reads such tables",
-            feature="option 'deletion-vectors.enabled' = 'true'",
-            operation=operation,
-            key="deletion-vectors.enabled",
-        )
     if operation in (Operation.CREATE, Operation.WRITE, Operation.MAINTENANCE):
         _check_file_formats(core, field_types, operation)
     for mode in (core.get(METADATA_STATS_MODE_PER_LEVEL) or {}).values():
         check_stats_mode(mode, key="metadata.stats-mode.per.level")
     if options.get("changelog-file.stats-mode") is not None:
         check_stats_mode(core.changelog_file_stats_mode, key="changelog-file.stats-mode")
+    if core.deletion_vectors_enabled:
+        # Paimon SchemaValidation.validateForDeletionVectors.
+        if core.merge_engine == MergeEngine.FIRST_ROW:
+            raise InvalidOptionError(
+                "deletion vectors cannot be used with merge-engine = first-row (Paimon "
+                "refuses the pair); set deletion-vectors.enabled = false",
+                key="deletion-vectors.enabled",
+            )
+        if core.bucket == -2 and operation is not Operation.READ:
+            _refuse(
+                "deletion vectors with postpone buckets (bucket = -2): snaplake's "
+                f"postpone compaction does not maintain them; it refuses to {operation.value} "
+                "this table",
+                feature="deletion vectors with bucket = -2",
+                operation=operation,
+                key="deletion-vectors.enabled",
+            )
+        if core.changelog_producer not in ("none", "input", "lookup"):
+            raise InvalidOptionError(
+                f"deletion vectors need changelog-producer none, input or lookup, not "
+                f"{core.changelog_producer!r} (Paimon refuses the pair)",
+                key="changelog-producer",
+                value=core.changelog_producer,
+            )
     for key, value in options.items():
         why = primary_key_option_refusal(key, value, operation)
         if why is not None:

@@ -392,7 +392,7 @@ class TableSchema:
     def check_primary_key_table(self, operation: Operation) -> None:
         """Refuse ``operation`` on a primary-key table snaplake cannot handle.
 
-        No-op on append tables. Run only by
+        Append tables pass (nothing is refused here). Run only by
         :func:`snaplake.store.support.check_supported`; see
         :func:`snaplake.store.format.primary_key.check_primary_key_table`.
         """

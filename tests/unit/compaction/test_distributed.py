@@ -129,11 +129,11 @@ def test_empty_specs_and_unsupported_primary_key_tables_are_refused(make_table):
     schema = table.schema()
     pk = dataclasses.replace(
         schema, id=1, primary_keys=("id", "month"),
-        options={**schema.options, "bucket": "2", "deletion-vectors.enabled": "true"},
+        options={**schema.options, "bucket": "2", "record-level.expire-time": "1 d"},
     )  # fmt: skip
-    table.schema_manager.create(pk)  # deletion vectors: refused when planning
+    table.schema_manager.create(pk)  # record-level expiry: refused when planning
     job = compaction_job(table)
-    with pytest.raises(UnsupportedTableError, match="deletion vectors"):
+    with pytest.raises(UnsupportedTableError, match="record-level"):
         job.plan_units(max_unit_bytes=1 << 30)
 
 

