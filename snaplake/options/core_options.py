@@ -31,6 +31,8 @@ from snaplake.options.registry import (
     CHANGELOG_NUM_RETAINED_MAX,
     CHANGELOG_NUM_RETAINED_MIN,
     CHANGELOG_PRODUCER,
+    CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
+    CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS,
     CHANGELOG_TIME_RETAINED,
     COMMIT_MAX_RETRIES,
     COMMIT_MAX_RETRY_WAIT,
@@ -58,6 +60,7 @@ from snaplake.options.registry import (
     FILE_FORMAT_PER_LEVEL,
     FILE_SUFFIX_INCLUDE_COMPRESSION,
     FULL_COMPACTION_DELTA_COMMITS,
+    LOOKUP_WAIT,
     IGNORE_DELETE,
     IGNORE_UPDATE_BEFORE,
     MAINTENANCE_INLINE,
@@ -232,6 +235,23 @@ class CoreOptions:
     def changelog_producer(self) -> str:
         """``changelog-producer`` (lower case): ``none``, ``input``, ``lookup``, ..."""
         return self._req(CHANGELOG_PRODUCER)
+
+    @property
+    def changelog_row_deduplicate(self) -> bool:
+        """``changelog-producer.row-deduplicate``: equal -U/+U pairs are not emitted."""
+        return self._req(CHANGELOG_PRODUCER_ROW_DEDUPLICATE)
+
+    @property
+    def changelog_row_deduplicate_ignore_fields(self) -> tuple[str, ...]:
+        """``changelog-producer.row-deduplicate-ignore-fields`` (``()`` when unset)."""
+        return self.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS) or ()
+
+    @property
+    def lookup_wait(self) -> bool:
+        """``lookup-wait`` (or its fallback key ``changelog-producer.lookup-wait``)."""
+        if LOOKUP_WAIT.key not in self.raw and "changelog-producer.lookup-wait" in self.raw:
+            return parse_bool(self.raw["changelog-producer.lookup-wait"])
+        return self._req(LOOKUP_WAIT)
 
     @property
     def changelog_file_prefix(self) -> str:

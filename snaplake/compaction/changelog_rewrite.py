@@ -1,0 +1,188 @@
+"""The changelog a primary-key compaction produces (``lookup`` / ``full-compaction``).
+
+:class:`CompactChangelog` rides along one bucket's rewrite
+(:func:`~snaplake.compaction.merge_tree_rewrite.rewrite_bucket`): for each merged
+chunk it finds the keys' before-images with a streaming
+:class:`~snaplake.mergetree.lookup.LookupLevels` (full-compaction: the unit's
+top-level files; lookup: the unit's files of levels > 0, then the bucket's
+files above the output level, the lowest level winning), applies
+:func:`~snaplake.mergetree.changelog.changelog_rows` and writes the rows into
+changelog files (``changelog-file.prefix``, ``.format``, ``.compression``;
+level = the output level, FileSource APPEND), which the compaction's commit
+message carries as ``CompactIncrement.changelog_files``.
+
+Source: Paimon ``FullChangelogMergeTreeCompactRewriter``,
+``LookupMergeTreeCompactRewriter``, ``ChangelogMergeTreeRewriter``
+(``rewriteChangelog``, ``upgradeChangelog``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from snaplake.compaction.merge_tree_plan import BucketCompaction
+from snaplake.mergetree.changelog import ChangelogRules, changelog_rows
+from snaplake.mergetree.lookup import LOOKUP_LEVEL, LOOKUP_ROW, LookupLevels
+from snaplake.mergetree.merge_function import fold
+from snaplake.mergetree.read import LEVEL_COLUMN, BucketFiles, KeyValueReadContext
+from snaplake.store.format.data_file import DataFileMeta, FileSource
+from snaplake.store.format.deletion_vector import DeletionVector
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.primary_key import MergeEngine
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.io.file_io import FileIO
+from snaplake.write.kv_file_writer import KeyValueFileWriter
+
+__all__ = ["FULL_COMPACTION", "LOOKUP", "CompactChangelog"]
+
+LOOKUP = "lookup"
+"""``changelog-producer`` value: changelog from lookup compaction."""
+FULL_COMPACTION = "full-compaction"
+"""``changelog-producer`` value: changelog from compaction into the top level."""
+
+
+class CompactChangelog:
+    """The changelog of one bucket's compaction (a :class:`BucketCompaction` with ``changelog``).
+
+    Args:
+        task: The bucket's compaction; ``task.changelog`` names the producer.
+        ctx: The rewrite's read context.
+        schema: The schema outputs are written in.
+        file_io: Storage of the table.
+        paths: Names the changelog files.
+        vectors: The bucket's deletion vectors (rows they mark are not live).
+
+    Storage: :meth:`add` writes changelog files in the bucket directory;
+    :meth:`abort` deletes them.
+    """
+
+    def __init__(
+        self,
+        task: BucketCompaction,
+        *,
+        ctx: KeyValueReadContext,
+        schema: TableSchema,
+        file_io: FileIO,
+        paths: PathFactory,
+        vectors: Mapping[str, DeletionVector],
+    ) -> None:
+        self.task = task
+        self.ctx = ctx
+        opts = schema.core_options
+        ignored = set(opts.changelog_row_deduplicate_ignore_fields)
+        first_row = opts.merge_engine == MergeEngine.FIRST_ROW
+        self.rules = ChangelogRules(
+            row_deduplicate=opts.changelog_row_deduplicate,
+            compared=tuple(n for n in ctx.value_schema.names if n not in ignored),
+            insert_only=first_row,
+        )
+        self.full = task.changelog == FULL_COMPACTION
+        # lookup without vectors or first-row: the written result leaves the found
+        # record in its level, the after-image merges it in.
+        self.fold_found = not self.full and not task.deletion_vectors and not first_row
+        pairs = [(f, p) for f, p in zip(task.files, task.paths, strict=True)
+                 if (f.level == task.max_level if self.full else f.level > 0)]  # fmt: skip
+        if not self.full:
+            pairs += [(f, p) for f, p in zip(task.lookup_files, task.lookup_paths, strict=True)
+                      if f.level > task.output_level]  # fmt: skip
+        files = BucketFiles([f for f, _ in pairs], [p for _, p in pairs], vectors)
+        self.levels = LookupLevels(ctx, files, value_columns=ctx.value_schema.names)
+        self.writer = KeyValueFileWriter(
+            file_io=file_io,
+            paths=paths,
+            schema=schema,
+            partition_path=task.partition_path,
+            bucket=task.bucket,
+            level=task.output_level,
+            file_source=FileSource.APPEND,
+            target_file_size=opts.target_file_size(has_primary_key=True),
+            changelog=True,
+        )
+
+    def rewrites(self, file: DataFileMeta) -> bool:
+        """Whether upgrading ``file`` alone must go through a rewrite to produce changelog.
+
+        full-compaction: a file lifted into the top level (its records are new
+        there: ``+I``); lookup: a level-0 file.
+        """
+        if self.full:
+            return file.level != self.task.max_level
+        return file.level == 0
+
+    def add(self, merged: pa.Table, result: pa.Table) -> None:
+        """Write the changelog of one merged chunk.
+
+        Args:
+            merged: The chunk the k-way merge yielded (key order, retractions
+                kept; with ``_LEVEL`` for lookup).
+            result: What the rewrite made of it before dropping retractions
+                (row-aligned with ``merged``, or ``merged`` itself; first-row
+                lookups may have dropped rows, ``merged`` is then used).
+
+        Raises:
+            FileNotFoundError: a file to look in is missing.
+            StorageError: the storage failed.
+        """
+        if merged.num_rows == 0:
+            return
+        after = result if result.num_rows == merged.num_rows else merged
+        names = [n for n in after.column_names if n != LEVEL_COLUMN]
+        after = after.select(names)
+        if self.full:
+            emit = np.ones(merged.num_rows, dtype=np.bool_)
+        else:
+            level = merged.column(LEVEL_COLUMN)
+            emit = np.asarray(pc.equal(level, 0).to_numpy(zero_copy_only=False), dtype=np.bool_)
+            if not emit.any():
+                return
+        rows = np.flatnonzero(emit)
+        found = self.levels.lookup(after.take(pa.array(rows)))
+        hit = rows[found.column(LOOKUP_ROW).to_numpy()]
+        has_before = np.zeros(after.num_rows, dtype=np.bool_)
+        has_before[hit] = True
+        index = np.zeros(after.num_rows, dtype=np.int64)
+        index[hit] = np.arange(hit.size)
+        before = found.select(names).cast(after.schema)
+        before = before.take(pa.array(index)) if before.num_rows else after
+        if self.fold_found and hit.size:
+            older = np.asarray(found.column(LOOKUP_LEVEL).to_numpy(), dtype=np.int64)
+            outside = hit[older > self.task.output_level]
+            if outside.size:
+                after = self._fold(after, found.select(names), hit, outside)
+        self.writer.write(changelog_rows(before, has_before, after, self.rules, emit=emit))
+
+    def _fold(
+        self, after: pa.Table, found: pa.Table, hit: np.ndarray, outside: np.ndarray
+    ) -> pa.Table:
+        """``after`` with the rows ``outside`` merged with their found (older) records."""
+        pos = np.searchsorted(hit, outside)
+        pair = pa.concat_tables(
+            [found.take(pa.array(pos)).cast(after.schema), after.take(pa.array(outside))]
+        )
+        folded = fold(pair, self.ctx.spec).cast(after.schema)
+        keep = np.ones(after.num_rows, dtype=np.bool_)
+        keep[outside] = False
+        merged = pa.concat_tables([after.filter(pa.array(keep)), folded])
+        order = np.argsort(np.concatenate([np.flatnonzero(keep), outside]), kind="stable")
+        return merged.take(pa.array(order))
+
+    def close(self) -> tuple[list[DataFileMeta], list[str]]:
+        """Finish the changelog files: their metadata and full paths (none when empty).
+
+        Raises:
+            StorageError: the storage failed (the files written are deleted).
+        """
+        try:
+            files = self.writer.close()
+        except BaseException:
+            self.writer.abort()
+            raise
+        return [w.meta for w in files], [w.path for w in files]
+
+    def abort(self) -> None:
+        """Delete the changelog files written so far."""
+        self.writer.abort()
