@@ -60,7 +60,8 @@ class ChangelogRules:
 def is_add(table: pa.Table) -> npt.NDArray[np.bool_]:
     """Rows of ``table`` whose ``_VALUE_KIND`` is ``+I`` or ``+U``."""
     kinds = np.asarray(table.column(VALUE_KIND).to_numpy(zero_copy_only=False), dtype=np.int8)
-    return (kinds == RowKind.INSERT) | (kinds == RowKind.UPDATE_AFTER)
+    add: npt.NDArray[np.bool_] = (kinds == RowKind.INSERT) | (kinds == RowKind.UPDATE_AFTER)
+    return add
 
 
 def values_equal(
@@ -74,7 +75,7 @@ def values_equal(
     for name in columns:
         a, b = before.column(name), after.column(name)
         try:
-            same = pc.fill_null(pc.equal(a, b), False)
+            same = pc.fill_null(pc.equal(a, b), fill_value=False)
             both_null = pc.and_(pc.is_null(a), pc.is_null(b))
             col = np.asarray(pc.or_(same, both_null).to_numpy(zero_copy_only=False), dtype=bool)
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
