@@ -29,6 +29,10 @@ from snaplake.mergetree.changelog import ChangelogRules, changelog_rows
 from snaplake.mergetree.lookup import LOOKUP_LEVEL, LOOKUP_ROW, LookupLevels
 from snaplake.mergetree.merge_function import fold
 from snaplake.mergetree.read import LEVEL_COLUMN, BucketFiles, KeyValueReadContext
+from snaplake.options.registry import (
+    CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
+    CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS,
+)
 from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.deletion_vector import DeletionVector
 from snaplake.store.format.paths import PathFactory
@@ -73,10 +77,10 @@ class CompactChangelog:
         self.task = task
         self.ctx = ctx
         opts = schema.core_options
-        ignored = set(opts.changelog_row_deduplicate_ignore_fields)
+        ignored = set(opts.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS) or ())
         first_row = opts.merge_engine == MergeEngine.FIRST_ROW
         self.rules = ChangelogRules(
-            row_deduplicate=opts.changelog_row_deduplicate,
+            row_deduplicate=bool(opts.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE)),
             compared=tuple(n for n in ctx.value_schema.names if n not in ignored),
             insert_only=first_row,
         )

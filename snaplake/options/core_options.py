@@ -31,8 +31,6 @@ from snaplake.options.registry import (
     CHANGELOG_NUM_RETAINED_MAX,
     CHANGELOG_NUM_RETAINED_MIN,
     CHANGELOG_PRODUCER,
-    CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
-    CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS,
     CHANGELOG_TIME_RETAINED,
     COMMIT_MAX_RETRIES,
     COMMIT_MAX_RETRY_WAIT,
@@ -235,16 +233,6 @@ class CoreOptions:
     def changelog_producer(self) -> str:
         """``changelog-producer`` (lower case): ``none``, ``input``, ``lookup``, ..."""
         return self._req(CHANGELOG_PRODUCER)
-
-    @property
-    def changelog_row_deduplicate(self) -> bool:
-        """``changelog-producer.row-deduplicate``: equal -U/+U pairs are not emitted."""
-        return self._req(CHANGELOG_PRODUCER_ROW_DEDUPLICATE)
-
-    @property
-    def changelog_row_deduplicate_ignore_fields(self) -> tuple[str, ...]:
-        """``changelog-producer.row-deduplicate-ignore-fields`` (``()`` when unset)."""
-        return self.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS) or ()
 
     @property
     def lookup_wait(self) -> bool:
