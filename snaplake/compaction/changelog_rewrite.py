@@ -136,13 +136,18 @@ class CompactChangelog:
         after = result if result.num_rows == merged.num_rows else merged
         names = [n for n in after.column_names if n != LEVEL_COLUMN]
         after = after.select(names)
-        if self.full:
-            emit = np.ones(merged.num_rows, dtype=np.bool_)
-        else:
-            level = merged.column(LEVEL_COLUMN)
-            emit = np.asarray(pc.equal(level, 0).to_numpy(zero_copy_only=False), dtype=np.bool_)
-            if not emit.any():
-                return
+        # full-compaction: keys with a record below the top level (a key found
+        # only at the top is unchanged); lookup: keys with a level-0 record. The
+        # newest record's level tells both.
+        level = merged.column(LEVEL_COLUMN)
+        emit = np.asarray(
+            (
+                pc.not_equal(level, self.task.max_level) if self.full else pc.equal(level, 0)
+            ).to_numpy(zero_copy_only=False),
+            dtype=np.bool_,
+        )
+        if not emit.any():
+            return
         rows = np.flatnonzero(emit)
         found = self.levels.lookup(after.take(pa.array(rows)))
         hit = rows[found.column(LOOKUP_ROW).to_numpy()]
