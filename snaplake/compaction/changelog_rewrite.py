@@ -26,8 +26,7 @@ import pyarrow.compute as pc
 
 from snaplake.compaction.merge_tree_plan import BucketCompaction
 from snaplake.mergetree.changelog import ChangelogRules, changelog_rows
-from snaplake.mergetree.lookup import LOOKUP_LEVEL, LOOKUP_ROW, LookupLevels
-from snaplake.mergetree.merge_function import fold
+from snaplake.mergetree.lookup import LOOKUP_ROW, LookupLevels
 from snaplake.mergetree.read import LEVEL_COLUMN, BucketFiles, KeyValueReadContext
 from snaplake.options.registry import (
     CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
@@ -85,9 +84,6 @@ class CompactChangelog:
             insert_only=first_row,
         )
         self.full = task.changelog == FULL_COMPACTION
-        # lookup without vectors or first-row: the written result leaves the found
-        # record in its level, the after-image merges it in.
-        self.fold_found = not self.full and not task.deletion_vectors and not first_row
         pairs = [(f, p) for f, p in zip(task.files, task.paths, strict=True)
                  if (f.level == task.max_level if self.full else f.level > 0)]  # fmt: skip
         if not self.full:
@@ -124,8 +120,9 @@ class CompactChangelog:
             merged: The chunk the k-way merge yielded (key order, retractions
                 kept; with ``_LEVEL`` for lookup).
             result: What the rewrite made of it before dropping retractions
-                (row-aligned with ``merged``, or ``merged`` itself; first-row
-                lookups may have dropped rows, ``merged`` is then used).
+                (row-aligned with ``merged``: with deletion vectors, the found
+                record merged in; first-row lookups drop rows, ``merged`` is
+                then used, as a dropped key has a before and emits nothing).
 
         Raises:
             FileNotFoundError: a file to look in is missing.
@@ -157,27 +154,7 @@ class CompactChangelog:
         index[hit] = np.arange(hit.size)
         before = found.select(names).cast(after.schema)
         before = before.take(pa.array(index)) if before.num_rows else after
-        if self.fold_found and hit.size:
-            older = np.asarray(found.column(LOOKUP_LEVEL).to_numpy(), dtype=np.int64)
-            outside = hit[older > self.task.output_level]
-            if outside.size:
-                after = self._fold(after, found.select(names), hit, outside)
         self.writer.write(changelog_rows(before, has_before, after, self.rules, emit=emit))
-
-    def _fold(
-        self, after: pa.Table, found: pa.Table, hit: np.ndarray, outside: np.ndarray
-    ) -> pa.Table:
-        """``after`` with the rows ``outside`` merged with their found (older) records."""
-        pos = np.searchsorted(hit, outside)
-        pair = pa.concat_tables(
-            [found.take(pa.array(pos)).cast(after.schema), after.take(pa.array(outside))]
-        )
-        folded = fold(pair, self.ctx.spec).cast(after.schema)
-        keep = np.ones(after.num_rows, dtype=np.bool_)
-        keep[outside] = False
-        merged = pa.concat_tables([after.filter(pa.array(keep)), folded])
-        order = np.argsort(np.concatenate([np.flatnonzero(keep), outside]), kind="stable")
-        return merged.take(pa.array(order))
 
     def close(self) -> tuple[list[DataFileMeta], list[str]]:
         """Finish the changelog files: their metadata and full paths (none when empty).
