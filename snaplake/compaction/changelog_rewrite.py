@@ -76,10 +76,12 @@ class CompactChangelog:
         self.task = task
         self.ctx = ctx
         opts = schema.core_options
-        ignored = set(opts.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS) or ())
+        fields: tuple[str, ...] | None = opts.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS)
+        dedup: bool | None = opts.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE)
+        ignored = set(fields or ())
         first_row = opts.merge_engine == MergeEngine.FIRST_ROW
         self.rules = ChangelogRules(
-            row_deduplicate=bool(opts.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE)),
+            row_deduplicate=bool(dedup),
             compared=tuple(n for n in ctx.value_schema.names if n not in ignored),
             insert_only=first_row,
         )

@@ -316,13 +316,13 @@ CHANGELOG_PRODUCER = _pk(
     parse=_lower, default="none",
     doc="Changelog files of primary-key tables: none, input, lookup or full-compaction "
     "(the last two written by compaction).")
-CHANGELOG_PRODUCER_ROW_DEDUPLICATE = _pk(
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE: ConfigOption[bool] = _pk(
     "changelog-producer.row-deduplicate", parse=parse_bool, default=False,
     doc="lookup / full-compaction changelog: no -U/+U pair when the values are equal.")
-CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS = _pk(
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS: ConfigOption[tuple[str, ...]] = _pk(
     "changelog-producer.row-deduplicate-ignore-fields", parse=_parse_fields,
     doc="Fields row-deduplicate does not compare (comma separated).")
-LOOKUP_WAIT = _pk(
+LOOKUP_WAIT: ConfigOption[bool] = _pk(
     "lookup-wait", parse=parse_bool, default=True,
     doc="lookup changelog: a writer's prepare_commit compacts its level-0 files so the "
     "changelog lands with the commit (fallback key changelog-producer.lookup-wait).")
