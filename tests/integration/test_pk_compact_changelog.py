@@ -32,7 +32,7 @@ from tests.pk_helpers import (
 
 from snaplake.errors import UnsupportedTableError
 
-pytestmark = [pytest.mark.integration, requires_paimon]
+pytestmark = [pytest.mark.integration, requires_paimon, requires_java_paimon]
 
 Change = tuple[str, tuple[Any, ...]]
 Batch = tuple[list[dict[str, Any]], list[str]]
@@ -202,7 +202,6 @@ def test_full_compaction_delta_commits_triggers_the_changelog(tmp_path: Path) ->
     assert Counter(got[result.snapshot_id]) == Counter(expected[result.snapshot_id])
 
 
-@requires_java_paimon
 def test_java_streams_lookup_and_full_compaction_changelog(tmp_path: Path) -> None:
     """Java reads changelog of COMPACT snapshots: daemon-style compactions (lookup-wait off)."""
     options = {"bucket": "2", "changelog-producer": "lookup", "lookup-wait": "false"}
