@@ -27,7 +27,8 @@ import pyarrow.compute as pc
 from snaplake.compaction.merge_tree_plan import BucketCompaction
 from snaplake.mergetree.changelog import ChangelogRules, changelog_rows
 from snaplake.mergetree.lookup import LOOKUP_ROW, LookupLevels
-from snaplake.mergetree.read import LEVEL_COLUMN, BucketFiles, KeyValueReadContext
+from snaplake.mergetree.read import LEVEL_COLUMN, BucketFiles, KeyValueReadContext, merge_bucket
+from snaplake.mergetree.sorted_run import SortedRun
 from snaplake.options.registry import (
     CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
     CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS,
@@ -86,6 +87,18 @@ class CompactChangelog:
             insert_only=first_row,
         )
         self.full = task.changelog == FULL_COMPACTION
+        self.field_names = schema.field_names
+        # lookup: a level-0 file is upgraded as is and only its changelog written,
+        # unless Paimon's rewriter forces a rewrite (LookupMergeTreeCompactRewriter
+        # .upgradeStrategy: another format at the output level, deletion vectors,
+        # another merge engine or sequence.field).
+        self.in_place = (
+            not self.full
+            and not task.deletion_vectors
+            and opts.merge_engine == MergeEngine.DEDUPLICATE
+            and not opts.sequence_field
+            and opts.format_for_level(0) == opts.format_for_level(task.output_level)
+        )
         pairs = [(f, p) for f, p in zip(task.files, task.paths, strict=True)
                  if (f.level == task.max_level if self.full else f.level > 0)]  # fmt: skip
         if not self.full:
@@ -113,7 +126,19 @@ class CompactChangelog:
         """
         if self.full:
             return file.level != self.task.max_level
-        return file.level == 0
+        return file.level == 0 and not self.in_place
+
+    def upgraded(self, file: DataFileMeta, bucket: BucketFiles) -> None:
+        """Write the changelog of ``file``, upgraded to the output level without a rewrite.
+
+        Raises:
+            FileNotFoundError: ``file`` or a file to look in is missing.
+        """
+        if self.full or file.level != 0:
+            return
+        run = [[SortedRun((file,))]]
+        for chunk in merge_bucket(self.ctx, run, bucket, self.field_names, with_level=True):
+            self.add(chunk, chunk)
 
     def add(self, merged: pa.Table, result: pa.Table) -> None:
         """Write the changelog of one merged chunk.

@@ -168,6 +168,8 @@ def rewrite_bucket(
         ):
             rewrite_impl([[SortedRun((file,))]])
         elif file.level != task.output_level:
+            if changelog is not None:
+                changelog.upgraded(file, bucket_files)
             before.append(file)
             after.append(dataclasses.replace(file, level=task.output_level))
 

@@ -158,3 +158,18 @@ def test_a_replayed_lifted_commit_is_a_duplicate_and_deletes_its_changelog(
     left = {s.path.rsplit("/", 1)[-1] for s in table.file_io.list_files(table.root)}
     assert not set(logs) & left
     assert len(table.snapshots()) == 2
+
+
+def test_a_lifted_level0_file_is_upgraded_in_place_with_its_changelog(tmp_path: Path) -> None:
+    """Deduplicate, one format: the level-0 files move up as they are; only changelog is new."""
+    table = _table(tmp_path, "lookup")
+    w = table.new_write(commit_user="w")
+    w.write_arrow(to_table(make_rows(0, 20)))
+    messages = w.prepare_commit()
+    level0 = {f.file_name for m in messages for f in m.data_increment.new_files}
+    assert {f.file_name for m in messages for f in m.compact_increment.compact_after} == level0
+    assert all(f.level > 0 for m in messages for f in m.compact_increment.compact_after)
+    table.new_commit(commit_user="w").commit(messages)
+    names = {s.path.rsplit("/", 1)[-1] for s in table.file_io.list_files(table.root)}
+    assert {n for n in names if n.startswith("data-")} == level0
+    assert _entries(table, table.latest_snapshot())
