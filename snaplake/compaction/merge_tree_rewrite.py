@@ -4,11 +4,21 @@
 the table's merge engine through the streaming k-way merge and writes them, rolled
 at ``target-file-size``, at the output level; large files alone in their section
 are *upgraded* (the same file re-recorded at the output level). Retractions are
-dropped only when the output level is the highest non-empty level. Memory:
-bounded by the k-way merge, never a whole bucket.
+dropped only when the output level is the highest non-empty level (with deletion
+vectors: at every output level above 0). Memory: bounded by the k-way merge and
+the lookup's one batch per level, never a whole bucket.
+
+Lookup compaction (first-row and deletion-vector tables): each merged key whose
+newest version came from level 0 is looked up in the task's lookup files
+(:class:`~snaplake.mergetree.lookup.LookupLevels`). First-row tables drop the
+row when found; deletion-vector tables merge the found (older) record in, mark
+its (file, position) in that file's vector, and end the rewrite with one new
+DELETION_VECTORS file for the bucket (the vectors of live files plus the new
+marks) replacing the old one in the message's ``CompactIncrement``.
 
 Source: Paimon ``MergeTreeCompactTask.doCompact`` (sections, small files,
 upgrades, top-level files with deletes rewritten), ``MergeTreeCompactRewriter``,
+``LookupMergeTreeCompactRewriter``, ``BucketedDvMaintainer``,
 ``DataFileMeta.upgrade``.
 """
 
@@ -90,9 +100,13 @@ def rewrite_bucket(
             expiry removed it); the outputs written so far are deleted.
         SchemaMismatchError: an input was written under a schema newer than
             ``schema`` (its newer columns would be lost); nothing is written.
+        CorruptMetadataError: the bucket's vectors file is damaged (named);
+            nothing is written.
 
     Storage: creates data files at the output level under the bucket directory
-    (deleted again if this raises). Inputs are never deleted here.
+    and, with deletion vectors whose set changed, one ``index/index-<uuid>-<n>``
+    file (all deleted again if this raises). Reads the bucket's vectors file
+    (``task.dv_index``). Inputs are never deleted here.
 
     Source: Paimon ``MergeTreeCompactTask.doCompact``.
     """

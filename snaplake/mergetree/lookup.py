@@ -183,7 +183,6 @@ class LookupLevels:
         """Live rows of ``file`` in file order, with their positions, file name and level."""
         vector = self.bucket.vector_of(file)
         start = 0
-        name = pa.scalar(file.file_name, pa.string())
         read = self.ctx.read_file(
             file, self.bucket.path_of(file), self.schema, batch_rows=self.batch_rows
         )
@@ -198,7 +197,7 @@ class LookupLevels:
             if table.num_rows == 0:
                 continue
             table = table.append_column(
-                LOOKUP_FILE, pa.array([file.file_name] * table.num_rows, type=name.type)
+                LOOKUP_FILE, pa.array([file.file_name] * table.num_rows, type=pa.string())
             )
             table = table.append_column(LOOKUP_POSITION, pa.array(positions))
             table = table.append_column(

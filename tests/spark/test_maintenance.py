@@ -229,3 +229,28 @@ def test_compact_assigns_a_postpone_tables_pending_rows(session: Any, tmp_path: 
     assert sorted_rows(remote.to_arrow()) == sorted_rows(local.to_arrow()) == model.rows()
     assert {(s.bucket, s.total_buckets) for s in remote.new_scan().plan()} == {(0, 2), (1, 2)}
     assert pk_maintenance_checks.pypaimon_rows(wh, "db.remote") == model.rows()
+
+
+@CLASSIC
+@requires_paimon
+def test_spark_compaction_writes_deletion_vectors(session: Any, tmp_path: Path) -> None:
+    """``snaplake.spark.compact`` runs the lookup compaction: pypaimon then reads the model."""
+    from tests.oracle import PaimonOracle
+    from tests.pk_helpers import PK_KEYS, PK_SCHEMA
+
+    wh = tmp_path / "wh"
+    table = snaplake.FileSystemCatalog(str(wh)).create_table(
+        "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+        options={"bucket": "2", "deletion-vectors.enabled": "true", "write-only": "true"},
+    )  # fmt: skip
+    model = TableModel(engine_model("deduplicate"))
+    oracle = PaimonOracle(wh)
+    for first, seed in ((0, 0), (10, 1)):
+        rows = make_rows(first, 40, seed=seed)
+        write_and_commit(table, to_table(rows))
+        model.apply(rows)
+        assert compact(session, "db.t", warehouse=str(wh)).snapshot_id is not None
+        got = oracle.read("db.t").select(PK_SCHEMA.names).cast(PK_SCHEMA)
+        assert sorted_rows(got) == model.rows()
+    latest = table.latest_snapshot()
+    assert latest is not None and latest.index_manifest  # the second compaction wrote vectors

@@ -293,6 +293,15 @@ def check_primary_key_table(
                 "refuses the pair); set deletion-vectors.enabled = false",
                 key="deletion-vectors.enabled",
             )
+        if core.bucket == -2 and operation is not Operation.READ:
+            _refuse(
+                "deletion vectors with postpone buckets (bucket = -2): snaplake's "
+                f"postpone compaction does not maintain them; it refuses to {operation.value} "
+                "this table",
+                feature="deletion vectors with bucket = -2",
+                operation=operation,
+                key="deletion-vectors.enabled",
+            )
         if core.changelog_producer not in ("none", "input", "lookup"):
             raise InvalidOptionError(
                 f"deletion vectors need changelog-producer none, input or lookup, not "
