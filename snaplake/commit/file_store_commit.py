@@ -24,13 +24,15 @@ action for the carried-forward transaction map.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import random
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from snaplake.commit.conflict import ConflictRule
-from snaplake.commit.message import CommitMessage
+from snaplake.commit.message import CommitMessage, CompactIncrement, DataIncrement
 from snaplake.commit.overwrite import DropPartitions, OverwriteFiles
 from snaplake.commit.producer import (
     AppendFiles,
@@ -42,12 +44,15 @@ from snaplake.commit.producer import (
 from snaplake.commit.result import CommitResult
 from snaplake.commit.retry import RetryPolicy
 from snaplake.commit.snapshot_commit import SnapshotCommit
-from snaplake.errors import SchemaMismatchError
+from snaplake.errors import CommitConflictError, SchemaMismatchError
 from snaplake.options import Operation
+from snaplake.store.format.index_file import index_path
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from snaplake.store.support import check_supported
 from snaplake.store.table_storage import TableStorage
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["ConflictRuleSource", "FileStoreCommit", "FileStoreTable"]
 
@@ -250,9 +255,38 @@ class FileStoreCommit:
             snapshot or tag references (see :mod:`snaplake.commit.duplicate`); no
             other data file is ever deleted here.
 
+        Messages that carry a compaction's changelog files (a ``lookup``
+        changelog writer's compaction of its level-0 files) and new files are
+        published as Paimon does: an APPEND snapshot of the new files, then a
+        COMPACT snapshot of the compactions with the same identifier (streams
+        read lookup changelog from COMPACT snapshots). When the COMPACT one
+        loses to a conflicting compaction, its outputs are deleted and the
+        APPEND result returned (the level-0 files wait for the next compaction).
+
         Source:
             Paimon ``FileStoreCommitImpl.commit`` / ``overwrite``.
         """
+        split = _split_compact_changelog(messages) if overwrite is None and kind is None else None
+        if split is not None:
+            return self._append_then_compact(
+                *split, commit_identifier=commit_identifier, properties=properties
+            )
+        return self._commit(
+            messages, commit_identifier=commit_identifier, overwrite=overwrite, kind=kind,
+            properties=properties,
+        )  # fmt: skip
+
+    def _commit(
+        self,
+        messages: Sequence[CommitMessage],
+        *,
+        commit_identifier: int | None,
+        overwrite: Mapping[str, Any] | bool | None,
+        kind: CommitKind | None,
+        properties: Mapping[str, str] | None,
+        checked: bool = False,
+    ) -> CommitResult:
+        """:meth:`commit` of one snapshot (``checked``: see ``CommitRequest.checked``)."""
         sc = self.snapshot_commit
         start = sc.clock()
         latest = sc.latest_snapshot()
@@ -266,6 +300,7 @@ class FileStoreCommit:
             identifier=BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier,
             properties=properties or {},
             kind=kind,
+            checked=checked,
         )
         producer = self.producer(request, overwrite=overwrite)
         return self._publish(producer, latest=latest, start=start)
@@ -323,6 +358,60 @@ class FileStoreCommit:
         if self._after_commit is not None and not result.was_duplicate:
             self._after_commit(result)
         return result
+
+    def _append_then_compact(
+        self,
+        appends: list[CommitMessage],
+        compacts: list[CommitMessage],
+        *,
+        commit_identifier: int | None,
+        properties: Mapping[str, str] | None,
+    ) -> CommitResult:
+        """The APPEND snapshot of ``appends``, then the COMPACT snapshot of ``compacts``.
+
+        Storage: a duplicate or lost COMPACT commit deletes the compactions'
+        outputs (new data, changelog and index files); nothing else.
+        """
+        first = self._commit(
+            appends, commit_identifier=commit_identifier, overwrite=None, kind=None,
+            properties=properties,
+        )  # fmt: skip
+        if first.was_duplicate:
+            self._delete_outputs(compacts)
+            return first
+        try:
+            return self._commit(
+                compacts, commit_identifier=commit_identifier, overwrite=None,
+                kind=CommitKind.COMPACT, properties=None, checked=True,
+            )  # fmt: skip
+        except CommitConflictError as e:
+            logger.info(
+                "a compaction of %s won over this writer's level-0 compaction (%s); its "
+                "level-0 files are committed alone",
+                self.table_name,
+                e,
+            )
+            self._delete_outputs(compacts)
+            return first
+
+    def _delete_outputs(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete the files the compactions of uncommitted ``messages`` wrote."""
+        schema = self.schema_manager.latest()
+        if schema is None:
+            return
+        paths = self.paths
+        targets: list[str] = []
+        for m in messages:
+            ci = m.compact_increment
+            inputs = {f.file_name for f in ci.compact_before}
+            part = schema.partition_path_of(m.partition)
+            targets += [
+                paths.data_file_path(part, m.bucket, f.file_name, external_path=f.external_path)
+                for f in (*ci.compact_after, *ci.changelog_files)
+                if f.file_name not in inputs
+            ]
+            targets += [index_path(paths, f) for f in ci.new_index_files]
+        self.file_io.delete_many(targets)
 
     def producer(
         self, request: CommitRequest, *, overwrite: Mapping[str, Any] | bool | None
@@ -387,3 +476,20 @@ class FileStoreCommit:
         non-snaplake commits met on the way (Paimon's backward scan).
         """
         return self.snapshot_commit.txn_map(latest)
+
+
+def _split_compact_changelog(
+    messages: Sequence[CommitMessage],
+) -> tuple[list[CommitMessage], list[CommitMessage]] | None:
+    """(new files, compactions) of messages holding both and compaction changelog, else ``None``.
+
+    Source: Paimon ``FileStoreCommitImpl.commit`` (append and compact changes
+    committed as two snapshots).
+    """
+    if not any(m.compact_increment.changelog_files for m in messages):
+        return None
+    if all(m.data_increment.is_empty() for m in messages):
+        return None
+    appends = [dataclasses.replace(m, compact_increment=CompactIncrement()) for m in messages]
+    compacts = [dataclasses.replace(m, data_increment=DataIncrement()) for m in messages]
+    return [m for m in appends if not m.is_empty()], [m for m in compacts if not m.is_empty()]

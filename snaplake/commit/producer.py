@@ -169,6 +169,9 @@ class CommitRequest:
             one-off commit, never a duplicate).
         properties: Extra snapshot properties.
         kind: The snapshot's commit kind (``None``: the producer's).
+        checked: The identifier was checked by the APPEND snapshot this
+            COMPACT one follows (a writer's compaction with changelog): no
+            second duplicate check.
     """
 
     schema: TableSchema
@@ -176,6 +179,7 @@ class CommitRequest:
     identifier: int = BATCH_COMMIT_IDENTIFIER
     properties: Mapping[str, str] = field(default_factory=dict)
     kind: CommitKind | None = None
+    checked: bool = False
 
 
 class SnapshotProducer:
@@ -208,6 +212,7 @@ class SnapshotProducer:
         self.schema = request.schema
         self.messages = list(request.messages)
         self.identifier = request.identifier
+        self.checked = request.checked
         self.properties = request.properties
         self.kind = request.kind or self.default_kind
         self._delta: ManifestFileMeta | None = None
@@ -346,7 +351,7 @@ class SnapshotProducer:
         Source: Paimon ``FileStoreCommitImpl.filterCommitted``.
         """
         ctx = self.context
-        if latest is None or self.identifier == BATCH_COMMIT_IDENTIFIER:
+        if latest is None or self.identifier == BATCH_COMMIT_IDENTIFIER or self.checked:
             return None
         last = ctx.snapshot_commit.txn_map(latest).get(ctx.commit_user)
         if last is None or last < self.identifier:

@@ -79,6 +79,9 @@ class BucketCompaction:
             lookups are read with their vectors, found records are marked and the
             bucket's vectors file is rewritten.
         dv_index: The bucket's DELETION_VECTORS file when planned (``None``: none).
+        changelog: The ``changelog-producer`` whose changelog this compaction
+            writes (``"lookup"``: output level > 0; ``"full-compaction"``: the
+            output is the top level), else ``""``.
     """
 
     partition: bytes
@@ -96,6 +99,7 @@ class BucketCompaction:
     lookup_paths: tuple[str, ...] = ()
     deletion_vectors: bool = False
     dv_index: IndexFileMeta | None = None
+    changelog: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -267,6 +271,7 @@ def plan_bucket(
     runs = levels.level_sorted_runs()
     dv = opts.deletion_vectors_enabled
     lookup = dv or opts.merge_engine == MergeEngine.FIRST_ROW
+    producer = opts.changelog_producer
     num_levels = levels.number_of_levels
     unit: CompactUnit | None
     if full:
@@ -277,14 +282,15 @@ def plan_bucket(
             unit = CompactUnit(levels.max_level, marked) if marked else None
     else:
         unit = strategy.pick(num_levels, runs)
-        if unit is None and lookup:
+        if unit is None and (lookup or producer == "lookup"):
             unit = strategy.force_pick_level0(num_levels, runs)
     if unit is None:
         return None, len(runs)
     by_name = dict(zip((f.file_name for f in files), paths, strict=True))
     in_unit = {f.file_name for f in unit.files}
-    floor = unit.output_level + 1 if dv else 1
-    others = [f for f in files if f.level >= floor and f.file_name not in in_unit] if lookup else []
+    floor = unit.output_level + 1 if dv or not lookup else 1
+    looks = lookup or producer == "lookup"
+    others = [f for f in files if f.level >= floor and f.file_name not in in_unit] if looks else []
     task = BucketCompaction(
         partition=partition,
         partition_path=partition_path,
@@ -302,8 +308,22 @@ def plan_bucket(
         lookup_paths=tuple(by_name[f.file_name] for f in others),
         deletion_vectors=dv,
         dv_index=dv_index if dv else None,
+        changelog=_changelog_of(producer, unit.output_level, levels.max_level),
     )
     return task, len(runs)
+
+
+def _changelog_of(producer: str, output_level: int, max_level: int) -> str:
+    """The producer whose changelog a compaction into ``output_level`` writes, else ``""``.
+
+    Source: Paimon ``LookupMergeTreeCompactRewriter.rewriteChangelog`` (output
+    level > 0), ``FullChangelogMergeTreeCompactRewriter`` (the top level).
+    """
+    if producer == "lookup" and output_level > 0:
+        return producer
+    if producer == "full-compaction" and output_level == max_level:
+        return producer
+    return ""
 
 
 def bucket_dv_index(

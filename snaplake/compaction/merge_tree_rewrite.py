@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from snaplake.commit.message import CommitMessage, CompactIncrement
+from snaplake.compaction.changelog_rewrite import CompactChangelog
 from snaplake.compaction.merge_tree_plan import BucketCompaction
 from snaplake.errors import SchemaMismatchError
 from snaplake.mergetree.lookup import LOOKUP_FILE, LOOKUP_POSITION, LOOKUP_ROW, LookupLevels
@@ -135,6 +136,8 @@ def rewrite_bucket(
         if task.lookup
         else None
     )
+    changelog = _changelog(task, ctx, schema, file_io, paths, vectors)
+    changelog_files: list[DataFileMeta] = []
 
     def rewrite_impl(candidate: list[list[SortedRun]]) -> None:
         nonlocal rows
@@ -149,11 +152,14 @@ def rewrite_bucket(
             target_file_size=opts.target_file_size(has_primary_key=True),
         )
         try:
+            levels = lookup is not None or changelog is not None
             chunks = merge_bucket(
-                ctx, candidate, bucket_files, schema.field_names, with_level=lookup is not None
+                ctx, candidate, bucket_files, schema.field_names, with_level=levels
             )
             for chunk in chunks:
                 out = lookup.apply(chunk) if lookup is not None else chunk
+                if changelog is not None:
+                    changelog.add(chunk, out)
                 out = drop_retracts(out) if task.drop_delete else out
                 rows += out.num_rows
                 writer.write(out)
@@ -169,11 +175,15 @@ def rewrite_bucket(
         has_deletes = file.delete_row_count is None or file.delete_row_count > 0
         has_deletes = has_deletes or file.file_name in vectors
         # Lookup: a level-0 file's keys must be checked against the other levels.
-        if (task.output_level == task.max_level and has_deletes) or (
-            lookup is not None and file.level == 0
+        if (
+            (task.output_level == task.max_level and has_deletes)
+            or (lookup is not None and file.level == 0)
+            or (changelog is not None and changelog.rewrites(file))
         ):
             rewrite_impl([[SortedRun((file,))]])
         elif file.level != task.output_level:
+            if changelog is not None:
+                changelog.upgraded(file, bucket_files)
             before.append(file)
             after.append(dataclasses.replace(file, level=task.output_level))
 
@@ -200,6 +210,9 @@ def rewrite_bucket(
                     rewrite(candidate)
                     upgrade(f)
         rewrite(candidate)
+        if changelog is not None:
+            changelog_files, changelog_paths = changelog.close()
+            written.extend(changelog_paths)
         new_index: tuple[IndexFileMeta, ...] = ()
         if task.deletion_vectors and lookup is not None:
             gone = {f.file_name for f in before} - {f.file_name for f in after}
@@ -210,6 +223,8 @@ def rewrite_bucket(
                 written.append(index_path(paths, meta))
                 new_index = (meta,)
     except BaseException:
+        if changelog is not None:
+            changelog.abort()
         file_io.delete_many(written)
         raise
     message = CommitMessage(
@@ -221,9 +236,26 @@ def rewrite_bucket(
             compact_after=tuple(after),
             new_index_files=new_index,
             deleted_index_files=(task.dv_index,) if new_index and task.dv_index else (),
+            changelog_files=tuple(changelog_files),
         ),
     )
     return RewriteResult(message=message, written=tuple(written), rows_rewritten=rows)
+
+
+def _changelog(
+    task: BucketCompaction,
+    ctx: KeyValueReadContext,
+    schema: TableSchema,
+    file_io: FileIO,
+    paths: PathFactory,
+    vectors: Mapping[str, DeletionVector],
+) -> CompactChangelog | None:
+    """The changelog writer of ``task`` (``None`` when it produces none)."""
+    if not task.changelog:
+        return None
+    return CompactChangelog(
+        task, ctx=ctx, schema=schema, file_io=file_io, paths=paths, vectors=vectors
+    )
 
 
 class _Lookup:

@@ -48,7 +48,6 @@ from snaplake.options.registry import (
     DELETION_VECTORS_BITMAP64,
     DELETION_VECTORS_ENABLED,
     DELETION_VECTORS_MERGE_ON_READ,
-    DYNAMIC_BUCKET_INITIAL_BUCKETS,
     DYNAMIC_BUCKET_MAX_BUCKETS,
     DYNAMIC_BUCKET_TARGET_ROW_NUM,
     DYNAMIC_PARTITION_OVERWRITE,
@@ -61,6 +60,7 @@ from snaplake.options.registry import (
     FULL_COMPACTION_DELTA_COMMITS,
     IGNORE_DELETE,
     IGNORE_UPDATE_BEFORE,
+    LOOKUP_WAIT,
     MAINTENANCE_INLINE,
     MANIFEST_COMPRESSION,
     MANIFEST_FULL_COMPACTION_SIZE,
@@ -154,6 +154,11 @@ class CoreOptions:
         assert value is not None
         return value
 
+    def _bool_with_fallback(self, option: ConfigOption[bool], fallback: str) -> bool:
+        if option.key not in self.raw and fallback in self.raw:
+            return parse_bool(self.raw[fallback])
+        return self._req(option)
+
     @property
     def bucket(self) -> int:
         """Number of buckets (``-1`` = bucket-unaware)."""
@@ -169,11 +174,6 @@ class CoreOptions:
     def dynamic_bucket_target_row_num(self) -> int:
         """``dynamic-bucket.target-row-num``: distinct keys per dynamic bucket (2,000,000)."""
         return self._req(DYNAMIC_BUCKET_TARGET_ROW_NUM)
-
-    @property
-    def dynamic_bucket_initial_buckets(self) -> int | None:
-        """``dynamic-bucket.initial-buckets``, ``None`` when unset."""
-        return self.get(DYNAMIC_BUCKET_INITIAL_BUCKETS)
 
     @property
     def dynamic_bucket_max_buckets(self) -> int:
@@ -233,6 +233,11 @@ class CoreOptions:
     def changelog_producer(self) -> str:
         """``changelog-producer`` (lower case): ``none``, ``input``, ``lookup``, ..."""
         return self._req(CHANGELOG_PRODUCER)
+
+    @property
+    def lookup_wait(self) -> bool:
+        """``lookup-wait`` (or its fallback key ``changelog-producer.lookup-wait``)."""
+        return self._bool_with_fallback(LOOKUP_WAIT, "changelog-producer.lookup-wait")
 
     @property
     def changelog_file_prefix(self) -> str:
@@ -524,10 +529,7 @@ class CoreOptions:
 
     @property
     def deletion_vectors_enabled(self) -> bool:
-        """``deletion-vectors.enabled``: rows are deleted by vectors.
-
-        Primary-key batch reads skip level 0 and read files of other levels on their own.
-        """
+        """``deletion-vectors.enabled``: rows are deleted by vectors (reads skip level 0)."""
         return self._req(DELETION_VECTORS_ENABLED)
 
     @property
@@ -537,18 +539,13 @@ class CoreOptions:
 
     @property
     def deletion_vectors_merge_on_read(self) -> bool:
-        """``deletion-vectors.merge-on-read``: batch reads merge level 0 instead of skipping it.
-
-        Source: Paimon ``CoreOptions.batchScanSkipLevel0``.
-        """
+        """``deletion-vectors.merge-on-read``: batch reads merge level 0 (Paimon 2.0+)."""
         return self._req(DELETION_VECTORS_MERGE_ON_READ)
 
     @property
     def write_only(self) -> bool:
         """``write-only`` (or its fallback key ``write.compaction-skip``)."""
-        if WRITE_ONLY.key not in self.raw and "write.compaction-skip" in self.raw:
-            return parse_bool(self.raw["write.compaction-skip"])
-        return self._req(WRITE_ONLY)
+        return self._bool_with_fallback(WRITE_ONLY, "write.compaction-skip")
 
     def field_option(self, field: str, suffix: str) -> str | None:
         """The raw value of ``fields.<field>.<suffix>`` (``None`` when absent)."""

@@ -241,6 +241,10 @@ def _parse_max_buckets(text: str) -> int:
     return value
 
 
+def _parse_fields(text: str) -> tuple[str, ...]:
+    return tuple(f.strip() for f in text.split(",") if f.strip())
+
+
 def _lower(text: str) -> str:
     return text.strip().lower()
 
@@ -326,10 +330,22 @@ FILE_FORMAT_PER_LEVEL: ConfigOption[dict[int, str]] = _pk(
     "avro); Java's append writers ignore it", parse=_parse_level_map, default={},
     doc="Per-level file.format of primary-key data files ('0:avro').")
 CHANGELOG_PRODUCER = _pk(
-    "changelog-producer", feature="changelog files produced by lookup or full compaction",
-    accepts=_is("none", "input"), accepted="none / input", refused_for=_PK_WRITE,
+    "changelog-producer", feature="a changelog producer Paimon does not define",
+    accepts=_is("none", "input", "lookup", "full-compaction"),
+    accepted="none / input / lookup / full-compaction", refused_for=_PK_WRITE,
     parse=_lower, default="none",
-    doc="Changelog files of primary-key tables: none, input (lookup, full-compaction: refused).")
+    doc="Changelog files of primary-key tables: none, input, lookup or full-compaction "
+    "(the last two written by compaction).")
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE: ConfigOption[bool] = _pk(
+    "changelog-producer.row-deduplicate", parse=parse_bool, default=False,
+    doc="lookup / full-compaction changelog: no -U/+U pair when the values are equal.")
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS: ConfigOption[tuple[str, ...]] = _pk(
+    "changelog-producer.row-deduplicate-ignore-fields", parse=_parse_fields,
+    doc="Fields row-deduplicate does not compare (comma separated).")
+LOOKUP_WAIT: ConfigOption[bool] = _pk(
+    "lookup-wait", parse=parse_bool, default=True,
+    doc="lookup changelog: a writer's prepare_commit compacts its level-0 files so the "
+    "changelog lands with the commit (fallback key changelog-producer.lookup-wait).")
 CHANGELOG_FILE_PREFIX = _pk(
     "changelog-file.prefix", _PK + ": name prefix of changelog files",
     parse=str, default="changelog-", doc="File name prefix of changelog files.")
@@ -739,9 +755,9 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     _layout("compaction.delete-ratio-threshold", "when another engine compacts files with "
             "deleted rows (snaplake picks files by size)"),
     CHANGELOG_PRODUCER,
-    *(_pk(k) for k in (
-        "changelog-producer.row-deduplicate", "changelog-producer.row-deduplicate-ignore-fields",
-        "table-read.sequence-number.enabled", "key-value.sequence_number.enabled")),
+    CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
+    CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS,
+    *(_pk(k) for k in ("table-read.sequence-number.enabled", "key-value.sequence_number.enabled")),
     SEQUENCE_FIELD,
     SEQUENCE_FIELD_SORT_ORDER,
     _pk("sequence.snapshot-ordering", feature="merge ordered by commit snapshot id",
@@ -887,7 +903,8 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
             "commit_user is given by the caller)"),
     _pk("force-lookup", feature="lookup compaction", accepts=_not_true, accepted="false",
         refused_for=_PK_WRITE),
-    _pk("lookup-wait"),
+    LOOKUP_WAIT,
+    _pk("changelog-producer.lookup-wait"),
     _pk("lookup-compact"),
     _pk("lookup-compact.max-interval"),
     _engine("file-operation.thread-num", "I/O threads of another engine"),

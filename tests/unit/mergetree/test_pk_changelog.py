@@ -162,8 +162,7 @@ def test_changelog_file_options(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "match"),
     [
-        ({"changelog-producer": "lookup"}, "lookup"),
-        ({"changelog-producer": "full-compaction"}, "full-compaction"),
+        ({"changelog-producer": "on-read"}, "on-read"),
         ({"changelog-producer": "input", "changelog-file.format": "lance"}, "lance"),
         (
             {

@@ -1,0 +1,201 @@
+"""The changelog a primary-key compaction produces (``lookup`` / ``full-compaction``).
+
+:class:`CompactChangelog` rides along one bucket's rewrite
+(:func:`~snaplake.compaction.merge_tree_rewrite.rewrite_bucket`): for each merged
+chunk it finds the keys' before-images with a streaming
+:class:`~snaplake.mergetree.lookup.LookupLevels` (full-compaction: the unit's
+top-level files; lookup: the unit's files of levels > 0, then the bucket's
+files above the output level, the lowest level winning), applies
+:func:`~snaplake.mergetree.changelog.changelog_rows` and writes the rows into
+changelog files (``changelog-file.prefix``, ``.format``, ``.compression``;
+level = the output level, FileSource APPEND), which the compaction's commit
+message carries as ``CompactIncrement.changelog_files``.
+
+Source: Paimon ``FullChangelogMergeTreeCompactRewriter``,
+``LookupMergeTreeCompactRewriter``, ``ChangelogMergeTreeRewriter``
+(``rewriteChangelog``, ``upgradeChangelog``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from snaplake.compaction.merge_tree_plan import BucketCompaction
+from snaplake.mergetree.changelog import ChangelogRules, changelog_rows
+from snaplake.mergetree.lookup import LOOKUP_ROW, LookupLevels
+from snaplake.mergetree.read import LEVEL_COLUMN, BucketFiles, KeyValueReadContext, merge_bucket
+from snaplake.mergetree.sorted_run import SortedRun
+from snaplake.options.registry import (
+    CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
+    CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS,
+)
+from snaplake.store.format.data_file import DataFileMeta, FileSource
+from snaplake.store.format.deletion_vector import DeletionVector
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.primary_key import MergeEngine
+from snaplake.store.format.schema import TableSchema
+from snaplake.store.io.file_io import FileIO
+from snaplake.write.kv_file_writer import KeyValueFileWriter
+
+__all__ = ["FULL_COMPACTION", "LOOKUP", "CompactChangelog"]
+
+LOOKUP = "lookup"
+"""``changelog-producer`` value: changelog from lookup compaction."""
+FULL_COMPACTION = "full-compaction"
+"""``changelog-producer`` value: changelog from compaction into the top level."""
+
+
+class CompactChangelog:
+    """The changelog of one bucket's compaction (a :class:`BucketCompaction` with ``changelog``).
+
+    Args:
+        task: The bucket's compaction; ``task.changelog`` names the producer.
+        ctx: The rewrite's read context.
+        schema: The schema outputs are written in.
+        file_io: Storage of the table.
+        paths: Names the changelog files.
+        vectors: The bucket's deletion vectors (rows they mark are not live).
+
+    Storage: :meth:`add` writes changelog files in the bucket directory;
+    :meth:`abort` deletes them.
+    """
+
+    def __init__(
+        self,
+        task: BucketCompaction,
+        *,
+        ctx: KeyValueReadContext,
+        schema: TableSchema,
+        file_io: FileIO,
+        paths: PathFactory,
+        vectors: Mapping[str, DeletionVector],
+    ) -> None:
+        self.task = task
+        self.ctx = ctx
+        opts = schema.core_options
+        fields: tuple[str, ...] | None = opts.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE_IGNORE_FIELDS)
+        dedup: bool | None = opts.get(CHANGELOG_PRODUCER_ROW_DEDUPLICATE)
+        ignored = set(fields or ())
+        first_row = opts.merge_engine == MergeEngine.FIRST_ROW
+        self.rules = ChangelogRules(
+            row_deduplicate=bool(dedup),
+            compared=tuple(n for n in ctx.value_schema.names if n not in ignored),
+            insert_only=first_row,
+        )
+        self.full = task.changelog == FULL_COMPACTION
+        self.field_names = schema.field_names
+        # lookup: a level-0 file is upgraded as is and only its changelog written,
+        # unless Paimon's rewriter forces a rewrite (LookupMergeTreeCompactRewriter
+        # .upgradeStrategy: another format at the output level, deletion vectors,
+        # another merge engine or sequence.field).
+        self.in_place = (
+            not self.full
+            and not task.deletion_vectors
+            and opts.merge_engine == MergeEngine.DEDUPLICATE
+            and not opts.sequence_field
+            and opts.format_for_level(0) == opts.format_for_level(task.output_level)
+        )
+        pairs = [(f, p) for f, p in zip(task.files, task.paths, strict=True)
+                 if (f.level == task.max_level if self.full else f.level > 0)]  # fmt: skip
+        if not self.full:
+            pairs += [(f, p) for f, p in zip(task.lookup_files, task.lookup_paths, strict=True)
+                      if f.level > task.output_level]  # fmt: skip
+        files = BucketFiles([f for f, _ in pairs], [p for _, p in pairs], vectors)
+        self.levels = LookupLevels(ctx, files, value_columns=ctx.value_schema.names)
+        self.writer = KeyValueFileWriter(
+            file_io=file_io,
+            paths=paths,
+            schema=schema,
+            partition_path=task.partition_path,
+            bucket=task.bucket,
+            level=task.output_level,
+            file_source=FileSource.APPEND,
+            target_file_size=opts.target_file_size(has_primary_key=True),
+            changelog=True,
+        )
+
+    def rewrites(self, file: DataFileMeta) -> bool:
+        """Whether upgrading ``file`` alone must go through a rewrite to produce changelog.
+
+        full-compaction: a file lifted into the top level (its records are new
+        there: ``+I``); lookup: a level-0 file.
+        """
+        if self.full:
+            return file.level != self.task.max_level
+        return file.level == 0 and not self.in_place
+
+    def upgraded(self, file: DataFileMeta, bucket: BucketFiles) -> None:
+        """Write the changelog of ``file``, upgraded to the output level without a rewrite.
+
+        Raises:
+            FileNotFoundError: ``file`` or a file to look in is missing.
+        """
+        if self.full or file.level != 0:
+            return
+        run = [[SortedRun((file,))]]
+        for chunk in merge_bucket(self.ctx, run, bucket, self.field_names, with_level=True):
+            self.add(chunk, chunk)
+
+    def add(self, merged: pa.Table, result: pa.Table) -> None:
+        """Write the changelog of one merged chunk.
+
+        Args:
+            merged: The chunk the k-way merge yielded (key order, retractions
+                kept; with ``_LEVEL`` for lookup).
+            result: What the rewrite made of it before dropping retractions
+                (row-aligned with ``merged``: with deletion vectors, the found
+                record merged in; first-row lookups drop rows, ``merged`` is
+                then used, as a dropped key has a before and emits nothing).
+
+        Raises:
+            FileNotFoundError: a file to look in is missing.
+            StorageError: the storage failed.
+        """
+        if merged.num_rows == 0:
+            return
+        after = result if result.num_rows == merged.num_rows else merged
+        names = [n for n in after.column_names if n != LEVEL_COLUMN]
+        after = after.select(names)
+        # full-compaction: keys with a record below the top level (a key found
+        # only at the top is unchanged); lookup: keys with a level-0 record. The
+        # newest record's level tells both.
+        level = merged.column(LEVEL_COLUMN)
+        emit = np.asarray(
+            (
+                pc.not_equal(level, self.task.max_level) if self.full else pc.equal(level, 0)
+            ).to_numpy(zero_copy_only=False),
+            dtype=np.bool_,
+        )
+        if not emit.any():
+            return
+        rows = np.flatnonzero(emit)
+        found = self.levels.lookup(after.take(pa.array(rows)))
+        hit = rows[found.column(LOOKUP_ROW).to_numpy()]
+        has_before = np.zeros(after.num_rows, dtype=np.bool_)
+        has_before[hit] = True
+        index = np.zeros(after.num_rows, dtype=np.int64)
+        index[hit] = np.arange(hit.size)
+        before = found.select(names).cast(after.schema)
+        before = before.take(pa.array(index)) if before.num_rows else after
+        self.writer.write(changelog_rows(before, has_before, after, self.rules, emit=emit))
+
+    def close(self) -> tuple[list[DataFileMeta], list[str]]:
+        """Finish the changelog files: their metadata and full paths (none when empty).
+
+        Raises:
+            StorageError: the storage failed (the files written are deleted).
+        """
+        try:
+            files = self.writer.close()
+        except BaseException:
+            self.writer.abort()
+            raise
+        return [w.meta for w in files], [w.path for w in files]
+
+    def abort(self) -> None:
+        """Delete the changelog files written so far."""
+        self.writer.abort()
