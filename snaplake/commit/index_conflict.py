@@ -144,7 +144,10 @@ def check_deletion_vector_replacements(
     live = {
         (e.partition, e.bucket): e.index_file.file_name
         for e in read_index_entries(
-            table, latest, index_type=DELETION_VECTORS_INDEX, partitions={p for p, _ in added}
+            table,
+            latest,
+            index_type=DELETION_VECTORS_INDEX,
+            partitions={p for p, _ in added | set(replaced)},
         )
     }
     conflicts = sorted(
