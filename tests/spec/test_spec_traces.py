@@ -12,6 +12,7 @@ the rows of every retained snapshot must equal the spec's state.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 from pathlib import Path
@@ -19,7 +20,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-
 from tests.helpers import create_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,7 +117,7 @@ def _compare(table, state: dict[str, Any]) -> None:
 def test_spec_trace_replays_on_a_local_warehouse(tmp_path, seed):
     states = _trace(tmp_path, seed)
     table = create_table(tmp_path / "wh", schema=SCHEMA, options=OPTIONS)
-    for before, after in zip(states, states[1:], strict=False):
+    for before, after in itertools.pairwise(states):
         _replay_step(table, before, after)
         _compare(table, after)
     assert states[-1]["history"], "the trace committed nothing"
