@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 PYTEST = $(PY) -m pytest -q -p no:cacheprovider
 
 .PHONY: venv paimon-venv test lint unit demo demo-ci bench clean prometheus grafana-schema \
-	package-smoke java-paimon java node venv-prereq
+	package-smoke java-paimon java node venv-prereq spec-quint
 
 venv: $(VENV)/.installed
 paimon-venv: $(PAIMON_VENV)/.installed
@@ -42,6 +42,13 @@ grafana/.schema-check/node_modules/.bin/tsc:
 	mkdir -p grafana/.schema-check
 	npm i --silent --no-audit --no-fund --prefix grafana/.schema-check @grafana/schema typescript
 
+# Quint (pinned; antlr4ts 0.5.0-dev breaks it) for the commit-protocol spec checks
+# (tests/spec/, docs/commit-protocol.md).
+spec-quint: spec/.quint/node_modules/.bin/quint
+spec/.quint/node_modules/.bin/quint:
+	mkdir -p spec/.quint
+	npm i --silent --no-audit --no-fund --prefix spec/.quint @informalsystems/quint@0.33.1 antlr4ts@0.5.0-alpha.4
+
 # Java Paimon 0.9 (from the pypaimon 0.2.0 sdist) and the reader of tests/oracle/java/: the
 # second format oracle (tests/integration/test_java_paimon_reads.py). Needs javac (JDK 17).
 java-paimon: venv java
@@ -55,12 +62,13 @@ venv-prereq:
 	@test -x $(PY) || PYTHON=$(PYTHON) .ci/prereqs venv
 $(VENV)/.installed: | venv-prereq
 grafana/.schema-check/node_modules/.bin/tsc: | node
+spec/.quint/node_modules/.bin/quint: | node
 
 # The in-process suites (unit, property) run on both cores, a module per worker; the suites
 # that start servers, daemons, Spark and crash processes run one test at a time after them.
 # PYTEST_ARGS (e.g. a path or -k) replaces the split and runs what it names, serially.
 PARALLEL_SUITES := tests/unit tests/property
-unit: java node venv paimon-venv prometheus grafana-schema java-paimon
+unit: java node venv paimon-venv prometheus grafana-schema java-paimon spec-quint
 ifeq ($(strip $(PYTEST_ARGS)),)
 	$(PYTEST) -n 2 --dist loadfile --durations=10 $(PARALLEL_SUITES)
 	$(PYTEST) --durations=15 $(addprefix --ignore=,$(PARALLEL_SUITES))
