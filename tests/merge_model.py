@@ -114,7 +114,8 @@ class _Agg:
                     raise ModelError("division by zero")
                 q = abs(acc) // abs(v)
                 return q if (acc < 0) == (v < 0) else -q
-            return self._check(acc / v)
+            with np.errstate(divide="ignore", invalid="ignore"):  # Java: IEEE, never throws
+                return self._check(float(np.float64(acc) / np.float64(v)))
         raise ModelError(f"{f} cannot retract")
 
 
