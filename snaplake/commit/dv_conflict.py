@@ -2,13 +2,15 @@
 
 A deletion vector names its data file and row positions; it is only right for
 the file it was computed on and only complete if it holds every earlier
-deletion of that file. So a commit is refused (``CommitConflictError``, the
+deletion of that file. So a commit is refused (``DeletionVectorConflictError``, the
 operation plans again) when, on the snapshot it would publish on:
 
 1. a DELETION_VECTORS file it replaces (DELETE) is no longer live (another
    delete or a compaction replaced it);
-2. a writer's vectors (``DataIncrement``) replace, in a bucketed table, a
-   bucket's vector file the writer did not name (it never saw those vectors);
+2. in a bucketed table (one vectors file per bucket), a new vectors file
+   replaces a live file of its bucket that the commit does not name: a
+   writer's lift or a compaction built its file from an older one, and
+   publishing it would drop the other commit's vectors;
 3. a vector it writes names a data file that is not live after the commit (a
    compaction or overwrite rewrote the file: its rows would come back in the
    new file);
@@ -18,18 +20,22 @@ operation plans again) when, on the snapshot it would publish on:
 5. a data file it writes a vector for ends up with two vectors (two deletes of
    one file in a bucket-unaware table, each adding a new vector file).
 
-Appends never conflict: their files are new and carry no vector.
+Appends never conflict: their files are new and carry no vector. Every
+refusal is a :class:`~snaplake.errors.DeletionVectorConflictError`
+(retryable: planning the operation again on the new snapshot helps).
 
 Source: Paimon ``ConflictDetection`` (the deletion-vector checks over base
 entries joined with their vector files, ``checkForDeletionVectorsConflict``),
-``ConflictDetection.shouldBeOverwriteCommit``.
+``ConflictDetection.shouldBeOverwriteCommit``; rule 2 is snaplake's own
+(Paimon 0.9 detects the compaction race through its inputs' "deleted files
+must be live" check only).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from snaplake.errors import CommitConflictError
+from snaplake.errors import DeletionVectorConflictError
 from snaplake.store.format.index_file import (
     DELETION_VECTORS_INDEX,
     IndexManifestEntry,
@@ -82,9 +88,11 @@ class DeletionVectorRule:
         """Refuse the commit when its vectors no longer fit (see the module docstring).
 
         Raises:
-            CommitConflictError: one of the module's rules is broken.
+            DeletionVectorConflictError: one of the module's rules is broken.
 
-        Storage: reads the index manifest of snapshot ``snapshot_id`` (cached).
+        Storage: reads snapshot ``snapshot_id`` and, when it has one and the
+        commit writes vectors or removes data files, its index manifest
+        (both cached).
         """
         changes = self._dv_changes()
         removed = {
@@ -93,6 +101,8 @@ class DeletionVectorRule:
         if not changes and not removed:
             return
         latest = self.table.snapshot_manager.snapshot(snapshot_id) if snapshot_id > 0 else None
+        if not changes and (latest is None or not latest.index_manifest):
+            return  # no vectors before or after: nothing to check
         parts = {p for p, _, _ in removed} | {e.partition for e in changes}
         before = read_index_entries(
             self.table, latest, index_type=DELETION_VECTORS_INDEX, partitions=parts
@@ -108,11 +118,12 @@ class DeletionVectorRule:
         )
         if gone:
             self._refuse(snapshot_id, gone, "deletion vector files it replaces are gone")
-        if DELETION_VECTORS_INDEX not in self.by_file_name:
-            self._check_bucket_replacements(before, snapshot_id)
+        bucketed = DELETION_VECTORS_INDEX not in self.by_file_name
         after = before
         for group in self.changes:
             dv = [e for e in group if e.index_file.index_type == DELETION_VECTORS_INDEX]
+            if bucketed:
+                self._check_bucket_replacements(after, dv, snapshot_id)
             after = combine_index_entries(after, dv, by_file_name=self.by_file_name)
         vectors: dict[tuple[bytes, int, str], int] = {}
         for e in after:
@@ -139,18 +150,21 @@ class DeletionVectorRule:
             )  # fmt: skip
 
     def _check_bucket_replacements(
-        self, before: Sequence[IndexManifestEntry], snapshot_id: int
+        self,
+        state: Sequence[IndexManifestEntry],
+        group: Sequence[IndexManifestEntry],
+        snapshot_id: int,
     ) -> None:
-        """Rule 2: a writer's vector file replaces only the bucket files it DELETEs."""
-        writes = [
-            e for e in (self.changes[0] if self.changes else ())
-            if e.index_file.index_type == DELETION_VECTORS_INDEX
-        ]  # fmt: skip
-        keys = {(e.partition, e.bucket) for e in writes if e.kind == FileKind.ADD}
-        named = {(e.partition, e.bucket, e.index_file.file_name) for e in writes}
+        """Rule 2: a group's new vectors file replaces only the bucket files it DELETEs.
+
+        ``state`` is the index as the group finds it: the snapshot's, with the
+        commit's earlier groups (a writer's, before a compaction's) applied.
+        """
+        keys = {(e.partition, e.bucket) for e in group if e.kind == FileKind.ADD}
+        named = {(e.partition, e.bucket, e.index_file.file_name) for e in group}
         unseen = sorted(
             e.index_file.file_name
-            for e in before
+            for e in state
             if (e.partition, e.bucket) in keys
             and (e.partition, e.bucket, e.index_file.file_name) not in named
         )
@@ -159,7 +173,7 @@ class DeletionVectorRule:
 
     @staticmethod
     def _refuse(snapshot_id: int, names: Sequence[str], why: str) -> None:
-        raise CommitConflictError(
+        raise DeletionVectorConflictError(
             f"deletion vector conflict on snapshot {snapshot_id}: {why}: {list(names)[:10]}; "
             "nothing was published: plan the operation again on the latest snapshot",
             paths=list(names),

@@ -1,7 +1,7 @@
-"""Index replacement checks: a commit replaces only the index files its writer read.
+"""HASH index replacement check: a commit replaces only the HASH files its writer read.
 
-HASH files (:func:`check_hash_replacements`) and a bucket's DELETION_VECTORS
-file (:func:`check_deletion_vector_replacements`).
+(A bucket's DELETION_VECTORS file is checked by
+:class:`~snaplake.commit.dv_conflict.DeletionVectorRule`.)
 
 A dynamic-bucket writer names, for each bucket whose key hashes grew, the
 HASH file it restored (or last wrote) in ``deleted_index_files`` (the new
@@ -27,17 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from snaplake.errors import DeletionVectorConflictError, HashIndexConflictError
-from snaplake.store.format.index_file import (
-    DELETION_VECTORS_INDEX,
-    HASH_INDEX,
-    IndexManifestEntry,
-)
+from snaplake.errors import HashIndexConflictError
+from snaplake.store.format.index_file import HASH_INDEX, IndexManifestEntry
 from snaplake.store.format.manifest import FileKind
 from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.read.index_scan import IndexStorage, read_index_entries
 
-__all__ = ["check_deletion_vector_replacements", "check_hash_replacements"]
+__all__ = ["check_hash_replacements"]
 
 
 def check_hash_replacements(
@@ -101,63 +97,6 @@ def check_hash_replacements(
             f"{sorted({b for _, b in conflicts})} since this writer restored it, so a new key "
             "could land in two buckets; nothing was published: write these rows again with a "
             "new writer (it restores the new index)",
-            paths=sorted(live[k] for k in conflicts if k in live),
-            conflicting_snapshot_ids=[latest.id] if latest is not None else [],
-        )
-
-
-def check_deletion_vector_replacements(
-    table: IndexStorage, latest: Snapshot | None, changes: Sequence[IndexManifestEntry]
-) -> None:
-    """Refuse a compaction's new vectors file when its bucket's file changed since it planned.
-
-    A compaction that writes deletion vectors builds the bucket's complete new
-    DELETION_VECTORS file from the one it read: it DELETEs that file (none when
-    the bucket had no vectors) and ADDs the new one. Another compaction (or a
-    writer's lift) that published vectors for the bucket since would lose its
-    vectors, and the rows they mark would come back: one wins, the other
-    re-plans on the new snapshot.
-
-    Args:
-        table: The table's storage.
-        latest: The snapshot the commit would publish on.
-        changes: The commit's compaction-side index ADD/DELETE entries.
-
-    Raises:
-        DeletionVectorConflictError: a bucket's live vectors file is not the one
-            the commit replaces (or the bucket has one and the commit expected none).
-
-    Storage: reads the index manifest of ``latest`` (cached), only when the
-    commit changes deletion vectors.
-
-    Source: snaplake's rule; Paimon detects the same race through the
-    compaction inputs' "deleted files must be live" check and, since 1.x,
-    ``ConflictDetection`` of deletion-vector index files.
-    """
-    dvs = [e for e in changes if e.index_file.index_type == DELETION_VECTORS_INDEX]
-    if not dvs:
-        return
-    added = {(e.partition, e.bucket) for e in dvs if e.kind == FileKind.ADD}
-    replaced = {
-        (e.partition, e.bucket): e.index_file.file_name for e in dvs if e.kind == FileKind.DELETE
-    }
-    live = {
-        (e.partition, e.bucket): e.index_file.file_name
-        for e in read_index_entries(
-            table,
-            latest,
-            index_type=DELETION_VECTORS_INDEX,
-            partitions={p for p, _ in added | set(replaced)},
-        )
-    }
-    conflicts = sorted(
-        (p, b) for p, b in added | set(replaced) if live.get((p, b)) != replaced.get((p, b))
-    )
-    if conflicts:
-        raise DeletionVectorConflictError(
-            "a concurrent commit changed the deletion vectors of bucket(s) "
-            f"{sorted({b for _, b in conflicts})} since this compaction read them; nothing "
-            "was published: plan the compaction again on the new snapshot",
             paths=sorted(live[k] for k in conflicts if k in live),
             conflicting_snapshot_ids=[latest.id] if latest is not None else [],
         )

@@ -44,10 +44,7 @@ from snaplake.commit.duplicate import (
     find_holding_snapshot,
 )
 from snaplake.commit.dv_conflict import DeletionVectorRule
-from snaplake.commit.index_conflict import (
-    check_deletion_vector_replacements,
-    check_hash_replacements,
-)
+from snaplake.commit.index_conflict import check_hash_replacements
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.operation import CommitChanges, CommitStop
 from snaplake.commit.result import CommitOutcome
@@ -259,8 +256,9 @@ class SnapshotProducer:
                 conflict rule refused the delta, or (``HashIndexConflictError``)
                 a HASH index file the commit replaces changed since its writer
                 restored it (:func:`~snaplake.commit.index_conflict.check_hash_replacements`),
-                or (``DeletionVectorConflictError``) a bucket's deletion vectors
-                changed since a compaction read them.
+                or (``DeletionVectorConflictError``) the commit's deletion
+                vectors no longer fit ``latest``
+                (:class:`~snaplake.commit.dv_conflict.DeletionVectorRule`).
             SchemaMismatchError: files were written under a schema that can no
                 longer be read (or see :meth:`replaced_entries`).
 
@@ -313,9 +311,6 @@ class SnapshotProducer:
             for f in m.data_increment.kept_index_files
         ]
         check_hash_replacements(ctx.table, latest, index_changes[0], kept)
-        if DELETION_VECTORS_INDEX not in ctx.snapshot_commit.index_by_file_name:
-            # one vectors file per bucket; bucket-unaware tables: DeletionVectorRule
-            check_deletion_vector_replacements(ctx.table, latest, index_changes[1])
         new_index_files = [
             index_path(ctx.table.paths, f) for m in self.messages for f in m.added_index_files()
         ]

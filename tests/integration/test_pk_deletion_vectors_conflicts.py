@@ -9,6 +9,7 @@ model after each step.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,8 @@ from tests.pk_helpers import (
 )
 
 import snaplake
-from snaplake.commit.index_conflict import check_deletion_vector_replacements
+from snaplake.commit.conflict import ConflictDetection
+from snaplake.commit.dv_conflict import DeletionVectorRule
 from snaplake.compaction.maintenance import maintenance_committer
 from snaplake.errors import CommitConflictError, DeletionVectorConflictError
 from snaplake.store.format.index_file import (
@@ -100,18 +102,23 @@ def test_vectors_file_replaced_since_planning_is_refused(tmp_path: Path) -> None
     live = read_index_entries(table, latest, index_type=DELETION_VECTORS_INDEX)
     assert live
     entry = live[0]
-    check_deletion_vector_replacements(  # replacing the live file: fine
-        table, latest, [entry.as_delete(), entry]
-    )
+
+    def check(*compaction: IndexManifestEntry) -> None:
+        rule = DeletionVectorRule(table)
+        rule.changes = ((), compaction)  # a compaction's vector changes, no data change
+        ConflictDetection(table, rules=(rule,)).check([], latest)
+
+    new = replace(entry, index_file=replace(entry.index_file, file_name="index-new-0"))
+    check(entry.as_delete(), new)  # replacing the live file: fine
     stale = IndexManifestEntry(
         kind=FileKind.DELETE, partition=entry.partition, bucket=entry.bucket,
         index_file=IndexFileMeta(DELETION_VECTORS_INDEX, "index-gone-0", 1, 0, ()),
     )  # fmt: skip
     with pytest.raises(DeletionVectorConflictError) as info:
-        check_deletion_vector_replacements(table, latest, [stale, entry])
+        check(stale, new)
     assert info.value.retryable
     with pytest.raises(DeletionVectorConflictError):  # expected none, found one
-        check_deletion_vector_replacements(table, latest, [entry])
+        check(new)
 
 
 def test_write_only_level0_commit_never_conflicts_with_a_compaction(tmp_path: Path) -> None:
