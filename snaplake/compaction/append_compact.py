@@ -49,14 +49,13 @@ from typing import Any, ClassVar
 from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.compaction.append_rewrite import AppendRewriter, CompactTask, output_groups
 from snaplake.compaction.job import CompactionPlan, partition_specs
-from snaplake.options import CoreOptions, Operation
+from snaplake.options import CoreOptions
 from snaplake.options.registry import DELETION_VECTOR_INDEX_FILE_TARGET_SIZE
 from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan, Split
-from snaplake.store.support import check_supported
 from snaplake.store.table_storage import TableStorage
 from snaplake.write.deletion_files import DeletionFileMaintainer, delete_index_files
 from snaplake.write.table_write import abort_messages
@@ -188,7 +187,6 @@ class AppendCompactionPlanner:
         Raises:
             CorruptMetadataError: a manifest is undecodable.
             SchemaMismatchError: a partition spec names a non-partition column.
-            UnsupportedTableError: an option snaplake cannot maintain.
             ValueError: ``max_unit_bytes < 1``.
 
         Storage: reads the latest snapshot's manifests; writes nothing.
@@ -200,7 +198,6 @@ class AppendCompactionPlanner:
         schema = t.schema_manager.latest()
         if latest is None or schema is None:
             return CompactionPlan(snapshot_id=None)
-        check_supported(schema, Operation.MAINTENANCE)
         target, min_files, ratio = self._opts(schema)
         buckets: dict[tuple[bytes, int], list[CompactTask]] = {}
         planned_by: dict[tuple[bytes, int], int] = {}

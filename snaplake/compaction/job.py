@@ -41,10 +41,12 @@ from snaplake.commit.message import CommitMessage
 from snaplake.compaction.merge_tree_plan import SortedRunStats
 from snaplake.compaction.result import CompactResult
 from snaplake.errors import CommitConflictError, CommitStateUnknownError
+from snaplake.options import Operation
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager
 from snaplake.store.format.snapshot import CommitKind
 from snaplake.store.io.file_io import FileIO
+from snaplake.store.support import check_supported
 from snaplake.write.deletion_files import delete_index_files
 from snaplake.write.table_write import abort_messages
 
@@ -182,14 +184,24 @@ class CompactionJob:
     def plan_units(self, *, max_unit_bytes: int = DEFAULT_MAX_UNIT_BYTES) -> CompactionPlan:
         """Plan the latest snapshot's compaction.
 
+        The table's latest schema is checked here, once per plan and before
+        anything is written: for compaction (``Operation.MAINTENANCE``) and for
+        the COMPACT commit that follows (the committer's ``Operation.COMMIT``
+        check, which it then does not repeat for that schema).
+
         Raises:
             CorruptMetadataError: a manifest is undecodable.
             SchemaMismatchError: a partition spec names a non-partition column.
-            UnsupportedTableError: a table snaplake cannot compact.
+            UnsupportedTableError: a table snaplake cannot compact or commit to
+                (:func:`snaplake.store.support.check_supported`).
             ValueError: ``max_unit_bytes < 1``.
 
         Storage: reads the latest snapshot's manifests; writes nothing.
         """
+        schema = self.commit.schema_manager.latest()
+        if schema is not None:
+            check_supported(schema, Operation.MAINTENANCE)
+            self.commit.check_supported(schema)
         return self.planner.plan(max_unit_bytes=max_unit_bytes)
 
     def rewrite(self, unit: CompactionUnit) -> list[CommitMessage]:

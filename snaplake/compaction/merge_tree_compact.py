@@ -146,7 +146,6 @@ class MergeTreeCompactionPlanner:
         bucket of the table was planned for one.
 
         Raises:
-            UnsupportedTableError: a primary-key table snaplake cannot compact.
             CorruptMetadataError: a manifest is undecodable.
             SchemaMismatchError: a partition spec names a non-partition column.
             ValueError: ``max_unit_bytes < 1``.

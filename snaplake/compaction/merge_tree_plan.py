@@ -23,7 +23,7 @@ from typing import Any
 
 from snaplake.mergetree.sorted_run import KeyComparator, Levels
 from snaplake.mergetree.universal import CompactUnit, UniversalCompaction, pick_full_compaction
-from snaplake.options import CoreOptions, Operation
+from snaplake.options import CoreOptions
 from snaplake.store.format.data_file import DataFileMeta
 from snaplake.store.format.index_file import DELETION_VECTORS_INDEX, IndexFileMeta
 from snaplake.store.format.manifest import ManifestEntry
@@ -32,7 +32,6 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
 from snaplake.store.read.index_scan import read_index_entries
 from snaplake.store.read.scan import FileStoreScan
-from snaplake.store.support import check_supported
 from snaplake.store.table_storage import TableStorage
 
 __all__ = [
@@ -182,9 +181,10 @@ class MergeTreeCompactPlanner:
     def plan(self) -> CompactPlan:
         """Plan the latest snapshot.
 
+        The caller has checked the schema
+        (:meth:`snaplake.compaction.job.CompactionJob.plan_units`).
+
         Raises:
-            UnsupportedTableError: the table is not a primary-key table snaplake
-                can compact (``check_supported(schema, Operation.MAINTENANCE)``).
             CorruptMetadataError: a manifest is undecodable.
 
         Storage: reads the latest snapshot's manifests; writes nothing.
@@ -197,7 +197,6 @@ class MergeTreeCompactPlanner:
         # read into it by field id), as Paimon's compaction writes with the
         # table's latest schema.
         schema = t.schema_manager.latest() or t.schema_manager.schema(latest.schema_id)
-        check_supported(schema, Operation.MAINTENANCE)
         opts = self.options or schema.core_options
         full = self.full or self.full_compaction_due(latest, opts.full_compaction_delta_commits)
         strategy = UniversalCompaction.from_options(opts)

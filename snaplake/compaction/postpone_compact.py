@@ -294,8 +294,8 @@ class PostponeCompactionPlanner:
         LSM plan is one (``full``, or ``full-compaction.delta-commits`` due).
 
         Raises:
-            UnsupportedTableError: a table snaplake cannot compact, or a
-                partition whose real buckets disagree on their count.
+            UnsupportedTableError: a partition whose real buckets disagree on
+                their count.
             CorruptMetadataError: a manifest is undecodable.
             SchemaMismatchError: a partition spec names a non-partition column.
             ValueError: ``max_unit_bytes < 1``.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pyarrow as pa
@@ -185,7 +186,28 @@ def test_each_operation_runs_the_check_once(tmp_path, checks, primary_keys):
     committer.commit(third.prepare_commit())
     assert step(table.to_arrow) == [Operation.READ]
     assert step(lambda: table.new_scan().plan()) == [Operation.READ]
-    # a compaction is two operations: rewriting files (maintenance), then its commit
+    # a compaction is two operations, both checked when it plans: rewriting files
+    # (maintenance), then its commit (the committer does not check that schema again)
     assert step(lambda: table.compact(full=True)) == [Operation.MAINTENANCE, Operation.COMMIT]
     assert step(lambda: table.merge_manifests(full=True)) == [Operation.MAINTENANCE]
     assert step(table.expire_snapshots) == [Operation.MAINTENANCE]
+
+
+def test_a_compaction_whose_commit_is_refused_writes_nothing(tmp_path):
+    """An option that refuses commits only is found when the compaction plans, not after it rewrote."""
+    table = snaplake.FileSystemCatalog(str(tmp_path)).create_table(
+        "db.t", schema=_SCHEMA, primary_keys=["id"], options={"bucket": "1"}
+    )
+    data = pa.table({"id": [1, 2], "b": [b"x", b"y"], "v": ["a", "b"]}, schema=_SCHEMA)
+    for _ in range(3):
+        table.write(data)
+    schema_dir = tmp_path / "db.db" / "t" / "schema"
+    latest = json.loads((schema_dir / "schema-0").read_text())
+    # another engine set an option snaplake refuses for commits only
+    latest.update(id=1, options={**latest["options"], "commit.discard-duplicate-files": "true"})
+    (schema_dir / "schema-1").write_text(json.dumps(latest))
+    before = sorted(p.name for p in (tmp_path / "db.db" / "t").rglob("*") if p.is_file())
+    with pytest.raises(UnsupportedTableError, match="commit.discard-duplicate-files"):
+        table.compact(full=True)
+    after = sorted(p.name for p in (tmp_path / "db.db" / "t").rglob("*") if p.is_file())
+    assert after == before
