@@ -194,7 +194,7 @@ def test_each_operation_runs_the_check_once(tmp_path, checks, primary_keys):
 
 
 def test_a_compaction_whose_commit_is_refused_writes_nothing(tmp_path):
-    """An option that refuses commits only is found when the compaction plans, not after it rewrote."""
+    """An option refusing commits only is found when the compaction plans, before a rewrite."""
     table = snaplake.FileSystemCatalog(str(tmp_path)).create_table(
         "db.t", schema=_SCHEMA, primary_keys=["id"], options={"bucket": "1"}
     )
@@ -207,7 +207,7 @@ def test_a_compaction_whose_commit_is_refused_writes_nothing(tmp_path):
     latest.update(id=1, options={**latest["options"], "commit.discard-duplicate-files": "true"})
     (schema_dir / "schema-1").write_text(json.dumps(latest))
     before = sorted(p.name for p in (tmp_path / "db.db" / "t").rglob("*") if p.is_file())
-    with pytest.raises(UnsupportedTableError, match="commit.discard-duplicate-files"):
+    with pytest.raises(UnsupportedTableError, match=r"commit\.discard-duplicate-files"):
         table.compact(full=True)
     after = sorted(p.name for p in (tmp_path / "db.db" / "t").rglob("*") if p.is_file())
     assert after == before
