@@ -40,8 +40,8 @@ class AppendOnlyFileStore(FileStore):
 
     kind: ClassVar[str] = "append"
 
-    def new_write(
-        self, commit_user: str, *, restored: Mapping[tuple[bytes, int], int] | None = None
+    def _new_write(
+        self, commit_user: str, restored: Mapping[tuple[bytes, int], int] | None
     ) -> AppendOnlyTableWrite:
         """Return an :class:`~snaplake.write.append_write.AppendOnlyTableWrite` (this schema).
 

@@ -100,9 +100,12 @@ class FileStore(ABC):
         return self.table.paths
 
     # write -----------------------------------------------------------------
-    @abstractmethod
     def new_write(
-        self, commit_user: str, *, restored: Mapping[tuple[bytes, int], int] | None = None
+        self,
+        commit_user: str,
+        *,
+        restored: Mapping[tuple[bytes, int], int] | None = None,
+        checked: bool = False,
     ) -> TableWrite:
         """Return the writer of this kind for ``commit_user`` (see ``Table.new_write``).
 
@@ -112,10 +115,22 @@ class FileStore(ABC):
                 :meth:`restore_write_state` returned it (read once on a Spark
                 driver for all its tasks); ``None`` = the writer restores it
                 itself from the latest snapshot when it needs it.
+            checked: The caller has already run ``check_supported(WRITE)`` on
+                this store's schema (a Spark driver, for its executors' tasks);
+                otherwise this call runs it.
 
         Raises:
             UnsupportedTableError: the table uses something snaplake cannot write.
         """
+        if not checked:
+            self.check_supported(Operation.WRITE)
+        return self._new_write(commit_user, restored)
+
+    @abstractmethod
+    def _new_write(
+        self, commit_user: str, restored: Mapping[tuple[bytes, int], int] | None
+    ) -> TableWrite:
+        """This kind's writer (:meth:`new_write` without the check)."""
 
     @property
     @abstractmethod

@@ -50,8 +50,8 @@ class KeyValueFileStore(FileStore):
 
     kind: ClassVar[str] = "primary-key"
 
-    def new_write(
-        self, commit_user: str, *, restored: Mapping[tuple[bytes, int], int] | None = None
+    def _new_write(
+        self, commit_user: str, restored: Mapping[tuple[bytes, int], int] | None
     ) -> KeyValueTableWrite:
         """Return a :class:`~snaplake.write.kv_write.KeyValueTableWrite` in this store's schema.
 

@@ -34,8 +34,8 @@ class PostponeBucketFileStore(KeyValueFileStore):
     Source: Paimon ``KeyValueFileStore`` in ``POSTPONE_MODE``.
     """
 
-    def new_write(
-        self, commit_user: str, *, restored: Mapping[tuple[bytes, int], int] | None = None
+    def _new_write(
+        self, commit_user: str, restored: Mapping[tuple[bytes, int], int] | None
     ) -> PostponeBucketTableWrite:
         """Return a :class:`~snaplake.write.postpone_write.PostponeBucketTableWrite`.
 

@@ -163,7 +163,7 @@ class _WriteTask:
             identifier=self.identifier,
         )
         store = file_store_for(table, self.schema)
-        write = store.new_write(self.commit_user, restored=self.sequences)
+        write = store.new_write(self.commit_user, restored=self.sequences, checked=True)
         if self.overwrite:
             write.ignore_previous_files()
         return write
@@ -395,7 +395,7 @@ def write_messages(
         )
     schema = table.schema()
     store = table.file_store(schema)
-    check_supported(schema, Operation.WRITE)  # on the driver, before any job runs
+    check_supported(schema, Operation.WRITE)  # on the driver, before any job runs; not again
     if row_kind_column is not None:
         if row_kind_column not in df.columns:
             raise SchemaMismatchError(f"row_kind_column {row_kind_column!r} is not a column")

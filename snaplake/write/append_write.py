@@ -25,14 +25,12 @@ import pyarrow as pa
 from snaplake.commit.message import CommitMessage
 from snaplake.errors import SchemaMismatchError, UnsupportedTableError
 from snaplake.mergetree.kv import parse_row_kinds
-from snaplake.options import Operation
 from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.file_format import DataFileSpec
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.stats import compute_value_stats
 from snaplake.store.io.file_io import FileIO
-from snaplake.store.support import check_supported
 from snaplake.write.bucket_buffer import BucketBuffer, PendingBucket
 from snaplake.write.table_write import (
     RowKinds,
@@ -58,9 +56,8 @@ class AppendOnlyTableWrite:
         schema: The table schema to write with (its id goes into every file).
         commit_user: Recorded for logs only (the commit carries the user).
 
-    Raises:
-        UnsupportedTableError: the table uses something snaplake cannot write
-            (:func:`snaplake.store.support.check_supported`).
+    The caller has checked the schema (``FileStore.new_write`` runs
+    ``check_supported(WRITE)``).
 
     Source: Paimon ``AppendOnlyFileStoreWrite`` / ``AppendOnlyWriter``.
     """
@@ -68,7 +65,6 @@ class AppendOnlyTableWrite:
     def __init__(
         self, *, file_io: FileIO, paths: PathFactory, schema: TableSchema, commit_user: str
     ) -> None:
-        check_supported(schema, Operation.WRITE)
         self.file_io = file_io
         self.paths = paths
         self.schema = schema

@@ -49,7 +49,7 @@ from snaplake.mergetree.merge_function import (
     merge_sorted,
     merge_sorted_runs,
 )
-from snaplake.options import CoreOptions, Operation
+from snaplake.options import CoreOptions
 from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.primary_key import RETRACTABLE_FUNCTIONS, MergeEngine
@@ -57,7 +57,6 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.stats import SimpleStatsParts
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
-from snaplake.store.support import check_supported
 from snaplake.write.bucket_buffer import BucketBuffer, PendingBucket
 from snaplake.write.cross_partition import BucketIndex
 from snaplake.write.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter, WrittenFile
@@ -116,9 +115,10 @@ class KeyValueTableWrite:
             message at ``prepare_commit``; cross-partition tables also
             rewrite each batch (keys moving partition); ``None`` = fixed buckets.
 
+    The caller has checked the schema (``FileStore.new_write`` runs
+    ``check_supported(WRITE)``).
+
     Raises:
-        UnsupportedTableError: the table uses something snaplake cannot write
-            (``bucket`` not a positive count, an unimplemented option).
         InvalidOptionError: an unknown merge engine or aggregate function.
 
     Source: Paimon ``KeyValueFileStoreWrite`` / ``MergeTreeWriter``.
@@ -140,7 +140,6 @@ class KeyValueTableWrite:
         lift_level0: Level0Lift | None = None,
         bucket_index: BucketIndex | None = None,
     ) -> None:
-        check_supported(schema, Operation.WRITE)
         self.file_io = file_io
         self.paths = paths
         self.schema = schema

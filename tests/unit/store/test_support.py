@@ -177,6 +177,8 @@ def test_each_operation_runs_the_check_once(tmp_path, checks, primary_keys):
     messages = writer.prepare_commit()
     committer = table.new_commit(commit_user="u")
     assert step(lambda: table.new_write(commit_user="u")) == [Operation.WRITE]
+    # a Spark driver checks once for its executors' writers
+    assert step(lambda: table.file_store().new_write("u", checked=True)) == []
     assert step(lambda: table.new_commit(commit_user="u").commit(messages)) == [Operation.COMMIT]
     again = table.new_write(commit_user="u")
     again.write_arrow(data)
