@@ -66,7 +66,7 @@ from snaplake.daemon.jobs import (
     orphan_clean_job,
     run_job,
 )
-from snaplake.daemon.lease import TableLease
+from snaplake.store.lease import TableLease
 from snaplake.daemon.lifecycle_jobs import LIFECYCLE_JOBS
 from snaplake.daemon.memory import limit_malloc_arenas, release_memory, trim_malloc
 from snaplake.daemon.remote import RemoteCompaction

@@ -46,7 +46,7 @@ from tests.oracle import PaimonOracle, requires_paimon
 
 import snaplake
 from snaplake.compaction.maintenance import count_manifests
-from snaplake.daemon.lease import TableLease
+from snaplake.store.lease import TableLease
 from snaplake.store.format.decoded_cache import metadata_cache
 from snaplake.table import Table
 
