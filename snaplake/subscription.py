@@ -326,6 +326,7 @@ class Subscription:
 
     def _range(self, start: int, end: int) -> Iterator[ChangeBatch]:
         """The batches of ``start..end``; ``_next_read`` moves past each one delivered."""
+        plans: Iterator[ChangePlan]
         if self.mode == DIFF:
             plans = (self._plan(sid, sid) for sid in range(start, end + 1))
         else:
@@ -359,11 +360,11 @@ class Subscription:
         )  # fmt: skip
 
 
-class TableSubscriptions:
-    """The ``subscribe`` method of :class:`snaplake.table.Table` (a mixin)."""
+class TableSubscriptions(TableChanges):
+    """The ``subscribe`` method of :class:`snaplake.table.Table` (a mixin over its change reads)."""
 
     def subscribe(
-        self: TableChanges,
+        self,
         consumer_id: str,
         *,
         start: Start = "earliest",
@@ -474,7 +475,9 @@ def _exclusively(
         lease.release()
 
 
-def _busy(table: TableChanges, consumer_id: str, lease: TableLease, advice: str) -> ConsumerBusyError:
+def _busy(
+    table: TableChanges, consumer_id: str, lease: TableLease, advice: str
+) -> ConsumerBusyError:
     holder = lease.current()
     described = holder.describe() if holder is not None else "unknown"
     return ConsumerBusyError(
@@ -491,8 +494,10 @@ def _check_arguments(start: Start, poll_interval: timedelta, mode: str, ttl: tim
             f"unknown change read mode {mode!r}; use one of {', '.join(MODES)}",
             key="incremental-between-scan-mode", value=str(mode),
         )  # fmt: skip
-    ok = start in ("earliest", "latest") or isinstance(start, datetime) or (
-        isinstance(start, int) and not isinstance(start, bool)
+    ok = (
+        start in ("earliest", "latest")
+        or isinstance(start, datetime)
+        or (isinstance(start, int) and not isinstance(start, bool))
     )
     if not ok:
         raise InvalidOptionError(

@@ -21,20 +21,18 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import orjson
 
 from snaplake.errors import CorruptMetadataError, FileAlreadyExistsError, InvalidNameError
 from snaplake.store.format.paths import TableFileManager, list_prefixed
+from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileStatus
 from snaplake.store.lease import TableLease
 
-if TYPE_CHECKING:
-    from snaplake.store.snapshot_manager import SnapshotManager
-
-__all__ = ["LEASE_NAME_PREFIX", "ConsumerLag", "ConsumerManager", "check_consumer_id",
-           "consumer_lags"]  # fmt: skip
+__all__ = ["LEASE_NAME_PREFIX", "ConsumerLag", "ConsumerManager", "SnapshotLookup",
+           "check_consumer_id", "consumer_lags"]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -53,11 +51,7 @@ def check_consumer_id(consumer_id: str) -> None:
             ``_``, ``.`` and ``-`` (checked in full; ``.`` and ``..`` alone are
             refused too).
     """
-    if (
-        not isinstance(consumer_id, str)
-        or not _VALID_ID.fullmatch(consumer_id)
-        or consumer_id in (".", "..")
-    ):
+    if not _VALID_ID.fullmatch(consumer_id) or consumer_id in (".", ".."):
         raise InvalidNameError(
             f"invalid consumer id {consumer_id!r}: use letters, digits, '_', '.' and '-'",
             kind="consumer id",
@@ -218,6 +212,22 @@ class ConsumerManager(TableFileManager):
         return idle
 
 
+class SnapshotLookup(Protocol):
+    """What :func:`consumer_lags` reads (a ``SnapshotManager``)."""
+
+    def latest_snapshot_id(self) -> int | None:
+        """The newest snapshot id."""
+        ...
+
+    def earliest_snapshot_id(self) -> int | None:
+        """The oldest retained snapshot id."""
+        ...
+
+    def try_snapshot(self, snapshot_id: int) -> Snapshot | None:
+        """One snapshot, ``None`` when it does not exist."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerLag:
     """How far one consumer is behind the table.
@@ -236,7 +246,7 @@ class ConsumerLag:
 
 
 def consumer_lags(
-    consumers: Mapping[str, int], snapshots: SnapshotManager, *, now_ms: int
+    consumers: Mapping[str, int], snapshots: SnapshotLookup, *, now_ms: int
 ) -> dict[str, ConsumerLag]:
     """Measure the lag of each consumer (``{id: nextSnapshot}``) at ``now_ms`` (epoch ms).
 

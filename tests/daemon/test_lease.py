@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from snaplake.store.lease import LEASE_DIR, TableLease
 from snaplake.store.io.local_file_io import LocalFileIO
 from snaplake.store.io.memory_file_io import InMemoryFileIO
+from snaplake.store.lease import LEASE_DIR, TableLease
 
 
 class Clock:

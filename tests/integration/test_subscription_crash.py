@@ -64,6 +64,7 @@ def test_sigkilled_consumer_mirrors_every_snapshot_exactly_once(tmp_path):
         ids = list(range(next_id, next_id + n))
         next_id += n
         result = source.write(pa.table({"id": ids, "src": [len(appended)] * n}, schema=SCHEMA))
+        assert result.snapshot_id is not None
         appended.append(result.snapshot_id)
 
     kills, runs, expired_any, replays = 0, 0, False, 0
@@ -107,4 +108,5 @@ def test_sigkilled_consumer_mirrors_every_snapshot_exactly_once(tmp_path):
     assert sorted(identifiers) == appended
     # The consumer is caught up (past trailing COMPACT snapshots too).
     latest = source.snapshot_manager.latest_snapshot_id()
+    assert latest is not None
     assert source.consumers() == {"mirror-job": latest + 1}

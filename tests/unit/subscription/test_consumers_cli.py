@@ -1,4 +1,4 @@
-"""``snaplake consumers TABLE`` (list with lag, --reset ID --to N, --delete ID) via the console script."""
+"""``snaplake consumers TABLE``: list with lag, ``--reset ID --to N``, ``--delete ID``."""
 
 from __future__ import annotations
 

@@ -98,7 +98,7 @@ def test_start_positions_of_a_new_consumer(table):
     t2 = table.snapshot(2).time_millis
     at = datetime.fromtimestamp(t2 / 1000, tz=UTC)
     with table.subscribe("since", start=at, stop_when_idle=True) as sub:
-        assert [b.snapshot_id for b in sub][0] <= 2
+        assert next(sub).snapshot_id <= 2
     future = datetime.now(UTC) + timedelta(days=1)
     with table.subscribe("future", start=future, stop_when_idle=True) as sub:
         assert list(sub) == []
@@ -172,9 +172,10 @@ def test_trailing_empty_snapshots_are_not_passed_while_a_batch_is_unacknowledged
 
 
 def test_consumers_do_not_affect_each_other(table):
-    with table.subscribe("a", stop_when_idle=True) as a, table.subscribe(
-        "b", stop_when_idle=True
-    ) as b:
+    with (
+        table.subscribe("a", stop_when_idle=True) as a,
+        table.subscribe("b", stop_when_idle=True) as b,
+    ):
         for batch in a:
             batch.ack()
         first_b = next(b)
@@ -270,9 +271,9 @@ def test_start_outside_the_retained_snapshots_is_refused(table, start):
 
 
 def test_changelog_mode_without_producer_fails_while_iterating(table):
-    with table.subscribe("job", mode="changelog", stop_when_idle=True) as sub:
-        with pytest.raises(UnsupportedTableError):
-            next(sub)
+    sub = table.subscribe("job", mode="changelog", stop_when_idle=True)
+    with sub, pytest.raises(UnsupportedTableError):
+        next(sub)
 
 
 def test_expired_next_snapshot_raises_naming_the_earliest(catalog):
@@ -286,9 +287,9 @@ def test_expired_next_snapshot_raises_naming_the_earliest(catalog):
     ConsumerManager(t.file_io, t.paths).set_consumer("old", next_snapshot=1)
     t.expire_snapshots()  # consumer.changelog-only: consumers do not pin
     assert t.snapshot_manager.earliest_snapshot_id() == 3
-    with t.subscribe("old", stop_when_idle=True) as sub:
-        with pytest.raises(SnapshotNotFoundError, match="earliest retained snapshot is 3"):
-            next(sub)
+    sub = t.subscribe("old", stop_when_idle=True)
+    with sub, pytest.raises(SnapshotNotFoundError, match="earliest retained snapshot is 3"):
+        next(sub)
 
 
 def test_empty_table_earliest_starts_at_the_first_snapshot(catalog):
