@@ -31,7 +31,7 @@ KILLS = 20
 # lists, snapshot, LATEST, the ack; plus the lease at the start.
 WRITES_PER_BATCH = 7
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 
 def _run(warehouse: str, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -318,3 +318,31 @@ def test_polling_delivers_a_snapshot_committed_while_waiting(table):
         assert done.wait(60)
         assert (batch.snapshot_id, _ids(batch)) == (4, [40, 41, 42])
         batch.ack()
+
+
+PK_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+
+
+def test_primary_key_mirror_through_the_lookup_changelog(catalog):
+    """Replaying each batch's rows with their kinds into a primary-key table gives the source."""
+    opts = {"bucket": "1", "changelog-producer": "lookup"}
+    source = catalog.create_table("db.pk", schema=PK_SCHEMA, primary_keys=["id"], options=opts)
+    mirror = catalog.create_table("db.pk_mirror", schema=PK_SCHEMA, primary_keys=["id"],
+                                  options={"bucket": "1"})  # fmt: skip
+    source.write(pa.table({"id": [1, 2, 3], "v": ["a", "a", "a"]}, schema=PK_SCHEMA))
+    source.write(pa.table({"id": [2, 4], "v": ["b", "b"]}, schema=PK_SCHEMA))
+    source.write(pa.table({"id": [1], "v": [None]}, schema=PK_SCHEMA), row_kinds=["-D"])
+    source.compact(full=True)
+    kinds = set()
+    with source.subscribe("mirror", stop_when_idle=True) as sub:
+        for batch in sub:
+            data = batch.reader.read_all()
+            kinds |= set(data.column("_row_kind").to_pylist())
+            mirror.write(
+                data.select(["id", "v"]), row_kinds=data.column("_row_kind").to_pylist(),
+                commit_user="mirror", commit_identifier=batch.snapshot_id,
+            )  # fmt: skip
+            batch.ack()
+    assert {"+I", "-U", "+U", "-D"} <= kinds
+    assert mirror.to_arrow().sort_by("id").equals(source.to_arrow().sort_by("id"))
+    assert source.consumers() == {"mirror": source.snapshot_manager.latest_snapshot_id() + 1}
