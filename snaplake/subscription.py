@@ -386,7 +386,10 @@ class TableSubscriptions(TableChanges):
             poll_interval: Wait between looks for new snapshots when caught up.
             stop_when_idle: End the iteration once caught up instead of polling.
             mode: ``auto``, ``delta``, ``changelog`` or ``diff`` (``diff``: per
-                snapshot, the difference of the merged views before and after it).
+                snapshot, the difference of the merged views before and after it;
+                a snapshot that changed files but not the view, e.g. a
+                compaction, gives a batch whose reader is empty; it needs the
+                snapshot before the consumer's next one retained).
             columns: Table columns to return (``None`` = all).
             filter: As ``Table.to_arrow``; applied exactly to every change row.
             lease_ttl: Validity of the consumer-id lease between renewals: how
