@@ -23,7 +23,10 @@ Progress (the consumer file):
   ``snaplake consumers TABLE --reset ID --to N``.
 - ``ack()`` writes ``nextSnapshot = batch.snapshot_id + 1`` (create-or-replace,
   atomic). Batches are acknowledged in delivery order, each once
-  (:class:`~snaplake.errors.AckOrderError` otherwise).
+  (:class:`~snaplake.errors.AckOrderError` otherwise). At each lease renewal
+  the file is rewritten unchanged, so a live subscription never looks idle to
+  ``consumer.expiration-time`` (Paimon's streaming jobs rewrite it at every
+  checkpoint).
 - Snapshots without rows in the mode (a COMPACT snapshot in ``delta`` mode, an
   OVERWRITE in ``changelog`` mode) give no batch. The next batch's ack moves
   the consumer past them; when they are the newest snapshots, the subscription
@@ -56,7 +59,7 @@ import logging
 import threading
 import weakref
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -182,7 +185,7 @@ class Subscription:
         self._thread = threading.Thread(
             target=_renew_loop, name=f"snaplake-lease-{consumer_id}", daemon=True,
             args=(self._lease, self._lock, self._stop, self._lost,
-                  lease_ttl.total_seconds() / 3),
+                  lease_ttl.total_seconds() / 3, weakref.WeakMethod(self._touch)),
         )  # fmt: skip
         self._thread.start()
         self._finalizer = weakref.finalize(
@@ -292,6 +295,16 @@ class Subscription:
                 f"lost the consumer id ({reason}); close it and subscribe again",
                 consumer_id=self.consumer_id, holder=reason,
             )  # fmt: skip
+
+    def _touch(self) -> None:
+        """Rewrite the consumer file unchanged (renewal thread, lock held).
+
+        A live subscription is never idle: ``consumer.expiration-time`` counts
+        from the file's last write, as for Paimon's streaming jobs, which
+        rewrite it at every checkpoint. Recreates a file an expiry removed.
+        """
+        if not self._closed:
+            self._consumers.set_consumer(self.consumer_id, next_snapshot=self._acked_next)
 
     def _skip_empty(self) -> None:
         """Move the consumer past snapshots without rows once every batch is acknowledged."""
@@ -526,8 +539,13 @@ def _renew_loop(
     stop: threading.Event,
     lost: list[str],
     every_s: float,
+    touch: weakref.WeakMethod[Callable[[], None]],
 ) -> None:
-    """Renew ``lease`` every ``every_s`` until ``stop``; record in ``lost`` why it was lost."""
+    """Renew ``lease`` and ``touch`` the consumer file every ``every_s`` until ``stop``.
+
+    Records in ``lost`` why the lease was lost. ``touch`` is held weakly so
+    that an unclosed subscription can still be collected.
+    """
     while not stop.wait(every_s):
         with lock:
             if stop.is_set():
@@ -540,6 +558,13 @@ def _renew_loop(
             if not renewed:
                 lost.append("another subscription took the consumer id over, or it lapsed")
                 return
+            refresh = touch()
+            if refresh is None:
+                return
+            try:
+                refresh()
+            except Exception:
+                logger.warning("refreshing the consumer file of %r failed", lease, exc_info=True)
 
 
 def _shutdown(

@@ -180,3 +180,31 @@ def test_reset_and_delete_when_free(table):
     delete_consumer(table, "job")
     assert table.consumers() == {}
     delete_consumer(table, "job")  # missing is fine
+
+
+def test_renewal_round_renews_the_lease_and_refreshes_the_consumer_file(table):
+    """One round of the renewal thread's loop, driven here (no waiting on a clock)."""
+    import threading
+    import weakref
+
+    from snaplake.subscription import _renew_loop
+
+    sub = table.subscribe("job", stop_when_idle=True)
+    next(sub).ack()
+    table.file_io.delete(table.paths.consumer_path("job"))  # as consumer expiry would
+    before = sub._lease.current().expires_ms
+    stop = threading.Event()
+    calls = []
+
+    class Probe:
+        def touch(self) -> None:
+            sub._touch()
+            calls.append(1)
+            stop.set()
+
+    probe = Probe()
+    _renew_loop(sub._lease, threading.Lock(), stop, [], 0.0, weakref.WeakMethod(probe.touch))
+    assert calls == [1]
+    assert table.consumers() == {"job": 2}  # rewritten with the acknowledged position
+    assert sub._lease.current().expires_ms >= before
+    sub.close()
