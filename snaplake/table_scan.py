@@ -295,7 +295,7 @@ def _pair(options: Mapping[str, str], key: str, identifier: str) -> tuple[int, i
     try:
         if len(parts) != 2:
             raise ValueError(text)
-        return int(parts[0]), int(parts[1])
+        start, end = int(parts[0]), int(parts[1])
     except ValueError:
         if key == "incremental-between" and len(parts) == 2:
             raise UnsupportedTableError(
@@ -307,6 +307,11 @@ def _pair(options: Mapping[str, str], key: str, identifier: str) -> tuple[int, i
             f"option {key!r} = {text!r} must be two integers 'start,end' (start exclusive, "
             "end inclusive)", key=key, value=text,
         ) from None  # fmt: skip
+    if end < start:
+        raise InvalidOptionError(
+            f"{key} = {text!r}: the end is before the start", key=key, value=text
+        )
+    return start, end
 
 
 def select_by_options(
@@ -424,11 +429,6 @@ def _incremental(
         )  # fmt: skip
     if "incremental-between" in options:
         start, end = _pair(options, "incremental-between", identifier)
-        if end < start:
-            raise InvalidOptionError(
-                f"incremental-between = '{start},{end}': the end is before the start",
-                key="incremental-between", value=f"{start},{end}",
-            )  # fmt: skip
         if snapshots.earliest_snapshot_id() is None or start == end:
             return ReadSelection(empty=True)
         return ReadSelection(changes=(start + 1, end, mode))
@@ -438,11 +438,6 @@ def _incremental(
             key="scan.mode", value="incremental",
         )  # fmt: skip
     t1, t2 = _pair(options, "incremental-between-timestamp", identifier)
-    if t2 < t1:
-        raise InvalidOptionError(
-            f"incremental-between-timestamp = '{t1},{t2}': the end is before the start",
-            key="incremental-between-timestamp", value=f"{t1},{t2}",
-        )  # fmt: skip
     earliest_id, latest = snapshots.earliest_snapshot_id(), snapshots.latest_snapshot()
     earliest = None if earliest_id is None else snapshots.snapshot(earliest_id)
     if earliest is None or latest is None or t1 == t2:

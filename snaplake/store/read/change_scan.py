@@ -32,6 +32,7 @@ __all__ = [
     "DELTA",
     "ROW_KIND",
     "AppendChangeRead",
+    "ChangeSplitRead",
     "SnapshotFilesScan",
     "diff_tables",
     "empty_like",
@@ -80,22 +81,34 @@ class SnapshotFilesScan(FileStoreScan):
 
 
 @dataclass(frozen=True, slots=True)
-class AppendChangeRead:
-    """Picklable: read the files of one split of an append table as ``+I`` rows.
+class ChangeSplitRead:
+    """Picklable: read the files of one change split, each row with its ``_row_kind``.
+
+    A table kind's reader (``FileStore.change_read``); holds only picklable configuration.
 
     Attributes:
         file_io: Storage of the table.
         schema: The read schema (files of other schemas are mapped by field id).
         schemas: The schema of every ``_SCHEMA_ID`` the splits' files carry.
         columns: Columns to return (then :data:`ROW_KIND`).
-
-    Source: Paimon ``RawFileSplitRead`` of a streaming split (append rows are inserts).
     """
 
     file_io: FileIO
     schema: TableSchema
     schemas: Mapping[int, TableSchema]
     columns: tuple[str, ...]
+
+    def __call__(self, split: Split) -> Iterator[pa.Table]:
+        """Yield the rows of ``split``'s files, unfiltered."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class AppendChangeRead(ChangeSplitRead):
+    """The files of an append table's split as ``+I`` rows.
+
+    Source: Paimon ``RawFileSplitRead`` of a streaming split (append rows are inserts).
+    """
 
     def __call__(self, split: Split) -> Iterator[pa.Table]:
         """Yield the rows of ``split``'s files (no deletion vector applied), unfiltered.
