@@ -27,9 +27,9 @@ Source: Paimon ``IncrementalDeltaStartingScanner``, ``IncrementalDiffStartingSca
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -41,7 +41,15 @@ from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
 from snaplake.store.io.file_io import FileIO
-from snaplake.store.read.change_scan import CHANGELOG, DELTA, ROW_KIND, SnapshotFilesScan
+from snaplake.store.read.change_scan import (
+    CHANGELOG,
+    DELTA,
+    ROW_KIND,
+    SnapshotFilesScan,
+    diff_tables,
+    empty_like,
+    same_files,
+)
 from snaplake.store.read.predicate import (
     Predicate,
     and_expression,
@@ -49,8 +57,11 @@ from snaplake.store.read.predicate import (
     resolve_projection,
 )
 from snaplake.store.read.scan import Split
+from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.split_read import ReadSplitsTask, SplitsTask
 from snaplake.store.snapshot_manager import SnapshotManager
+from snaplake.store.tags import TagManager
+from snaplake.table_scan import READ_OPTION_KEYS, TableScan, resolve_snapshot, select_by_options
 
 __all__ = ["MODES", "ROW_KIND", "SNAPSHOT_ID", "ChangePlan", "ChangeSplit", "TableChanges"]
 
@@ -143,64 +154,6 @@ class ChangeReadTask:
         yield from diff_tables(before, after, keys=self.keys, columns=self.needed)
 
 
-def diff_tables(
-    before: pa.Table | None, after: pa.Table | None, *, keys: Sequence[str], columns: Sequence[str]
-) -> Iterator[pa.Table]:
-    """Rows of ``after`` new or changed against ``before`` (``+I``), rows gone (``-D``).
-
-    With ``keys`` rows are matched by key (a merged primary-key view);
-    without, as a multiset of whole rows (an append table). Yields
-    ``columns`` then ``_row_kind``.
-
-    Source: Paimon ``IncrementalDiffSplitRead.DiffMerger`` (keeping deletes).
-    """
-
-    def kinds(table: pa.Table, kind: str) -> pa.Table:
-        t = table.select(list(columns))
-        return t.append_column(ROW_KIND, pa.array([kind] * t.num_rows, type=pa.string()))
-
-    if before is None or not before.num_rows:
-        if after is not None and after.num_rows:
-            yield kinds(after, "+I")
-        return
-    if after is None or not after.num_rows:
-        yield kinds(before, "-D")
-        return
-    all_names = after.column_names
-    a_rows = after.select(all_names).to_pylist()
-    b_rows = before.select(all_names).to_pylist()
-    if keys:
-        b_by_key = {tuple(r[k] for k in keys): i for i, r in enumerate(b_rows)}
-        take_a, seen = [], set()
-        for i, r in enumerate(a_rows):
-            key = tuple(r[k] for k in keys)
-            j = b_by_key.get(key)
-            if j is not None:
-                seen.add(j)
-            if j is None or b_rows[j] != r:
-                take_a.append(i)
-        take_b = [j for j in range(len(b_rows)) if j not in seen]
-    else:
-        counts = Counter(repr(r) for r in b_rows)
-        take_a = []
-        for i, r in enumerate(a_rows):
-            k = repr(r)
-            if counts[k] > 0:
-                counts[k] -= 1
-            else:
-                take_a.append(i)
-        take_b = []
-        for j, r in enumerate(b_rows):
-            k = repr(r)
-            if counts[k] > 0:
-                counts[k] -= 1
-                take_b.append(j)
-    if take_a:
-        yield kinds(after.take(pa.array(take_a, type=pa.int64())), "+I")
-    if take_b:
-        yield kinds(before.take(pa.array(take_b, type=pa.int64())), "-D")
-
-
 @dataclass(frozen=True)
 class ChangePlan:
     """The planned change read of a snapshot range.
@@ -244,6 +197,10 @@ class TableChanges:
 
         def file_store(self, schema: TableSchema | None = None) -> FileStore:
             """The FileStore of ``schema``."""
+            ...
+
+        def schema_evolution(self, read_schema: TableSchema) -> SchemaEvolution:
+            """The mapping of the table's data files into ``read_schema``."""
             ...
 
     def plan_changes(
@@ -303,14 +260,7 @@ class TableChanges:
             )  # fmt: skip
         start, end = self._change_range(start_snapshot, end_snapshot, diff=mode == DIFF)
         predicates = parse_filter(filter)
-        arrow = latest.arrow_schema
-        names, needed = resolve_projection(arrow, columns, predicates)
-        needed = [n for n in arrow.names if n in set(needed)]
-        schema = pa.schema(
-            [arrow.field(n) for n in names]
-            + [pa.field(ROW_KIND, pa.string(), nullable=False),
-               pa.field(SNAPSHOT_ID, pa.int64(), nullable=False)]
-        )  # fmt: skip
+        schema, names, needed = _change_schema(latest, columns, predicates)
         if mode == DIFF:
             return self._plan_diff(store, latest, start, end, schema, names, predicates)
         splits: list[ChangeSplit] = []
@@ -360,6 +310,117 @@ class TableChanges:
         return self.plan_changes(
             start_snapshot, end_snapshot, mode=mode, columns=columns, filter=filter
         ).to_reader()
+
+    def to_polars(self, **kwargs: Any) -> Any:
+        """Read a snapshot (or, with read options, changes) into a Polars DataFrame.
+
+        Arguments as ``Table.new_scan``; the rows go through the Arrow C stream.
+
+        Raises:
+            ImportError: polars is not installed (``pip install 'snaplake[polars]'``).
+        """
+        polars = _optional("polars", "to_polars")
+        return polars.from_arrow(pa.table(self._scan(kwargs)))
+
+    def to_duckdb(self, connection: Any, name: str, **kwargs: Any) -> Any:
+        """Register a snapshot's rows as view ``name`` on a DuckDB ``connection``; return it.
+
+        Arguments as ``Table.new_scan``. The rows are read once, when this is
+        called, into an Arrow table DuckDB scans without a copy
+        (``connection.register``).
+
+        Raises:
+            ImportError: duckdb is not installed (``pip install 'snaplake[duckdb]'``).
+        """
+        _optional("duckdb", "to_duckdb")
+        return connection.register(name, pa.table(self._scan(kwargs)))
+
+    def _scan(self, kwargs: Mapping[str, Any]) -> TableScan:
+        """``Table.new_scan(**kwargs)``."""
+        args: dict[str, Any] = dict.fromkeys(
+            ("snapshot_id", "as_of", "partition_filter", "filter", "columns", "tag", "options")
+        )
+        unknown = set(kwargs) - set(args)
+        if unknown:
+            raise TypeError(f"unexpected scan arguments {sorted(unknown)}")
+        return self._new_scan(**{**args, **kwargs})
+
+    def _new_scan(
+        self,
+        *,
+        snapshot_id: int | None,
+        as_of: datetime | None,
+        partition_filter: Mapping[str, Any] | None,
+        filter: Any,
+        columns: Sequence[str] | None,
+        tag: str | None,
+        options: Mapping[str, str] | None,
+    ) -> TableScan:
+        """``Table.new_scan``: the snapshot the arguments (or the read options) select.
+
+        Explicit ``snapshot_id`` / ``as_of`` / ``tag`` win over read options set
+        in the table; ``options`` (read-time, the keys of
+        :data:`~snaplake.table_scan.READ_OPTION_KEYS`) override the table's.
+
+        Raises:
+            ValueError: several of ``tag``, ``snapshot_id``, ``as_of``, or one
+                of them with ``options``.
+            InvalidOptionError: a key of ``options`` that is no read option;
+                see :func:`~snaplake.table_scan.select_by_options`.
+        """
+        explicit = tag is not None or snapshot_id is not None or as_of is not None
+        if options:
+            unknown = sorted(set(options) - READ_OPTION_KEYS)
+            if unknown:
+                raise InvalidOptionError(
+                    f"read-time options {unknown} are not read options; pass one of "
+                    f"{', '.join(sorted(READ_OPTION_KEYS))}", key=unknown[0],
+                    value=options[unknown[0]],
+                )  # fmt: skip
+            if explicit:
+                raise ValueError("pass tag, snapshot_id or as_of, or read options, not both")
+        selection = None
+        if not explicit:
+            latest = self.schema()
+            read_options = {**latest.options, **(options or {})}
+            tags = TagManager(self.file_io, self.paths)
+            selection = select_by_options(
+                self.snapshot_manager, tags, self.identifier, read_options
+            )
+        if selection is None:
+            if tag is not None:
+                if snapshot_id is not None or as_of is not None:
+                    raise ValueError("pass tag, snapshot_id or as_of, not several")
+                snap: Snapshot | None = TagManager(self.file_io, self.paths).get(tag)
+            else:
+                snap = resolve_snapshot(self.snapshot_manager, self.identifier, snapshot_id, as_of)
+            return TableScan(
+                self, snap, partition_filter=partition_filter, filter=filter, columns=columns,
+                time_travel=explicit, tag=tag,
+            )  # fmt: skip
+        if selection.changes is None and not selection.empty:
+            return TableScan(
+                self, selection.snapshot, partition_filter=partition_filter, filter=filter,
+                columns=columns, time_travel=True, tag=selection.tag,
+            )  # fmt: skip
+        preds = [*parse_filter(filter), *parse_filter(dict(partition_filter or {}))]
+        if selection.changes is not None:
+            start, end, mode = selection.changes
+            plan = self.plan_changes(start, end, mode=mode, columns=columns, filter=preds)
+        else:
+            plan = self._empty_changes(columns, preds)
+        return TableScan(
+            self, None, partition_filter=None, filter=preds, columns=columns, changes=plan
+        )
+
+    def _empty_changes(self, columns: Sequence[str] | None, predicates: Any) -> ChangePlan:
+        """A change plan without rows (Paimon's ``EmptyResultStartingScanner``)."""
+        latest = self.schema()
+        self.file_store(latest).check_supported(Operation.READ)
+        schema, names, needed = _change_schema(latest, columns, parse_filter(predicates))
+        read = self.file_store(latest).change_read(read_schema=latest, columns=needed, schemas={})
+        task = ChangeReadTask(schema, tuple(names), tuple(needed), (), read)
+        return ChangePlan(schema, [], [], task, DELTA)
 
     def _change_range(self, start: int, end: int | None, *, diff: bool) -> tuple[int, int]:
         """Check ``start..end`` against the retained snapshots; return it with ``end`` resolved."""
@@ -419,9 +480,9 @@ class TableChanges:
         merged: list[Split] = []
         for key in sorted(set(after) | set(before)):
             a, b = after.get(key), before.get(key)
-            if a is not None and b is not None and _same_files(a, b):
+            if a is not None and b is not None and same_files(a, b):
                 continue
-            side = a if a is not None else _empty_like(b)
+            side = a if a is not None else empty_like(b)
             merged.append(side)
             if b is not None:
                 merged.append(b)
@@ -452,18 +513,32 @@ class TableChanges:
         ).plan()
 
 
-def _same_files(a: Split, b: Split) -> bool:
-    """Both sides hold the same data files and deletion vector files (no change)."""
+def _optional(module: str, method: str) -> Any:
+    """Import ``module`` for ``Table.<method>``; ImportError naming the extra if missing."""
+    import importlib
 
-    def names(s: Split) -> tuple[set[str], set[str]]:
-        return {f.file_name for f in s.files}, {d.file_name for d in s.deletion_files}
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"Table.{method} needs {module}: pip install 'snaplake[{module}]'"
+        ) from exc
 
-    return names(a) == names(b)
 
+def _change_schema(
+    latest: TableSchema, columns: Sequence[str] | None, predicates: Sequence[Predicate]
+) -> tuple[pa.Schema, list[str], list[str]]:
+    """``(schema, names, needed)`` of a change read: its Arrow schema, projection, columns read.
 
-def _empty_like(split: Split | None) -> Split:
-    assert split is not None
-    return Split(
-        partition=split.partition, partition_values=split.partition_values,
-        bucket=split.bucket, total_buckets=split.total_buckets, files=(), paths=(),
+    Raises:
+        SchemaMismatchError: an unknown column or filter column.
+    """
+    arrow = latest.arrow_schema
+    names, needed = resolve_projection(arrow, columns, predicates)
+    needed = [n for n in arrow.names if n in set(needed)]
+    schema = pa.schema(
+        [arrow.field(n) for n in names]
+        + [pa.field(ROW_KIND, pa.string(), nullable=False),
+           pa.field(SNAPSHOT_ID, pa.int64(), nullable=False)]
     )  # fmt: skip
+    return schema, names, needed

@@ -176,7 +176,7 @@ def cli(
 
 
 def _register() -> None:
-    from snaplake.cli import check, delete, lifecycle, maintenance, schema, tables
+    from snaplake.cli import changes, check, delete, lifecycle, maintenance, schema, tables
 
     for command in (
         tables.databases,
@@ -191,6 +191,7 @@ def _register() -> None:
         *maintenance.COMMANDS,
         check.check,
         *lifecycle.COMMANDS,
+        *changes.COMMANDS,
     ):
         cli.add_command(command)
 

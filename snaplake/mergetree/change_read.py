@@ -10,7 +10,7 @@ Source: Paimon ``MergeFileSplitRead.createNoMergeReader`` (streaming splits),
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -18,9 +18,7 @@ import pyarrow.compute as pc
 
 from snaplake.mergetree.kv import VALUE_KIND, RowKind
 from snaplake.mergetree.read import read_context
-from snaplake.store.format.schema import TableSchema
-from snaplake.store.io.file_io import FileIO
-from snaplake.store.read.change_scan import ROW_KIND
+from snaplake.store.read.change_scan import ROW_KIND, ChangeSplitRead
 from snaplake.store.read.scan import Split
 
 __all__ = ["KeyValueChangeRead", "row_kind_strings"]
@@ -37,22 +35,11 @@ def row_kind_strings(kinds: pa.ChunkedArray | pa.Array) -> pa.Array:
 
 
 @dataclass(frozen=True, slots=True)
-class KeyValueChangeRead:
-    """Picklable: read one split of a primary-key table without merging.
-
-    Attributes:
-        file_io: Storage of the table.
-        schema: The read schema (files of other schemas are mapped by field id).
-        schemas: The schema of every ``_SCHEMA_ID`` the splits' files carry.
-        columns: Value columns to return (then :data:`ROW_KIND`).
+class KeyValueChangeRead(ChangeSplitRead):
+    """One split of a primary-key table read without merging (see :class:`ChangeSplitRead`).
 
     Source: Paimon ``MergeFileSplitRead.createNoMergeReader``.
     """
-
-    file_io: FileIO
-    schema: TableSchema
-    schemas: Mapping[int, TableSchema]
-    columns: tuple[str, ...]
 
     def __call__(self, split: Split) -> Iterator[pa.Table]:
         """Yield the rows of ``split``'s files, file by file, each with its row kind.

@@ -63,8 +63,9 @@ def test_python_blocks_run_in_order(tmp_path, monkeypatch, pushgateway):
     namespace = _placeholders()
     blocks = blocks_of("python")
     assert [b.section for b in blocks] == [
-        "Quick start", "Schema evolution", "Primary-key tables", "S3 warehouses", "Maintenance",
-        "Subscriptions", "Maintenance daemon and dashboards",
+        "Quick start", "Schema evolution", "Primary-key tables", "Reading changes",
+        "Reading changes", "Subscriptions", "S3 warehouses", "Maintenance",
+        "Maintenance daemon and dashboards",
     ]  # fmt: skip
     try:
         for block in blocks:

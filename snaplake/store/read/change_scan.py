@@ -13,7 +13,8 @@ Source: Paimon ``SnapshotReaderImpl`` with ``ScanMode.DELTA`` /
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,17 @@ from snaplake.store.read.scan import FileStoreScan, Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.split_read import read_splits
 
-__all__ = ["CHANGELOG", "DELTA", "ROW_KIND", "AppendChangeRead", "SnapshotFilesScan"]
+__all__ = [
+    "CHANGELOG",
+    "DELTA",
+    "ROW_KIND",
+    "AppendChangeRead",
+    "ChangeSplitRead",
+    "SnapshotFilesScan",
+    "diff_tables",
+    "empty_like",
+    "same_files",
+]
 
 ROW_KIND = "_row_kind"
 """The column a change read adds: each row's kind, ``+I`` ``-U`` ``+U`` or ``-D``."""
@@ -70,22 +81,34 @@ class SnapshotFilesScan(FileStoreScan):
 
 
 @dataclass(frozen=True, slots=True)
-class AppendChangeRead:
-    """Picklable: read the files of one split of an append table as ``+I`` rows.
+class ChangeSplitRead:
+    """Picklable: read the files of one change split, each row with its ``_row_kind``.
+
+    A table kind's reader (``FileStore.change_read``); holds only picklable configuration.
 
     Attributes:
         file_io: Storage of the table.
         schema: The read schema (files of other schemas are mapped by field id).
         schemas: The schema of every ``_SCHEMA_ID`` the splits' files carry.
         columns: Columns to return (then :data:`ROW_KIND`).
-
-    Source: Paimon ``RawFileSplitRead`` of a streaming split (append rows are inserts).
     """
 
     file_io: FileIO
     schema: TableSchema
     schemas: Mapping[int, TableSchema]
     columns: tuple[str, ...]
+
+    def __call__(self, split: Split) -> Iterator[pa.Table]:
+        """Yield the rows of ``split``'s files, unfiltered."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class AppendChangeRead(ChangeSplitRead):
+    """The files of an append table's split as ``+I`` rows.
+
+    Source: Paimon ``RawFileSplitRead`` of a streaming split (append rows are inserts).
+    """
 
     def __call__(self, split: Split) -> Iterator[pa.Table]:
         """Yield the rows of ``split``'s files (no deletion vector applied), unfiltered.
@@ -105,3 +128,79 @@ class AppendChangeRead:
         )  # fmt: skip
         kinds = pa.array(["+I"] * table.num_rows, type=pa.string())
         yield table.append_column(pa.field(ROW_KIND, pa.string(), nullable=False), kinds)
+
+
+def diff_tables(
+    before: pa.Table | None, after: pa.Table | None, *, keys: Sequence[str], columns: Sequence[str]
+) -> Iterator[pa.Table]:
+    """Rows of ``after`` new or changed against ``before`` (``+I``), rows gone (``-D``).
+
+    With ``keys`` rows are matched by key (a merged primary-key view);
+    without, as a multiset of whole rows (an append table). Yields
+    ``columns`` then ``_row_kind``.
+
+    Source: Paimon ``IncrementalDiffSplitRead.DiffMerger`` (keeping deletes).
+    """
+
+    def kinds(table: pa.Table, kind: str) -> pa.Table:
+        t = table.select(list(columns))
+        return t.append_column(ROW_KIND, pa.array([kind] * t.num_rows, type=pa.string()))
+
+    if before is None or not before.num_rows:
+        if after is not None and after.num_rows:
+            yield kinds(after, "+I")
+        return
+    if after is None or not after.num_rows:
+        yield kinds(before, "-D")
+        return
+    all_names = after.column_names
+    a_rows = after.select(all_names).to_pylist()
+    b_rows = before.select(all_names).to_pylist()
+    if keys:
+        b_by_key = {tuple(r[k] for k in keys): i for i, r in enumerate(b_rows)}
+        take_a, seen = [], set()
+        for i, r in enumerate(a_rows):
+            key = tuple(r[k] for k in keys)
+            j = b_by_key.get(key)
+            if j is not None:
+                seen.add(j)
+            if j is None or b_rows[j] != r:
+                take_a.append(i)
+        take_b = [j for j in range(len(b_rows)) if j not in seen]
+    else:
+        counts = Counter(repr(r) for r in b_rows)
+        take_a = []
+        for i, r in enumerate(a_rows):
+            k = repr(r)
+            if counts[k] > 0:
+                counts[k] -= 1
+            else:
+                take_a.append(i)
+        take_b = []
+        for j, r in enumerate(b_rows):
+            k = repr(r)
+            if counts[k] > 0:
+                counts[k] -= 1
+                take_b.append(j)
+    if take_a:
+        yield kinds(after.take(pa.array(take_a, type=pa.int64())), "+I")
+    if take_b:
+        yield kinds(before.take(pa.array(take_b, type=pa.int64())), "-D")
+
+
+def same_files(a: Split, b: Split) -> bool:
+    """Both sides hold the same data files and deletion vector files (no change)."""
+
+    def names(s: Split) -> tuple[set[str], set[str]]:
+        return {f.file_name for f in s.files}, {d.file_name for d in s.deletion_files}
+
+    return names(a) == names(b)
+
+
+def empty_like(split: Split | None) -> Split:
+    """A split of ``split``'s (partition, bucket) without files (a diff side with no rows)."""
+    assert split is not None
+    return Split(
+        partition=split.partition, partition_values=split.partition_values,
+        bucket=split.bucket, total_buckets=split.total_buckets, files=(), paths=(),
+    )  # fmt: skip
