@@ -13,6 +13,10 @@ Python code (``except LookupError``, ``except FileExistsError``) keeps working::
     ├── TagNotFoundError (LookupError)             no tag of that name
     ├── InvalidOptionError (ValueError)            unknown/unparsable option; .key, .value
     ├── InvalidNameError (ValueError)              a database/table/tag/consumer name; .kind, .name
+    ├── ConsumerBusyError                          a live subscription holds the consumer id;
+    │                                              .consumer_id, .holder (retryable)
+    ├── AckOrderError (ValueError)                 ack twice, out of order or after close;
+    │                                              .snapshot_id
     ├── SchemaMismatchError (ValueError)           Arrow data vs table schema
     ├── AmbiguousOrderError (ValueError)           a Spark write's versions of a key unordered
     ├── SchemaChangeError (ValueError)             alter_table refused by a rule; .rule
@@ -45,6 +49,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 __all__ = [
+    "AckOrderError",
     "AmbiguousOrderError",
     "CommitConflictError",
     "CommitError",
@@ -52,6 +57,7 @@ __all__ = [
     "ColumnAlreadyExistsError",
     "ColumnNotFoundError",
     "CommitStateUnknownError",
+    "ConsumerBusyError",
     "CorruptMetadataError",
     "DatabaseNotEmptyError",
     "DatabaseNotFoundError",
@@ -147,6 +153,38 @@ class InvalidNameError(SnaplakeError, ValueError):
         super().__init__(message)
         self.kind = kind
         self.name = name
+
+
+class ConsumerBusyError(SnaplakeError):
+    """Raised when another live subscription holds the consumer id (or took it over).
+
+    Two readers acknowledging under one consumer id would interleave their
+    progress, so a subscription holds a lease on the id while it lives. The
+    message names the holder (host, pid) and what to do: stop it, or use
+    another consumer id; a holder that crashed frees the id at once on its
+    own host and after the lease expiry elsewhere (``retryable``).
+    ``consumer_id`` is the id; ``holder`` describes the lease holder.
+    """
+
+    retryable: ClassVar[bool] = True
+
+    def __init__(self, message: str, *, consumer_id: str, holder: str) -> None:
+        super().__init__(message)
+        self.consumer_id = consumer_id
+        self.holder = holder
+
+
+class AckOrderError(SnaplakeError, ValueError):
+    """Raised by ``ChangeBatch.ack`` for a batch acknowledged twice, out of order, or late.
+
+    Batches are acknowledged in the order they were delivered, each once,
+    while their subscription is open. Nothing is written. ``snapshot_id`` is
+    the batch's snapshot.
+    """
+
+    def __init__(self, message: str, *, snapshot_id: int) -> None:
+        super().__init__(message)
+        self.snapshot_id = snapshot_id
 
 
 class SchemaMismatchError(SnaplakeError, ValueError):

@@ -27,8 +27,9 @@ from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.predicate import parse_filter
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.snapshot_manager import SnapshotManager
-from snaplake.store.tags import TagManager
-from snaplake.table_scan import TableScan, resolve_snapshot
+from snaplake.subscription import TableSubscriptions
+from snaplake.table_changes import TableChanges
+from snaplake.table_scan import TableScan
 from snaplake.write.batch_write import ArrowData, new_commit_user, write_and_commit
 from snaplake.write.table_write import RowKinds, TableWrite
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["Table", "TableScan"]
 
 
-class Table(TableTags):
+class Table(TableTags, TableSubscriptions, TableChanges):
     """One Paimon table directory (its tag methods: :class:`TableTags`).
 
     Args:
@@ -298,9 +299,6 @@ class Table(TableTags):
         """Return every retained snapshot, oldest first."""
         return list(self.snapshot_manager.snapshots())
 
-    def _resolve_snapshot(self, snapshot_id: int | None, as_of: datetime | None) -> Snapshot | None:
-        return resolve_snapshot(self.snapshot_manager, self.identifier, snapshot_id, as_of)
-
     # read ----------------------------------------------------------------
     def new_scan(
         self,
@@ -311,6 +309,7 @@ class Table(TableTags):
         filter: Any = None,
         columns: Sequence[str] | None = None,
         tag: str | None = None,
+        options: Mapping[str, str] | None = None,
     ) -> TableScan:
         """Plan a read of one snapshot.
 
@@ -330,21 +329,17 @@ class Table(TableTags):
             columns: Columns to read (``None`` = all).
             tag: Read the snapshot tagged with this name (``tag/tag-<name>``);
                 works after the snapshot itself expired.
+            options: Paimon read options for this read (``scan.mode``,
+                ``incremental-between``, ...; see ``Table.changes``), over the table's.
 
         Raises:
             SnapshotNotFoundError: the snapshot was never written or expired.
             TagNotFoundError: no tag of that name.
             ValueError: both ``snapshot_id`` and ``as_of``, or a naive ``as_of``.
         """
-        if tag is not None:
-            if snapshot_id is not None or as_of is not None:
-                raise ValueError("pass tag, snapshot_id or as_of, not several")
-            snap: Snapshot | None = TagManager(self.file_io, self.paths).get(tag)
-        else:
-            snap = self._resolve_snapshot(snapshot_id, as_of)
-        return TableScan(
-            self, snap, partition_filter=partition_filter, filter=filter, columns=columns,
-            time_travel=tag is not None or snapshot_id is not None or as_of is not None, tag=tag,
+        return self._new_scan(
+            snapshot_id=snapshot_id, as_of=as_of, partition_filter=partition_filter,
+            filter=filter, columns=columns, tag=tag, options=options,
         )  # fmt: skip
 
     def to_arrow(
@@ -357,6 +352,7 @@ class Table(TableTags):
         columns: Sequence[str] | None = None,
         limit: int | None = None,
         tag: str | None = None,
+        options: Mapping[str, str] | None = None,
     ) -> pa.Table:
         """Read a snapshot into an Arrow table; arguments as :meth:`new_scan`.
 
@@ -365,7 +361,7 @@ class Table(TableTags):
         """
         return self.new_scan(
             snapshot_id=snapshot_id, as_of=as_of, partition_filter=partition_filter,
-            filter=filter, columns=columns, tag=tag,
+            filter=filter, columns=columns, tag=tag, options=options,
         ).to_arrow(limit=limit)  # fmt: skip
 
     def to_pandas(self, **kwargs: Any) -> pd.DataFrame:

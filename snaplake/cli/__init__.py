@@ -34,6 +34,7 @@ from snaplake.cli.parsing import parse_key_values
 from snaplake.errors import (
     CommitConflictError,
     CommitRetriesExhaustedError,
+    ConsumerBusyError,
     DatabaseNotFoundError,
     InvalidNameError,
     SchemaConflictError,
@@ -69,7 +70,10 @@ def exit_code_for(exc: BaseException) -> int:
     """Map an exception raised by a command to the process exit code."""
     if isinstance(exc, InvalidNameError):  # a table, tag or consumer name given as an argument
         return EXIT_USAGE
-    if isinstance(exc, CommitConflictError | CommitRetriesExhaustedError | SchemaConflictError):
+    if isinstance(
+        exc,
+        CommitConflictError | CommitRetriesExhaustedError | SchemaConflictError | ConsumerBusyError,
+    ):
         return EXIT_CONFLICT
     if isinstance(
         exc, TableNotFoundError | SnapshotNotFoundError | DatabaseNotFoundError | TagNotFoundError
@@ -172,7 +176,7 @@ def cli(
 
 
 def _register() -> None:
-    from snaplake.cli import check, delete, lifecycle, maintenance, schema, tables
+    from snaplake.cli import changes, check, delete, lifecycle, maintenance, schema, tables
 
     for command in (
         tables.databases,
@@ -187,6 +191,7 @@ def _register() -> None:
         *maintenance.COMMANDS,
         check.check,
         *lifecycle.COMMANDS,
+        *changes.COMMANDS,
     ):
         cli.add_command(command)
 

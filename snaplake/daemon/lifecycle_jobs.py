@@ -13,8 +13,9 @@ the scheduler passes): a table that sets none of ``tag.automatic-creation``,
 
 :func:`record_lifecycle_result` turns their results into ``snaplake_tags``,
 ``snaplake_tags_created_total``, ``snaplake_tags_expired_total``,
-``snaplake_consumers_expired_total`` (label ``table``) and
-``snaplake_consumer_lag_snapshots`` (labels ``table``, ``consumer``).
+``snaplake_consumers_expired_total`` (label ``table``),
+``snaplake_consumer_lag_snapshots`` and ``snaplake_consumer_lag_seconds``
+(labels ``table``, ``consumer``; a consumer's series go with it).
 
 Imports no apscheduler and no prometheus_client.
 """
@@ -30,6 +31,7 @@ from snaplake.daemon.config import Task
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
 from snaplake.options.tag_options import TagOptions
+from snaplake.store.consumers import consumer_lags
 from snaplake.table import Table
 
 __all__ = [
@@ -111,11 +113,14 @@ class ExpireConsumersJobResult:
         expired: Ids of the consumers deleted.
         lags: ``{consumer id: snapshots it has yet to read}`` of the consumers left
             (latest snapshot id + 1 - its ``nextSnapshot``, at least 0).
+        lag_seconds: ``{consumer id: seconds behind}``: now minus the commit
+            time of its oldest unread snapshot, 0 when caught up.
     """
 
     table: str
     expired: tuple[str, ...] = ()
     lags: Mapping[str, int] = field(default_factory=dict)
+    lag_seconds: Mapping[str, float] = field(default_factory=dict)
     task: Task = Task.EXPIRE_CONSUMERS
 
     @property
@@ -180,14 +185,20 @@ def expire_consumers_job(
 ) -> ExpireConsumersJobResult:
     """Delete the consumers idle longer than ``consumer.expiration-time`` (unset: none).
 
-    Also measures each remaining consumer's lag (``snaplake_consumer_lag_snapshots``).
+    Also measures each remaining consumer's lag in snapshots and seconds
+    (:func:`snaplake.store.consumers.consumer_lags`).
 
-    Storage: deletes ``consumer/consumer-<id>`` files; reads the others.
+    Storage: deletes ``consumer/consumer-<id>`` files; reads the others and
+    the snapshot file of each consumer's oldest unread snapshot.
     """
-    expired = expire_consumers(table, options=options, now_ms=now_ms())
-    latest = table.snapshot_manager.latest_snapshot_id() or 0
-    lags = {c: max(latest + 1 - n, 0) for c, n in table.consumers().items()}
-    return ExpireConsumersJobResult(table=table.identifier, expired=tuple(expired), lags=lags)
+    now = now_ms()
+    expired = expire_consumers(table, options=options, now_ms=now)
+    lags = consumer_lags(table.consumers(), table.snapshot_manager, now_ms=now)
+    return ExpireConsumersJobResult(
+        table=table.identifier, expired=tuple(expired),
+        lags={c: lag.snapshots for c, lag in lags.items()},
+        lag_seconds={c: lag.seconds for c, lag in lags.items()},
+    )  # fmt: skip
 
 
 def record_lifecycle_result(
@@ -205,7 +216,7 @@ def record_lifecycle_result(
     else:
         if result.expired:
             metrics.consumers_expired.labels(table).inc(len(result.expired))
-        metrics.set_consumer_lags(table, result.lags)
+        metrics.set_consumer_lags(table, result.lags, result.lag_seconds)
     if not isinstance(result, ExpireConsumersJobResult) and result.tags is not None:
         metrics.tags.labels(table).set(result.tags)
 

@@ -66,7 +66,6 @@ from snaplake.daemon.jobs import (
     orphan_clean_job,
     run_job,
 )
-from snaplake.daemon.lease import TableLease
 from snaplake.daemon.lifecycle_jobs import LIFECYCLE_JOBS
 from snaplake.daemon.memory import limit_malloc_arenas, release_memory, trim_malloc
 from snaplake.daemon.remote import RemoteCompaction
@@ -74,6 +73,7 @@ from snaplake.daemon.watcher import TableWatcher
 from snaplake.errors import TableNotFoundError
 from snaplake.metrics import MetricsServer, SnaplakeMetrics, default_metrics, serve
 from snaplake.store.format import decoded_cache
+from snaplake.store.lease import TableLease
 from snaplake.table import Table
 
 __all__ = ["MaintenanceDaemon", "lower_thread_priority"]

@@ -199,6 +199,11 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("consumer_lag", Gauge, "snaplake_consumer_lag_snapshots", ("table", "consumer"),
                "Snapshots a consumer has yet to read (latest id + 1 - its nextSnapshot), as of "
                "the daemon's last expire_consumers run."),
+    MetricSpec("consumer_lag_seconds", Gauge, "snaplake_consumer_lag_seconds",
+               ("table", "consumer"),
+               "Seconds a consumer is behind: now minus the commit time of its oldest unread "
+               "snapshot (its nextSnapshot), 0 when caught up, as of the daemon's last "
+               "expire_consumers run."),
     MetricSpec("last_success", Gauge, "snaplake_daemon_last_success_timestamp_seconds",
                ("table", "task"),
                "Epoch seconds of the last successful (or no-op) run of a maintenance task."),

@@ -137,6 +137,7 @@ class SnaplakeMetrics:
     tags_expired: Counter
     consumers_expired: Counter
     consumer_lag: Gauge
+    consumer_lag_seconds: Gauge
     last_success: Gauge
     build_info: Gauge
     daemon_up: Gauge
@@ -265,19 +266,24 @@ class SnaplakeMetrics:
             for outcome in MAINTENANCE_OUTCOMES:
                 self.maintenance_runs.labels(table, task, outcome)
 
-    def set_consumer_lags(self, table: str, lags: Mapping[str, int]) -> None:
-        """Set ``snaplake_consumer_lag_snapshots`` of ``table``'s consumers; drop the others.
+    def set_consumer_lags(
+        self, table: str, lags: Mapping[str, int], seconds: Mapping[str, float]
+    ) -> None:
+        """Set ``table``'s consumer lag gauges (snapshots, seconds); drop gone consumers' series.
 
         Args:
             table: ``db.table``.
             lags: ``{consumer id: snapshots it has yet to read}`` of every consumer now.
+            seconds: ``{consumer id: seconds behind}`` (missing ids: 0).
         """
-        with self.consumer_lag._lock:
-            gone = [k for k in self.consumer_lag._metrics if k[0] == table and k[1] not in lags]
-        for key in gone:
-            self.consumer_lag.remove(*key)
+        for gauge in (self.consumer_lag, self.consumer_lag_seconds):
+            with gauge._lock:
+                gone = [k for k in gauge._metrics if k[0] == table and k[1] not in lags]
+            for key in gone:
+                gauge.remove(*key)
         for consumer, lag in lags.items():
             self.consumer_lag.labels(table, consumer).set(lag)
+            self.consumer_lag_seconds.labels(table, consumer).set(seconds.get(consumer, 0.0))
 
     def forget_table(self, table: str) -> None:
         """Drop every series of ``table`` (the lease went to another daemon).

@@ -267,6 +267,12 @@ def _time_zone(text: str) -> str:
     return text.strip()
 
 
+_SCAN_MODES = (
+    "default", "latest-full", "full", "latest", "latest-delta", "compacted-full",
+    "from-timestamp", "from-snapshot", "from-snapshot-full", "incremental",
+)  # fmt: skip
+"""The ``scan.mode`` values snaplake's batch reads honour (Paimon's ``StartupMode``)."""
+
 _TRUNCATE = re.compile(r"truncate\(\d*[1-9]\d*\)")
 _ENGINE_STREAM = "streaming source/sink behaviour of Flink or Spark jobs"
 _LOOKUP = "lookup joins and lookup caches of another engine"
@@ -769,14 +775,20 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
         accepts=_unset, accepted="unset", refused_for=_PK_ALL),
     ROWKIND_FIELD,
     # reads that select other rows -------------------------------------------------------
-    _refused("scan.mode", "a batch read of another snapshot or of changes; snaplake reads "
-             "the snapshot the caller names", "default", "latest-full", "full", "latest",
-             refused_for=_READ_ONLY),
+    _honoured("scan.mode", "the snapshot or changes a batch read returns (table option or "
+              "read-time options=); Paimon's batch meaning of each value", *_SCAN_MODES,
+              refused_for=_READ_ONLY, parse=_lower, default="default",
+              doc="Batch read start: default, latest-full, full, latest, latest-delta, "
+              "compacted-full, from-timestamp, from-snapshot, from-snapshot-full, incremental "
+              "(from-file-creation-time and from-creation-timestamp are refused)."),
+    _honoured("scan.snapshot-id", "a batch read of this snapshot (from-snapshot)", parse=int),
+    _honoured("scan.timestamp-millis", "a batch read of the newest snapshot at or before "
+              "this epoch-millisecond time (from-timestamp)", parse=int),
+    _honoured("scan.tag-name", "a batch read of this tag's snapshot (from-snapshot)"),
     *(_refused(k, "a batch read of another snapshot or of only some files; pass "
                "snapshot_id/as_of/tag to snaplake instead", refused_for=_READ_ONLY) for k in (
-        "scan.timestamp", "scan.timestamp-millis", "scan.watermark",
-        "scan.file-creation-time-millis", "scan.creation-time-millis", "scan.snapshot-id",
-        "scan.tag-name", "scan.version")),
+        "scan.timestamp", "scan.watermark", "scan.file-creation-time-millis",
+        "scan.creation-time-millis", "scan.version")),
     _engine("scan.bounded.watermark", _ENGINE_STREAM),
     _engine("scan.manifest.parallelism", "planning threads of another engine"),
     _dependent("format-table.scan.list-parallelism", "type = format-table"),
@@ -833,11 +845,17 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     DYNAMIC_BUCKET_MAX_BUCKETS,
     _engine("dynamic-bucket.assigner-parallelism", "parallelism of another engine's "
             "dynamic-bucket assigners (snaplake runs one assigner per partition writer)"),
-    *(_refused(k, "a batch read of the changes between two snapshots instead of the table",
-               refused_for=_READ_ONLY) for k in (
-        "incremental-between", "incremental-between-timestamp", "incremental-to-auto-tag")),
-    _dependent("incremental-between-scan-mode", "incremental-between"),
-    _dependent("incremental-between-tag-to-snapshot", "incremental-between"),
+    _honoured("incremental-between", "a batch read of the changes of snapshots (a, b] "
+              "(Table.changes(a + 1, b)); tag names are refused"),
+    _honoured("incremental-between-timestamp", "a batch read of the changes committed in "
+              "(t1, t2] (epoch milliseconds)"),
+    _refused("incremental-to-auto-tag", "a batch read of the changes up to an automatic tag",
+             refused_for=_READ_ONLY),
+    _honoured("incremental-between-scan-mode", "which changes incremental-between reads",
+              "auto", "delta", "changelog", "diff", refused_for=_READ_ONLY, parse=_lower,
+              default="auto"),
+    _refused("incremental-between-tag-to-snapshot", "incremental-between with tag names, "
+             "which snaplake refuses", "false", refused_for=_READ_ONLY),
     # statistics -----------------------------------------------------------------------
     METADATA_STATS_MODE,
     METADATA_STATS_MODE_PER_LEVEL,

@@ -46,8 +46,8 @@ from tests.oracle import PaimonOracle, requires_paimon
 
 import snaplake
 from snaplake.compaction.maintenance import count_manifests
-from snaplake.daemon.lease import TableLease
 from snaplake.store.format.decoded_cache import metadata_cache
+from snaplake.store.lease import TableLease
 from snaplake.table import Table
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from snaplake.daemon.lease import LEASE_DIR, TableLease
 from snaplake.store.io.local_file_io import LocalFileIO
 from snaplake.store.io.memory_file_io import InMemoryFileIO
+from snaplake.store.lease import LEASE_DIR, TableLease
 
 
 class Clock:
@@ -111,7 +111,7 @@ def test_second_daemon_with_the_same_id_does_not_share_the_lease(env, caplog):
     clock = Clock()
     a, twin = _lease(env, "a", clock, nonce="n1"), _lease(env, "a", clock, nonce="n2")
     assert a.try_acquire()
-    with caplog.at_level("WARNING", logger="snaplake.daemon.lease"):
+    with caplog.at_level("WARNING", logger="snaplake.store.lease"):
         assert not twin.try_acquire()
         clock.ms += 5_000
         assert a.try_acquire()

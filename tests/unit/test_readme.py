@@ -54,6 +54,7 @@ def test_python_blocks_run_in_order(tmp_path, monkeypatch, pushgateway):
     warehouse = str(tmp_path / "warehouse")
     rewrites = {
         "Quick start": {'"/data/warehouse"': repr(warehouse)},
+        "Subscriptions": {'"/data/warehouse"': repr(warehouse)},
         "Maintenance daemon and dashboards": {
             "snaplake.metrics.serve(9465)": "_server = snaplake.metrics.serve(0)",
             '"pushgateway:9091"': repr(pushgateway),
@@ -62,7 +63,8 @@ def test_python_blocks_run_in_order(tmp_path, monkeypatch, pushgateway):
     namespace = _placeholders()
     blocks = blocks_of("python")
     assert [b.section for b in blocks] == [
-        "Quick start", "Schema evolution", "Primary-key tables", "S3 warehouses", "Maintenance",
+        "Quick start", "Schema evolution", "Primary-key tables", "Reading changes",
+        "Reading changes", "Subscriptions", "S3 warehouses", "Maintenance",
         "Maintenance daemon and dashboards",
     ]  # fmt: skip
     try:
@@ -74,6 +76,10 @@ def test_python_blocks_run_in_order(tmp_path, monkeypatch, pushgateway):
                 assert flights.to_arrow().num_rows == 6
                 assert "destination" in flights.to_arrow().column_names  # renamed
                 assert namespace["table"].to_arrow().num_rows == 3  # 6 upserts, 1 -D, 2 deletes
+            if block.section == "Subscriptions":
+                mirror = namespace["mirror"].to_arrow().sort_by("flight")
+                assert mirror.equals(namespace["events"].to_arrow().sort_by("flight"))
+                assert namespace["events"].consumers() == {"job-a": 2, "mirror": 2}
         server = namespace["_server"]
         assert "snaplake_" in http_get(f"{server.url}/metrics")[1]
         assert 'job="nightly-load"' in http_get(f"http://{pushgateway}/metrics")[1]

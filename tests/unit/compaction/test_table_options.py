@@ -117,10 +117,11 @@ def _set_option(table, key: str, value: str) -> None:
 
 
 def test_a_read_selecting_option_refuses_reads_only(make_table):
+    """scan.snapshot-id is honoured since issue 22 (tests/unit/changes/test_read_options.py)."""
     table = make_table()
     append(table, 0, 10)
-    _set_option(table, "scan.snapshot-id", "1")
-    with pytest.raises(UnsupportedTableError, match=r"scan\.snapshot-id"):
+    _set_option(table, "scan.watermark", "1")
+    with pytest.raises(UnsupportedTableError, match=r"scan\.watermark"):
         table.to_arrow()
     append(table, 10, 10)  # writes and commits are unaffected
     table.compact()
