@@ -329,12 +329,30 @@ class TableChanges:
         Arguments and errors as :meth:`plan_changes`; the reader yields the
         plan's splits in snapshot order (rows of one snapshot together).
         The reader implements ``__arrow_c_stream__`` (pyarrow, Polars, DuckDB
-        read it directly). A file expired while reading raises
-        ``FileNotFoundError`` from the reader.
+        read it directly). A file removed while reading because its snapshot
+        expired meanwhile raises ``SnapshotNotFoundError`` from the reader
+        (naming the earliest retained snapshot); another missing file
+        ``FileNotFoundError``.
         """
-        return self.plan_changes(
+        plan = self.plan_changes(
             start_snapshot, end_snapshot, mode=mode, columns=columns, filter=filter
-        ).to_reader()
+        )
+        first = plan.snapshot_ids[0] - (1 if plan.mode == DIFF else 0)
+        return pa.RecordBatchReader.from_batches(plan.schema, self._expiry_checked(plan, first))
+
+    def _expiry_checked(self, plan: ChangePlan, first: int) -> Iterator[pa.RecordBatch]:
+        """``plan``'s batches; a missing file after snapshot ``first`` expired: typed."""
+        try:
+            yield from plan.to_reader()
+        except FileNotFoundError as exc:
+            earliest = self.snapshot_manager.earliest_snapshot_id()
+            if earliest is None or earliest <= first:
+                raise
+            raise SnapshotNotFoundError(
+                f"snapshot {first} of {self.identifier} expired while its changes were read "
+                f"(a file of it is gone); the earliest retained snapshot is {earliest}: read "
+                "again from there, or retain snapshots longer", snapshot_id=first,
+            ) from exc  # fmt: skip
 
     def to_polars(self, **kwargs: Any) -> Any:
         """Read a snapshot (or, with read options, changes) into a Polars DataFrame.

@@ -378,3 +378,17 @@ def test_bucket_modes_and_deletion_vectors_replay_to_the_merged_view(tmp_path, k
     rows = table.changes(3, last, mode="diff").read_all().to_pylist()
     start = [{**r, "_row_kind": "+I"} for r in before]
     assert sorted(_replay(start + rows, keys), key=lambda r: (r["id"], r["p"])) == view
+
+
+def test_a_snapshot_expiring_while_its_changes_are_read_raises_snapshot_not_found(tmp_path):
+    table = _catalog(tmp_path).create_table("db.a", schema=APPEND_SCHEMA, options=RETAIN)
+    for i in range(3):
+        table.write(pa.table({"id": [i], "v": ["x"]}, schema=APPEND_SCHEMA))
+    reader = table.changes(1)  # planned: snapshots 1..3
+    table.write(pa.table({"id": [3], "v": ["x"]}, schema=APPEND_SCHEMA))
+    table.compact(full=True)  # the compaction deletes the files of 1..3 ...
+    for i in range(4, 9):
+        table.write(pa.table({"id": [i], "v": ["x"]}, schema=APPEND_SCHEMA))
+    table.expire_snapshots()  # ... and their expiry removes them
+    with pytest.raises(SnapshotNotFoundError, match="expired while its changes were read"):
+        reader.read_all()
