@@ -27,9 +27,12 @@ Source: Paimon ``IncrementalDeltaStartingScanner``, ``IncrementalDiffStartingSca
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -70,6 +73,9 @@ SNAPSHOT_ID = "_snapshot_id"
 
 DIFF = "diff"
 AUTO = "auto"
+READ_AHEAD = 4
+"""Splits a change reader reads at once (threads), ahead of the consumer."""
+
 MODES = (AUTO, DELTA, CHANGELOG, DIFF)
 """The modes of a change read (Paimon's ``incremental-between-scan-mode`` values)."""
 
@@ -174,10 +180,29 @@ class ChangePlan:
     mode: str = DELTA
 
     def to_reader(self) -> pa.RecordBatchReader:
-        """The rows of every split, in order, as one reader of :attr:`schema`."""
+        """The rows of every split, in order, as one reader of :attr:`schema`.
+
+        Up to :data:`READ_AHEAD` splits are read at once in threads (Arrow
+        decodes without the GIL); batches come out in plan order.
+        """
+        return pa.RecordBatchReader.from_batches(self.schema, self._batches())
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
         task = self.read_task
-        batches = (b for split in self.splits for b in task(split))
-        return pa.RecordBatchReader.from_batches(self.schema, batches)
+        if len(self.splits) < 2:
+            for split in self.splits:
+                yield from task(split)
+            return
+        with ThreadPoolExecutor(max_workers=READ_AHEAD) as pool:
+            pending: deque[Future[list[pa.RecordBatch]]] = deque()
+            splits = iter(self.splits)
+            for split in islice(splits, READ_AHEAD):
+                pending.append(pool.submit(lambda s: list(task(s)), split))
+            while pending:
+                batches = pending.popleft().result()
+                for split in islice(splits, 1):
+                    pending.append(pool.submit(lambda s: list(task(s)), split))
+                yield from batches
 
 
 class TableChanges:
@@ -304,12 +329,30 @@ class TableChanges:
         Arguments and errors as :meth:`plan_changes`; the reader yields the
         plan's splits in snapshot order (rows of one snapshot together).
         The reader implements ``__arrow_c_stream__`` (pyarrow, Polars, DuckDB
-        read it directly). A file expired while reading raises
-        ``FileNotFoundError`` from the reader.
+        read it directly). A file removed while reading because its snapshot
+        expired meanwhile raises ``SnapshotNotFoundError`` from the reader
+        (naming the earliest retained snapshot); another missing file
+        ``FileNotFoundError``.
         """
-        return self.plan_changes(
+        plan = self.plan_changes(
             start_snapshot, end_snapshot, mode=mode, columns=columns, filter=filter
-        ).to_reader()
+        )
+        first = plan.snapshot_ids[0] - (1 if plan.mode == DIFF else 0)
+        return pa.RecordBatchReader.from_batches(plan.schema, self._expiry_checked(plan, first))
+
+    def _expiry_checked(self, plan: ChangePlan, first: int) -> Iterator[pa.RecordBatch]:
+        """``plan``'s batches; a missing file after snapshot ``first`` expired: typed."""
+        try:
+            yield from plan.to_reader()
+        except FileNotFoundError as exc:
+            earliest = self.snapshot_manager.earliest_snapshot_id()
+            if earliest is None or earliest <= first:
+                raise
+            raise SnapshotNotFoundError(
+                f"snapshot {first} of {self.identifier} expired while its changes were read "
+                f"(a file of it is gone); the earliest retained snapshot is {earliest}: read "
+                "again from there, or retain snapshots longer", snapshot_id=first,
+            ) from exc  # fmt: skip
 
     def to_polars(self, **kwargs: Any) -> Any:
         """Read a snapshot (or, with read options, changes) into a Polars DataFrame.
