@@ -90,6 +90,8 @@ FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 _BATCH_KEYS = frozenset({"path", "table", "warehouse", "snapshotid", "asof", "tag"})
 _STREAM_KEYS = frozenset({"path", "table", "warehouse", "startingsnapshot", "mode"})
+_MODES = ("auto", "delta", "changelog", "diff")
+"""The modes of ``Table.changes`` (Paimon's incremental scan modes)."""
 _PUSHABLE_VALUES = (bool, int, float, str, bytes, Decimal, dt.date)
 """Literal types pushed into snaplake's predicates (datetimes stay with Spark: zone rules)."""
 
@@ -156,9 +158,14 @@ class SnaplakeSourceOptions:
             start = lower.get("startingsnapshot", "earliest")
             if start not in ("earliest", "latest"):
                 _parse_int("startingSnapshot", start)
+            mode = lower.get("mode", "auto")
+            if mode not in _MODES:
+                raise InvalidOptionError(
+                    f"option mode must be one of {', '.join(_MODES)}, got {mode!r}",
+                    key="mode", value=mode,
+                )  # fmt: skip
             return cls(
-                identifier, warehouse, catalog, starting_snapshot=start,
-                mode=lower.get("mode", "auto"),
+                identifier, warehouse, catalog, starting_snapshot=start, mode=mode,
             )  # fmt: skip
         travel = [k for k in ("snapshotid", "asof", "tag") if k in lower]
         if len(travel) > 1:
@@ -287,7 +294,7 @@ class SplitPartition(InputPartition):
         self.predicates = tuple(predicates)
 
     def read(self) -> Iterator[pa.RecordBatch]:
-        """Yield the split's rows, exactly filtered, then ``_row_kind`` ``'+I'`` and ``_snapshot_id``.
+        """Yield the split's rows exactly filtered, with ``_row_kind`` ``'+I'`` and ``_snapshot_id``.
 
         Re-opens the table (reads its latest schema file) and reads through
         the table kind's read path (``FileStore.read_batches``).
@@ -343,18 +350,21 @@ class SnaplakeBatchReader(DataSourceReader):
         scan = self._scan(table)
         if scan.snapshot is None:  # an empty table
             return []
-        return [
-            SplitPartition(
-                file_io=table.file_io,
-                root=table.root,
-                identifier=table.identifier,
-                schema=scan.schema,
-                split=split,
-                predicates=scan.predicates,
-                snapshot_id=scan.snapshot.id,
-            )  # fmt: skip
-            for split in scan.plan()
-        ]
+        snapshot_id = scan.snapshot.id
+        out: list[InputPartition] = []
+        for split in scan.plan():
+            out.append(
+                SplitPartition(
+                    file_io=table.file_io,
+                    root=table.root,
+                    identifier=table.identifier,
+                    schema=scan.schema,
+                    split=split,
+                    predicates=scan.predicates,
+                    snapshot_id=snapshot_id,
+                )
+            )
+        return out
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one partition on an executor (nothing for the empty placeholder)."""
@@ -410,7 +420,7 @@ class SnaplakeDataSource(DataSource):
         )
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
-        """The streaming reader: offsets are snapshot ids (see :mod:`snaplake.spark.stream_source`)."""
+        """The stream reader: offsets are snapshot ids (:mod:`snaplake.spark.stream_source`)."""
         from snaplake.spark.stream_source import SnaplakeStreamReader
 
         return SnaplakeStreamReader(
