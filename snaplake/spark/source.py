@@ -294,7 +294,7 @@ class SplitPartition(InputPartition):
         self.predicates = tuple(predicates)
 
     def read(self) -> Iterator[pa.RecordBatch]:
-        """Yield the split's rows exactly filtered, with ``_row_kind`` ``'+I'`` and ``_snapshot_id``.
+        """Yield the split's rows exactly filtered, with ``_row_kind`` '+I', ``_snapshot_id``.
 
         Re-opens the table (reads its latest schema file) and reads through
         the table kind's read path (``FileStore.read_batches``).
