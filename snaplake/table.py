@@ -28,6 +28,7 @@ from snaplake.store.read.predicate import parse_filter
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.tags import TagManager
+from snaplake.table_changes import TableChanges
 from snaplake.table_scan import TableScan, resolve_snapshot
 from snaplake.write.batch_write import ArrowData, new_commit_user, write_and_commit
 from snaplake.write.table_write import RowKinds, TableWrite
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["Table", "TableScan"]
 
 
-class Table(TableTags):
+class Table(TableTags, TableChanges):
     """One Paimon table directory (its tag methods: :class:`TableTags`).
 
     Args:

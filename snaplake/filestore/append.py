@@ -21,6 +21,7 @@ from snaplake.options import CoreOptions, Operation
 from snaplake.store.format.index_file import DELETION_VECTORS_INDEX
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.read.change_scan import AppendChangeRead
 from snaplake.store.read.predicate import Predicate
 from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
@@ -141,6 +142,17 @@ class AppendOnlyFileStore(FileStore):
         Source: Paimon ``AppendOnlyFileStoreScan``.
         """
         return ValueStatsFilter()
+
+    # changes ---------------------------------------------------------------
+    def change_read(
+        self,
+        *,
+        read_schema: TableSchema,
+        columns: Sequence[str],
+        schemas: Mapping[int, TableSchema],
+    ) -> AppendChangeRead:
+        """Every row of a split's files as ``+I`` (see :class:`AppendChangeRead`)."""
+        return AppendChangeRead(self.file_io, read_schema, dict(schemas), tuple(columns))
 
     # kind facts ------------------------------------------------------------
     @property

@@ -305,6 +305,30 @@ class FileStore(ABC):
         (``filterByStats``).
         """
 
+    # changes ---------------------------------------------------------------
+    def changelog_producer(self, options: CoreOptions) -> str | None:
+        """The producer of this kind's changelog files under ``options`` (``None``: none).
+
+        Append tables have none. Source: Paimon ``CoreOptions.changelogProducer``.
+        """
+        return None
+
+    @abstractmethod
+    def change_read(
+        self,
+        *,
+        read_schema: TableSchema,
+        columns: Sequence[str],
+        schemas: Mapping[int, TableSchema],
+    ) -> Callable[[Split], Iterator[pa.Table]]:
+        """A picklable reader of one change split: its files' rows and their ``_row_kind``.
+
+        The task yields ``columns`` (in ``read_schema``) then ``_row_kind``,
+        unfiltered; ``schemas`` holds every schema the files were written in.
+
+        Source: Paimon's streaming split read (``createNoMergeReader``).
+        """
+
     # kind facts ------------------------------------------------------------
     @property
     @abstractmethod

@@ -19,6 +19,7 @@ from snaplake.compaction.maintenance import count_sorted_runs
 from snaplake.compaction.merge_tree_compact import MergeTreeCompactionPlanner
 from snaplake.compaction.merge_tree_plan import SortedRunStats
 from snaplake.filestore.base import DeletePreview, FileStore
+from snaplake.mergetree.change_read import KeyValueChangeRead
 from snaplake.mergetree.conflict import LsmConflictRule
 from snaplake.mergetree.read import (
     MergeSplitsTask,
@@ -223,6 +224,22 @@ class KeyValueFileStore(FileStore):
         Source: Paimon ``KeyValueFileStoreScan``.
         """
         return KeyStatsFilter()
+
+    # changes ---------------------------------------------------------------
+    def changelog_producer(self, options: CoreOptions) -> str | None:
+        """``changelog-producer`` (``input``, ``lookup``, ``full-compaction``); ``None``: none."""
+        producer = options.changelog_producer
+        return None if producer == "none" else producer
+
+    def change_read(
+        self,
+        *,
+        read_schema: TableSchema,
+        columns: Sequence[str],
+        schemas: Mapping[int, TableSchema],
+    ) -> KeyValueChangeRead:
+        """Each file's rows unmerged, with their own kinds (see :class:`KeyValueChangeRead`)."""
+        return KeyValueChangeRead(self.file_io, read_schema, dict(schemas), tuple(columns))
 
     # kind facts ------------------------------------------------------------
     @property

@@ -1,0 +1,469 @@
+"""TableChanges: incremental reads of a table (``Table.changes``, ``Table.plan_changes``).
+
+A mixin ``Table`` inherits. A change read covers a range of snapshots,
+inclusive at both ends (``changes(5, 9)`` = snapshots 5..9, as delta-rs
+``load_cdf``); Paimon's ``incremental-between = 'a,b'`` is the half-open
+``(a, b]``, i.e. ``changes(a + 1, b)``. Every row carries ``_row_kind``
+(``+I`` ``-U`` ``+U`` ``-D``) and ``_snapshot_id`` after the table's columns.
+
+Modes (Paimon's):
+
+- ``delta``: the files each APPEND snapshot added (COMPACT and OVERWRITE
+  snapshots give no rows, as Paimon's ``IncrementalDeltaStartingScanner``).
+  Append rows are ``+I``; primary-key files are read without merging, each
+  row with its own kind (Paimon's streaming splits).
+- ``changelog``: the changelog files of each snapshot (producers ``input``,
+  ``lookup``, ``full-compaction``); OVERWRITE snapshots give none.
+- ``diff``: the difference between the merged views at ``start - 1`` and at
+  ``end`` (Paimon's ``IncrementalDiffSplitRead`` keeping deletes): a key
+  (append tables: a row) only at ``end`` or changed → ``+I``, only at
+  ``start - 1`` → ``-D``; every row carries ``_snapshot_id = end``.
+- ``auto``: ``changelog`` when the table has a changelog producer, else ``delta``.
+
+Source: Paimon ``IncrementalDeltaStartingScanner``, ``IncrementalDiffStartingScanner``,
+``IncrementalDiffSplitRead`` (``DiffMerger``), ``DeltaFollowUpScanner``,
+``ChangelogFollowUpScanner``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from snaplake.errors import InvalidOptionError, SnapshotNotFoundError, UnsupportedTableError
+from snaplake.filestore import FileStore
+from snaplake.options import Operation
+from snaplake.store.format.paths import PathFactory
+from snaplake.store.format.schema import SchemaManager, TableSchema
+from snaplake.store.format.snapshot import CommitKind, Snapshot
+from snaplake.store.io.file_io import FileIO
+from snaplake.store.read.change_scan import CHANGELOG, DELTA, ROW_KIND, SnapshotFilesScan
+from snaplake.store.read.predicate import (
+    Predicate,
+    and_expression,
+    parse_filter,
+    resolve_projection,
+)
+from snaplake.store.read.scan import Split
+from snaplake.store.read.split_read import ReadSplitsTask, SplitsTask
+from snaplake.store.snapshot_manager import SnapshotManager
+
+__all__ = ["MODES", "ROW_KIND", "SNAPSHOT_ID", "ChangePlan", "ChangeSplit", "TableChanges"]
+
+SNAPSHOT_ID = "_snapshot_id"
+"""The column holding the snapshot a change row belongs to (int64)."""
+
+DIFF = "diff"
+AUTO = "auto"
+MODES = (AUTO, DELTA, CHANGELOG, DIFF)
+"""The modes of a change read (Paimon's ``incremental-between-scan-mode`` values)."""
+
+
+@dataclass(frozen=True)
+class ChangeSplit:
+    """One snapshot's change files of one (partition, bucket); picklable.
+
+    Attributes:
+        snapshot_id: The snapshot the rows belong to (``diff``: the range's end).
+        commit_kind: That snapshot's commit kind (``APPEND``, ``COMPACT``, ...).
+        mode: ``delta``, ``changelog`` or ``diff``.
+        split: The files to read (``diff``: the bucket's live files at the end).
+        before: ``diff`` only: the bucket's live files at ``start - 1`` (``None``: none).
+    """
+
+    snapshot_id: int
+    commit_kind: str
+    mode: str
+    split: Split
+    before: Split | None = None
+
+    @property
+    def row_count(self) -> int:
+        """Rows in the split's files (before any filter; ``diff``: both sides)."""
+        return self.split.row_count + (self.before.row_count if self.before else 0)
+
+
+@dataclass(frozen=True)
+class ChangeReadTask:
+    """Picklable: ``task(split)`` yields the change rows of one :class:`ChangeSplit`.
+
+    Built by :meth:`TableChanges.plan_changes`; Spark executors call it.
+
+    Attributes:
+        schema: The Arrow schema of every yielded batch.
+        columns: The projected table columns (the schema's first fields).
+        needed: Columns read (the projection plus the filter's columns).
+        predicates: The filter (AND), applied exactly to every row.
+        read: The table kind's reader of ``delta`` / ``changelog`` splits.
+        merged: ``diff``: the kind's merged reader of whole splits (all columns),
+            its ``splits`` replaced by the side read.
+        keys: ``diff``: the key columns within a bucket (empty: rows are compared whole).
+    """
+
+    schema: pa.Schema
+    columns: tuple[str, ...]
+    needed: tuple[str, ...]
+    predicates: tuple[Predicate, ...]
+    read: Callable[[Split], Iterator[pa.Table]]
+    merged: SplitsTask | None = None
+    keys: tuple[str, ...] = ()
+
+    def __call__(self, split: ChangeSplit) -> Iterator[pa.RecordBatch]:
+        """Yield ``split``'s rows as batches of :attr:`schema`, exactly filtered.
+
+        Raises:
+            FileNotFoundError: a file of the split is missing (expired meanwhile).
+        """
+        tables = self._diff(split) if split.mode == DIFF else self.read(split.split)
+        expr = and_expression(self.predicates)
+        for table in tables:
+            if expr is not None:
+                table = table.filter(expr)
+            if not table.num_rows:
+                continue
+            ids = pa.array([split.snapshot_id] * table.num_rows, type=pa.int64())
+            out = table.select([*self.columns, ROW_KIND]).append_column(SNAPSHOT_ID, ids)
+            yield from out.cast(self.schema).to_batches()
+
+    def _diff(self, split: ChangeSplit) -> Iterator[pa.Table]:
+        assert self.merged is not None
+        merged = self.merged
+
+        def rows(s: Split | None) -> pa.Table | None:
+            if s is None or not s.files:
+                return None
+            parts = list(replace(merged, splits=(s,))([0]))
+            return pa.concat_tables(parts) if parts else None
+
+        after, before = rows(split.split), rows(split.before)
+        yield from diff_tables(before, after, keys=self.keys, columns=self.needed)
+
+
+def diff_tables(
+    before: pa.Table | None, after: pa.Table | None, *, keys: Sequence[str], columns: Sequence[str]
+) -> Iterator[pa.Table]:
+    """Rows of ``after`` new or changed against ``before`` (``+I``), rows gone (``-D``).
+
+    With ``keys`` rows are matched by key (a merged primary-key view);
+    without, as a multiset of whole rows (an append table). Yields
+    ``columns`` then ``_row_kind``.
+
+    Source: Paimon ``IncrementalDiffSplitRead.DiffMerger`` (keeping deletes).
+    """
+
+    def kinds(table: pa.Table, kind: str) -> pa.Table:
+        t = table.select(list(columns))
+        return t.append_column(ROW_KIND, pa.array([kind] * t.num_rows, type=pa.string()))
+
+    if before is None or not before.num_rows:
+        if after is not None and after.num_rows:
+            yield kinds(after, "+I")
+        return
+    if after is None or not after.num_rows:
+        yield kinds(before, "-D")
+        return
+    all_names = after.column_names
+    a_rows = after.select(all_names).to_pylist()
+    b_rows = before.select(all_names).to_pylist()
+    if keys:
+        b_by_key = {tuple(r[k] for k in keys): i for i, r in enumerate(b_rows)}
+        take_a, seen = [], set()
+        for i, r in enumerate(a_rows):
+            key = tuple(r[k] for k in keys)
+            j = b_by_key.get(key)
+            if j is not None:
+                seen.add(j)
+            if j is None or b_rows[j] != r:
+                take_a.append(i)
+        take_b = [j for j in range(len(b_rows)) if j not in seen]
+    else:
+        counts = Counter(repr(r) for r in b_rows)
+        take_a = []
+        for i, r in enumerate(a_rows):
+            k = repr(r)
+            if counts[k] > 0:
+                counts[k] -= 1
+            else:
+                take_a.append(i)
+        take_b = []
+        for j, r in enumerate(b_rows):
+            k = repr(r)
+            if counts[k] > 0:
+                counts[k] -= 1
+                take_b.append(j)
+    if take_a:
+        yield kinds(after.take(pa.array(take_a, type=pa.int64())), "+I")
+    if take_b:
+        yield kinds(before.take(pa.array(take_b, type=pa.int64())), "-D")
+
+
+@dataclass(frozen=True)
+class ChangePlan:
+    """The planned change read of a snapshot range.
+
+    Attributes:
+        schema: The table's columns (or the projection), then ``_row_kind``
+            (string) and ``_snapshot_id`` (int64).
+        splits: The splits to read, in snapshot order.
+        snapshot_ids: Every snapshot of the range, with rows or not.
+        read_task: Picklable; ``read_task(split)`` yields batches of ``schema``.
+        mode: The resolved mode (``delta``, ``changelog`` or ``diff``).
+    """
+
+    schema: pa.Schema
+    splits: list[ChangeSplit]
+    snapshot_ids: list[int]
+    read_task: ChangeReadTask
+    mode: str = DELTA
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        """The rows of every split, in order, as one reader of :attr:`schema`."""
+        task = self.read_task
+        batches = (b for split in self.splits for b in task(split))
+        return pa.RecordBatchReader.from_batches(self.schema, batches)
+
+
+class TableChanges:
+    """Incremental reads of one table (a mixin of ``Table``)."""
+
+    file_io: FileIO
+    paths: PathFactory
+    schema_manager: SchemaManager
+    snapshot_manager: SnapshotManager
+    identifier: str
+
+    if TYPE_CHECKING:  # provided by Table
+
+        def schema(self) -> TableSchema:
+            """The latest schema."""
+            ...
+
+        def file_store(self, schema: TableSchema | None = None) -> FileStore:
+            """The FileStore of ``schema``."""
+            ...
+
+    def plan_changes(
+        self,
+        start_snapshot: int,
+        end_snapshot: int | None = None,
+        *,
+        mode: str = AUTO,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,
+    ) -> ChangePlan:
+        """Plan the changes of snapshots ``start_snapshot..end_snapshot`` (both included).
+
+        Args:
+            start_snapshot: The first snapshot of the range.
+            end_snapshot: The last one (``None`` = the latest now).
+            mode: ``auto``, ``delta``, ``changelog`` or ``diff`` (see the module).
+            columns: Table columns to return (``None`` = all); ``_row_kind``
+                and ``_snapshot_id`` always follow.
+            filter: As ``Table.to_arrow``; prunes files by their stats and is
+                applied exactly to every change row.
+
+        Storage: reads the range's snapshot files and their delta (or
+        changelog) manifest lists and manifests; ``diff`` reads both ends'
+        manifests. No data file is read.
+
+        Raises:
+            InvalidOptionError: an unknown ``mode`` (``key`` =
+                ``incremental-between-scan-mode``), or ``end < start``.
+            SnapshotNotFoundError: the table has no snapshot, ``start`` is after
+                the latest, ``end`` was never written, or the range (``diff``:
+                ``start - 1``) reaches an expired snapshot (the message names
+                the earliest retained one).
+            UnsupportedTableError: ``changelog`` on a table without a changelog
+                producer; a table snaplake cannot read.
+            SchemaMismatchError: an unknown column or filter column.
+        """
+        latest = self.schema()
+        store = self.file_store(latest)
+        store.check_supported(Operation.READ)
+        opts = latest.core_options
+        if mode not in MODES:
+            raise InvalidOptionError(
+                f"unknown change read mode {mode!r} for {self.identifier}; use one of "
+                f"{', '.join(MODES)}", key="incremental-between-scan-mode", value=str(mode),
+            )  # fmt: skip
+        producer = store.changelog_producer(opts)
+        if mode == AUTO:
+            mode = CHANGELOG if producer is not None else DELTA
+        if mode == CHANGELOG and producer is None:
+            raise UnsupportedTableError(
+                f"table {self.identifier} has no changelog producer, so it has no changelog "
+                "files to read; read mode='delta' (or 'diff'), or set changelog-producer "
+                "(input, lookup, full-compaction) for later commits",
+                feature="changelog read without changelog-producer", operation="read",
+                key="changelog-producer",
+            )  # fmt: skip
+        start, end = self._change_range(start_snapshot, end_snapshot, diff=mode == DIFF)
+        predicates = parse_filter(filter)
+        arrow = latest.arrow_schema
+        names, needed = resolve_projection(arrow, columns, predicates)
+        needed = [n for n in arrow.names if n in set(needed)]
+        schema = pa.schema(
+            [arrow.field(n) for n in names]
+            + [pa.field(ROW_KIND, pa.string(), nullable=False),
+               pa.field(SNAPSHOT_ID, pa.int64(), nullable=False)]
+        )  # fmt: skip
+        if mode == DIFF:
+            return self._plan_diff(store, latest, start, end, schema, names, predicates)
+        splits: list[ChangeSplit] = []
+        sm = self.snapshot_manager
+        # Postpone-bucket tables: the pending files are the delta without a changelog
+        # producer; with one, the changelog of the real buckets (DataTableStreamScan).
+        real_buckets_only = store.reads_real_buckets_only and producer is not None
+        for sid in range(start, end + 1):
+            snap = sm.snapshot(sid)
+            if mode == DELTA and snap.commit_kind != CommitKind.APPEND:
+                continue  # COMPACT and OVERWRITE add no delta rows (Paimon)
+            if mode == CHANGELOG and snap.commit_kind == CommitKind.OVERWRITE:
+                continue
+            scan = SnapshotFilesScan(
+                source=mode, file_io=self.file_io, paths=self.paths,
+                schema_manager=self.schema_manager, snapshot=snap, predicate=predicates,
+                read_schema=latest, stats_filter=store.stats_filter(),
+                only_real_buckets=real_buckets_only,
+            )  # fmt: skip
+            for split in scan.plan():
+                splits.append(ChangeSplit(sid, str(snap.commit_kind), mode, split))
+        ids = {f.schema_id for s in splits for f in s.split.files}
+        read = store.change_read(
+            read_schema=latest, columns=needed,
+            schemas={i: self.schema_manager.schema(i) for i in ids},
+        )  # fmt: skip
+        task = ChangeReadTask(schema, tuple(names), tuple(needed), tuple(predicates), read)
+        return ChangePlan(schema, splits, list(range(start, end + 1)), task, mode)
+
+    def changes(
+        self,
+        start_snapshot: int,
+        end_snapshot: int | None = None,
+        *,
+        mode: str = AUTO,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,
+    ) -> pa.RecordBatchReader:
+        """Read the changes of snapshots ``start_snapshot..end_snapshot`` (both included).
+
+        Arguments and errors as :meth:`plan_changes`; the reader yields the
+        plan's splits in snapshot order (rows of one snapshot together).
+        The reader implements ``__arrow_c_stream__`` (pyarrow, Polars, DuckDB
+        read it directly). A file expired while reading raises
+        ``FileNotFoundError`` from the reader.
+        """
+        return self.plan_changes(
+            start_snapshot, end_snapshot, mode=mode, columns=columns, filter=filter
+        ).to_reader()
+
+    def _change_range(self, start: int, end: int | None, *, diff: bool) -> tuple[int, int]:
+        """Check ``start..end`` against the retained snapshots; return it with ``end`` resolved."""
+        sm = self.snapshot_manager
+        latest = sm.latest_snapshot_id()
+        if latest is None:
+            raise SnapshotNotFoundError(
+                f"table {self.identifier} has no snapshot yet; write to it first",
+                snapshot_id=start,
+            )
+        if start > latest:
+            raise SnapshotNotFoundError(
+                f"start snapshot {start} of {self.identifier} is after the latest snapshot "
+                f"{latest}; read from a snapshot <= {latest}", snapshot_id=start,
+            )  # fmt: skip
+        end = latest if end is None else end
+        if end < start:
+            raise InvalidOptionError(
+                f"end snapshot {end} is before start snapshot {start}; the range is "
+                "inclusive at both ends", key="incremental-between", value=f"{start},{end}",
+            )  # fmt: skip
+        if end > latest:
+            raise SnapshotNotFoundError(
+                f"end snapshot {end} of {self.identifier} was never written; the latest "
+                f"is {latest}", snapshot_id=end,
+            )  # fmt: skip
+        earliest = sm.earliest_snapshot_id() or 1
+        first = start - 1 if diff and start > 1 else start
+        if first < earliest:
+            what = "the snapshot before the diff's start" if first < start else "start"
+            raise SnapshotNotFoundError(
+                f"snapshot {first} ({what}) of {self.identifier} has expired; the earliest "
+                f"retained snapshot is {earliest}; read from {earliest + (1 if diff else 0)} "
+                "or later", snapshot_id=first,
+            )  # fmt: skip
+        return start, end
+
+    def _plan_diff(
+        self,
+        store: FileStore,
+        latest: TableSchema,
+        start: int,
+        end: int,
+        schema: pa.Schema,
+        names: list[str],
+        predicates: Sequence[Predicate],
+    ) -> ChangePlan:
+        """Pair the live files of ``start - 1`` and ``end`` by (partition, bucket)."""
+        sm = self.snapshot_manager
+        end_snap = sm.snapshot(end)
+        before_snap: Snapshot | None = sm.snapshot(start - 1) if start > 1 else None
+        after = {(s.partition, s.bucket): s for s in self._live_splits(store, end_snap, predicates)}
+        before = {
+            (s.partition, s.bucket): s for s in self._live_splits(store, before_snap, predicates)
+        }
+        splits: list[ChangeSplit] = []
+        merged: list[Split] = []
+        for key in sorted(set(after) | set(before)):
+            a, b = after.get(key), before.get(key)
+            if a is not None and b is not None and _same_files(a, b):
+                continue
+            side = a if a is not None else _empty_like(b)
+            merged.append(side)
+            if b is not None:
+                merged.append(b)
+            splits.append(ChangeSplit(end, str(end_snap.commit_kind), DIFF, side, b))
+        columns = list(latest.arrow_schema.names)
+        ids = {f.schema_id for s in merged for f in s.files}
+        schemas = {i: self.schema_manager.schema(i) for i in ids}
+        task = store.split_read_task(
+            merged, read_schema=latest, columns=columns, schema_of=schemas.__getitem__
+        )
+        if not isinstance(task, SplitsTask):  # append files without vectors
+            task = ReadSplitsTask(self.file_io, latest, (), tuple(columns), schemas)
+        task = replace(task, splits=())
+        read = store.change_read(read_schema=latest, columns=columns, schemas=schemas)
+        plan_task = ChangeReadTask(
+            schema, tuple(names), tuple(columns), tuple(predicates), read,
+            merged=task, keys=store.key_fields,
+        )  # fmt: skip
+        return ChangePlan(schema, splits, list(range(start, end + 1)), plan_task, DIFF)
+
+    def _live_splits(
+        self, store: FileStore, snap: Snapshot | None, predicates: Sequence[Predicate]
+    ) -> list[Split]:
+        if snap is None:
+            return []
+        return store.new_scan(
+            snap, predicate=predicates, read_schema=self.schema(), batch_read=True
+        ).plan()
+
+
+def _same_files(a: Split, b: Split) -> bool:
+    """Both sides hold the same data files and deletion vector files (no change)."""
+
+    def names(s: Split) -> tuple[set[str], set[str]]:
+        return {f.file_name for f in s.files}, {d.file_name for d in s.deletion_files}
+
+    return names(a) == names(b)
+
+
+def _empty_like(split: Split | None) -> Split:
+    assert split is not None
+    return Split(
+        partition=split.partition, partition_values=split.partition_values,
+        bucket=split.bucket, total_buckets=split.total_buckets, files=(), paths=(),
+    )  # fmt: skip
