@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from snaplake.spark._common import arrow_schema_of
 from snaplake.spark.source import SnaplakeSourceOptions, conform_batch
@@ -63,8 +64,12 @@ def _offset(snapshot: int) -> dict[str, int]:
     return {"snapshot": snapshot}
 
 
-class SnaplakeStreamReader(DataSourceStreamReader):
+class SnaplakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets are snapshot ids; each micro-batch reads the changes of its snapshot range.
+
+    With ``trigger(availableNow=True)`` the query reads up to the snapshot
+    that was the latest when it started (a batch replayed from the
+    checkpoint first), then stops.
 
     Args:
         options: The parsed options (``startingSnapshot``, ``mode``).
@@ -75,6 +80,7 @@ class SnaplakeStreamReader(DataSourceStreamReader):
     def __init__(self, options: SnaplakeSourceOptions, schema: StructType) -> None:
         self.options = options
         self.out = arrow_schema_of(schema)
+        self.target: int | None = None
 
     def initialOffset(self) -> dict[str, int]:  # noqa: N802 - Spark's name
         """Where a new query starts (a restarted one resumes from its checkpoint instead).
@@ -95,10 +101,19 @@ class SnaplakeStreamReader(DataSourceStreamReader):
     def latestOffset(  # noqa: N802 - Spark's name
         self, start: dict[str, Any] | None = None, limit: Any = None
     ) -> dict[str, int]:
-        """The latest snapshot id (``start`` again while nothing newer was committed)."""
+        """The latest snapshot id (``start`` again while nothing newer was committed).
+
+        Under ``availableNow``, at most the snapshot that was the latest at the start.
+        """
         latest = self.options.table().snapshot_manager.latest_snapshot_id() or 0
+        if self.target is not None:
+            latest = min(latest, self.target)
         floor = int(start["snapshot"]) if start else 0
         return _offset(max(latest, floor))
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 - Spark's name
+        """Fix the ``availableNow`` target: the latest snapshot now."""
+        self.target = self.options.table().snapshot_manager.latest_snapshot_id() or 0
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         """The splits of ``plan_changes(start + 1, end)`` (none for an empty range).
