@@ -229,7 +229,7 @@ def _to_predicate(f: Filter, schema: pa.Schema) -> Predicate | None:
     """
     negate = isinstance(f, Not)
     inner = f.child if isinstance(f, Not) else f
-    attribute = getattr(inner, "attribute", ())
+    attribute: tuple[str, ...] = tuple(getattr(inner, "attribute", ()))
     if len(attribute) != 1 or attribute[0] not in schema.names:
         return None
     column = attribute[0]

@@ -15,7 +15,8 @@ from tests.spark.conftest import ROWS_SCHEMA, numbered_rows
 
 from snaplake.errors import InvalidOptionError
 from snaplake.spark import register_data_source
-from snaplake.spark.source import SnaplakeBatchReader, SnaplakeSourceOptions
+from snaplake.spark.source import SnaplakeBatchReader, SnaplakeSourceOptions, SplitPartition
+from snaplake.store.format.snapshot import Snapshot
 from snaplake.table import Table
 
 pytestmark = [
@@ -50,7 +51,15 @@ def _by_id(data: pa.Table) -> list[dict[str, Any]]:
 
 
 def _files(reader: SnaplakeBatchReader) -> int:
-    return sum(len(p.split.files) for p in reader.partitions())  # type: ignore[attr-defined]
+    parts = reader.partitions()
+    assert all(isinstance(p, SplitPartition) for p in parts)
+    return sum(len(p.split.files) for p in parts if isinstance(p, SplitPartition))
+
+
+def _latest(table: Table) -> Snapshot:
+    snapshot = table.latest_snapshot()
+    assert snapshot is not None
+    return snapshot
 
 
 def test_append_table_rows_filters_and_pruning(source: Any, tmp_path: Path) -> None:
@@ -58,7 +67,7 @@ def test_append_table_rows_filters_and_pruning(source: Any, tmp_path: Path) -> N
     table = create_table(wh, "db.events", schema=ROWS_SCHEMA, partition_keys=["month"])
     for i in range(3):  # ids grow per commit: id stats prune files too
         write_and_commit(table, numbered_rows(i * 100, 100), commit_identifier=i)
-    latest = table.latest_snapshot().id
+    latest = _latest(table).id
 
     df = _load(source, wh, "db.events")
     assert df.columns == [*ROWS_SCHEMA.names, *META]
@@ -98,7 +107,7 @@ def test_primary_key_table_and_time_travel(source: Any, tmp_path: Path) -> None:
         options={"bucket": "2"},
     )  # fmt: skip
     write_and_commit(table, make_rows(0, 60))
-    first = table.latest_snapshot()
+    first = _latest(table)
     table.create_tag("v1", snapshot_id=first.id)
     second_rows = make_rows(30, 60, seed=5)
     kinds = ["-D" if r["id"] % 5 == 0 else "+U" for r in second_rows]
@@ -125,7 +134,7 @@ def test_primary_key_table_and_time_travel(source: Any, tmp_path: Path) -> None:
 def test_bad_input_is_a_typed_error(source: Any, tmp_path: Path) -> None:
     wh = tmp_path / "wh"
     create_table(wh, "db.events", schema=ROWS_SCHEMA)
-    cases = [
+    cases: list[tuple[str, dict[str, Any], str]] = [
         ("db.missing", {}, "TableNotFoundError"),
         ("db.events", {"snapshotId": "x"}, "InvalidOptionError"),
         ("db.events", {"snapshotId": 1, "tag": "v1"}, "InvalidOptionError"),
