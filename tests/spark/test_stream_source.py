@@ -81,7 +81,14 @@ def _rows(table: Table) -> list[dict[str, Any]]:
     return sorted(table.to_arrow().to_pylist(), key=lambda r: r["id"])
 
 
-def _run(tmp_path: Path, role: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    tmp_path: Path, role: str, *extra: str, server: Any = None
+) -> subprocess.CompletedProcess[str]:
+    """Run one driver to its end; with a Connect ``server``, also end once the server died.
+
+    A Connect client whose server was SIGKILLed keeps retrying its RPCs, so
+    the client (a process of this test) is killed once the server has exited.
+    """
     cmd = [
         sys.executable, str(JOB), "--role", role,
         "--warehouse", str(tmp_path / "wh"),
@@ -91,7 +98,19 @@ def _run(tmp_path: Path, role: str, *extra: str) -> subprocess.CompletedProcess[
         *extra,
     ]  # fmt: skip
     env = {**os.environ, **spark_env()}
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    if server is None:
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    log = tmp_path / f"{role}-client.log"
+    with log.open("ab") as out:
+        client = subprocess.Popen(cmd, env=env, stdout=out, stderr=out)
+        while client.poll() is None:
+            if server.process.poll() is not None:
+                client.kill()
+            try:
+                client.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                continue
+    return subprocess.CompletedProcess(cmd, client.returncode, "", log.read_text()[-3000:])
 
 
 def _outcomes(tmp_path: Path, role: str) -> list[tuple[int, str]]:
@@ -113,7 +132,7 @@ def test_mirror_equals_source_after_driver_kills(tmp_path: Path, connect: bool) 
             extra += ["--remote", servers[-1].url, "--kill-pid", str(servers[-1].process.pid)]
         if kill_after is not None:
             extra += ["--kill-after-batch", str(kill_after)]
-        return _run(tmp_path, role, *extra)
+        return _run(tmp_path, role, *extra, server=servers[-1] if connect else None)
 
     try:
         killed = run("cdc", 1)  # the CDC driver dies after committing its batch 1
