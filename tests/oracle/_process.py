@@ -116,7 +116,13 @@ class SharedDrivers:
                 session = self._sessions[python] = DriverSession(
                     python, driver=self.driver, cwd=self.cwd
                 )
-            session.call(request_path, out_path, op=op, timeout_s=timeout_s)
+            try:
+                session.call(request_path, out_path, op=op, timeout_s=timeout_s)
+            except OracleError:
+                raise  # a failed op keeps the session in step; a death or timeout closed it
+            except BaseException:
+                session.close()  # interrupted mid-call: the next call must not read its answer
+                raise
 
     def close(self) -> None:
         """End every shared process."""
