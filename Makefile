@@ -64,14 +64,26 @@ $(VENV)/.installed: | venv-prereq
 grafana/.schema-check/node_modules/.bin/tsc: | node
 spec/.quint/node_modules/.bin/quint: | node
 
-# The in-process suites (unit, property) run on both cores, a module per worker; the suites
-# that start servers, daemons, Spark and crash processes run one test at a time after them.
+# The in-process suites (unit, property) run on both cores, a module per worker. So do the
+# suites that mostly wait on other processes (pypaimon, the Java Paimon JVM, quint), except
+# the modules that race processes or servers against each other (crashes, concurrency, S3):
+# those, the daemons and Spark run one test at a time after them.
 # PYTEST_ARGS (e.g. a path or -k) replaces the split and runs what it names, serially.
 PARALLEL_SUITES := tests/unit tests/property
+WAITING_SUITES := tests/integration tests/spec tests/oracle
+SERIAL_MODULES := $(wildcard tests/integration/s3 $(addprefix tests/integration/test_, \
+	concurrency.py crash_safety.py dynamic_bucket_crash.py dynamic_bucket_race.py \
+	maintenance_concurrency.py pk_deletion_vectors_crash.py pk_writer_daemon.py \
+	subscription_crash.py))
+# Everything else (a directory, or a module at the top of tests/), one test at a time.
+SERIAL_SUITES := $(filter-out $(PARALLEL_SUITES) $(WAITING_SUITES) tests/__pycache__, \
+	$(patsubst %/,%,$(wildcard tests/*/)) $(wildcard tests/test_*.py))
 unit: java node venv paimon-venv prometheus grafana-schema java-paimon spec-quint
 ifeq ($(strip $(PYTEST_ARGS)),)
 	$(PYTEST) -n 2 --dist loadfile --durations=10 $(PARALLEL_SUITES)
-	$(PYTEST) --durations=15 $(addprefix --ignore=,$(PARALLEL_SUITES))
+	$(PYTEST) -n 2 --dist loadfile --durations=15 $(addprefix --ignore=,$(SERIAL_MODULES)) \
+		$(WAITING_SUITES)
+	$(PYTEST) --durations=15 $(SERIAL_SUITES) $(SERIAL_MODULES)
 else
 	$(PYTEST) --durations=15 $(PYTEST_ARGS)
 endif

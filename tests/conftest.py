@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,15 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )  # fmt: skip
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_pypaimon_driver() -> Iterator[None]:
+    """One pypaimon driver process answers the oracle calls of the run (``shared_driver``)."""
+    from tests.oracle import shared_driver
+
+    with shared_driver():
+        yield
 
 
 @pytest.fixture(autouse=True)

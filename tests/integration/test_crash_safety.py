@@ -30,11 +30,12 @@ def _ids(ident: int) -> set[int]:
 def test_sigkill_at_random_points_of_the_commit(tmp_path):
     catalog = snaplake.FileSystemCatalog(str(tmp_path / "wh"))
     table = catalog.create_table("db.t", schema=SCHEMA)
-    rng = random.Random(20261121)
-    trials = 32
-    for ident in range(1, trials + 1):
-        kill_at = rng.randint(1, OPS_PER_COMMIT)
-        after = rng.random() < 0.5
+    # Every kill point (each storage operation, killed before or after it) exactly once, in a
+    # seeded random order; 32 random draws covered the same 12 points, with repeats.
+    points = [(op, after) for op in range(1, OPS_PER_COMMIT + 1) for after in (False, True)]
+    random.Random(20261121).shuffle(points)
+    trials = len(points)
+    for ident, (kill_at, after) in enumerate(points, start=1):
         # Re-run the previous (possibly crashed) identifier, then crash in the new one.
         idents = f"{ident - 1},{ident}" if ident > 1 else str(ident)
         # Count only the new identifier's operations: the rerun writes nothing if it landed.

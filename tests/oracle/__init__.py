@@ -30,7 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from tests.oracle._process import DriverSession, OracleError
+from tests.oracle._process import DriverSession, OracleError, SharedDrivers
 
 __all__ = [
     "OracleError",
@@ -39,6 +39,7 @@ __all__ = [
     "paimon_python",
     "pred",
     "requires_paimon",
+    "shared_driver",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -142,6 +143,31 @@ class pred:  # noqa: N801 - a namespace of predicate constructors, used as pred.
         return {"op": "is_not_null", "field": field}
 
 
+_shared: SharedDrivers | None = None
+
+
+@contextlib.contextmanager
+def shared_driver() -> Iterator[None]:
+    """Send, inside the block, every call not in a ``session()`` to one shared driver.
+
+    One ``--serve`` process per interpreter answers every ``PaimonOracle`` (except those
+    made with ``process_per_call=True``), started on first use and again after a death or
+    a timeout; the processes end with the block. ``tests/conftest.py`` opens it for the
+    whole pytest run: importing pypaimon is most of a one-shot call's time. Each request
+    still opens a fresh catalog and table (see ``PaimonOracle.session``).
+    """
+    global _shared
+    if _shared is not None:
+        yield
+        return
+    _shared = SharedDrivers(driver=DRIVER, cwd=REPO_ROOT)
+    try:
+        yield
+    finally:
+        shared, _shared = _shared, None
+        shared.close()
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, (dt.date, dt.datetime, dt.time)):
         return value.isoformat()
@@ -178,12 +204,22 @@ class PaimonOracle:
             never into the warehouse.
         python: The pypaimon venv's interpreter; defaults to ``paimon_python()``.
         timeout_s: Per-call subprocess timeout in seconds (benchmarks may pass more).
+        process_per_call: Run each call outside a ``session()`` in a process of its own
+            even inside ``shared_driver()``.
     """
 
-    def __init__(self, root: Path, *, python: Path | None = None, timeout_s: float = 300.0):
+    def __init__(
+        self,
+        root: Path,
+        *,
+        python: Path | None = None,
+        timeout_s: float = 300.0,
+        process_per_call: bool = False,
+    ):
         self.root = Path(root)
         self.python = python if python is not None else paimon_python()
         self.timeout_s = timeout_s
+        self.process_per_call = process_per_call
         self._session: DriverSession | None = None
 
     @contextlib.contextmanager
@@ -243,6 +279,10 @@ class PaimonOracle:
             timeout = timeout_s if timeout_s is not None else self.timeout_s
             if self._session is not None:
                 self._session.call(request_path, out_path, op=body.get("op"), timeout_s=timeout)
+                return self._result(out_path)
+            if _shared is not None and not self.process_per_call:
+                _shared.call(self.python, request_path, out_path, op=body.get("op"),
+                             timeout_s=timeout)  # fmt: skip
                 return self._result(out_path)
             cmd = [str(self.python), str(DRIVER), str(request_path), str(out_path)]
             try:

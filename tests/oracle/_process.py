@@ -10,6 +10,7 @@ import json
 import select
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,10 @@ class DriverSession:
         except FileNotFoundError as exc:
             self._stderr.close()
             raise OracleError(f"pypaimon interpreter not found: {python}") from exc
+
+    def alive(self) -> bool:
+        """Whether the process still runs (a timeout or a death closes it)."""
+        return self.proc.poll() is None
 
     def stderr(self) -> str:
         self._stderr.seek(0)
@@ -84,3 +89,44 @@ class DriverSession:
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self._stderr.close()
+
+
+class SharedDrivers:
+    """One ``--serve`` process per pypaimon interpreter, shared by every caller in this process.
+
+    ``call`` starts the process on first use and again after one died or timed out; calls
+    are serialised (a lock), as a driver answers one request at a time.
+    """
+
+    def __init__(self, *, driver: Path, cwd: Path) -> None:
+        self.driver = driver
+        self.cwd = cwd
+        self._lock = threading.Lock()
+        self._sessions: dict[Path, DriverSession] = {}
+
+    def call(
+        self, python: Path, request_path: Path, out_path: Path, *, op: Any, timeout_s: float
+    ) -> None:
+        """Run one request on ``python``'s shared driver (raises as ``DriverSession.call``)."""
+        with self._lock:
+            session = self._sessions.get(python)
+            if session is None or not session.alive():
+                if session is not None:
+                    session.close()
+                session = self._sessions[python] = DriverSession(
+                    python, driver=self.driver, cwd=self.cwd
+                )
+            try:
+                session.call(request_path, out_path, op=op, timeout_s=timeout_s)
+            except OracleError:
+                raise  # a failed op keeps the session in step; a death or timeout closed it
+            except BaseException:
+                session.close()  # interrupted mid-call: the next call must not read its answer
+                raise
+
+    def close(self) -> None:
+        """End every shared process."""
+        with self._lock:
+            sessions, self._sessions = self._sessions, {}
+        for session in sessions.values():
+            session.close()

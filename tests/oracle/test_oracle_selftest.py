@@ -214,7 +214,7 @@ def test_overwrite_one_partition(tmp_path: Path) -> None:
 
 
 def test_driver_error_carries_stderr(tmp_path: Path) -> None:
-    oracle = PaimonOracle(tmp_path)
+    oracle = PaimonOracle(tmp_path, process_per_call=True)
     with pytest.raises(OracleError, match=r"(?s)op='read'.*Traceback"):
         oracle.read("db.missing")
 
@@ -249,7 +249,8 @@ def test_is_null_filter(tmp_path: Path) -> None:
 
 def test_session_answers_as_a_process_per_call_does(tmp_path: Path) -> None:
     """One ``--serve`` driver: same results, printed output kept, a failed op reported."""
-    apart, together = PaimonOracle(tmp_path / "apart"), PaimonOracle(tmp_path / "together")
+    apart = PaimonOracle(tmp_path / "apart", process_per_call=True)
+    together = PaimonOracle(tmp_path / "together")
     data = _rows(0)
     apart.create_table(TABLE, SCHEMA, partition_keys=["month"])
     apart.write(TABLE, data, commits=2)
@@ -264,3 +265,21 @@ def test_session_answers_as_a_process_per_call_does(tmp_path: Path) -> None:
     assert _sorted(got).equals(_sorted(apart.read(TABLE))) and got.num_rows == data.num_rows
     assert "commit 1/1 snapshot=3" in commits["stdout"]
     assert together._session is None  # the process ended with the block
+
+
+def test_shared_driver_reports_a_failed_op_and_replaces_a_dead_process(tmp_path: Path) -> None:
+    """Outside a session, calls go to the run's shared driver (``tests/conftest.py``)."""
+    import tests.oracle as oracle_module
+
+    oracle = PaimonOracle(tmp_path)
+    oracle.create_table(TABLE, SCHEMA, partition_keys=["month"])
+    with pytest.raises(OracleError, match=r"(?s)op='read'.*Traceback"):
+        oracle.read("db.missing")
+    shared = oracle_module._shared
+    assert shared is not None
+    (session,) = shared._sessions.values()
+    session.proc.kill()
+    session.proc.wait()
+    oracle.write(TABLE, _rows(0))  # a new driver process answers
+    assert oracle.read(TABLE).num_rows == _rows(0).num_rows
+    assert shared._sessions[oracle.python] is not session
