@@ -19,13 +19,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from snaplake.cli.context import CliContext, TableIdentifier, pass_cli
-from snaplake.cli.output import Column
 from snaplake.cli.parsing import parse_columns, parse_filters
 from snaplake.table_changes import MODES
 
 __all__ = ["COMMANDS", "changes"]
 
-TEXT_ROW_CAP = 100
 """Text output without ``--limit`` shows at most this many rows."""
 
 
@@ -108,20 +106,12 @@ def changes(
                 else:
                     click.echo(json.dumps(row, default=str))
         return
-    cap = limit if limit is not None else (TEXT_ROW_CAP + 1 if cli.output_is_text else None)
-    data = pa.Table.from_batches(list(_limited(reader, cap)), schema=reader.schema)
-    note = None
-    if limit is None and cli.output_is_text and data.num_rows > TEXT_ROW_CAP:
-        data = data.slice(0, TEXT_ROW_CAP)
-        note = f"(first {TEXT_ROW_CAP} rows; pass --limit N, --format jsonl or --output json)"
-    numeric = {
-        f.name for f in data.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
-    }
-    cli.output.rows(
-        data.to_pylist(),
-        columns=[Column(key=n, header=n, numeric=n in numeric) for n in data.column_names],
+    data = pa.Table.from_batches(list(_limited(reader, cli.row_cap(limit))), schema=reader.schema)
+    cli.show_rows(
+        data,
+        limit=limit,
         empty="(no changes)",
-        note=note,
+        more="pass --limit N, --format jsonl or --output json",
     )
 
 

@@ -12,10 +12,14 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 import click
+import pyarrow as pa
 
 from snaplake.catalog import FileSystemCatalog, parse_identifier
-from snaplake.cli.output import Output, TextOutput
+from snaplake.cli.output import Column, Output, TextOutput
 from snaplake.table import Table
+
+TEXT_ROW_CAP = 100
+"""Rows a command shows as text without ``--limit``."""
 
 __all__ = ["CliContext", "TableIdentifier", "WarehouseNotFoundError", "pass_cli"]
 
@@ -70,6 +74,37 @@ class CliContext:
     def output_is_text(self) -> bool:
         """True for ``--output text`` (people), False for JSON (scripts)."""
         return isinstance(self.output, TextOutput)
+
+    def row_cap(self, limit: int | None) -> int | None:
+        """Rows to read for showing: ``limit``, else one more than :data:`TEXT_ROW_CAP` for text."""
+        if limit is not None:
+            return limit
+        return TEXT_ROW_CAP + 1 if self.output_is_text else None
+
+    def show_rows(self, data: pa.Table, *, limit: int | None, empty: str, more: str) -> None:
+        """Print Arrow rows, at most :data:`TEXT_ROW_CAP` as text without ``limit``.
+
+        Args:
+            data: The rows, read with :meth:`row_cap`.
+            limit: The user's ``--limit`` (``None``: none).
+            empty: What text output says when there are no rows.
+            more: How to get every row, for the note under a capped text table.
+        """
+        note = None
+        if limit is None and self.output_is_text and data.num_rows > TEXT_ROW_CAP:
+            data = data.slice(0, TEXT_ROW_CAP)
+            note = f"(first {TEXT_ROW_CAP} rows; {more})"
+        numeric = {
+            f.name
+            for f in data.schema
+            if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+        }
+        self.output.rows(
+            data.to_pylist(),
+            columns=[Column(key=n, header=n, numeric=n in numeric) for n in data.column_names],
+            empty=empty,
+            note=note,
+        )
 
     def catalog(self, *, create: bool = False) -> FileSystemCatalog:
         """Open (once) the catalog of the warehouse.

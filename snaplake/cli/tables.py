@@ -38,9 +38,6 @@ __all__ = [
     "write",
 ]
 
-TEXT_ROW_CAP = 100
-"""``read`` in text mode without ``--limit`` shows at most this many rows."""
-
 logger = logging.getLogger(__name__)
 
 
@@ -298,9 +295,7 @@ def read(
         if snap is not None
         else source.arrow_schema
     )
-    cap = limit
-    if cap is None and to_parquet is None and cli.output_is_text:
-        cap = TEXT_ROW_CAP + 1
+    cap = limit if to_parquet is not None else cli.row_cap(limit)
     data = source.to_arrow(
         snapshot_id=snapshot_id,
         tag=tag,
@@ -312,18 +307,8 @@ def read(
         pq.write_table(data, to_parquet)
         cli.output.record({"table": table, "rows": data.num_rows, "path": str(to_parquet)})
         return
-    note = None
-    if limit is None and cli.output_is_text and data.num_rows > TEXT_ROW_CAP:
-        data = data.slice(0, TEXT_ROW_CAP)
-        note = f"(first {TEXT_ROW_CAP} rows; pass --limit N or --output json for more)"
-    numeric = {
-        f.name for f in data.schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
-    }
-    cli.output.rows(
-        data.to_pylist(),
-        columns=[Column(key=n, header=n, numeric=n in numeric) for n in data.column_names],
-        empty="(no rows)",
-        note=note,
+    cli.show_rows(
+        data, limit=limit, empty="(no rows)", more="pass --limit N or --output json for more"
     )
 
 

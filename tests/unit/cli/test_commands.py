@@ -179,7 +179,7 @@ def test_read_text_is_a_table(snaplake: Snaplake, sales_table: str) -> None:
 def test_read_text_caps_rows_without_limit(
     snaplake: Snaplake, sales_table: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("snaplake.cli.tables.TEXT_ROW_CAP", 3)
+    monkeypatch.setattr("snaplake.cli.context.TEXT_ROW_CAP", 3)
     out = snaplake("read", sales_table).stdout
     assert len(out.splitlines()) == 1 + 3 + 1
     assert "pass --limit N" in out
