@@ -116,18 +116,25 @@ def arrow_schema_of(spark_schema: StructType) -> pa.Schema:
     return to_arrow_schema(spark_schema, timezone="UTC")
 
 
-def spark_schema_of(arrow_schema: pa.Schema) -> StructType:
+def spark_schema_of(arrow_schema: pa.Schema, *, keep_nullability: bool = False) -> StructType:
     """Return the Spark schema for a table's Arrow schema.
 
     ``timestamp`` with a zone becomes ``TimestampType``, without one
     ``TimestampNTZType``. Every field is nullable (Spark's file readers force
-    it anyway).
+    it anyway) unless ``keep_nullability``: then NOT NULL fields stay NOT
+    NULL (snaplake's own data source, whose rows come from snaplake's
+    readers, so that its rows can be written into NOT NULL columns).
     """
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import StructField, StructType
 
     spark = from_arrow_schema(arrow_schema, prefer_timestamp_ntz=True)
-    return StructType([StructField(f.name, f.dataType, nullable=True) for f in spark.fields])
+    return StructType(
+        [
+            StructField(f.name, f.dataType, nullable=f.nullable or not keep_nullability)
+            for f in spark.fields
+        ]
+    )
 
 
 def check_spark_schema(

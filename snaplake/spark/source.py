@@ -411,7 +411,7 @@ class SnaplakeDataSource(DataSource):
         else:
             o = opts
             schema = table.new_scan(snapshot_id=o.snapshot_id, as_of=o.as_of, tag=o.tag).schema
-        return spark_schema_of(with_change_columns(schema.arrow_schema))
+        return spark_schema_of(with_change_columns(schema.arrow_schema), keep_nullability=True)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader (options checked here)."""

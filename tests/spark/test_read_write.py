@@ -314,7 +314,7 @@ def test_readme_spark_blocks_run(spark: Any, tmp_path: Path) -> None:
         "df": spark.read.schema(SPARK_DDL).parquet(str(landing)).where("month = 1"),
         "wh": warehouse,
     }
-    stream, cdc, maintenance = blocks_of("spark")
+    stream, cdc, source, maintenance = blocks_of("spark")
     code = rewrite(
         stream,
         {
@@ -352,6 +352,47 @@ def test_readme_spark_blocks_run(spark: Any, tmp_path: Path) -> None:
         {"flight": 12, "dest": "ORD"},
     ]
     exec(compile(maintenance.code, f"README.md:{maintenance.line}", "exec"), namespace)
+    _run_source_block(source, namespace, tmp_path)
+
+
+def _run_source_block(block: Any, namespace: dict[str, Any], tmp_path: Path) -> None:
+    """The ``format("snaplake")`` block: a time-travel read and a changelog mirror."""
+    from tests.readme_blocks import rewrite
+
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            ("month", pa.int32()),
+            ("amount", pa.float64()),
+        ]
+    )
+    wh = namespace["wh"]
+    orders = create_table(
+        wh, "db.orders", schema=schema, primary_keys=["id"], options={"bucket": "2"}
+    )
+    create_table(
+        wh, "db.orders_mirror", schema=schema, primary_keys=["id"], options={"bucket": "2"}
+    )
+    rows = [{"id": 990 + i, "month": 6 + i % 2, "amount": float(i)} for i in range(20)]
+    write_and_commit(orders, pa.Table.from_pylist(rows, schema=schema))
+    at = orders.latest_snapshot().id
+    later = [{"id": 1000 + i, "month": 7, "amount": -1.0} for i in range(5)]  # not read at `at`
+    write_and_commit(orders, pa.Table.from_pylist(later, schema=schema))
+    namespace["ckpt"] = str(tmp_path / "ckpt-orders")
+    code = rewrite(block, {'.option("snapshotId", 42)': f'.option("snapshotId", {at})'})
+    try:
+        exec(compile(code, f"README.md:{block.line}", "exec"), namespace)
+        for query in namespace["spark"].streams.active:
+            query.processAllAvailable()
+    finally:
+        for active in namespace["spark"].streams.active:
+            active.stop()
+    read = namespace["orders"].drop("_row_kind", "_snapshot_id").toPandas()
+    expected = sorted(r["id"] for r in rows if r["month"] == 7 and r["id"] > 1000)
+    assert sorted(read["id"]) == expected and (read["amount"] >= 0).all()
+    mirror = snaplake.FileSystemCatalog(wh).get_table("db.orders_mirror").to_arrow()
+    by_id = lambda t: sorted(t.to_pylist(), key=lambda r: r["id"])  # noqa: E731
+    assert by_id(mirror) == by_id(orders.to_arrow())
 
 
 def test_deletion_vector_tables_read_without_their_deleted_rows(spark: Any, tmp_path: Path) -> None:
