@@ -374,8 +374,7 @@ def _run_source_block(block: Any, namespace: dict[str, Any], tmp_path: Path) -> 
         wh, "db.orders_mirror", schema=schema, primary_keys=["id"], options={"bucket": "2"}
     )
     rows = [{"id": 990 + i, "month": 6 + i % 2, "amount": float(i)} for i in range(20)]
-    write_and_commit(orders, pa.Table.from_pylist(rows, schema=schema))
-    at = orders.latest_snapshot().id
+    at = write_and_commit(orders, pa.Table.from_pylist(rows, schema=schema)).snapshot_id
     later = [{"id": 1000 + i, "month": 7, "amount": -1.0} for i in range(5)]  # not read at `at`
     write_and_commit(orders, pa.Table.from_pylist(later, schema=schema))
     namespace["ckpt"] = str(tmp_path / "ckpt-orders")
