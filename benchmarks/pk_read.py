@@ -25,11 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from _common import median
 from demo.flights_data import load_flights
+from flights_upserts import KEYS
 
 from snaplake.catalog import FileSystemCatalog
 from snaplake.table import Table
-
-KEYS = ["year", "month", "day", "carrier", "flight", "origin"]
 
 
 def _build(work: Path, flights: pa.Table, runs: int, fraction: float) -> Table:

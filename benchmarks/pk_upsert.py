@@ -25,30 +25,14 @@ import time
 from pathlib import Path
 
 import _common  # noqa: F401  (puts the repo root on sys.path)
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from _common import pct
 from demo.flights_data import load_flights
+from flights_upserts import KEYS, upsert_batches
 
 from snaplake.catalog import FileSystemCatalog
 
-KEYS = ["year", "month", "day", "carrier", "flight", "origin"]
 OPTIONS = {"bucket": "1", "num-sorted-run.compaction-trigger": "1000000"}
-
-
-def _updates(flights: pa.Table, commits: int, fraction: float) -> list[pa.Table]:
-    rng = np.random.default_rng(42)
-    n = max(1, int(flights.num_rows * fraction))
-    out = []
-    for i in range(commits):
-        idx = rng.choice(flights.num_rows, size=n, replace=False)
-        batch = flights.take(pa.array(np.sort(idx)))
-        for col in ("dep_delay", "arr_delay"):
-            j = batch.schema.get_field_index(col)
-            batch = batch.set_column(j, col, pc.add(batch.column(col), pa.scalar(i + 1)))
-        out.append(batch)
-    return out
 
 
 def _snaplake(work: Path, flights: pa.Table, updates: list[pa.Table]) -> list[float]:
@@ -121,7 +105,7 @@ def main() -> None:
     parser.add_argument("--skip-pypaimon", action="store_true")
     args = parser.parse_args()
     flights = load_flights()
-    updates = _updates(flights, args.commits, args.fraction)
+    updates = upsert_batches(flights, args.commits, args.fraction)
     rows = updates[0].num_rows
     work = Path(tempfile.mkdtemp(prefix="pk-upsert-"))
     try:
