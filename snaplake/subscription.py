@@ -79,6 +79,7 @@ from snaplake.table_changes import DIFF, MODES, ChangePlan, ChangeSplit, TableCh
 __all__ = [
     "ChangeBatch",
     "Subscription",
+    "SubscriptionOptions",
     "TableSubscriptions",
     "delete_consumer",
     "reset_consumer",
@@ -134,10 +135,43 @@ class ChangeBatch:
         self._subscription._ack(self)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubscriptionOptions:
+    """How a :class:`Subscription` reads: the arguments of ``Table.subscribe``, checked.
+
+    Attributes:
+        start: Where a new consumer starts (``"earliest"``, ``"latest"``, a
+            snapshot id, an aware ``datetime``).
+        poll_interval: Wait between looks for new snapshots when caught up.
+        stop_when_idle: End the iteration once caught up.
+        mode: ``auto``, ``delta``, ``changelog`` or ``diff``.
+        columns: Table columns to return (``None`` = all).
+        filter: As ``Table.to_arrow``.
+        lease_ttl: Validity of the consumer-id lease between renewals.
+
+    Raises:
+        InvalidOptionError: an unknown mode, a ``start`` of another type, a
+            non-positive ``poll_interval`` or ``lease_ttl``.
+        ValueError: a naive ``datetime`` start.
+    """
+
+    start: Start = "earliest"
+    poll_interval: timedelta = timedelta(seconds=1)
+    stop_when_idle: bool = False
+    mode: str = "auto"
+    columns: tuple[str, ...] | None = None
+    filter: Any = None
+    lease_ttl: timedelta = DEFAULT_LEASE_TTL
+
+    def __post_init__(self) -> None:
+        _check_arguments(self.start, self.poll_interval, self.mode, self.lease_ttl)
+
+
 class Subscription:
     """Iterate a table's changes as :class:`ChangeBatch` es under a consumer id.
 
-    Made by ``Table.subscribe`` (arguments there). Iterating yields batches;
+    Made by ``Table.subscribe`` (arguments there, held as ``options``: a
+    :class:`SubscriptionOptions`). Iterating yields batches;
     with ``stop_when_idle`` the iteration ends once every retained snapshot
     has been delivered, otherwise it polls every ``poll_interval``. Use it as
     a context manager, or call :meth:`close`, to release the consumer id at
@@ -145,30 +179,13 @@ class Subscription:
     interpreter exit). Not for use from several threads at once.
     """
 
-    def __init__(
-        self,
-        table: TableChanges,
-        consumer_id: str,
-        *,
-        start: Start = "earliest",
-        poll_interval: timedelta = timedelta(seconds=1),
-        stop_when_idle: bool = False,
-        mode: str = "auto",
-        columns: Sequence[str] | None = None,
-        filter: Any = None,
-        lease_ttl: timedelta = DEFAULT_LEASE_TTL,
-    ) -> None:
+    def __init__(self, table: TableChanges, consumer_id: str, options: SubscriptionOptions) -> None:
         check_consumer_id(consumer_id)
-        _check_arguments(start, poll_interval, mode, lease_ttl)
         self.table = table
         self.consumer_id = consumer_id
-        self.poll_interval = poll_interval
-        self.stop_when_idle = stop_when_idle
-        self.mode = mode
-        self.columns = columns
-        self.filter = filter
+        self.options = options
         self._consumers = ConsumerManager(table.file_io, table.paths)
-        self._lease = self._consumers.lease(consumer_id, ttl=lease_ttl)
+        self._lease = self._consumers.lease(consumer_id, ttl=options.lease_ttl)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._lost: list[str] = []  # set by the renewal thread when the lease is gone
@@ -177,7 +194,7 @@ class Subscription:
         if not self._lease.try_acquire():
             raise _busy(table, consumer_id, self._lease, "subscribe with another consumer id")
         try:
-            self._acked_next = self._open_consumer(start)
+            self._acked_next = self._open_consumer(options.start)
         except BaseException:
             self._lease.release()
             raise
@@ -185,7 +202,7 @@ class Subscription:
         self._thread = threading.Thread(
             target=_renew_loop, name=f"snaplake-lease-{consumer_id}", daemon=True,
             args=(self._lease, self._lock, self._stop, self._lost,
-                  lease_ttl.total_seconds() / 3, weakref.WeakMethod(self._touch)),
+                  options.lease_ttl.total_seconds() / 3, weakref.WeakMethod(self._touch)),
         )  # fmt: skip
         self._thread.start()
         self._finalizer = weakref.finalize(
@@ -194,7 +211,7 @@ class Subscription:
         self._iter = self._batches()
         logger.info(
             "subscription %s on %s from snapshot %d (mode %s)",
-            consumer_id, table.identifier, self._next_read, mode,
+            consumer_id, table.identifier, self._next_read, options.mode,
         )  # fmt: skip
 
     def __repr__(self) -> str:
@@ -326,11 +343,11 @@ class Subscription:
             latest = sm.latest_snapshot_id() or 0
             if self._next_read > latest:
                 self._skip_empty()
-                if self.stop_when_idle:
+                if self.options.stop_when_idle:
                     if not self._pending:
                         self.close()
                     return
-                self._stop.wait(self.poll_interval.total_seconds())
+                self._stop.wait(self.options.poll_interval.total_seconds())
                 continue
             end = min(latest, self._next_read + MAX_SNAPSHOTS_PER_PLAN - 1)
             yield from self._range(self._next_read, end)
@@ -340,7 +357,7 @@ class Subscription:
     def _range(self, start: int, end: int) -> Iterator[ChangeBatch]:
         """The batches of ``start..end``; ``_next_read`` moves past each one delivered."""
         plans: Iterator[ChangePlan]
-        if self.mode == DIFF:
+        if self.options.mode == DIFF:
             plans = (self._plan(sid, sid) for sid in range(start, end + 1))
         else:
             plans = iter([self._plan(start, end)])
@@ -359,7 +376,11 @@ class Subscription:
 
     def _plan(self, start: int, end: int) -> ChangePlan:
         return self.table.plan_changes(
-            start, end, mode=self.mode, columns=self.columns, filter=self.filter
+            start,
+            end,
+            mode=self.options.mode,
+            columns=self.options.columns,
+            filter=self.options.filter,
         )
 
     def _batch(self, plan: ChangePlan, sid: int, splits: list[ChangeSplit]) -> ChangeBatch:
@@ -425,11 +446,12 @@ class TableSubscriptions(TableChanges):
         Storage: creates ``consumer/consumer-<id>`` for a new consumer and the
         lease files under ``.snaplake/``; see :meth:`ChangeBatch.ack`.
         """
-        return Subscription(
-            self, consumer_id, start=start, poll_interval=poll_interval,
-            stop_when_idle=stop_when_idle, mode=mode, columns=columns, filter=filter,
+        options = SubscriptionOptions(
+            start=start, poll_interval=poll_interval, stop_when_idle=stop_when_idle, mode=mode,
+            columns=None if columns is None else tuple(columns), filter=filter,
             lease_ttl=lease_ttl,
         )  # fmt: skip
+        return Subscription(self, consumer_id, options)
 
 
 def reset_consumer(table: TableChanges, consumer_id: str, *, next_snapshot: int) -> None:
