@@ -145,17 +145,26 @@ class ConnectServer:
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
     def stop(self) -> None:
-        """Stop the server by its pid: SIGTERM (Spark's shutdown hooks run), SIGKILL after 60 s."""
+        """Stop the server and what it started.
+
+        The server by its pid: SIGTERM (Spark's shutdown hooks run), SIGKILL
+        after 60 s. Then SIGKILL to its process group (the server leads one,
+        see :func:`start_connect_server`): Python workers it started, such as
+        a ``foreach_batch_worker``, outlive a server that was SIGKILLed.
+        """
+        import contextlib
+        import signal
         import subprocess
 
-        if self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=30)
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=30)
+        with contextlib.suppress(ProcessLookupError):  # empty group: nothing outlived it
+            os.killpg(self.process.pid, signal.SIGKILL)
 
 
 def _free_port() -> int:
@@ -171,7 +180,8 @@ def start_connect_server(directory: Path, master: str = "local[2]") -> ConnectSe
 
     The server is its own JVM (``spark-submit --class SparkConnectServer``, as
     ``sbin/start-connect-server.sh`` runs it, but in the foreground so its pid
-    is ours to stop); its executors and ``foreachBatch`` workers run this
+    is ours to stop) and the leader of a new process group (``stop`` ends the
+    group); its executors and ``foreachBatch`` workers run this
     interpreter with the repository on ``PYTHONPATH`` (``spark_env``).
     Waits until the port accepts connections; raises ``RuntimeError`` with
     the server's output when it exits or is not up within 120 s.
@@ -206,7 +216,13 @@ def start_connect_server(directory: Path, master: str = "local[2]") -> ConnectSe
     log = directory / "connect-server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            cmd, env=env, cwd=directory, stdin=subprocess.DEVNULL, stdout=out, stderr=out
+            cmd,
+            env=env,
+            cwd=directory,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,  # its own process group, which stop() ends
         )
     server = ConnectServer(process, port, log)
     deadline = time.monotonic() + 120
