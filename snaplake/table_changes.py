@@ -35,6 +35,7 @@ from datetime import datetime
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 from snaplake.errors import InvalidOptionError, SnapshotNotFoundError, UnsupportedTableError
@@ -142,9 +143,13 @@ class ChangeReadTask:
                 table = table.filter(expr)
             if not table.num_rows:
                 continue
-            ids = pa.array([split.snapshot_id] * table.num_rows, type=pa.int64())
+            ids = pa.array(np.full(table.num_rows, split.snapshot_id, dtype=np.int64))
             out = table.select([*self.columns, ROW_KIND]).append_column(SNAPSHOT_ID, ids)
-            yield from out.cast(self.schema).to_batches()
+            if out.schema.types == self.schema.types:  # only nullability differs
+                out = pa.Table.from_arrays(out.columns, schema=self.schema)
+            else:
+                out = out.cast(self.schema)
+            yield from out.to_batches()
 
     def _diff(self, split: ChangeSplit) -> Iterator[pa.Table]:
         assert self.merged is not None

@@ -231,9 +231,14 @@ def read_kv_file(
             tables = _sliced(fmt.iter_batches(source, read_schema), batch_rows)
         for table in tables:
             columns = [
-                table.column(_file_column(field.name, present)).cast(field.type) for field in schema
+                _as_type(table.column(_file_column(f.name, present)), f.type) for f in schema
             ]
             yield pa.Table.from_arrays(columns, schema=schema)
+
+
+def _as_type(column: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedArray:
+    """``column`` cast to ``arrow_type``; no cast call when it already has that type."""
+    return column if column.type == arrow_type else column.cast(arrow_type)
 
 
 def _file_column(name: str, present: set[str]) -> str:
