@@ -42,24 +42,16 @@ from typing import Any
 from snaplake.compaction._io import (
     delete_in_batches,
     parallel_map,
-    read_entries_strict,
     read_index_strict,
     read_list_strict,
 )
 from snaplake.compaction.retention import SnapshotRetention
-from snaplake.errors import CorruptMetadataError
+from snaplake.compaction.snapshot_files import FileKey, SnapshotFiles
 from snaplake.options import CoreOptions, Operation
 from snaplake.store.consumers import ConsumerManager
-from snaplake.store.format.avro import parse_container
-from snaplake.store.format.avro_codecs import decompress_block
 from snaplake.store.format.index_file import index_path
 from snaplake.store.format.manifest import FileKind, ManifestEntry
-from snaplake.store.format.manifest_list import ManifestFileMeta
-from snaplake.store.format.partition import canonical_partition
-from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import Snapshot
-from snaplake.store.format.types import DataType
-from snaplake.store.read.scan import merge_live_entries
 from snaplake.store.support import check_supported
 from snaplake.store.table_storage import TableStorage
 from snaplake.store.tags import TagManager
@@ -67,8 +59,6 @@ from snaplake.store.tags import TagManager
 __all__ = ["ExpireResult", "ExpireSnapshots"]
 
 logger = logging.getLogger(__name__)
-
-_FileKey = tuple[bytes, int, str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,8 +159,6 @@ class ExpireSnapshots:
             now_ms=now_ms,
         )  # fmt: skip
         self._workers = workers
-        self._part_paths: dict[bytes, str] = {}
-        self._partition_types: tuple[DataType, ...] = ()
 
     # ----------------------------------------------------------------- public
     def plan(self) -> ExpireResult:
@@ -245,7 +233,7 @@ class ExpireSnapshots:
         if schema is None:
             return plan
         check_supported(schema, Operation.MAINTENANCE)
-        self._partition_types = schema.partition_types
+        files = SnapshotFiles(self.file_io, self.paths, schema, workers=self._workers)
         rng = self.retention.expire_range(schema)
         if rng is None:
             return plan
@@ -266,23 +254,23 @@ class ExpireSnapshots:
         tagged = self.tags.tagged_snapshots()
 
         # 1. data files deleted by the deltas of (begin, end]
-        tag_files: dict[int, frozenset[_FileKey]] = {}
-        live_in_end: frozenset[_FileKey] | None = None
+        tag_files: dict[int, frozenset[FileKey]] = {}
+        live_in_end: frozenset[FileKey] | None = None
         data: dict[str, int] = {}
         for snap in snapshots:
             if snap.id == begin:
                 continue
             tag = _previous_tag(tagged, snap.id)
-            skip: frozenset[_FileKey] = frozenset()
+            skip: frozenset[FileKey] = frozenset()
             if tag is not None:
                 if tag.id not in tag_files:
-                    tag_files[tag.id] = self._live_files(tag)
+                    tag_files[tag.id] = files.live_files(tag)
                 skip = tag_files[tag.id]
-            for path, size, key in self._deleted_in_delta(snap, schema):
+            for path, size, key in self._deleted_in_delta(snap, files):
                 if key in skip:
                     continue
                 if live_in_end is None:
-                    live_in_end = self._live_files(end_snap)
+                    live_in_end = files.live_files(end_snap)
                 if key in live_in_end:
                     logger.warning(
                         "not deleting %s: DELETEd by snapshot %d but live again in %d",
@@ -295,19 +283,19 @@ class ExpireSnapshots:
         changelog: dict[str, int] = {}
         for snap in snapshots:
             if snap.id != end and snap.changelog_manifest_list:
-                changelog.update(self._added_in_changelog(snap, schema))
+                changelog.update(self._added_in_changelog(snap, files))
 
         # 2. manifests, lists, index manifests and index files not referenced by `end`
         #    or tags overlapping the range
         skipping = [*_skipping_tags(tagged, begin, end), end_snap]
         keep: set[str] = set()
-        for names in parallel_map(self._referenced_metadata, skipping, workers=self._workers):
+        for names in parallel_map(files.referenced_metadata, skipping, workers=self._workers):
             keep.update(names)
         manifests: dict[str, int] = {}
         expired = [s for s in snapshots if s.id != end]
         chain: dict[str, bytes] = {}
         for snap in expired:
-            for name, size in self._metadata_of(snap, chain=chain):
+            for name, size in files.metadata_of(snap, chain=chain):
                 if name not in keep:
                     manifests.setdefault(self.paths.manifest_path(name), size)
         index_files: dict[str, int] = {}
@@ -328,36 +316,9 @@ class ExpireSnapshots:
         plan.bytes_freed = sum(sum(d.values()) for d in (data, changelog, index_files, manifests))
         return plan
 
-    def _partition_path(self, partition: bytes, schema: TableSchema) -> str:
-        path = self._part_paths.get(partition)
-        if path is None:
-            path = schema.partition_path_of(partition)
-            self._part_paths[partition] = path
-        return path
-
-    def _entries(self, metas: Sequence[ManifestFileMeta]) -> list[ManifestEntry]:
-        chunks = parallel_map(
-            lambda m: read_entries_strict(self.file_io, self.paths, m.file_name),
-            list(metas),
-            workers=self._workers,
-        )
-        return [e for chunk in chunks for e in chunk]
-
-    def _live_files(self, snap: Snapshot) -> frozenset[_FileKey]:
-        metas = read_list_strict(self.file_io, self.paths, snap.base_manifest_list)
-        metas += read_list_strict(self.file_io, self.paths, snap.delta_manifest_list)
-        live = merge_live_entries(self._entries(metas))
-        return frozenset(
-            (self._key_partition(e), e.bucket, e.file.file_name) for e in live.values()
-        )
-
-    def _key_partition(self, entry: ManifestEntry) -> bytes:
-        """The entry's partition compared by value (two writers may encode it differently)."""
-        return canonical_partition(entry.partition, self._partition_types)
-
     def _deleted_in_delta(
-        self, snap: Snapshot, schema: TableSchema
-    ) -> list[tuple[str, int, _FileKey]]:
+        self, snap: Snapshot, files: SnapshotFiles
+    ) -> list[tuple[str, int, FileKey]]:
         """Data files ``snap``'s delta DELETEs and leaves dead: ``(path, bytes, key)``.
 
         A path is dead after the delta when the delta DELETEs it and no ADD of
@@ -373,7 +334,7 @@ class ExpireSnapshots:
         by path; an ADD after a DELETE of the same path keeps the file).
         """
         metas = read_list_strict(self.file_io, self.paths, snap.delta_manifest_list)
-        entries = self._entries(metas)
+        entries = files.entries(metas)
         deleted_ids = {e.identifier() for e in entries if e.kind == FileKind.DELETE}
         kept: set[tuple[Any, ...]] = set()
         pending: dict[tuple[Any, ...], ManifestEntry] = {}
@@ -383,27 +344,14 @@ class ExpireSnapshots:
                 pending[path_id] = e
             elif e.identifier() not in deleted_ids:
                 kept.add(path_id)
-        out: list[tuple[str, int, _FileKey]] = []
+        out: list[tuple[str, int, FileKey]] = []
         for path_id, e in pending.items():
-            if path_id in kept:
-                continue
-            part = self._partition_path(e.partition, schema)
-            key = (self._key_partition(e), e.bucket, e.file.file_name)
-            f = e.file
-            out.append(
-                (
-                    self.paths.data_file_path(
-                        part, e.bucket, f.file_name, external_path=f.external_path
-                    ),
-                    f.file_size_bytes,
-                    key,
-                )
-            )
-            for extra in f.extra_files:
-                out.append((self.paths.data_file_path(part, e.bucket, extra), 0, key))
+            if path_id not in kept:
+                key = files.key(e)
+                out.extend((path, size, key) for path, size in files.data_paths(e))
         return out
 
-    def _added_in_changelog(self, snap: Snapshot, schema: TableSchema) -> dict[str, int]:
+    def _added_in_changelog(self, snap: Snapshot, files: SnapshotFiles) -> dict[str, int]:
         """``{path: bytes}`` of the changelog files ``snap``'s changelog manifests ADD.
 
         Source: Paimon ``FileDeletionBase.planAddedInChangelogManifest``.
@@ -411,89 +359,11 @@ class ExpireSnapshots:
         assert snap.changelog_manifest_list is not None
         metas = read_list_strict(self.file_io, self.paths, snap.changelog_manifest_list)
         out: dict[str, int] = {}
-        for e in self._entries(metas):
+        for e in files.entries(metas):
             if e.kind == FileKind.ADD:
-                part = self._partition_path(e.partition, schema)
-                path = self.paths.data_file_path(
-                    part, e.bucket, e.file.file_name, external_path=e.file.external_path
-                )
-                out[path] = e.file.file_size_bytes
+                path, size = files.data_paths(e)[0]
+                out[path] = size
         return out
-
-    def _list_names(self, snap: Snapshot) -> list[tuple[str, int]]:
-        lists = [
-            (snap.base_manifest_list, snap.base_manifest_list_size or 0),
-            (snap.delta_manifest_list, snap.delta_manifest_list_size or 0),
-        ]
-        if snap.changelog_manifest_list:
-            lists.append((snap.changelog_manifest_list, snap.changelog_manifest_list_size or 0))
-        return lists
-
-    def _metadata_of(
-        self, snap: Snapshot, *, chain: dict[str, bytes] | None = None
-    ) -> list[tuple[str, int]]:
-        """Manifest lists and manifests of ``snap`` with their sizes (strict reads).
-
-        With ``chain`` (carried across snapshots visited in ascending order), a
-        base list whose records are byte for byte the previous snapshot's base
-        records followed by its delta records is not decoded: its manifests
-        were returned for the previous snapshot. snaplake's commit builds every
-        base list that way, so this turns the otherwise quadratic decoding of a
-        long chain of base lists into a linear scan of decompressed bytes.
-        """
-        out: list[tuple[str, int]] = []
-        lists = self._list_names(snap)
-        raws: dict[str, bytes] = {}
-        if chain is not None:
-            raws = {name: self._raw_records(name) for name, _ in lists[:2]}
-        for i, (name, size) in enumerate(lists):
-            out.append((name, size))
-            if i == 0 and chain and raws[name] == chain.get("next_base"):
-                continue
-            out.extend(
-                (m.file_name, m.file_size_bytes)
-                for m in read_list_strict(self.file_io, self.paths, name)
-            )
-        if chain is not None:
-            chain["next_base"] = raws[lists[0][0]] + raws[lists[1][0]]
-        return out
-
-    def _raw_records(self, name: str) -> bytes:
-        """The concatenated (decompressed) record encodings of manifest list ``name``.
-
-        Raises:
-            CorruptMetadataError: the list is missing or not an Avro container.
-        """
-        path = self.paths.manifest_path(name)
-        try:
-            data = self.file_io.read_bytes(path)
-        except FileNotFoundError as exc:
-            raise CorruptMetadataError(
-                f"manifest list {path} is missing but a snapshot references it; "
-                "nothing was deleted",
-                path=path,
-            ) from exc
-        container = parse_container(data, path=path)
-        return b"".join(
-            decompress_block(container.codec, block, path=path) for _, block in container.blocks
-        )
-
-    def _referenced_metadata(self, snap: Snapshot) -> set[str]:
-        """Every metadata and index file name ``snap`` reaches (Paimon's manifest skipping set).
-
-        Raises:
-            CorruptMetadataError: a list, manifest or the index manifest is missing.
-        """
-        names = {name for name, _ in self._metadata_of(snap)}
-        if snap.index_manifest:
-            names.add(snap.index_manifest)
-            names.update(
-                e.index_file.file_name
-                for e in read_index_strict(self.file_io, self.paths, snap.index_manifest)
-            )
-        if snap.statistics:
-            names.add(snap.statistics)
-        return names
 
     # ----------------------------------------------------------------- hints
     def _write_earliest_hint(self, snapshot_id: int) -> None:
