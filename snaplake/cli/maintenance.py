@@ -202,12 +202,17 @@ def tag_create(cli: CliContext, *, table: str, name: str, snapshot_id: int | Non
 @click.argument("name")
 @pass_cli
 def tag_delete(cli: CliContext, *, table: str, name: str) -> None:
-    """Delete tag NAME of TABLE (its files become removable by expiry and orphan clean).
+    """Delete tag NAME of TABLE and the files only it held (once its snapshot expired).
 
     Exit codes: 0 deleted; 4 no such table or tag.
     """
-    cli.table(table).delete_tag(name)
-    cli.output.record({"table": table, "deleted_tag": name})
+    result = cli.table(table).delete_tag(name)
+    cli.output.record({
+        "table": table, "deleted_tag": name, "snapshot_id": result.snapshot_id,
+        "data_files_deleted": len(result.data_files),
+        "index_files_deleted": len(result.index_files),
+        "metadata_files_deleted": len(result.manifest_files),
+    })  # fmt: skip
 
 
 @tag.command("list")

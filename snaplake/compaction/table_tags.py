@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from snaplake.compaction.tag_deletion import TagDeletion, TagDeletionResult
 from snaplake.compaction.tag_lifecycle import TagLifecycle, epoch_ms_of, expire_consumers
 from snaplake.errors import SnapshotNotFoundError
 from snaplake.store.format.paths import PathFactory
@@ -57,16 +58,23 @@ class TableTags:
         tags = TagManager(self.file_io, self.paths)
         return tags.create_tag(name, snapshot=snap, time_retained=time_retained)
 
-    def delete_tag(self, name: str) -> None:
-        """Delete tag ``name``; its files become orphans unless still referenced.
+    def delete_tag(self, name: str) -> TagDeletionResult:
+        """Delete tag ``name`` and the files only it held (Paimon's ``deleteTag``).
+
+        Files are deleted only when the tagged snapshot has expired and no other
+        tag names it; the neighbouring tags and the earliest snapshot decide
+        which files nothing else holds (see :mod:`snaplake.compaction.tag_deletion`).
 
         Raises:
             TagNotFoundError: no such tag.
+            CorruptMetadataError: metadata of the tag or its neighbours is
+                missing (nothing deleted).
 
         Storage:
-            Deletes ``tag/tag-<name>``.
+            Deletes ``tag/tag-<name>``, then the data, index and metadata files
+            only the tag held (listed in the result).
         """
-        TagManager(self.file_io, self.paths).delete_tag(name)
+        return TagDeletion(self).delete(name)
 
     def list_tags(self) -> list[TagInfo]:
         """Return every tag, ordered by snapshot id then name."""

@@ -22,9 +22,8 @@ demand (``Table.create_tag_automatically`` / ``expire_tags`` /
 * :func:`expire_consumers`: ``consumer/consumer-<id>`` files not modified for
   ``consumer.expiration-time``.
 
-Deleting a tag removes only its file (:meth:`TagManager.delete_tag`): files
-only the tag kept alive become orphans for orphan clean, the rule every tag
-deletion in snaplake follows (Paimon's ``TagDeletion`` deletes them at once).
+Deleting a tag deletes the files only it kept alive
+(:class:`~snaplake.compaction.tag_deletion.TagDeletion`, Paimon's rule).
 
 Source: Paimon ``TagAutoCreation`` (``run``, ``tryToCreateTags``, the start
 from the newest auto tag), ``TagBatchCreation``, ``TagTimeExpire``,
@@ -39,6 +38,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
+from snaplake.compaction.tag_deletion import TagDeletion
 from snaplake.errors import FileAlreadyExistsError, TagNotFoundError, UnsupportedTableError
 from snaplake.options import CoreOptions, Operation
 from snaplake.options.registry import option_refusal
@@ -253,7 +253,8 @@ class TagLifecycle:
             CorruptMetadataError: a tag file is undecodable.
 
         Storage:
-            Deletes ``tag/tag-<name>`` files only (see the module docstring).
+            Deletes ``tag/tag-<name>`` files and the files only those tags held
+            (:class:`~snaplake.compaction.tag_deletion.TagDeletion`).
         """
         opts = self.tag_options()
         now = local_time(self._now_ms())
@@ -292,7 +293,7 @@ class TagLifecycle:
 
     def _delete(self, name: str) -> bool:
         try:
-            self.tags.delete_tag(name)
+            TagDeletion(self.table).delete(name)
         except TagNotFoundError:  # another process deleted it meanwhile
             return False
         return True
