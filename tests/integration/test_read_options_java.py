@@ -53,10 +53,10 @@ def _next_millisecond() -> int:
 @pytest.mark.parametrize("compact", [False, True])
 def test_java_reads_the_diff_of_two_tags_of_a_primary_key_table(tmp_path, compact):
     table = _table(tmp_path, primary_key=True)
-    table.write(_rows(range(0, 20), "a"))
+    table.write(_rows(range(20), "a"))
     table.create_tag("start", snapshot_id=1)
     table.write(_rows(range(10, 30), "b"))  # 10..19 change, 20..29 are new
-    table.write(_rows(range(0, 3), "a"), row_kinds=["-D"] * 3)
+    table.write(_rows(range(3), "a"), row_kinds=["-D"] * 3)
     if compact:
         table.compact(full=True)
     end = table.latest_snapshot()
@@ -71,7 +71,7 @@ def test_java_reads_the_diff_of_two_tags_of_a_primary_key_table(tmp_path, compac
 
 def test_java_reads_the_diff_of_two_tags_of_an_append_table(tmp_path):
     table = _table(tmp_path, primary_key=False)
-    table.write(_rows(range(0, 5), "a"))
+    table.write(_rows(range(5), "a"))
     table.create_tag("start", snapshot_id=1)
     table.write(_rows(range(5, 9), "b"))
     table.write(_rows(range(9, 10), "c"))
@@ -85,7 +85,7 @@ def test_java_reads_the_diff_of_two_tags_of_an_append_table(tmp_path):
 @pytest.mark.parametrize("primary_key", [False, True])
 def test_java_reads_the_files_created_since(tmp_path, primary_key):
     table = _table(tmp_path, primary_key=primary_key)
-    table.write(_rows(range(0, 10), "a"))
+    table.write(_rows(range(10), "a"))
     since = _next_millisecond()
     table.write(_rows(range(5, 15), "b"))
     opts = {"scan.file-creation-time-millis": str(since)}
