@@ -792,9 +792,11 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     _honoured("scan.creation-time-millis", "a batch read from this epoch-millisecond time "
               "(from-creation-timestamp): the first snapshot committed at or after it, or "
               "the latest snapshot's files created since", parse=int),
+    _honoured("scan.timestamp", "a batch read of the newest snapshot at or before this "
+              "local date-time 'yyyy-MM-dd HH:mm:ss' (from-timestamp)"),
     *(_refused(k, "a batch read of another snapshot; pass snapshot_id/as_of/tag to "
                "snaplake instead", refused_for=_READ_ONLY) for k in (
-        "scan.timestamp", "scan.watermark", "scan.version")),
+        "scan.watermark", "scan.version")),
     _engine("scan.bounded.watermark", _ENGINE_STREAM),
     _engine("scan.manifest.parallelism", "planning threads of another engine"),
     _dependent("format-table.scan.list-parallelism", "type = format-table"),

@@ -9,6 +9,7 @@ rows are compared with snaplake's ``+I`` rows.
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -95,3 +96,16 @@ def test_java_reads_the_files_created_since(tmp_path, primary_key):
     assert_java_rows(got.rows, ours, context=f"scan.file-creation-time-millis = {since}")
     mode = {**opts, "scan.mode": "from-file-creation-time"}
     assert_java_rows(JavaPaimon().read(table.root, options=mode).rows, ours)
+
+
+def test_java_reads_the_snapshot_of_a_local_scan_timestamp(tmp_path):
+    table = _table(tmp_path, primary_key=True)
+    for i in range(3):
+        table.write(_rows(range(i * 5, i * 5 + 10), f"w{i}"))
+        _next_millisecond()
+    millis = table.snapshots()[1].time_millis
+    local = datetime.fromtimestamp(millis / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    opts = {"scan.timestamp": local}
+    ours = table.to_arrow(options=opts)
+    assert ours.sort_by("id").equals(table.to_arrow(snapshot_id=2).sort_by("id"))
+    assert_java_rows(JavaPaimon().read(table.root, options=opts).rows, ours, context=local)

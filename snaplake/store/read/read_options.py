@@ -17,6 +17,7 @@ Source: Paimon ``AbstractDataTableScan.createStartingScanner`` (batch),
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 READ_OPTION_KEYS = frozenset({
-    "scan.mode", "scan.snapshot-id", "scan.timestamp-millis", "scan.tag-name",
+    "scan.mode", "scan.snapshot-id", "scan.timestamp-millis", "scan.timestamp", "scan.tag-name",
     "scan.file-creation-time-millis", "scan.creation-time-millis",
     "incremental-between", "incremental-between-timestamp", "incremental-between-scan-mode",
     "incremental-between-tag-to-snapshot",
@@ -50,6 +51,11 @@ _PAIMON_SCAN_MODES = frozenset({
     "from-timestamp", "from-file-creation-time", "from-creation-timestamp", "from-snapshot",
     "from-snapshot-full", "incremental",
 })  # fmt: skip
+
+_TIMESTAMP = re.compile(
+    r"(\d{4})-(\d{1,2})-(\d{1,2})(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{0,9}))?)?"
+)
+"""Paimon's ``DateTimeUtils`` timestamp text: ``yyyy-M-d[ H:m:s[.fraction]]`` (1 or 2 digits)."""
 
 _BETWEEN = "incremental-between"
 _SCAN_MODE = "incremental-between-scan-mode"
@@ -161,7 +167,8 @@ def select_by_options(
     ``compacted-full`` the latest COMPACT snapshot (with
     ``changelog-producer = full-compaction`` or ``full-compaction.delta-commits``
     the latest full one), else the latest; ``from-timestamp`` the newest
-    snapshot at or before ``scan.timestamp-millis``; ``from-snapshot`` /
+    snapshot at or before ``scan.timestamp-millis`` (or ``scan.timestamp``, a
+    local date-time); ``from-snapshot`` /
     ``from-snapshot-full`` snapshot ``scan.snapshot-id`` (or tag
     ``scan.tag-name``); ``from-file-creation-time`` the files of the latest
     snapshot created at or after ``scan.file-creation-time-millis``;
@@ -186,6 +193,8 @@ def select_by_options(
         )  # fmt: skip
     snapshot_id = _int_option(options, "scan.snapshot-id")
     millis = _int_option(options, "scan.timestamp-millis")
+    if millis is None and "scan.timestamp" in options:
+        millis = _timestamp_millis(options["scan.timestamp"])
     tag = options.get("scan.tag-name")
     incremental = _BETWEEN in options or "incremental-between-timestamp" in options
     if mode == "default":
@@ -218,7 +227,12 @@ def select_by_options(
     if mode == "compacted-full":
         return ReadSelection(snapshot=_compacted(snapshots, options))
     if mode == "from-timestamp":
-        at = datetime.fromtimestamp(_needed(options, "scan.timestamp-millis", mode) / 1000, tz=UTC)
+        if millis is None:
+            raise InvalidOptionError(
+                f"scan.mode = {mode} needs scan.timestamp-millis or scan.timestamp",
+                key="scan.mode", value=mode,
+            )  # fmt: skip
+        at = datetime.fromtimestamp(millis / 1000, tz=UTC)
         return ReadSelection(snapshot=resolve_snapshot(snapshots, identifier, None, at))
     if mode in ("from-snapshot", "from-snapshot-full"):
         if snapshot_id is not None:
@@ -231,6 +245,32 @@ def select_by_options(
             key="scan.mode", value=mode,
         )  # fmt: skip
     return _incremental(snapshots, tags, options)
+
+
+def _timestamp_millis(text: str) -> int:
+    """``scan.timestamp`` (a local date-time, ``yyyy-M-d[ H:m:s[.fraction]]``) as epoch ms.
+
+    Read in this machine's time zone and cut to milliseconds, as Paimon reads
+    it in the JVM's default zone at precision 3.
+
+    Raises:
+        InvalidOptionError: the text is no such date-time.
+
+    Source: Paimon ``DateTimeUtils.parseTimestampData(text, 3, TimeZone.getDefault())``.
+    """
+    match = _TIMESTAMP.fullmatch(text.strip())
+    try:
+        if match is None:
+            raise ValueError(text)
+        y, mo, d, h, mi, sec, fraction = match.groups()
+        micros = int(((fraction or "") + "000")[:3]) * 1000
+        local = datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(sec or 0), micros)  # noqa: DTZ001 - a local wall-clock time, read in the local zone below
+    except ValueError:
+        raise InvalidOptionError(
+            f"scan.timestamp = {text!r} is not a date-time 'yyyy-MM-dd[ HH:mm:ss[.SSS]]'",
+            key="scan.timestamp", value=text,
+        ) from None  # fmt: skip
+    return (local.astimezone() - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
 
 
 def _from_creation_timestamp(snapshots: SnapshotManager, millis: int) -> ReadSelection:

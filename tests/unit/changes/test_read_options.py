@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -88,6 +89,14 @@ def test_snapshot_options_are_time_travel(tmp_path):
     assert table.to_arrow(options={"scan.tag-name": "t2"}).equals(table.to_arrow(tag="t2"))
     millis = table.snapshot(2).time_millis
     assert table.to_arrow(options={"scan.timestamp-millis": str(millis)}).equals(two)
+    local = datetime.fromtimestamp(millis / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    newest = table.snapshot_manager.earlier_or_equal_time_millis(millis)
+    assert newest is not None
+    at = table.to_arrow(snapshot_id=newest.id)
+    assert table.to_arrow(options={"scan.timestamp": local}).equals(at)
+    assert table.to_arrow(options={"scan.mode": "from-timestamp", "scan.timestamp": local}).equals(
+        at
+    )
     compact = [s.id for s in table.snapshots() if s.commit_kind == "COMPACT"][-1]
     assert table.to_arrow(options={"scan.mode": "compacted-full"}).equals(
         table.to_arrow(snapshot_id=compact)
@@ -106,6 +115,12 @@ def test_bad_read_options_are_refused(tmp_path):
         table.to_arrow(options={"scan.mode": "from-creation-timestamp"})
     with pytest.raises(InvalidOptionError, match="not an integer"):
         table.to_arrow(options={"scan.file-creation-time-millis": "soon"})
+    with pytest.raises(InvalidOptionError, match="is not a date-time"):
+        table.to_arrow(options={"scan.timestamp": "2026-11-27T03:00:00"})
+    with pytest.raises(
+        InvalidOptionError, match=r"needs scan\.timestamp-millis or scan\.timestamp"
+    ):
+        table.to_arrow(options={"scan.mode": "from-timestamp"})
     with pytest.raises(InvalidOptionError, match=r"needs scan\.snapshot-id"):
         table.to_arrow(options={"scan.mode": "from-snapshot-full"})
     with pytest.raises(InvalidOptionError, match="not read options"):
