@@ -10,7 +10,12 @@ import pyarrow as pa
 import pytest
 
 from snaplake.catalog import FileSystemCatalog
-from snaplake.errors import InvalidOptionError, TagNotFoundError, UnsupportedTableError
+from snaplake.errors import (
+    InvalidOptionError,
+    SnapshotNotFoundError,
+    TagNotFoundError,
+    UnsupportedTableError,
+)
 from snaplake.store.read.read_options import file_creation_epoch_millis
 from snaplake.table import Table
 
@@ -310,3 +315,19 @@ def test_from_creation_timestamp_reads_a_snapshot_or_the_files_created_since(tmp
             assert read(millis).equals(table.to_arrow(options=files).sort_by("id"))
     assert read(0).equals(table.to_arrow().sort_by("id"))
     assert read(snaps[2].time_millis + 1).num_rows == 0
+
+
+def test_the_diff_of_tags_whose_snapshots_expired_is_a_typed_error(tmp_path):
+    """Deliberate difference: Paimon diffs the tags' own snapshot files; snaplake needs the
+    snapshots retained and says so (the tags still time-travel)."""
+    retain = {"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2"}
+    table = _tagged(tmp_path, **retain)
+    table.expire_snapshots()
+    assert table.snapshot_manager.earliest_snapshot_id() == 4
+    for to_snapshot in ("false", "true"):
+        opts = {"incremental-between": "t1,t5",
+                "incremental-between-tag-to-snapshot": to_snapshot}  # fmt: skip
+        with pytest.raises(SnapshotNotFoundError, match="earliest retained snapshot is 4"):
+            table.to_arrow(options=opts)
+    got = table.to_arrow(options={"incremental-between": "t4,t5"})
+    assert _rows(got) == _diff_model(table.to_arrow(tag="t4"), table.to_arrow(tag="t5"), 5)
