@@ -184,6 +184,9 @@ def select_by_options(
             wrong order (see :func:`_between_tags`).
         SnapshotNotFoundError: the selected snapshot is not retained.
         TagNotFoundError: no such tag (``scan.tag-name``, ``incremental-between``).
+
+    Source: Paimon ``AbstractDataTableScan.createStartingScanner`` (batch),
+    ``CoreOptions.startupMode``, ``IncrementalDeltaStartingScanner.betweenTimestamps``.
     """
     mode = options.get("scan.mode", "default").strip().lower()
     if mode not in _PAIMON_SCAN_MODES:
