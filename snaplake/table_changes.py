@@ -60,12 +60,17 @@ from snaplake.store.read.predicate import (
     parse_filter,
     resolve_projection,
 )
+from snaplake.store.read.read_options import (
+    READ_OPTION_KEYS,
+    resolve_snapshot,
+    select_by_options,
+)
 from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
 from snaplake.store.read.split_read import ReadSplitsTask, SplitsTask
 from snaplake.store.snapshot_manager import SnapshotManager
 from snaplake.store.tags import TagManager
-from snaplake.table_scan import READ_OPTION_KEYS, TableScan, resolve_snapshot, select_by_options
+from snaplake.table_scan import TableScan
 
 __all__ = ["MODES", "ROW_KIND", "SNAPSHOT_ID", "ChangePlan", "ChangeSplit", "TableChanges"]
 
@@ -408,13 +413,13 @@ class TableChanges:
 
         Explicit ``snapshot_id`` / ``as_of`` / ``tag`` win over read options set
         in the table; ``options`` (read-time, the keys of
-        :data:`~snaplake.table_scan.READ_OPTION_KEYS`) override the table's.
+        :data:`~snaplake.store.read.read_options.READ_OPTION_KEYS`) override the table's.
 
         Raises:
             ValueError: several of ``tag``, ``snapshot_id``, ``as_of``, or one
                 of them with ``options``.
             InvalidOptionError: a key of ``options`` that is no read option;
-                see :func:`~snaplake.table_scan.select_by_options`.
+                see :func:`~snaplake.store.read.read_options.select_by_options`.
         """
         explicit = tag is not None or snapshot_id is not None or as_of is not None
         if options:
@@ -450,6 +455,7 @@ class TableChanges:
             return TableScan(
                 self, selection.snapshot, partition_filter=partition_filter, filter=filter,
                 columns=columns, time_travel=True, tag=selection.tag,
+                created_since=selection.created_since,
             )  # fmt: skip
         preds = [*parse_filter(filter), *parse_filter(dict(partition_filter or {}))]
         if selection.changes is not None:

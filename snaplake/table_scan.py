@@ -10,35 +10,24 @@ Source: Paimon ``TableScan`` / ``TableRead`` (``ReadBuilder``), pypaimon's
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import pyarrow as pa
 
-from snaplake.errors import InvalidOptionError, SnapshotNotFoundError, UnsupportedTableError
+from snaplake.errors import UnsupportedTableError
 from snaplake.filestore import FileStore
 from snaplake.options import Operation
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
-from snaplake.store.format.snapshot import CommitKind, Snapshot
+from snaplake.store.format.snapshot import Snapshot
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.missing_files import MissingFileCheck
 from snaplake.store.read.predicate import parse_filter, resolve_projection
+from snaplake.store.read.read_options import created_since
 from snaplake.store.read.scan import Split
 from snaplake.store.read.schema_evolution import SchemaEvolution
-from snaplake.store.snapshot_manager import SnapshotManager
-from snaplake.store.tags import TagManager
 
-__all__ = [
-    "READ_OPTION_KEYS",
-    "ChangeRead",
-    "ReadSelection",
-    "ScannedTable",
-    "TableScan",
-    "resolve_snapshot",
-    "select_by_options",
-]
+__all__ = ["ChangeRead", "ScannedTable", "TableScan"]
 
 
 class ScannedTable(Protocol):
@@ -90,6 +79,10 @@ class TableScan:
 
     With ``changes`` (Paimon's incremental read options) the scan reads those
     changes instead of ``snapshot``: rows carry ``_row_kind`` and ``_snapshot_id``.
+    With ``created_since`` (epoch milliseconds; Paimon's
+    ``scan.file-creation-time-millis``) it reads only the files of ``snapshot``
+    created at or after that time
+    (:func:`~snaplake.store.read.read_options.created_since`).
 
     The scan implements the Arrow PyCapsule stream protocol
     (``__arrow_c_stream__``): ``pa.table(scan)``, ``polars.from_arrow(scan)``
@@ -107,8 +100,10 @@ class TableScan:
         time_travel: bool = False,
         tag: str | None = None,
         changes: ChangeRead | None = None,
+        created_since: int | None = None,
     ) -> None:
         self.table = table
+        self.created_since = created_since
         self.changes = changes
         self.snapshot = snapshot
         self._missing = MissingFileCheck(
@@ -153,7 +148,10 @@ class TableScan:
                 key="incremental-between",
             )  # fmt: skip
         with self._missing.reading():
-            return self._scan.plan()
+            splits = self._scan.plan()
+        if self.created_since is None:
+            return splits
+        return created_since(splits, self.created_since)
 
     @property
     def arrow_schema(self) -> pa.Schema:
@@ -217,237 +215,3 @@ class TableScan:
                 schema_of=self.table.schema_manager.schema,
             )
         )  # fmt: skip
-
-
-def resolve_snapshot(
-    snapshots: SnapshotManager, identifier: str, snapshot_id: int | None, as_of: datetime | None
-) -> Snapshot | None:
-    """The snapshot a read names: ``snapshot_id``, the newest at or before ``as_of``, or the latest.
-
-    Raises:
-        ValueError: both given, or a naive ``as_of``.
-        SnapshotNotFoundError: the snapshot is not retained (``identifier`` names the table).
-    """
-    if snapshot_id is not None and as_of is not None:
-        raise ValueError("pass snapshot_id or as_of, not both")
-    if snapshot_id is not None:
-        return snapshots.snapshot(snapshot_id)
-    if as_of is None:
-        return snapshots.latest_snapshot()
-    if as_of.tzinfo is None:
-        raise ValueError("as_of must be timezone-aware (e.g. datetime.now(UTC))")
-    snap = snapshots.earlier_or_equal_time_millis(int(as_of.timestamp() * 1000))
-    if snap is None:
-        raise SnapshotNotFoundError(
-            f"no retained snapshot of {identifier} was committed at or before "
-            f"{as_of.isoformat()}; the earliest retained is {snapshots.earliest_snapshot_id()}",
-            snapshot_id=None,
-        )
-    return snap
-
-
-READ_OPTION_KEYS = frozenset({
-    "scan.mode", "scan.snapshot-id", "scan.timestamp-millis", "scan.tag-name",
-    "incremental-between", "incremental-between-timestamp", "incremental-between-scan-mode",
-})  # fmt: skip
-"""The Paimon read options a batch read honours (table options or read-time ``options=``)."""
-
-_PAIMON_SCAN_MODES = frozenset({
-    "default", "latest-full", "full", "latest", "latest-delta", "compacted-full",
-    "from-timestamp", "from-file-creation-time", "from-creation-timestamp", "from-snapshot",
-    "from-snapshot-full", "incremental",
-})  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class ReadSelection:
-    """What a batch read's options select (:func:`select_by_options`).
-
-    Attributes:
-        snapshot: The snapshot to read (``changes``: ``None``).
-        tag: The tag it was found through, if any.
-        changes: ``(start, end, mode)``: the changes of snapshots
-            ``start..end`` (inclusive) in ``mode``, instead of a snapshot.
-        empty: The read returns no rows (Paimon's ``EmptyResultStartingScanner``).
-    """
-
-    snapshot: Snapshot | None = None
-    tag: str | None = None
-    changes: tuple[int, int, str] | None = None
-    empty: bool = False
-
-
-def _int_option(options: Mapping[str, str], key: str) -> int | None:
-    text = options.get(key)
-    if text is None:
-        return None
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise InvalidOptionError(
-            f"option {key!r} = {text!r} is not an integer", key=key, value=text
-        ) from None
-
-
-def _pair(options: Mapping[str, str], key: str, identifier: str) -> tuple[int, int]:
-    text = options[key]
-    parts = [p.strip() for p in text.split(",")]
-    try:
-        if len(parts) != 2:
-            raise ValueError(text)
-        start, end = int(parts[0]), int(parts[1])
-    except ValueError:
-        if key == "incremental-between" and len(parts) == 2:
-            raise UnsupportedTableError(
-                f"{key} = {text!r} on {identifier}: snaplake reads incremental-between of "
-                "snapshot ids only, not tag names; pass the tags' snapshot ids",
-                feature="incremental-between with tags", operation="read", key=key,
-            ) from None  # fmt: skip
-        raise InvalidOptionError(
-            f"option {key!r} = {text!r} must be two integers 'start,end' (start exclusive, "
-            "end inclusive)", key=key, value=text,
-        ) from None  # fmt: skip
-    if end < start:
-        raise InvalidOptionError(
-            f"{key} = {text!r}: the end is before the start", key=key, value=text
-        )
-    return start, end
-
-
-def select_by_options(
-    snapshots: SnapshotManager, tags: TagManager, identifier: str, options: Mapping[str, str]
-) -> ReadSelection | None:
-    """What Paimon's batch scan reads under ``options``; ``None``: the latest snapshot.
-
-    ``scan.mode`` (``default`` derives it from the other options, as Paimon's
-    ``CoreOptions.startupMode``): ``latest-full`` / ``full`` / ``latest`` the
-    latest snapshot; ``latest-delta`` the delta of the latest snapshot;
-    ``compacted-full`` the latest COMPACT snapshot (with
-    ``changelog-producer = full-compaction`` or ``full-compaction.delta-commits``
-    the latest full one), else the latest; ``from-timestamp`` the newest
-    snapshot at or before ``scan.timestamp-millis``; ``from-snapshot`` /
-    ``from-snapshot-full`` snapshot ``scan.snapshot-id`` (or tag
-    ``scan.tag-name``); ``incremental`` the changes of
-    ``incremental-between = 'a,b'`` (snapshots ``a+1..b``) or of
-    ``incremental-between-timestamp = 't1,t2'`` (committed in ``(t1, t2]``),
-    in ``incremental-between-scan-mode``.
-
-    Raises:
-        InvalidOptionError: a ``scan.mode`` Paimon does not define, an option
-            the mode needs is missing, or a value does not parse.
-        UnsupportedTableError: ``from-file-creation-time``,
-            ``from-creation-timestamp``, or ``incremental-between`` of tags.
-        SnapshotNotFoundError: the selected snapshot is not retained.
-        TagNotFoundError: no such tag.
-
-    Source: Paimon ``AbstractDataTableScan.createStartingScanner`` (batch),
-    ``CoreOptions.startupMode``, ``IncrementalDeltaStartingScanner.betweenTimestamps``.
-    """
-    mode = options.get("scan.mode", "default").strip().lower()
-    if mode not in _PAIMON_SCAN_MODES:
-        raise InvalidOptionError(
-            f"scan.mode = {mode!r} is not a Paimon scan mode; use one of "
-            f"{', '.join(sorted(_PAIMON_SCAN_MODES))}", key="scan.mode", value=mode,
-        )  # fmt: skip
-    snapshot_id = _int_option(options, "scan.snapshot-id")
-    millis = _int_option(options, "scan.timestamp-millis")
-    tag = options.get("scan.tag-name")
-    incremental = "incremental-between" in options or "incremental-between-timestamp" in options
-    if mode == "default":
-        if millis is not None:
-            mode = "from-timestamp"
-        elif snapshot_id is not None or tag is not None:
-            mode = "from-snapshot"
-        elif incremental:
-            mode = "incremental"
-        else:
-            return None
-    if mode in ("latest-full", "full", "latest"):
-        return None
-    if mode in ("from-file-creation-time", "from-creation-timestamp"):
-        raise UnsupportedTableError(
-            f"scan.mode = {mode} on {identifier}: snaplake does not filter files by creation "
-            "time; read a snapshot (scan.snapshot-id, scan.timestamp-millis) instead",
-            feature=f"scan.mode = {mode}", operation="read", key="scan.mode",
-        )  # fmt: skip
-    if mode == "latest-delta":
-        latest = snapshots.latest_snapshot_id()
-        if latest is None:
-            return ReadSelection(empty=True)
-        return ReadSelection(changes=(latest, latest, "delta"))
-    if mode == "compacted-full":
-        return ReadSelection(snapshot=_compacted(snapshots, options))
-    if mode == "from-timestamp":
-        if millis is None:
-            raise InvalidOptionError(
-                "scan.mode = from-timestamp needs scan.timestamp-millis", key="scan.mode",
-                value=mode,
-            )  # fmt: skip
-        at = datetime.fromtimestamp(millis / 1000, tz=UTC)
-        return ReadSelection(snapshot=resolve_snapshot(snapshots, identifier, None, at))
-    if mode in ("from-snapshot", "from-snapshot-full"):
-        if snapshot_id is not None:
-            return ReadSelection(snapshot=snapshots.snapshot(snapshot_id))
-        if tag is not None and mode == "from-snapshot":
-            return ReadSelection(snapshot=tags.get(tag), tag=tag)
-        raise InvalidOptionError(
-            f"scan.mode = {mode} needs scan.snapshot-id"
-            + (" or scan.tag-name" if mode == "from-snapshot" else ""),
-            key="scan.mode", value=mode,
-        )  # fmt: skip
-    return _incremental(snapshots, identifier, options)
-
-
-def _compacted(snapshots: SnapshotManager, options: Mapping[str, str]) -> Snapshot | None:
-    """The latest (full) COMPACT snapshot, else the latest (Paimon ``pickOrLatest``)."""
-    full = options.get("changelog-producer", "").strip().lower() == "full-compaction"
-    delta_commits = _int_option(options, "full-compaction.delta-commits")
-    every = delta_commits if delta_commits is not None else (1 if full else None)
-    latest = snapshots.latest_snapshot()
-    earliest = snapshots.earliest_snapshot_id()
-    if latest is None or earliest is None:
-        return latest
-    for sid in range(latest.id, earliest - 1, -1):
-        snap = snapshots.snapshot(sid)
-        if snap.commit_kind != CommitKind.COMPACT:
-            continue
-        ident = snap.commit_identifier
-        if every is None or ident % every == 0 or ident == 2**63 - 1:
-            return snap
-    return latest
-
-
-def _incremental(
-    snapshots: SnapshotManager, identifier: str, options: Mapping[str, str]
-) -> ReadSelection:
-    """The change range of ``incremental-between`` / ``incremental-between-timestamp``."""
-    mode = options.get("incremental-between-scan-mode", "auto").strip().lower()
-    if mode not in ("auto", "delta", "changelog", "diff"):
-        raise InvalidOptionError(
-            f"incremental-between-scan-mode = {mode!r}; use auto, delta, changelog or diff",
-            key="incremental-between-scan-mode", value=mode,
-        )  # fmt: skip
-    if "incremental-between" in options:
-        start, end = _pair(options, "incremental-between", identifier)
-        if snapshots.earliest_snapshot_id() is None or start == end:
-            return ReadSelection(empty=True)
-        return ReadSelection(changes=(start + 1, end, mode))
-    if "incremental-between-timestamp" not in options:
-        raise InvalidOptionError(
-            "scan.mode = incremental needs incremental-between or incremental-between-timestamp",
-            key="scan.mode", value="incremental",
-        )  # fmt: skip
-    t1, t2 = _pair(options, "incremental-between-timestamp", identifier)
-    earliest_id, latest = snapshots.earliest_snapshot_id(), snapshots.latest_snapshot()
-    earliest = None if earliest_id is None else snapshots.snapshot(earliest_id)
-    if earliest is None or latest is None or t1 == t2:
-        return ReadSelection(empty=True)
-    if t1 > latest.time_millis or t2 < earliest.time_millis:
-        return ReadSelection(empty=True)
-    first = snapshots.earlier_or_equal_time_millis(t1)
-    start = earliest.id - 1 if first is None or earliest.time_millis > t1 else first.id
-    last = snapshots.earlier_or_equal_time_millis(t2)
-    end = latest.id if last is None else last.id
-    if start == end:
-        return ReadSelection(empty=True)
-    return ReadSelection(changes=(start + 1, end, mode))

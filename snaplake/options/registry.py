@@ -269,7 +269,8 @@ def _time_zone(text: str) -> str:
 
 _SCAN_MODES = (
     "default", "latest-full", "full", "latest", "latest-delta", "compacted-full",
-    "from-timestamp", "from-snapshot", "from-snapshot-full", "incremental",
+    "from-timestamp", "from-file-creation-time", "from-creation-timestamp", "from-snapshot",
+    "from-snapshot-full", "incremental",
 )  # fmt: skip
 """The ``scan.mode`` values snaplake's batch reads honour (Paimon's ``StartupMode``)."""
 
@@ -779,16 +780,23 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
               "read-time options=); Paimon's batch meaning of each value", *_SCAN_MODES,
               refused_for=_READ_ONLY, parse=_lower, default="default",
               doc="Batch read start: default, latest-full, full, latest, latest-delta, "
-              "compacted-full, from-timestamp, from-snapshot, from-snapshot-full, incremental "
-              "(from-file-creation-time and from-creation-timestamp are refused)."),
+              "compacted-full, from-timestamp, from-file-creation-time, "
+              "from-creation-timestamp, from-snapshot, from-snapshot-full, incremental."),
     _honoured("scan.snapshot-id", "a batch read of this snapshot (from-snapshot)", parse=int),
     _honoured("scan.timestamp-millis", "a batch read of the newest snapshot at or before "
               "this epoch-millisecond time (from-timestamp)", parse=int),
     _honoured("scan.tag-name", "a batch read of this tag's snapshot (from-snapshot)"),
-    *(_refused(k, "a batch read of another snapshot or of only some files; pass "
-               "snapshot_id/as_of/tag to snaplake instead", refused_for=_READ_ONLY) for k in (
-        "scan.timestamp", "scan.watermark", "scan.file-creation-time-millis",
-        "scan.creation-time-millis", "scan.version")),
+    _honoured("scan.file-creation-time-millis", "a batch read of the latest snapshot's files "
+              "created at or after this epoch-millisecond time (from-file-creation-time)",
+              parse=int),
+    _honoured("scan.creation-time-millis", "a batch read from this epoch-millisecond time "
+              "(from-creation-timestamp): the first snapshot committed at or after it, or "
+              "the latest snapshot's files created since", parse=int),
+    _honoured("scan.timestamp", "a batch read of the newest snapshot at or before this "
+              "local date-time 'yyyy-MM-dd HH:mm:ss' (from-timestamp)"),
+    *(_refused(k, "a batch read of another snapshot; pass snapshot_id/as_of/tag to "
+               "snaplake instead", refused_for=_READ_ONLY) for k in (
+        "scan.watermark", "scan.version")),
     _engine("scan.bounded.watermark", _ENGINE_STREAM),
     _engine("scan.manifest.parallelism", "planning threads of another engine"),
     _dependent("format-table.scan.list-parallelism", "type = format-table"),
@@ -846,7 +854,7 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     _engine("dynamic-bucket.assigner-parallelism", "parallelism of another engine's "
             "dynamic-bucket assigners (snaplake runs one assigner per partition writer)"),
     _honoured("incremental-between", "a batch read of the changes of snapshots (a, b] "
-              "(Table.changes(a + 1, b)); tag names are refused"),
+              "(Table.changes(a + 1, b)), or of two tags: the diff of their snapshots"),
     _honoured("incremental-between-timestamp", "a batch read of the changes committed in "
               "(t1, t2] (epoch milliseconds)"),
     _refused("incremental-to-auto-tag", "a batch read of the changes up to an automatic tag",
@@ -854,8 +862,9 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     _honoured("incremental-between-scan-mode", "which changes incremental-between reads",
               "auto", "delta", "changelog", "diff", refused_for=_READ_ONLY, parse=_lower,
               default="auto"),
-    _refused("incremental-between-tag-to-snapshot", "incremental-between with tag names, "
-             "which snaplake refuses", "false", refused_for=_READ_ONLY),
+    _honoured("incremental-between-tag-to-snapshot", "incremental-between of two tags reads "
+              "the changes of the snapshots between them (true) instead of their diff",
+              "true", "false", refused_for=_READ_ONLY, parse=parse_bool, default=False),
     # statistics -----------------------------------------------------------------------
     METADATA_STATS_MODE,
     METADATA_STATS_MODE_PER_LEVEL,
