@@ -158,8 +158,8 @@ def check_key_races(
     Raises:
         CrossPartitionConflictError: another user's APPEND/OVERWRITE after the
             key-map snapshot wrote one of this commit's keys, or such a
-            snapshot has expired (its keys cannot be read); nothing was
-            published, naming the snapshots.
+            snapshot (or a file it wrote) is gone, so its keys cannot be
+            read; nothing was published, naming the snapshots.
 
     Storage: reads the snapshot files after the key-map snapshot; only when
     another user's write is among them, the delta manifests of those and
@@ -218,7 +218,16 @@ def check_key_races(
     hits: list[int] = []
     shared: list[object] = []
     for sid, entries in theirs.items():
-        both = pc.is_in(mine, value_set=_read_keys(table, schema, entries))
+        try:
+            written = _read_keys(table, schema, entries)
+        except FileNotFoundError as exc:  # e.g. a first-row lift's level-0 file, expired
+            raise CrossPartitionConflictError(
+                f"a file snapshot {sid} of another writer wrote is gone ({exc}), so its keys "
+                f"cannot be checked against this commit's (key map of snapshot {base}); "
+                "nothing was published: abort and write these rows again",
+                conflicting_snapshot_ids=[sid],
+            ) from exc
+        both = pc.is_in(mine, value_set=written)
         if pc.any(both).as_py():
             hits.append(sid)
             shared.extend(mine.filter(both).to_pylist()[:5])
