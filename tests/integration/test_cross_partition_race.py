@@ -96,9 +96,7 @@ def test_second_writer_is_refused_then_writes_again(
             if engine == "deduplicate" or r["id"] not in model:
                 model[r["id"]] = r
     assert read(table) == sorted(model.values(), key=lambda r: r["id"])
-    assert expected == [
-        (r["id"], r["month"]) for r in read(table) if r["name"].startswith("b-")
-    ]
+    assert expected == [(r["id"], r["month"]) for r in read(table) if r["name"].startswith("b-")]
     assert_one_place_per_key(table)
 
 
@@ -170,7 +168,10 @@ def test_four_writer_processes_keep_every_key_once(tmp_path: Path) -> None:
     procs = [
         subprocess.Popen(
             [sys.executable, str(PROC), str(tmp_path), str(w), str(ROUNDS), str(go)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=root,
         )  # fmt: skip
         for w in range(WRITERS)
     ]
