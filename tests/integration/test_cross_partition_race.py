@@ -76,7 +76,7 @@ def test_second_writer_is_refused_then_writes_again(
     table = create(tmp_path, **options)
     _commit(table, "setup", table_messages(table, rows([(1, 1), (2, 1)], "s-")))
     # Both writers read their key map at snapshot 1, before either commits.
-    write_a, messages_a = _prepare(table, "a", rows(first, "a-"))
+    _, messages_a = _prepare(table, "a", rows(first, "a-"))
     write_b, messages_b = _prepare(table, "b", rows(second, "b-"))
     assert _commit(table, "a", messages_a) == 2
     with pytest.raises(CrossPartitionConflictError, match="write these rows again") as info:
@@ -108,8 +108,8 @@ def table_messages(table: snaplake.Table, data: list[dict[str, Any]]) -> Any:
 def test_disjoint_keys_and_compactions_never_conflict(tmp_path: Path) -> None:
     table = create(tmp_path)
     _commit(table, "setup", table_messages(table, rows([(1, 1), (2, 2)])))
-    write_a, messages_a = _prepare(table, "a", rows([(1, 2), (5, 1)], "a-"))
-    write_b, messages_b = _prepare(table, "b", rows([(2, 3), (6, 3)], "b-"))
+    _, messages_a = _prepare(table, "a", rows([(1, 2), (5, 1)], "a-"))
+    _, messages_b = _prepare(table, "b", rows([(2, 3), (6, 3)], "b-"))
     _commit(table, "a", messages_a)
     table.compact()  # a COMPACT snapshot moves no key
     _commit(table, "b", messages_b)
@@ -172,7 +172,7 @@ def test_four_writer_processes_keep_every_key_once(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
             cwd=root,
-        )  # fmt: skip
+        )
         for w in range(WRITERS)
     ]
     go.touch()
