@@ -41,7 +41,7 @@ def peak_mb():
     return 0.0
 
 table = snaplake.FileSystemCatalog(sys.argv[1]).get_table("db.t")
-index = table.file_store().new_bucket_index()
+index = table.file_store().new_bucket_index("bench")
 base = peak_mb()
 start = time.perf_counter()
 keys = index.index()

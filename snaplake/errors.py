@@ -36,6 +36,7 @@ Python code (``except LookupError``, ``except FileExistsError``) keeps working::
     └── CommitError
         ├── CommitConflictError                    .paths, .conflicting_snapshot_ids
         │   ├── HashIndexConflictError             retryable: write the rows again
+        │   ├── CrossPartitionConflictError        retryable: write the rows again
         │   └── DeletionVectorConflictError        retryable: plan the compaction again
         ├── CommitRetriesExhaustedError            retryable; .attempts, .elapsed_s
         └── CommitStateUnknownError                look for .commit_identifier before retrying
@@ -59,6 +60,7 @@ __all__ = [
     "CommitStateUnknownError",
     "ConsumerBusyError",
     "CorruptMetadataError",
+    "CrossPartitionConflictError",
     "DatabaseNotEmptyError",
     "DatabaseNotFoundError",
     "FileAlreadyExistsError",
@@ -347,6 +349,19 @@ class HashIndexConflictError(CommitConflictError):
     Committing these messages again cannot help, but writing the same rows
     again with a new writer (which restores the new index) can: ``retryable``.
     Nothing was published.
+    """
+
+    retryable: ClassVar[bool] = True
+
+
+class CrossPartitionConflictError(CommitConflictError):
+    """Raised when another writer wrote a key of this cross-partition commit since its key map.
+
+    Two writers of a cross-partition table (``bucket = -1``, primary key
+    lacking a partition key) could otherwise put one key into two
+    partitions. Committing these messages again cannot help, but writing
+    the same rows again after ``abort`` (the writer reads its key map anew)
+    or with a new writer can: ``retryable``. Nothing was published.
     """
 
     retryable: ClassVar[bool] = True

@@ -65,6 +65,12 @@ class DataIncrement:
             known keys into): neither added nor deleted, only checked to be
             still live when the commit publishes (snaplake's own; Paimon has
             no such check).
+        key_map_snapshot: The snapshot id (0 = the empty table) a
+            cross-partition writer's key → (partition, bucket) map was exact
+            at when it placed these rows; the commit is refused when another
+            writer wrote one of its keys since
+            (:func:`~snaplake.commit.key_conflict.check_key_races`;
+            snaplake's own). ``None`` for every other writer.
     """
 
     new_files: tuple[DataFileMeta, ...] = ()
@@ -73,6 +79,7 @@ class DataIncrement:
     new_index_files: tuple[IndexFileMeta, ...] = ()
     deleted_index_files: tuple[IndexFileMeta, ...] = ()
     kept_index_files: tuple[IndexFileMeta, ...] = ()
+    key_map_snapshot: int | None = None
 
     def is_empty(self) -> bool:
         """True when the increment carries no file."""
@@ -171,6 +178,7 @@ class CommitMessage:
             "newIndexFiles": _index_to_json(di.new_index_files),
             "deletedIndexFiles": _index_to_json(di.deleted_index_files),
             "keptIndexFiles": _index_to_json(di.kept_index_files),
+            "keyMapSnapshot": di.key_map_snapshot,
             "compactNewIndexFiles": _index_to_json(ci.new_index_files),
             "compactDeletedIndexFiles": _index_to_json(ci.deleted_index_files),
         }
@@ -198,6 +206,7 @@ class CommitMessage:
                 new_index_files=_index_from_json(data["newIndexFiles"]),
                 deleted_index_files=_index_from_json(data["deletedIndexFiles"]),
                 kept_index_files=_index_from_json(data.get("keptIndexFiles", ())),
+                key_map_snapshot=data.get("keyMapSnapshot"),
             ),
             compact_increment=CompactIncrement(
                 compact_before=_files_from_json(data["compactBefore"]),

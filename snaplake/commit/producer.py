@@ -45,6 +45,7 @@ from snaplake.commit.duplicate import (
 )
 from snaplake.commit.dv_conflict import DeletionVectorRule
 from snaplake.commit.index_conflict import check_hash_replacements
+from snaplake.commit.key_conflict import check_key_races
 from snaplake.commit.message import CommitMessage
 from snaplake.commit.operation import CommitChanges, CommitStop
 from snaplake.commit.result import CommitOutcome
@@ -258,7 +259,10 @@ class SnapshotProducer:
                 restored it (:func:`~snaplake.commit.index_conflict.check_hash_replacements`),
                 or (``DeletionVectorConflictError``) the commit's deletion
                 vectors no longer fit ``latest``
-                (:class:`~snaplake.commit.dv_conflict.DeletionVectorRule`).
+                (:class:`~snaplake.commit.dv_conflict.DeletionVectorRule`),
+                or (``CrossPartitionConflictError``) another writer wrote a key
+                of this cross-partition commit since its writer's key map
+                (:func:`~snaplake.commit.key_conflict.check_key_races`).
             SchemaMismatchError: files were written under a schema that can no
                 longer be read (or see :meth:`replaced_entries`).
 
@@ -311,6 +315,10 @@ class SnapshotProducer:
             for f in m.data_increment.kept_index_files
         ]
         check_hash_replacements(ctx.table, latest, index_changes[0], kept)
+        check_key_races(
+            ctx.table, latest, messages=self.messages, commit_user=ctx.commit_user,
+            schema=self.schema,
+        )  # fmt: skip
         new_index_files = [
             index_path(ctx.table.paths, f) for m in self.messages for f in m.added_index_files()
         ]

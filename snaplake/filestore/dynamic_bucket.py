@@ -39,7 +39,7 @@ class DynamicBucketFileStore(KeyValueFileStore):
         """``"dynamic"``."""
         return "dynamic"
 
-    def new_bucket_index(self) -> DynamicBucketIndex:
+    def new_bucket_index(self, commit_user: str) -> DynamicBucketIndex:
         """A writer's :class:`~snaplake.write.bucket_assigner.DynamicBucketIndex`.
 
         Each partition's HASH index is read at the partition's first write,

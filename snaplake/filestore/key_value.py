@@ -74,11 +74,11 @@ class KeyValueFileStore(FileStore):
         return KeyValueTableWrite(
             file_io=self.file_io, paths=self.paths, schema=self.schema,
             commit_user=commit_user, restore_sequences=restore, lift_level0=lift,
-            bucket_index=self.new_bucket_index(),
+            bucket_index=self.new_bucket_index(commit_user),
         )  # fmt: skip
 
-    def new_bucket_index(self) -> BucketIndex | None:
-        """The writer's bucket index: ``None`` for fixed buckets (a row's bucket is its hash's)."""
+    def new_bucket_index(self, commit_user: str) -> BucketIndex | None:
+        """The bucket index of ``commit_user``'s writer: ``None`` for fixed buckets."""
         return None
 
     @property

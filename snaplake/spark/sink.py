@@ -8,7 +8,9 @@ DataFrame is touched. Otherwise executors write the data files and return
 CommitMessages, and the driver commits them once with
 ``commit_identifier = batch_id``. A batch into a dynamic-bucket table whose
 commit lost a HASH index race (``HashIndexConflictError``: another writer
-added keys to a bucket it changes) is written again, up to 10 times.
+added keys to a bucket it changes), or into a cross-partition table whose
+commit wrote a key another writer wrote since its key map
+(``CrossPartitionConflictError``), is written again, up to 10 times.
 
 Under Spark Connect (``SparkSession.builder.remote(...)``) the client pickles
 the sink and the Connect server calls it in a Python process of its own, with
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from snaplake.commit.file_store_commit import FileStoreCommit
 from snaplake.commit.result import CommitResult
-from snaplake.errors import HashIndexConflictError
+from snaplake.errors import CrossPartitionConflictError, HashIndexConflictError
 from snaplake.spark._common import connect_mode, is_connect, resolve_table
 from snaplake.spark.ordering import normalize_order_by
 from snaplake.spark.write import write_messages
@@ -51,7 +53,7 @@ logger = logging.getLogger(__name__)
 
 _QUERY_ID_PROPERTY = "sql.streaming.queryId"
 _INDEX_CONFLICT_ATTEMPTS = 10
-"""Writes of one batch into a dynamic-bucket table that lost a HASH index race, at most."""
+"""Writes of one batch that lost a HASH index or cross-partition key race, at most."""
 _CONNECT_NEEDS_USER = (
     "SnaplakeSink needs an explicit commit_user under Spark Connect: the Connect server runs "
     "foreachBatch functions where the streaming query's id is not visible, so the default "
@@ -393,10 +395,10 @@ class SnaplakeSink:
             try:
                 commit = commit_or_abort(committer, schema, messages, commit_identifier=batch_id)
                 break
-            except HashIndexConflictError:  # another writer added keys: write them again
+            except (HashIndexConflictError, CrossPartitionConflictError):  # write them again
                 if attempt == _INDEX_CONFLICT_ATTEMPTS:
                     raise
-                logger.info("batch %d of %s lost a HASH index race; writing it again (attempt %d)",
+                logger.info("batch %d of %s lost a key race; writing it again (attempt %d)",
                             batch_id, user, attempt + 1)  # fmt: skip
         done = time.perf_counter()
         outcome = BatchOutcome.DUPLICATE if commit.was_duplicate else BatchOutcome.COMMITTED

@@ -20,6 +20,17 @@ holding fewer than ``dynamic-bucket.target-row-num`` keys, else a new one
 (Paimon ``crosspartition.BucketAssigner``; counts are of keys and drop when
 a key leaves). No HASH index files are written (Paimon writes none).
 
+Concurrent writers (snaplake's own rule; Paimon allows one writer job): the
+map is exact at one snapshot, which every prepared message names
+(``DataIncrement.key_map_snapshot``). At each round of writes after a
+``prepare_commit`` the writer moves that snapshot past its own commits and
+COMPACTs (reading only the snapshot files since); another writer's commit
+stops it there, and a commit of this writer that writes a key that commit
+wrote is refused (``CrossPartitionConflictError``,
+:func:`~snaplake.commit.key_conflict.check_key_races`): ``abort`` drops the
+map (and the writer's sequence numbers), so the same rows written again
+are placed by the map of the new latest snapshot.
+
 ``cross-partition-upsert.index-ttl``: an entry not written for that long
 counts as absent (Paimon's index TTL; a key may then be duplicated, as Paimon
 documents). The clock is injectable, so tests never wait.
@@ -31,6 +42,7 @@ Source: Paimon ``crosspartition.GlobalIndexAssigner``, ``IndexBootstrap``,
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
@@ -40,6 +52,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from snaplake.commit.key_conflict import key_array
 from snaplake.commit.message import CommitMessage
 from snaplake.errors import UnsupportedTableError
 from snaplake.options.registry import CROSS_PARTITION_UPSERT_INDEX_TTL
@@ -52,19 +65,14 @@ __all__ = [
     "CrossPartitionIndex",
     "KeyBootstrap",
     "KeyPartitionIndex",
-    "key_array",
 ]
 
-KeyBootstrap = Callable[[], Iterable[tuple[bytes, int, pa.Table]]]
-"""Yields ``(partition, bucket, key columns of its live rows)`` for every bucket of the
-snapshot a cross-partition writer starts from."""
+KeyBootstrap = Callable[[], tuple[int, Iterable[tuple[bytes, int, pa.Table]]]]
+"""Returns the id of the snapshot a cross-partition writer starts from (0 = none) and
+``(partition, bucket, key columns of its live rows)`` for every bucket of it."""
 
 _RETRACT = (1, 3)  # -U, -D
 _DELETE = 3
-_BYTES_TYPES = (
-    pa.types.is_string, pa.types.is_large_string, pa.types.is_binary,
-    pa.types.is_large_binary, pa.types.is_fixed_size_binary,
-)  # fmt: skip
 
 
 class BucketIndex(Protocol):
@@ -90,32 +98,6 @@ class BucketIndex(Protocol):
 
     def ignore_previous_files(self) -> None:
         """The messages overwrite their partitions (call before the first write)."""
-
-
-def key_array(table: pa.Table, key: Sequence[str]) -> pa.Array:
-    """One comparable value per row identifying its primary key.
-
-    One key column: the column itself. Several: a binary value joining each
-    column's text (strings and binaries as they are, other types cast to
-    their exact string form), each prefixed by its length, so distinct keys
-    never meet.
-
-    Raises:
-        pyarrow.ArrowInvalid: a key column's type has no string form (never for
-            Paimon's atomic key types).
-    """
-    if len(key) == 1:
-        return table.column(key[0]).combine_chunks()
-    parts: list[pa.Array] = []
-    for name in key:
-        column = table.column(name).combine_chunks()
-        if any(test(column.type) for test in _BYTES_TYPES):
-            text = column.cast(pa.large_binary())
-        else:
-            text = column.cast(pa.large_string()).cast(pa.large_binary())
-        length = pc.binary_length(text).cast(pa.large_string()).cast(pa.large_binary())
-        parts.extend((length, pa.array([b":"] * len(text), pa.large_binary()), text))
-    return pc.binary_join_element_wise(*parts, pa.scalar(b"", pa.large_binary()))
 
 
 class KeyPartitionIndex:
@@ -209,6 +191,11 @@ class CrossPartitionIndex:
         bootstrap: Reads the live keys of the snapshot the writer starts from
             (see :data:`KeyBootstrap`); called at the first write, and again
             after :meth:`abort`.
+        advance: Given the snapshot id the map is exact at, the latest id it
+            is still exact at (past this writer's own commits; see
+            :func:`~snaplake.commit.key_conflict.last_exact_snapshot`);
+            called at the first write after each :meth:`prepare_commit`.
+            ``None`` = the map stays at its bootstrap snapshot.
         clock: Current time in ms, for ``cross-partition-upsert.index-ttl``.
 
     Not thread-safe (a writer writes from one thread).
@@ -221,6 +208,7 @@ class CrossPartitionIndex:
         *,
         schema: TableSchema,
         bootstrap: KeyBootstrap,
+        advance: Callable[[int], int] | None = None,
         clock: Callable[[], int] | None = None,
     ) -> None:
         opts = schema.core_options
@@ -234,7 +222,10 @@ class CrossPartitionIndex:
         self._first_row = opts.merge_engine == MergeEngine.FIRST_ROW
         self._target = opts.dynamic_bucket_target_row_num
         self._bootstrap = bootstrap
+        self._advance = advance
         self._index: KeyPartitionIndex | None = None
+        self._snapshot = 0  # the snapshot id the map is exact at
+        self._prepared = False  # prepare_commit ran since the last write
         self._part_ids: dict[bytes, int] = {}
         self._part_rows: list[bytes] = []
         self._counts: dict[int, dict[int, int]] = {}
@@ -260,7 +251,9 @@ class CrossPartitionIndex:
             index = KeyPartitionIndex(ttl_millis=self._ttl, clock=self._clock)
             self._counts = {}
             keys, parts, buckets = [], [], []
-            for partition, bucket, rows in self._bootstrap():
+            self._snapshot, found = self._bootstrap()
+            self._prepared = False
+            for partition, bucket, rows in found:
                 if rows.num_rows == 0:
                     continue
                 pid = self._part_id(partition)
@@ -329,8 +322,16 @@ class CrossPartitionIndex:
 
         Raises:
             CorruptMetadataError / FileNotFoundError: from the bootstrap.
+
+        Storage: the first write bootstraps the map; the first after a
+        ``prepare_commit`` reads the snapshot files committed since the map's
+        snapshot (see ``advance``).
         """
         index = self.index()
+        if self._prepared:
+            self._prepared = False
+            if self._advance is not None:
+                self._snapshot = self._advance(self._snapshot)
         keys = key_array(table, self._key)
         rows = pa.table({"k": keys, "i": pa.array(np.arange(len(keys), dtype=np.int64))})
         agg = "min" if self._first_row else "max"
@@ -403,11 +404,27 @@ class CrossPartitionIndex:
         return out
 
     def prepare_commit(self, messages: Sequence[CommitMessage]) -> list[CommitMessage]:
-        """``messages`` unchanged: cross-partition tables have no index files (as in Paimon)."""
-        return list(messages)
+        """``messages``, each naming the snapshot the key map is exact at.
+
+        ``DataIncrement.key_map_snapshot`` (the commit checks it, see the
+        module docstring); no index files (Paimon writes none).
+        """
+        self._prepared = True
+        return [
+            dataclasses.replace(
+                m,
+                data_increment=dataclasses.replace(
+                    m.data_increment, key_map_snapshot=self._snapshot
+                ),
+            )
+            for m in messages
+        ]
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Forget the key map: the next write bootstraps it again from the latest snapshot.
+
+        (After a ``CrossPartitionConflictError`` the rows written again are
+        then placed by the other writers' commits too.)
 
         Storage: none (no index files).
         """

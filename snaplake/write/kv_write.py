@@ -15,8 +15,9 @@ kept) as level-0 changelog files, which the CommitMessage carries in its
 ``DataIncrement.changelog_files``.
 
 Sequence numbers continue from the largest ``_MAX_SEQUENCE_NUMBER`` of each
-bucket's live files in the latest snapshot, read once per writer, and keep
-counting across ``prepare_commit`` calls (one writer per bucket at a time).
+bucket's live files in the latest snapshot, read once per writer (again
+after an ``abort``), and keep counting across ``prepare_commit`` calls (one
+writer per bucket at a time).
 
 Source: Paimon ``TableWriteImpl`` (``RowKindFilter``, ``RowKindGenerator``),
 ``KeyValueFileStoreWrite`` / ``AbstractFileStoreWrite`` (sequence restore),
@@ -292,10 +293,16 @@ class KeyValueTableWrite:
                 ``prepare_commit`` are always deleted, and buffered rows are
                 dropped. ``None`` = only that.
 
+        Each bucket's sequence number is read again at the next write (other
+        writers may have committed since: a row written again continues
+        after theirs).
+
         Storage: deletes data, changelog and HASH index files only; never metadata.
         """
         self._abort_index(messages or ())
         self._buffer.abort(messages or ())
+        with self._restore_lock:
+            self._sequences = None
 
     def _abort_index(self, messages: Sequence[CommitMessage]) -> None:
         """Delete the HASH index files uncommitted ``messages`` add (dynamic buckets)."""

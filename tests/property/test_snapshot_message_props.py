@@ -48,13 +48,18 @@ files = st.lists(data_file_metas, max_size=3).map(tuple)
     st.integers(min_value=0, max_value=1000),
     st.integers(min_value=-1, max_value=1000),
     files, files, files, files,
+    st.none() | st.integers(min_value=0, max_value=2**62),
 )  # fmt: skip
-def test_commit_message_bytes_round_trip(partition, bucket, total, new, deleted, before, after):
+def test_commit_message_bytes_round_trip(
+    partition, bucket, total, new, deleted, before, after, key_map_snapshot
+):
     message = CommitMessage(
         partition=partition,
         bucket=bucket,
         total_buckets=total,
-        data_increment=DataIncrement(new_files=new, deleted_files=deleted),
+        data_increment=DataIncrement(
+            new_files=new, deleted_files=deleted, key_map_snapshot=key_map_snapshot
+        ),
         compact_increment=CompactIncrement(compact_before=before, compact_after=after),
     )
     assert CommitMessage.from_bytes(message.to_bytes()) == message

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -76,7 +77,7 @@ def _state(table: snaplake.Table) -> dict[tuple[bytes, int], str]:
 
 
 def _index_only(m: CommitMessage, *, add=(), delete=(), compact: bool = False) -> CommitMessage:
-    inc = {"new_index_files": tuple(add), "deleted_index_files": tuple(delete)}
+    inc: dict[str, Any] = {"new_index_files": tuple(add), "deleted_index_files": tuple(delete)}
     if compact:
         return CommitMessage(
             partition=m.partition, bucket=m.bucket, total_buckets=m.total_buckets,
