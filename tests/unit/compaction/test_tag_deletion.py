@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,9 +27,12 @@ from snaplake.store.tags import TagManager
 from snaplake.table import Table
 
 
-def _table(warehouse: Path, options: dict[str, str] | None = None, **kw: object) -> Table:
+def _table(
+    warehouse: Path, options: dict[str, str] | None = None, *, primary_keys: Sequence[str] = ()
+) -> Table:
     catalog = FileSystemCatalog(str(warehouse))
-    return create_table(catalog, "db.t", options={**FAST, **(options or {})}, **kw)
+    options = {**FAST, **(options or {})}
+    return create_table(catalog, "db.t", options=options, primary_keys=primary_keys)
 
 
 def _orphans_after_tag_file_delete(warehouse: Path, name: str) -> set[str]:
