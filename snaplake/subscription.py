@@ -66,6 +66,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from snaplake.change_plan import DIFF, MODES, ChangePlan, ChangeSplit
 from snaplake.errors import (
     AckOrderError,
     ConsumerBusyError,
@@ -74,7 +75,7 @@ from snaplake.errors import (
 )
 from snaplake.store.consumers import ConsumerManager, check_consumer_id
 from snaplake.store.lease import TableLease
-from snaplake.table_changes import DIFF, MODES, ChangePlan, ChangeSplit, TableChanges
+from snaplake.table_changes import TableChanges
 
 __all__ = [
     "ChangeBatch",
@@ -164,7 +165,30 @@ class SubscriptionOptions:
     lease_ttl: timedelta = DEFAULT_LEASE_TTL
 
     def __post_init__(self) -> None:
-        _check_arguments(self.start, self.poll_interval, self.mode, self.lease_ttl)
+        if self.mode not in MODES:
+            raise InvalidOptionError(
+                f"unknown change read mode {self.mode!r}; use one of {', '.join(MODES)}",
+                key="incremental-between-scan-mode", value=str(self.mode),
+            )  # fmt: skip
+        start = self.start
+        ok = start in ("earliest", "latest") or isinstance(start, datetime | int)
+        if not ok or isinstance(start, bool):
+            raise InvalidOptionError(
+                f"start must be 'earliest', 'latest', a snapshot id or a datetime, got {start!r}",
+                key="scan.mode", value=str(start),
+            )  # fmt: skip
+        if isinstance(self.start, datetime) and self.start.tzinfo is None:
+            raise ValueError("start must be timezone-aware (e.g. datetime.now(UTC))")
+        if self.poll_interval <= timedelta(0):
+            raise InvalidOptionError(
+                f"poll_interval must be positive, got {self.poll_interval}",
+                key="continuous.discovery-interval", value=str(self.poll_interval),
+            )  # fmt: skip
+        if self.lease_ttl <= timedelta(0):
+            raise InvalidOptionError(
+                f"lease_ttl must be positive, got {self.lease_ttl}", key="lease_ttl",
+                value=str(self.lease_ttl),
+            )  # fmt: skip
 
 
 class Subscription:
@@ -524,35 +548,6 @@ def _busy(
         f"host, elsewhere once its lease expires (at most {lease.ttl_ms / 1000:g} s)",
         consumer_id=consumer_id, holder=described,
     )  # fmt: skip
-
-
-def _check_arguments(start: Start, poll_interval: timedelta, mode: str, ttl: timedelta) -> None:
-    if mode not in MODES:
-        raise InvalidOptionError(
-            f"unknown change read mode {mode!r}; use one of {', '.join(MODES)}",
-            key="incremental-between-scan-mode", value=str(mode),
-        )  # fmt: skip
-    ok = (
-        start in ("earliest", "latest")
-        or isinstance(start, datetime)
-        or (isinstance(start, int) and not isinstance(start, bool))
-    )
-    if not ok:
-        raise InvalidOptionError(
-            f"start must be 'earliest', 'latest', a snapshot id or a datetime, got {start!r}",
-            key="scan.mode", value=str(start),
-        )  # fmt: skip
-    if isinstance(start, datetime) and start.tzinfo is None:
-        raise ValueError("start must be timezone-aware (e.g. datetime.now(UTC))")
-    if poll_interval <= timedelta(0):
-        raise InvalidOptionError(
-            f"poll_interval must be positive, got {poll_interval}",
-            key="continuous.discovery-interval", value=str(poll_interval),
-        )  # fmt: skip
-    if ttl <= timedelta(0):
-        raise InvalidOptionError(
-            f"lease_ttl must be positive, got {ttl}", key="lease_ttl", value=str(ttl)
-        )
 
 
 def _renew_loop(

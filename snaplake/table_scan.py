@@ -51,7 +51,7 @@ class ScannedTable(Protocol):
 
 
 class ChangeRead(Protocol):
-    """A planned change read backing a :class:`TableScan` (a ``table_changes.ChangePlan``)."""
+    """A planned change read backing a :class:`TableScan` (a ``change_plan.ChangePlan``)."""
 
     @property
     def schema(self) -> pa.Schema:

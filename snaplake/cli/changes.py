@@ -18,9 +18,9 @@ import click
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from snaplake.change_plan import MODES
 from snaplake.cli.context import CliContext, TableIdentifier, pass_cli
 from snaplake.cli.parsing import parse_columns, parse_filters
-from snaplake.table_changes import MODES
 
 __all__ = ["COMMANDS", "changes"]
 

@@ -76,6 +76,8 @@ class ReadSelection:
         created_since: Only the files of ``snapshot`` created at or after this
             time (epoch milliseconds) are read (Paimon's
             ``FileCreationTimeStartingScanner``; :func:`created_since`).
+        diff: ``(before, after)``: the ``diff`` of these two snapshots (two
+            tags' snapshots, which may have expired), instead of a snapshot.
     """
 
     snapshot: Snapshot | None = None
@@ -83,6 +85,7 @@ class ReadSelection:
     changes: tuple[int, int, str] | None = None
     empty: bool = False
     created_since: int | None = None
+    diff: tuple[Snapshot, Snapshot] | None = None
 
 
 def resolve_snapshot(
@@ -378,10 +381,11 @@ def _between_tags(tags: TagManager, options: Mapping[str, str], mode: str) -> Re
     ``incremental-between-scan-mode`` (not ``diff``). The same snapshot on
     both tags: no rows. Java Paimon 0.9 also reads the diff (it refuses the
     same snapshot, has no ``incremental-between-tag-to-snapshot`` and reads
-    numbers as snapshot ids first). Deliberate difference: snaplake diffs the
-    tags' snapshots through the snapshot files, so both must still be
-    retained (``SnapshotNotFoundError`` otherwise), and compares the buckets'
-    merged views where Paimon merges only the files the two sides do not share.
+    numbers as snapshot ids first). The diff reads the tags' own snapshots,
+    so it works after those snapshots expired. Deliberate difference:
+    snaplake compares the buckets' merged views where Paimon merges only the
+    files the two sides do not share (the rows differ only where a newer file
+    rewrote a row with the same values).
 
     Raises:
         TagNotFoundError: a name that is no snapshot id is no tag either.
@@ -432,7 +436,9 @@ def _between_tags(tags: TagManager, options: Mapping[str, str], mode: str) -> Re
         )  # fmt: skip
     if start.id == end.id:
         return ReadSelection(empty=True)
-    return ReadSelection(changes=(start.id + 1, end.id, mode if to_snapshot else "diff"))
+    if to_snapshot:
+        return ReadSelection(changes=(start.id + 1, end.id, mode))
+    return ReadSelection(diff=(start, end))
 
 
 def file_creation_epoch_millis(creation_time_ms: int) -> int:
