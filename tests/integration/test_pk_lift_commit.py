@@ -50,7 +50,7 @@ def _read(tmp_path: Path) -> list[dict[str, object]]:
     return _sorted(got)
 
 
-def _between(commit: FileStoreCommit, action: Callable[[], None]) -> None:
+def _between(commit: FileStoreCommit, action: Callable[[], object]) -> None:
     """Run ``action`` when ``commit`` has published a writer's APPEND, before its COMPACT."""
     real = commit._commit
 
@@ -121,7 +121,9 @@ def test_a_compaction_landing_between_the_append_and_the_compact_wins(tmp_path: 
     result = commit_or_abort(commit, write.schema, messages, commit_identifier=7)
     # the APPEND result: the concurrent compaction is the latest snapshot, the writer's
     # COMPACT lost to it and was not published
-    snaps = [table.snapshot(i) for i in range(before.id + 1, table.latest_snapshot().id + 1)]
+    latest = table.latest_snapshot()
+    assert latest is not None
+    snaps = [table.snapshot(i) for i in range(before.id + 1, latest.id + 1)]
     assert [(str(s.commit_kind), s.commit_user) for s in snaps] == [
         ("APPEND", "w"),
         ("COMPACT", maintenance_committer(table).commit_user),
@@ -201,7 +203,7 @@ def test_a_compact_half_that_fails_otherwise_keeps_the_append(tmp_path: Path) ->
     commit = table.new_commit(commit_user="w")
 
     def exhausted() -> None:
-        raise CommitRetriesExhaustedError("lost every race (test)")
+        raise CommitRetriesExhaustedError("lost every race (test)", attempts=3, elapsed_s=0.0)
 
     _between(commit, exhausted)
     result = commit_or_abort(commit, write.schema, messages, commit_identifier=None)
