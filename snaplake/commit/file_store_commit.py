@@ -44,7 +44,7 @@ from snaplake.commit.producer import (
 from snaplake.commit.result import CommitResult
 from snaplake.commit.retry import RetryPolicy
 from snaplake.commit.snapshot_commit import SnapshotCommit
-from snaplake.errors import CommitConflictError, SchemaMismatchError
+from snaplake.errors import CommitConflictError, CommitStateUnknownError, SchemaMismatchError
 from snaplake.options import Operation
 from snaplake.store.format.index_file import index_path
 from snaplake.store.format.schema import TableSchema
@@ -255,18 +255,23 @@ class FileStoreCommit:
             snapshot or tag references (see :mod:`snaplake.commit.duplicate`); no
             other data file is ever deleted here.
 
-        Messages that carry a compaction's changelog files (a ``lookup``
-        changelog writer's compaction of its level-0 files) and new files are
-        published as Paimon does: an APPEND snapshot of the new files, then a
-        COMPACT snapshot of the compactions with the same identifier (streams
-        read lookup changelog from COMPACT snapshots). When the COMPACT one
-        loses to a conflicting compaction, its outputs are deleted and the
-        APPEND result returned (the level-0 files wait for the next compaction).
+        Messages that carry both new files and a compaction (a writer that
+        lifts its level-0 files before the commit: first-row, deletion-vector
+        and ``lookup`` changelog tables) are published as Paimon does: an
+        APPEND snapshot of the new files, then a COMPACT snapshot of the
+        compactions with the same identifier (a delta read sees the new files
+        in the APPEND one; streams read lookup changelog from the COMPACT
+        one). The identifier is checked once, by the APPEND snapshot: a
+        duplicate deletes the compactions' outputs. When the COMPACT snapshot
+        cannot be published (a conflicting compaction of the bucket won, or
+        any other failure), its outputs are deleted (kept when its outcome is
+        unknown) and the APPEND result returned: the level-0 files wait for
+        the next compaction.
 
         Source:
             Paimon ``FileStoreCommitImpl.commit`` / ``overwrite``.
         """
-        split = _split_compact_changelog(messages) if overwrite is None and kind is None else None
+        split = _split_compactions(messages) if overwrite is None and kind is None else None
         if split is not None:
             return self._append_then_compact(
                 *split, commit_identifier=commit_identifier, properties=properties
@@ -369,8 +374,15 @@ class FileStoreCommit:
     ) -> CommitResult:
         """The APPEND snapshot of ``appends``, then the COMPACT snapshot of ``compacts``.
 
-        Storage: a duplicate or lost COMPACT commit deletes the compactions'
-        outputs (new data, changelog and index files); nothing else.
+        Returns the COMPACT result, or the APPEND one when the identifier was
+        a duplicate or the COMPACT snapshot was not published. Raises only
+        what the APPEND commit raises (then nothing was published).
+
+        Storage: a duplicate or unpublished COMPACT commit deletes the
+        compactions' outputs (new data, changelog and index files); one of
+        unknown outcome deletes nothing.
+
+        Source: Paimon ``FileStoreCommitImpl.commit`` (two ``tryCommit`` calls).
         """
         first = self._commit(
             appends, commit_identifier=commit_identifier, overwrite=None, kind=None,
@@ -384,13 +396,19 @@ class FileStoreCommit:
                 compacts, commit_identifier=commit_identifier, overwrite=None,
                 kind=CommitKind.COMPACT, properties=None, checked=True,
             )  # fmt: skip
-        except CommitConflictError as e:
-            logger.info(
-                "a compaction of %s won over this writer's level-0 compaction (%s); its "
-                "level-0 files are committed alone",
-                self.table_name,
-                e,
-            )
+        except CommitStateUnknownError:
+            logger.warning(
+                "the level-0 compaction of %s after snapshot %s has an unknown outcome; its "
+                "files are kept", self.table_name, first.snapshot_id, exc_info=True,
+            )  # fmt: skip
+            return first
+        except Exception as e:  # noqa: BLE001 - the APPEND landed: its rows are committed
+            logger.log(
+                logging.INFO if isinstance(e, CommitConflictError) else logging.WARNING,
+                "the level-0 compaction of %s after snapshot %s was not committed (%s); its "
+                "level-0 files wait for the next compaction", self.table_name,
+                first.snapshot_id, e,
+            )  # fmt: skip
             self._delete_outputs(compacts)
             return first
 
@@ -478,15 +496,15 @@ class FileStoreCommit:
         return self.snapshot_commit.txn_map(latest)
 
 
-def _split_compact_changelog(
+def _split_compactions(
     messages: Sequence[CommitMessage],
 ) -> tuple[list[CommitMessage], list[CommitMessage]] | None:
-    """(new files, compactions) of messages holding both and compaction changelog, else ``None``.
+    """(new files, compactions) of messages holding both, else ``None`` (one snapshot).
 
     Source: Paimon ``FileStoreCommitImpl.commit`` (append and compact changes
     committed as two snapshots).
     """
-    if not any(m.compact_increment.changelog_files for m in messages):
+    if all(m.compact_increment.is_empty() for m in messages):
         return None
     if all(m.data_increment.is_empty() for m in messages):
         return None

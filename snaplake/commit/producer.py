@@ -168,7 +168,7 @@ class CommitRequest:
         properties: Extra snapshot properties.
         kind: The snapshot's commit kind (``None``: the producer's).
         checked: The identifier was checked by the APPEND snapshot this
-            COMPACT one follows (a writer's compaction with changelog): no
+            COMPACT one follows (a writer's level-0 compaction): no
             second duplicate check.
     """
 

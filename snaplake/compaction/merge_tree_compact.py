@@ -209,7 +209,8 @@ def compact_new_files(
     deletion vectors: marking the superseded rows in the bucket's new vectors
     file, which the message's compact increment replaces the old one with).
     Each returned message keeps the new files as ADDs and adds the compaction
-    (the new files among its inputs), so one snapshot publishes the result.
+    (the new files among its inputs); the commit publishes the new files
+    in an APPEND snapshot, then the compaction in a COMPACT one.
 
     Args:
         table: The table's storage, paths and managers (its latest snapshot

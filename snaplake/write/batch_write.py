@@ -11,7 +11,6 @@ writes and commits), Paimon ``BatchWriteBuilder`` (``newWrite`` /
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -20,9 +19,9 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 
 from snaplake.commit.file_store_commit import FileStoreCommit
-from snaplake.commit.message import CommitMessage, CompactIncrement, DataIncrement
+from snaplake.commit.message import CommitMessage
 from snaplake.commit.result import CommitResult
-from snaplake.errors import CommitConflictError, CommitStateUnknownError, SchemaMismatchError
+from snaplake.errors import CommitStateUnknownError, SchemaMismatchError
 from snaplake.store.format.schema import TableSchema
 from snaplake.write.table_write import RowKinds, TableWrite, abort_messages
 
@@ -174,11 +173,11 @@ def commit_or_abort(
             one-off batch commit, never a duplicate).
         overwrite: See ``FileStoreCommit.commit``.
 
-    A writer that compacted its level-0 files before the commit (first-row and
-    deletion-vector tables) and lost to a concurrent commit
-    (``CommitConflictError``: a compaction of the same bucket won) deletes that
-    compaction's outputs and commits its level-0 files alone, which never
-    conflict; the next compaction of the bucket lifts them.
+    A writer that compacted its level-0 files before the commit (first-row,
+    deletion-vector and ``lookup`` changelog tables) publishes them as an
+    APPEND then a COMPACT snapshot (``FileStoreCommit.commit``); when the
+    COMPACT one loses, only the compaction's outputs are deleted and the
+    APPEND result is returned.
 
     Returns:
         The commit result (``was_duplicate`` when the identifier had landed).
@@ -194,19 +193,7 @@ def commit_or_abort(
         duplicate's files); on failure, deletes the messages' data files.
     """
     try:
-        try:
-            return commit.commit(messages, commit_identifier=commit_identifier, overwrite=overwrite)
-        except CommitConflictError:
-            if overwrite is not None or not any(_lifted(m) for m in messages):
-                raise
-            level0 = _level0_only(commit, schema, messages)
-            logger.info(
-                "a compaction of %s won over this writer's level-0 compaction; committing "
-                "its level-0 files alone",
-                commit.table_name,
-            )
-            messages = level0
-            return commit.commit(messages, commit_identifier=commit_identifier)
+        return commit.commit(messages, commit_identifier=commit_identifier, overwrite=overwrite)
     except CommitStateUnknownError:
         logger.warning(
             "commit of %s to %s has an unknown outcome; its files are kept",
@@ -218,24 +205,6 @@ def commit_or_abort(
         if not _landed(commit, commit_identifier):
             _abort_quietly(commit, schema, messages)
         raise
-
-
-def _lifted(m: CommitMessage) -> bool:
-    """Whether ``m`` carries its writer's own level-0 files and their compaction."""
-    return bool(m.data_increment.new_files) and not m.compact_increment.is_empty()
-
-
-def _level0_only(
-    commit: FileStoreCommit, schema: TableSchema, messages: Sequence[CommitMessage]
-) -> list[CommitMessage]:
-    """``messages`` without their level-0 compactions, whose outputs are deleted.
-
-    Source: Paimon ``FileStoreCommitImpl.commit`` (the APPEND snapshot of a
-    writer's new files is published before, and apart from, its COMPACT one).
-    """
-    lifts = [dataclasses.replace(m, data_increment=DataIncrement()) for m in messages if _lifted(m)]
-    abort_messages(commit.file_io, commit.paths, schema, lifts)
-    return [dataclasses.replace(m, compact_increment=CompactIncrement()) for m in messages]
 
 
 def _landed(commit: FileStoreCommit, commit_identifier: int | None) -> bool:

@@ -12,6 +12,15 @@ latest and at retained older snapshots:
   snapshot has no level-0 file (always, unless ``write-only``).
 - Merge-on-read of every file with its vector applied: always the model (a
   vector never hides a key's newest version).
+
+With ``changelog-producer = lookup`` (drawn per run) the changelog of every new
+snapshot is checked after every step: replayed row by row from the view it
+continues, each ``-U``/``-D`` carries the key's current row, ``+I`` only a new
+key, ``+U`` only after its ``-U``; the replay equals the model whenever level 0
+is empty. A lifting writer's step (APPEND then COMPACT) has exactly the
+model's changes of that step: per key written, ``+I`` new, ``-D`` removed,
+``-U``/``+U`` otherwise (``changelog-producer.row-deduplicate`` off); a
+compaction of a table without level-0 files has none.
 """
 
 from __future__ import annotations
@@ -40,7 +49,7 @@ from snaplake.mergetree.read import (
 )
 from snaplake.store.format.deletion_vector import read_deletion_vectors
 from snaplake.store.format.index_file import DELETION_VECTORS_INDEX
-from snaplake.store.format.snapshot import Snapshot
+from snaplake.store.format.snapshot import CommitKind, Snapshot
 from snaplake.store.read.index_scan import read_index_entries
 from snaplake.store.read.scan import FileStoreScan
 
@@ -97,6 +106,40 @@ def _views(
     return raw_rows, merged_rows, level0_empty
 
 
+def _level0_empty(table: Any, snapshot: Snapshot) -> bool:
+    scan = FileStoreScan(
+        file_io=table.file_io, paths=table.paths, schema_manager=table.schema_manager,
+        snapshot=snapshot, only_real_buckets=True,
+    )  # fmt: skip
+    return all(f.level > 0 for split in scan.plan() for f in split.files)
+
+
+def _key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(row[k] for k in PK_KEYS)
+
+
+def _expected_changelog(
+    before: dict[tuple[Any, ...], dict[str, Any]],
+    after: dict[tuple[Any, ...], dict[str, Any]],
+    keys: set[tuple[Any, ...]],
+) -> list[tuple[str, dict[str, Any]]]:
+    """The lookup changelog of a lift of ``keys``: Paimon's before/after images per key."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for k in keys:
+        old, new = before.get(k), after.get(k)
+        if old is None and new is not None:
+            out.append(("+I", new))
+        elif old is not None and new is None:
+            out.append(("-D", old))
+        elif old is not None and new is not None:
+            out += [("-U", old), ("+U", new)]
+    return out
+
+
+def _canonical(rows: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, tuple[Any, ...]]]:
+    return sorted((kind, tuple(r[c] for c in PK_SCHEMA.names)) for kind, r in rows)
+
+
 class DeletionVectorMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
@@ -110,12 +153,19 @@ class DeletionVectorMachine(RuleBasedStateMachine):
     @initialize(
         engine=st.sampled_from(("deduplicate", "partial-update", "aggregation")),
         write_only=st.booleans(),
+        producer=st.sampled_from(("none", "lookup")),
     )
-    def create(self, engine: str, write_only: bool) -> None:
+    def create(self, engine: str, write_only: bool, producer: str) -> None:
         options, merge_model = _setup(engine)
         if write_only:
             options["write-only"] = "true"
+        options["changelog-producer"] = producer
         self.engine = engine
+        self.write_only = write_only
+        self.producer = producer
+        self.logged: dict[tuple[Any, ...], dict[str, Any]] = {}  # the changelog's replay
+        self.logged_to = 0  # the last snapshot whose changelog was replayed
+        self.step_keys: set[tuple[Any, ...]] = set()  # keys the step's write wrote
         self.table = FileSystemCatalog(self.dir).create_table(
             "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
             options={**_BASE, **options},
@@ -146,6 +196,7 @@ class DeletionVectorMachine(RuleBasedStateMachine):
                 r["price"] = None
         self.writer.write_arrow(to_table(rows))
         self.model.apply(rows)
+        self.step_keys = {_key(r) for r in rows}
         self._commit()
 
     @rule(ids=st.lists(st.integers(0, 40), min_size=1, max_size=10))
@@ -165,6 +216,7 @@ class DeletionVectorMachine(RuleBasedStateMachine):
             deletes = [{**dict.fromkeys(PK_SCHEMA.names), "month": r["month"], "id": r["id"]}
                        for r in rows]  # fmt: skip
             self.model.apply(deletes, ["-D"] * len(rows))
+        self.step_keys = {_key(r) for r in rows}
         self._commit()
 
     @rule(full=st.booleans())
@@ -200,6 +252,49 @@ class DeletionVectorMachine(RuleBasedStateMachine):
         assert merged == self.model.rows()
         if level0_empty:
             assert raw == self.model.rows()
+
+    @invariant()
+    def changelog_of_each_new_snapshot_is_the_models(self) -> None:
+        if getattr(self, "producer", None) != "lookup":
+            return
+        keys, self.step_keys = self.step_keys, set()
+        table = self.table
+        latest = table.latest_snapshot()
+        if latest is None or latest.id == self.logged_to:
+            return
+        earliest = table.snapshot_manager.earliest_snapshot_id()
+        assert earliest is not None and earliest <= self.logged_to + 1, "checked every step"
+        before = dict(self.logged)
+        step: list[tuple[str, dict[str, Any]]] = []
+        for sid in range(self.logged_to + 1, latest.id + 1):
+            got = table.changes(sid, sid, mode="changelog").read_all()
+            kinds = got.column("_row_kind").to_pylist()
+            rows = got.select(PK_SCHEMA.names).cast(PK_SCHEMA).to_pylist()
+            if table.snapshot(sid).commit_kind == CommitKind.APPEND:
+                assert not rows, "lookup changelog comes with the COMPACT snapshot"
+            minus: set[tuple[Any, ...]] = set()
+            for kind, row in zip(kinds, rows, strict=True):
+                k = _key(row)
+                if kind in ("-U", "-D"):
+                    assert self.logged.get(k) == row, (sid, kind, row)
+                    del self.logged[k]
+                    if kind == "-U":
+                        minus.add(k)
+                elif kind == "+I":
+                    assert k not in self.logged, (sid, kind, row)
+                    self.logged[k] = row
+                else:
+                    assert kind == "+U" and k in minus, (sid, kind, row)
+                    minus.discard(k)
+                    self.logged[k] = row
+                step.append((kind, row))
+            assert not minus, "every -U is followed by its +U"
+        self.logged_to = latest.id
+        view = {_key(r): r for r in self.model.rows()}
+        if _level0_empty(table, latest):
+            assert self.logged == view
+        if not self.write_only:  # the step's lift: exactly the model's changes of the step
+            assert _canonical(step) == _canonical(_expected_changelog(before, view, keys))
 
 
 def test_deletion_vector_state_machine_short() -> None:

@@ -110,7 +110,10 @@ class PrimaryKeyMachine(RuleBasedStateMachine):
         result = self.commit.commit(self.writer.prepare_commit(), commit_identifier=self.ident)
         self._record(result.snapshot_id)
         if result.snapshot_id is not None and result.attempts:  # a snapshot was published
-            self.changes[result.snapshot_id] = Counter(self.pending)
+            sid = result.snapshot_id  # first-row: APPEND (with the changelog), then COMPACT
+            while self.table.snapshot(sid).commit_kind.value != "APPEND":
+                sid -= 1
+            self.changes[sid] = Counter(self.pending)
         self.pending = []
 
     def _written(self, rows: list[dict[str, Any]], kinds: list[str] | None = None) -> None:

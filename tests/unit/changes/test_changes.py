@@ -61,6 +61,13 @@ def _write(table: Table, data: pa.Table, **kwargs: Any) -> int:
     return sid
 
 
+def _append_of(table: Table, snapshot_id: int) -> int:
+    """The APPEND snapshot a write made (a lifting writer's result is its COMPACT snapshot)."""
+    while table.snapshot(snapshot_id).commit_kind != "APPEND":
+        snapshot_id -= 1
+    return snapshot_id
+
+
 def _latest(table: Table) -> int:
     snap = table.latest_snapshot()
     assert snap is not None
@@ -130,6 +137,58 @@ def test_primary_key_delta_is_each_write_unmerged_with_its_row_kinds(tmp_path, e
     assert ids == sorted(ids)
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"bucket": "2", "deletion-vectors.enabled": "true"},
+        {"bucket": "2", "merge-engine": "first-row"},
+        {"bucket": "2", "deletion-vectors.enabled": "true", "changelog-producer": "lookup"},
+    ],
+    ids=["deletion-vectors", "first-row", "lookup"],
+)
+def test_a_lifting_writers_delta_is_each_write_and_its_compaction_adds_none(tmp_path, options):
+    """Each write is an APPEND snapshot of its level-0 files, then a COMPACT one (Paimon)."""
+    table = _catalog(tmp_path).create_table(
+        "db.pk", schema=PK_SCHEMA, primary_keys=PK_KEYS, options=options
+    )
+    deletes = options.get("merge-engine") != "first-row"
+    writes = [
+        (_pk_rows([1, 2, 3], "a"), None),
+        (_pk_rows([2, 4], "b"), None),
+        (_pk_rows([1], "c"), ["-D"] if deletes else None),
+        (_pk_rows([3, 5], "d"), ["-U", "+U"] if deletes else None),
+    ]
+    expected: list[tuple[int, str, int, str]] = []
+    for data, kinds in writes:
+        before = _latest(table) if table.latest_snapshot() else 0
+        result = table.write(data, row_kinds=kinds)
+        assert result.snapshot_id == before + 2  # APPEND, then COMPACT
+        assert [str(table.snapshot(i).commit_kind) for i in (before + 1, before + 2)] == [
+            "APPEND",
+            "COMPACT",
+        ]
+        assert table.snapshot(before + 2).commit_identifier == (
+            table.snapshot(before + 1).commit_identifier
+        )
+        all_kinds = kinds or ["+I"] * data.num_rows
+        expected += [
+            (before + 1, k, r["id"], r["name"])
+            for k, r in zip(all_kinds, data.to_pylist(), strict=True)
+        ]
+        # the COMPACT snapshot adds no delta rows
+        delta = table.changes(before + 1, before + 2, mode="delta").read_all().to_pylist()
+        assert sorted((r["_snapshot_id"], r["_row_kind"], r["id"], r["name"]) for r in delta) == (
+            sorted(e for e in expected if e[0] == before + 1)
+        )
+    got = table.changes(1, mode="delta").read_all().to_pylist()
+    assert sorted((r["_snapshot_id"], r["_row_kind"], r["id"], r["name"]) for r in got) == sorted(
+        expected
+    )
+    assert {str(table.snapshot(r["_snapshot_id"]).commit_kind) for r in got} == {"APPEND"}
+    if deletes:  # deduplicate: the delta replays to the merged view
+        assert _replay(got, PK_KEYS) == _view(table, _latest(table))
+
+
 def test_deduplicate_delta_replays_to_the_merged_view(tmp_path):
     table = _catalog(tmp_path).create_table(
         "db.pk", schema=PK_SCHEMA, primary_keys=PK_KEYS, options={"bucket": "2"}
@@ -153,7 +212,7 @@ def test_input_changelog_is_the_input(tmp_path, engine):
     expected = []
     for tag, ids in (("a", [1, 2]), ("b", [2, 3]), ("c", [4])):
         data = _pk_rows(ids, tag)
-        sid = _write(table, data)
+        sid = _append_of(table, _write(table, data))  # first-row: APPEND then COMPACT
         expected += [(sid, "+I", r["id"], r["name"]) for r in data.to_pylist()]
     table.compact(full=True)
     got = table.changes(1).read_all().to_pylist()  # auto = changelog
@@ -361,19 +420,12 @@ def test_bucket_modes_and_deletion_vectors_replay_to_the_merged_view(tmp_path, k
     last = _latest(table)
     order = [("id", "ascending"), ("p", "ascending")]
     view = table.to_arrow().sort_by(order).to_pylist()
-    lifted = (
-        options.get("deletion-vectors.enabled") == "true" and "changelog-producer" not in options
-    )
-    for mode in ("diff",) if lifted else ("auto", "delta", "diff"):
+    # deletion-vector writers publish their level-0 files (APPEND) before lifting them
+    # (COMPACT), as Paimon: the delta holds the rows written, the delete's -D row included
+    for mode in ("auto", "delta", "diff"):
         rows = table.changes(1, mode=mode).read_all().to_pylist()
         replayed = sorted(_replay(rows, keys), key=lambda r: (r["id"], r["p"]))
         assert replayed == view, mode
-    if lifted:
-        # snaplake's deletion-vector writers lift their level-0 files in the APPEND commit: the
-        # delta (its net ADD files, as Paimon's DeltaFollowUpScanner plans it) holds the lifted
-        # rows, and a delete only marks a vector: it shows in diff (and a changelog), not here
-        delta = table.changes(1, mode="delta").read_all().to_pylist()
-        assert {r["_row_kind"] for r in delta} == {"+I"} and len(delta) == 5
     before = table.to_arrow(snapshot_id=2).to_pylist()
     rows = table.changes(3, last, mode="diff").read_all().to_pylist()
     start = [{**r, "_row_kind": "+I"} for r in before]
