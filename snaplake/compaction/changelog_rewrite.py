@@ -196,8 +196,8 @@ class CompactChangelog:
         before = found.select(names).cast(after.schema)
         keep: npt.NDArray[np.bool_] | None = None
         if self.merges_found and before.num_rows:
-            outside = np.asarray(found.column(LOOKUP_LEVEL).to_numpy(), dtype=np.int64)
-            outside = outside > self.task.output_level
+            found_levels = np.asarray(found.column(LOOKUP_LEVEL).to_numpy(), dtype=np.int64)
+            outside = found_levels > self.task.output_level
             if outside.any():
                 after, keep = self._merge_found(
                     after, before.filter(pa.array(outside)), hit[outside]

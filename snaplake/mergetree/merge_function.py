@@ -316,7 +316,8 @@ def pick_high_level(
     sizes = np.diff(np.append(starts, levels.size))
     masked = np.where(high, levels, np.iinfo(np.int32).max).astype(np.int32)
     lowest = np.minimum.reduceat(masked, starts)
-    return ~high | (levels == np.repeat(lowest, sizes))
+    keep: npt.NDArray[np.bool_] = ~high | (levels == np.repeat(lowest, sizes))
+    return keep
 
 
 def merge_function_for(schema: TableSchema) -> MergeSpec:
@@ -394,11 +395,11 @@ def merge_sorted_runs(
         return chunk, runs
     if spec.lookup and LEVEL_COLUMN in chunk.column_names:
         levels = np.asarray(chunk.column(LEVEL_COLUMN).to_numpy(), dtype=np.int32)
-        keep = pick_high_level(levels, starts)
-        if not keep.all():
-            chunk = chunk.filter(pa.array(keep))
-            runs = None if runs is None else runs[keep]
-            kept = np.add.reduceat(keep.astype(np.int64), starts)
+        picked = pick_high_level(levels, starts)
+        if not picked.all():
+            chunk = chunk.filter(pa.array(picked))
+            runs = None if runs is None else runs[picked]
+            kept = np.add.reduceat(picked.astype(np.int64), starts)
             starts = np.concatenate(([0], np.cumsum(kept)[:-1])).astype(np.int64)
             n = chunk.num_rows
             if len(starts) == n:

@@ -30,7 +30,6 @@ from tests.pk_helpers import (
     to_table,
 )
 
-
 pytestmark = [pytest.mark.integration, requires_paimon, requires_java_paimon]
 
 Change = tuple[str, tuple[Any, ...]]
