@@ -9,11 +9,14 @@ files above the output level, the lowest level winning), applies
 :func:`~snaplake.mergetree.changelog.changelog_rows` and writes the rows into
 changelog files (``changelog-file.prefix``, ``.format``, ``.compression``;
 level = the output level, FileSource APPEND), which the compaction's commit
-message carries as ``CompactIncrement.changelog_files``.
+message carries as ``CompactIncrement.changelog_files``. Lookup without deletion
+vectors also changes the output: a level-0 key's record found above the output
+level is merged into it (:meth:`CompactChangelog.add`), as Paimon's lookup merge
+then reads only that key's newest higher-level record.
 
 Source: Paimon ``FullChangelogMergeTreeCompactRewriter``,
 ``LookupMergeTreeCompactRewriter``, ``ChangelogMergeTreeRewriter``
-(``rewriteChangelog``, ``upgradeChangelog``).
+(``rewriteChangelog``, ``upgradeChangelog``), ``LookupChangelogMergeFunctionWrapper``.
 """
 
 from __future__ import annotations
