@@ -9,11 +9,14 @@ files above the output level, the lowest level winning), applies
 :func:`~snaplake.mergetree.changelog.changelog_rows` and writes the rows into
 changelog files (``changelog-file.prefix``, ``.format``, ``.compression``;
 level = the output level, FileSource APPEND), which the compaction's commit
-message carries as ``CompactIncrement.changelog_files``.
+message carries as ``CompactIncrement.changelog_files``. Lookup without deletion
+vectors also changes the output: a level-0 key's record found above the output
+level is merged into it (:meth:`CompactChangelog.add`), as Paimon's lookup merge
+then reads only that key's newest higher-level record.
 
 Source: Paimon ``FullChangelogMergeTreeCompactRewriter``,
 ``LookupMergeTreeCompactRewriter``, ``ChangelogMergeTreeRewriter``
-(``rewriteChangelog``, ``upgradeChangelog``).
+(``rewriteChangelog``, ``upgradeChangelog``), ``LookupChangelogMergeFunctionWrapper``.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from snaplake.compaction.merge_tree_plan import BucketCompaction
 from snaplake.mergetree.changelog import ChangelogRules, changelog_rows
-from snaplake.mergetree.lookup import LOOKUP_ROW, LookupLevels
+from snaplake.mergetree.lookup import LOOKUP_LEVEL, LOOKUP_ROW, LookupLevels
+from snaplake.mergetree.merge_function import fold
 from snaplake.mergetree.read import LEVEL_COLUMN, BucketFiles, KeyValueReadContext, merge_bucket
 from snaplake.mergetree.sorted_run import SortedRun
 from snaplake.options.registry import (
@@ -47,6 +52,8 @@ LOOKUP = "lookup"
 """``changelog-producer`` value: changelog from lookup compaction."""
 FULL_COMPACTION = "full-compaction"
 """``changelog-producer`` value: changelog from compaction into the top level."""
+_ROW = "_CHANGELOG_ROW"
+"""Scratch column: the row of a chunk a found record is merged into."""
 
 
 class CompactChangelog:
@@ -87,6 +94,8 @@ class CompactChangelog:
             insert_only=first_row,
         )
         self.full = task.changelog == FULL_COMPACTION
+        # lookup without deletion vectors: the rewrite merges found records in (add).
+        self.merges_found = not self.full and not task.lookup
         self.field_names = schema.field_names
         # lookup: a level-0 file is upgraded as is and only its changelog written,
         # unless Paimon's rewriter forces a rewrite (LookupMergeTreeCompactRewriter
@@ -140,8 +149,15 @@ class CompactChangelog:
         for chunk in merge_bucket(self.ctx, run, bucket, self.field_names, with_level=True):
             self.add(chunk, chunk)
 
-    def add(self, merged: pa.Table, result: pa.Table) -> None:
-        """Write the changelog of one merged chunk.
+    def add(self, merged: pa.Table, result: pa.Table) -> pa.Table:
+        """Write the changelog of one merged chunk; return the rows the rewrite writes.
+
+        Lookup producer without deletion vectors (``task.lookup`` false): a
+        level-0 key whose before-image comes from above the output level
+        (none of the unit's files holds it) gets that record merged in, as
+        Paimon's lookup merge reads only the newest higher-level record of a
+        key: the output row and the after-image are merge(found, level-0
+        versions). With deletion vectors ``_Lookup`` already merged it.
 
         Args:
             merged: The chunk the k-way merge yielded (key order, retractions
@@ -151,12 +167,17 @@ class CompactChangelog:
                 record merged in; first-row lookups drop rows, ``merged`` is
                 then used, as a dropped key has a before and emits nothing).
 
+        Returns:
+            ``result``, or (see above) ``result`` with found records merged in
+            (same columns; a key whose merge leaves no row is left out).
+
         Raises:
             FileNotFoundError: a file to look in is missing.
+            MergeFunctionError: the merge engine rejects a key's versions.
             StorageError: the storage failed.
         """
         if merged.num_rows == 0:
-            return
+            return result
         after = result if result.num_rows == merged.num_rows else merged
         names = [n for n in after.column_names if n != LEVEL_COLUMN]
         after = after.select(names)
@@ -171,17 +192,59 @@ class CompactChangelog:
             dtype=np.bool_,
         )
         if not emit.any():
-            return
+            return result
         rows = np.flatnonzero(emit)
         found = self.levels.lookup(after.take(pa.array(rows)))
         hit = rows[found.column(LOOKUP_ROW).to_numpy()]
+        before = found.select(names).cast(after.schema)
+        keep: npt.NDArray[np.bool_] | None = None
+        if self.merges_found and before.num_rows:
+            found_levels = np.asarray(found.column(LOOKUP_LEVEL).to_numpy(), dtype=np.int64)
+            outside = found_levels > self.task.output_level
+            if outside.any():
+                after, keep = self._merge_found(
+                    after, before.filter(pa.array(outside)), hit[outside]
+                )
+                emit = emit & keep
         has_before = np.zeros(after.num_rows, dtype=np.bool_)
         has_before[hit] = True
         index = np.zeros(after.num_rows, dtype=np.int64)
         index[hit] = np.arange(hit.size)
-        before = found.select(names).cast(after.schema)
         before = before.take(pa.array(index)) if before.num_rows else after
         self.writer.write(changelog_rows(before, has_before, after, self.rules, emit=emit))
+        if keep is None:
+            return result
+        if LEVEL_COLUMN in result.column_names:
+            after = after.append_column(
+                result.schema.field(LEVEL_COLUMN), result.column(LEVEL_COLUMN)
+            )
+        return after if keep.all() else after.filter(pa.array(keep))
+
+    def _merge_found(
+        self, after: pa.Table, older: pa.Table, targets: npt.NDArray[np.int64]
+    ) -> tuple[pa.Table, npt.NDArray[np.bool_]]:
+        """``after`` with row ``targets[i]`` merged over ``older`` row ``i``; the rows kept.
+
+        Returns ``after``'s rows (aligned) and a mask of those whose merge
+        leaves a row (a row that leaves none keeps its old values, unmasked).
+
+        Source: Paimon ``LookupChangelogMergeFunctionWrapper.calculateResult``.
+        """
+        n = after.num_rows
+        tagged = pa.concat_tables(
+            [
+                older.append_column(_ROW, pa.array(targets, type=pa.int64())),
+                after.append_column(_ROW, pa.array(np.arange(n, dtype=np.int64))),
+            ]
+        )
+        folded = fold(tagged, self.ctx.spec)
+        positions = np.asarray(folded.column(_ROW).to_numpy(), dtype=np.int64)
+        index = np.arange(n, dtype=np.int64)
+        index[positions] = n + np.arange(positions.size, dtype=np.int64)
+        combined = pa.concat_tables([after, folded.drop_columns([_ROW]).cast(after.schema)])
+        keep = np.zeros(n, dtype=np.bool_)
+        keep[positions] = True
+        return combined.take(pa.array(index)), keep
 
     def close(self) -> tuple[list[DataFileMeta], list[str]]:
         """Finish the changelog files: their metadata and full paths (none when empty).

@@ -159,7 +159,7 @@ def rewrite_bucket(
             for chunk in chunks:
                 out = lookup.apply(chunk) if lookup is not None else chunk
                 if changelog is not None:
-                    changelog.add(chunk, out)
+                    out = changelog.add(chunk, out)
                 out = drop_retracts(out) if task.drop_delete else out
                 rows += out.num_rows
                 writer.write(out)

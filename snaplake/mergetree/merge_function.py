@@ -12,7 +12,7 @@ row by row in Python.
 Source: Paimon ``DeduplicateMergeFunction``, ``FirstRowMergeFunction``,
 ``PartialUpdateMergeFunction`` (without sequence groups),
 ``AggregateMergeFunction``, ``ReducerMergeFunctionWrapper``,
-``DropDeleteReader``.
+``LookupMergeFunction``, ``DropDeleteReader``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from snaplake.errors import MergeFunctionError
 from snaplake.mergetree.aggregate import aggregate_column
 from snaplake.mergetree.groups import Groups, group_starts, sort_key_value, take_or_null
 from snaplake.mergetree.kv import KEY_FIELD_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, RowKind, is_retract
+from snaplake.options import CoreOptions
+from snaplake.options.config_option import parse_bool
 from snaplake.store.format.primary_key import MergeEngine, aggregate_functions
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.types import DataType
@@ -37,6 +39,7 @@ __all__ = [
     "AggregateMergeFunction",
     "DeduplicateMergeFunction",
     "FirstRowMergeFunction",
+    "LEVEL_COLUMN",
     "MergeFunction",
     "MergeSpec",
     "PartialUpdateMergeFunction",
@@ -45,7 +48,12 @@ __all__ = [
     "merge_function_for",
     "merge_sorted",
     "merge_sorted_runs",
+    "need_lookup",
+    "pick_high_level",
 ]
+
+LEVEL_COLUMN = "_LEVEL"
+"""Column holding each row's file level (int32): the lookup rule reads it when present."""
 
 
 def _kinds(chunk: pa.Table) -> npt.NDArray[np.int8]:
@@ -255,12 +263,61 @@ class MergeSpec:
         sequence_fields: ``sequence.field`` columns (read whenever rows merge).
         sequence_descending: ``sequence.field.sort-order = descending``.
         function: The engine's merge function.
+        lookup: Apply Paimon's ``LookupMergeFunction`` rule before ``function``
+            (:func:`pick_high_level`) to chunks carrying :data:`LEVEL_COLUMN`.
     """
 
     key_names: tuple[str, ...]
     sequence_fields: tuple[str, ...]
     sequence_descending: bool
     function: MergeFunction
+    lookup: bool = False
+
+
+def need_lookup(options: CoreOptions) -> bool:
+    """Whether a primary-key table's options make Paimon compact (and merge) it with lookup.
+
+    ``changelog-producer = lookup``, ``deletion-vectors.enabled``,
+    ``merge-engine = first-row`` or ``force-lookup``.
+
+    Source: Paimon ``LookupStrategy`` (``needLookup``), ``CoreOptions.lookupStrategy``.
+    """
+    return (
+        options.changelog_producer == "lookup"
+        or options.deletion_vectors_enabled
+        or options.merge_engine == MergeEngine.FIRST_ROW
+        or parse_bool(options.raw.get("force-lookup", "false"))
+    )
+
+
+def pick_high_level(
+    levels: npt.NDArray[np.int32], starts: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """The rows the lookup merge keeps: per key, level <= 0 rows and those of its lowest level > 0.
+
+    A lookup compaction merges a key's older versions into the record it
+    writes, so the newest higher-level record (lowest level above 0; a level
+    holds a key once) stands for all higher ones. Paimon 0.9 picks the last
+    level > 0 record in merge order; current Paimon the lowest level: the same
+    record in a table only lookup compactions wrote.
+
+    Args:
+        levels: Each row's file level (level 0, or below for unwritten rows).
+        starts: First row of each group of equal keys (ascending, from 0).
+
+    Returns:
+        A row mask (every group keeps at least one row).
+
+    Source: Paimon ``LookupMergeFunction`` (``pickHighLevel``, ``getResult``).
+    """
+    high = levels > 0
+    if not high.any():
+        return np.ones(levels.size, dtype=np.bool_)
+    sizes = np.diff(np.append(starts, levels.size))
+    masked = np.where(high, levels, np.iinfo(np.int32).max).astype(np.int32)
+    lowest = np.minimum.reduceat(masked, starts)
+    keep: npt.NDArray[np.bool_] = ~high | (levels == np.repeat(lowest, sizes))
+    return keep
 
 
 def merge_function_for(schema: TableSchema) -> MergeSpec:
@@ -300,6 +357,8 @@ def merge_function_for(schema: TableSchema) -> MergeSpec:
         sequence_fields=tuple(opts.sequence_field),
         sequence_descending=opts.sequence_field_descending,
         function=function,
+        # LookupMergeFunction.wrap leaves first-row alone.
+        lookup=engine is not MergeEngine.FIRST_ROW and need_lookup(opts),
     )
 
 
@@ -321,7 +380,9 @@ def merge_sorted_runs(
     """:func:`merge_sorted` of several runs at once (see ``sort_key_value``'s ``runs``).
 
     Returns the folded rows and the run of each (``None`` when ``runs`` is).
-    Keys never fold across runs.
+    Keys never fold across runs. With ``spec.lookup`` and a
+    :data:`LEVEL_COLUMN` in ``chunk``, each key first loses its level > 0 rows
+    other than those of its lowest level > 0 (:func:`pick_high_level`).
 
     Raises:
         MergeFunctionError: the engine rejects a group.
@@ -332,6 +393,17 @@ def merge_sorted_runs(
     starts = group_starts(chunk, spec.key_names, runs)
     if len(starts) == n:
         return chunk, runs
+    if spec.lookup and LEVEL_COLUMN in chunk.column_names:
+        levels = np.asarray(chunk.column(LEVEL_COLUMN).to_numpy(), dtype=np.int32)
+        picked = pick_high_level(levels, starts)
+        if not picked.all():
+            chunk = chunk.filter(pa.array(picked))
+            runs = None if runs is None else runs[picked]
+            kept = np.add.reduceat(picked.astype(np.int64), starts)
+            starts = np.concatenate(([0], np.cumsum(kept)[:-1])).astype(np.int64)
+            n = chunk.num_rows
+            if len(starts) == n:
+                return chunk, runs
     all_groups = Groups(starts, n)
     multi = all_groups.sizes > 1
     row_multi = np.repeat(multi, all_groups.sizes)

@@ -32,7 +32,12 @@ from snaplake.mergetree.kv import (
     kv_schema,
     system_columns,
 )
-from snaplake.mergetree.merge_function import MergeSpec, drop_retracts, merge_function_for
+from snaplake.mergetree.merge_function import (
+    LEVEL_COLUMN,
+    MergeSpec,
+    drop_retracts,
+    merge_function_for,
+)
 from snaplake.mergetree.sort_merge import SortMergeReader
 from snaplake.mergetree.sorted_run import KeyComparator, SortedRun, interval_partition
 from snaplake.store.format.data_file import DataFileMeta
@@ -261,10 +266,6 @@ def _sliced(tables: Iterator[pa.Table], batch_rows: int | None) -> Iterator[pa.T
             yield table.slice(offset, batch_rows)
 
 
-LEVEL_COLUMN = "_LEVEL"
-"""Column holding each row's file level, added by :func:`merge_bucket` on request."""
-
-
 def _run_tables(
     ctx: KeyValueReadContext,
     run: SortedRun,
@@ -297,7 +298,9 @@ def merge_bucket(
     """Yield the merged key/value rows of ``sections`` (retractions kept), in key order.
 
     With ``with_level`` every row carries :data:`LEVEL_COLUMN`, the level of
-    the file its (winning) version came from.
+    the file its (winning) version came from. Tables that need lookup
+    (``ctx.spec.lookup``) merge each key's level-0 versions with only its
+    newest higher-level one (Paimon's ``LookupMergeFunction``).
 
     Args:
         ctx: The read context (schemas, key comparator, merge function).
@@ -326,10 +329,13 @@ def merge_bucket(
             )
             continue
         rows = max(1024, min(batch_rows, _MERGE_ROWS_BUDGET // len(section)))
-        runs = [
-            _run_tables(ctx, run, bucket, schema, rows, with_level=with_level) for run in section
-        ]
-        yield from SortMergeReader(runs, ctx.spec)
+        levels = with_level or ctx.spec.lookup
+        runs = [_run_tables(ctx, run, bucket, schema, rows, with_level=levels) for run in section]
+        merged = SortMergeReader(runs, ctx.spec)
+        if levels and not with_level:
+            yield from (t.drop_columns([LEVEL_COLUMN]) for t in merged)
+        else:
+            yield from merged
 
 
 def _needs_merge_columns(ctx: KeyValueReadContext, columns: Sequence[str]) -> list[str]:

@@ -309,23 +309,6 @@ def check_primary_key_table(
                 key="changelog-producer",
                 value=core.changelog_producer,
             )
-    if (
-        operation is not Operation.READ
-        and core.changelog_producer == "lookup"
-        and not core.deletion_vectors_enabled
-        and core.merge_engine in (MergeEngine.PARTIAL_UPDATE, MergeEngine.AGGREGATION)
-    ):
-        # Paimon merges such tables with LookupMergeFunction (the newest
-        # higher-level record stands for all older ones), on reads too.
-        _refuse(
-            f"changelog-producer = lookup with merge-engine = {core.merge_engine} needs "
-            "Paimon's lookup merge (the newest higher-level record replaces the older "
-            "ones), which snaplake does not apply; enable deletion-vectors.enabled or use "
-            "changelog-producer = full-compaction",
-            feature="lookup changelog of partial-update and aggregation tables",
-            operation=operation,
-            key="changelog-producer",
-        )
     for key, value in options.items():
         why = primary_key_option_refusal(key, value, operation)
         if why is not None:
