@@ -27,10 +27,12 @@ read) as on streams (the change's kind and snapshot). Spark's Python Data
 Source API tells ``schema()`` neither whether a batch or a stream will
 read nor which columns are needed, so one schema serves both; drop the two
 columns (``df.drop("_row_kind", "_snapshot_id")``) to write the rows
-elsewhere. Spark 4.3's Python Data Source API passes no required
-columns to the reader: every column of the table is read and Spark drops
-the unused ones after the read (use :func:`snaplake.spark.read` for a
-pruned projection).
+elsewhere. Spark 4.3's Python Data Source API passes no required columns
+to the reader, so by default every column is read and Spark drops the
+unused ones after the read. A query that names its columns with Spark's
+user-specified schema, ``spark.read.format("snaplake").schema("id BIGINT,
+amount DOUBLE")``, reads only those (the two metadata columns too only when
+named); a column the table lacks is a ``SchemaMismatchError``.
 
 Source: Paimon's Spark ``PaimonScan`` / ``SparkSource`` (format ``paimon``,
 time travel options ``scan.snapshot-id`` / ``scan.timestamp-millis`` /
@@ -90,6 +92,7 @@ FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 _BATCH_KEYS = frozenset({"path", "table", "warehouse", "snapshotid", "asof", "tag"})
 _STREAM_KEYS = frozenset({"path", "table", "warehouse", "startingsnapshot", "mode"})
+_CHANGE_COLUMNS = ("_row_kind", "_snapshot_id")
 _MODES = ("auto", "delta", "changelog", "diff")
 """The modes of ``Table.changes`` (Paimon's incremental scan modes)."""
 _PUSHABLE_VALUES = (bool, int, float, str, bytes, Decimal, dt.date)
@@ -271,6 +274,8 @@ class SplitPartition(InputPartition):
         split: The split (a bucket of one partition) to read.
         predicates: The pushed filter, applied exactly.
         snapshot_id: The snapshot read (the ``_snapshot_id`` of every row).
+        columns: The table columns to read (``None``: all), from the schema
+            the reader was given.
     """
 
     def __init__(
@@ -283,9 +288,11 @@ class SplitPartition(InputPartition):
         split: Split,
         predicates: Sequence[Predicate],
         snapshot_id: int,
+        columns: Sequence[str] | None = None,
     ) -> None:
         super().__init__(None)
         self.snapshot_id = snapshot_id
+        self.columns = None if columns is None else tuple(columns)
         self.file_io = file_io
         self.root = root
         self.identifier = identifier
@@ -300,9 +307,11 @@ class SplitPartition(InputPartition):
         the table kind's read path (``FileStore.read_batches``).
         """
         table = Table(file_io=self.file_io, root=self.root, identifier=self.identifier)
-        names = with_change_columns(self.schema.arrow_schema).names
+        arrow = self.schema.arrow_schema
+        names = [*(self.columns or arrow.names), *with_change_columns(pa.schema([])).names]
         batches = table.file_store(self.schema).read_batches(
-            [self.split], read_schema=self.schema, columns=None, predicates=self.predicates,
+            [self.split], read_schema=self.schema, columns=self.columns,
+            predicates=self.predicates,
             evolution=table.schema_evolution(self.schema), schema_of=table.schema_manager.schema,
         )  # fmt: skip
         for batch in batches:
@@ -316,7 +325,10 @@ class SnaplakeBatchReader(DataSourceReader):
     """Plans one snapshot on the driver; each split becomes one input partition.
 
     Spark pickles the reader before it calls :meth:`partitions`, so every
-    partition carries what its executor needs.
+    partition carries what its executor needs. Only the table columns of
+    ``schema`` are read: a query that gives ``.schema(...)`` (Spark's
+    user-specified schema) reads those columns only, Spark's Python sources
+    being told no projection otherwise.
     """
 
     def __init__(self, options: SnaplakeSourceOptions, schema: StructType) -> None:
@@ -351,6 +363,16 @@ class SnaplakeBatchReader(DataSourceReader):
         if scan.snapshot is None:  # an empty table
             return []
         snapshot_id = scan.snapshot.id
+        arrow = scan.schema.arrow_schema
+        unknown = [n for n in self.out.names if n not in arrow.names and n not in _CHANGE_COLUMNS]
+        if unknown:
+            raise SchemaMismatchError(
+                f"format('snaplake') schema names {unknown}, which {table.identifier} does not "
+                f"have at snapshot {snapshot_id}; its columns: {arrow.names} (and "
+                f"{list(_CHANGE_COLUMNS)})"
+            )
+        wanted = [n for n in arrow.names if n in self.out.names]
+        columns = None if len(wanted) == len(arrow.names) else wanted
         out: list[InputPartition] = []
         for split in scan.plan():
             out.append(
@@ -362,6 +384,7 @@ class SnaplakeBatchReader(DataSourceReader):
                     split=split,
                     predicates=scan.predicates,
                     snapshot_id=snapshot_id,
+                    columns=columns,
                 )
             )
         return out
@@ -451,9 +474,8 @@ def conform_batch(batch: pa.RecordBatch, out: pa.Schema) -> pa.RecordBatch:
 
 def with_change_columns(schema: pa.Schema) -> pa.Schema:
     """``schema`` then ``_row_kind`` (string) and ``_snapshot_id`` (int64), as ``changes`` rows."""
-    return schema.append(pa.field("_row_kind", pa.string())).append(
-        pa.field("_snapshot_id", pa.int64())
-    )
+    kind, snapshot = _CHANGE_COLUMNS
+    return schema.append(pa.field(kind, pa.string())).append(pa.field(snapshot, pa.int64()))
 
 
 def register_data_source(spark: SparkSession, *, filter_pushdown: bool = True) -> None:

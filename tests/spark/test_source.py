@@ -100,6 +100,23 @@ def test_append_table_rows_filters_and_pruning(source: Any, tmp_path: Path) -> N
     assert list(negated.pushFilters([kept])) == [kept]
 
 
+def test_a_user_specified_schema_reads_only_its_columns(source: Any, tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    table = create_table(wh, "db.events", schema=ROWS_SCHEMA, partition_keys=["month"])
+    write_and_commit(table, numbered_rows(0, 50), commit_identifier=0)
+    projection = "id BIGINT, month BIGINT"
+    reader = source.read.format("snaplake").option("warehouse", str(wh)).schema(projection)
+    df = reader.load("db.events").where("id < 10")
+    assert df.columns == ["id", "month"]
+    expected = table.to_arrow(columns=["id", "month"], filter=[("id", "<", 10)])
+    assert _by_id(df.toArrow().cast(expected.schema)) == _by_id(expected)
+    opts = SnaplakeSourceOptions.parse({"path": "db.events", "warehouse": str(wh)}, streaming=False)
+    parts = SnaplakeBatchReader(opts, df.schema).partitions()
+    assert parts and all(getattr(p, "columns", None) == ("id", "month") for p in parts)
+    with pytest.raises(Exception, match="SchemaMismatchError"):
+        reader.schema("id BIGINT, colour STRING").load("db.events").collect()
+
+
 def test_primary_key_table_and_time_travel(source: Any, tmp_path: Path) -> None:
     wh = tmp_path / "wh"
     table = create_table(
