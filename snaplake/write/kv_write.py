@@ -54,12 +54,16 @@ from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.primary_key import RETRACTABLE_FUNCTIONS, MergeEngine
 from snaplake.store.format.schema import TableSchema
-from snaplake.store.format.stats import SimpleStatsParts
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.write.bucket_buffer import BucketBuffer, PendingBucket
 from snaplake.write.cross_partition import BucketIndex
-from snaplake.write.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter, WrittenFile
+from snaplake.write.kv_file_writer import (
+    SMALL_FILE_ROWS,
+    FileSummary,
+    KeyValueFileWriter,
+    WrittenFile,
+)
 from snaplake.write.table_write import RowKinds, conform_to_schema
 
 __all__ = [
@@ -456,18 +460,18 @@ class KeyValueTableWrite:
         offsets = np.concatenate(([0], np.cumsum(counts))).tolist()
         slices = [merged.slice(offsets[i], int(counts[i])) for i in range(len(items))]
         filled = [i for i in range(len(items)) if counts[i] > 0]
-        stats: dict[int, tuple[SimpleStatsParts, SimpleStatsParts]] = {}
+        summaries: dict[int, FileSummary] = {}
         if filled and (
             writers[0].fits_one_file(merged)  # then so does every slice of it
             or all(writers[i].fits_one_file(slices[i]) for i in filled)
         ):
-            found = writers[0].file_stats(merged, counts[filled].tolist())
-            stats = dict(zip(filled, found, strict=True))
+            found = writers[0].file_summaries(merged, counts[filled].tolist())
+            summaries = dict(zip(filled, found, strict=True))
 
         def write(i: int) -> None:
             pending, writer = items[i][0], writers[i]
-            if i in stats:
-                writer.write_file(slices[i], stats[i])
+            if i in summaries:
+                writer.write_file(slices[i], summaries[i])
             else:
                 _feed(writer, slices[i])
             pending.files.extend(w.meta for w in writer.written)

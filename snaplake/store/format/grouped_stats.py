@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from snaplake.errors import SchemaMismatchError
-from snaplake.store.format.binary_row import Timestamp
+from snaplake.errors import SchemaMismatchError, SnaplakeError
+from snaplake.store.format.binary_row import Timestamp, encode_binary_rows
 from snaplake.store.format.stats import (  # the bounding rules this module shares
     _BYTES_ROOTS,
     _EPOCH_DATE,
@@ -115,9 +115,14 @@ def grouped_value_stats(
                 continue
             if lo is not None and hi is not None:
                 mins[g][i], maxs[g][i] = lo, hi
+    counts = [tuple(nulls[i][g] for i in range(n)) for g in range(len(sizes))]
+    try:
+        lows, highs = encode_binary_rows(mins, types), encode_binary_rows(maxs, types)
+    except SnaplakeError:  # rare: a bound that does not encode; range by range drops it
+        return [_encode_parts(mins[g], maxs[g], counts[g], types) for g in range(len(sizes))]
     return [
-        _encode_parts(mins[g], maxs[g], tuple(nulls[i][g] for i in range(n)), types)
-        for g in range(len(sizes))
+        SimpleStatsParts(min_values=lo, max_values=hi, null_counts=c)
+        for lo, hi, c in zip(lows, highs, counts, strict=True)
     ]
 
 
