@@ -209,9 +209,20 @@ class KeyValueTableWrite:
         self._check_retractions(kinds_arr)
         if self._bucket_index is not None:
             table, kinds_arr = self._bucket_index.rewrite_rows(table, kinds_arr)
-        routed = table.append_column(_KINDS_COLUMN, kinds_arr)
-        for partition, part_path, bucket, part in self._buffer.route(routed):
-            self._add(partition, part_path, bucket, part)
+        grouped, ranges = self._buffer.route_ranges(table.append_column(_KINDS_COLUMN, kinds_arr))
+        kinds = np.asarray(grouped.column(_KINDS_COLUMN).to_numpy(), dtype=np.int8)
+        sequences = np.concatenate(
+            [self._sequence_numbers(p, b, e - s) for p, _, b, s, e in ranges]
+        )
+        kv = to_key_value(  # one key/value table for the whole batch, sliced per bucket
+            grouped.drop_columns([_KINDS_COLUMN]), self.spec.key_names, sequences, kinds
+        )
+        for partition, part_path, bucket, s, e in ranges:
+            self._buffer.add(partition, part_path, self._buffer_bucket(bucket), kv.slice(s, e - s))
+            # One memory pool for all buckets: flush the largest buffer first (Paimon's
+            # write buffers share a pool and the biggest owner is flushed).
+            while self._buffer.nbytes >= self._write_buffer:
+                self._buffer.flush([self._buffer.largest()])
 
     def delete_arrow(self, keys: pa.Table | pa.RecordBatch) -> None:
         """Buffer ``-D`` rows for the keys in ``keys``.
@@ -382,28 +393,18 @@ class KeyValueTableWrite:
                 )
 
     # ----------------------------------------------------------------- buffer
+    def _buffer_bucket(self, bucket: int) -> int:
+        """The bucket rows routed to ``bucket`` are buffered and written in (itself here)."""
+        return bucket
+
     def _sequence_numbers(self, partition: bytes, bucket: int, rows: int) -> npt.NDArray[np.int64]:
+        """The next ``rows`` sequence numbers of (``partition``, ``bucket``) (restored at first)."""
         with self._restore_lock:
             if self._sequences is None:
                 self._sequences = {k: v + 1 for k, v in self._restore().items()}
             start = self._sequences.get((partition, bucket), 0)
             self._sequences[(partition, bucket)] = start + rows
         return np.arange(start, start + rows, dtype=np.int64)
-
-    def _add(self, partition: bytes, part_path: str, bucket: int, data: pa.Table) -> None:
-        kinds = np.asarray(data.column(_KINDS_COLUMN).to_numpy(), dtype=np.int8)
-        values = data.drop_columns([_KINDS_COLUMN])
-        kv = to_key_value(
-            values,
-            self.spec.key_names,
-            self._sequence_numbers(partition, bucket, data.num_rows),
-            kinds,
-        )
-        self._buffer.add(partition, part_path, bucket, kv)
-        # One memory pool for all buckets: flush the largest buffer first (Paimon's
-        # write buffers share a pool and the biggest owner is flushed).
-        while self._buffer.nbytes >= self._write_buffer:
-            self._buffer.flush([self._buffer.largest()])
 
     def _write_level0_runs(self, pending: PendingBucket, data: pa.Table) -> None:
         """Sort ``data`` by key, fold equal keys, write one level-0 sorted run (and changelog)."""

@@ -391,9 +391,7 @@ def _plan(types: Sequence[DataType]) -> list[tuple[int, int, str, int, int, Data
     return plan
 
 
-def encode_binary_rows(
-    rows: Iterable[Sequence[object]], types: Sequence[DataType]
-) -> list[bytes]:
+def encode_binary_rows(rows: Iterable[Sequence[object]], types: Sequence[DataType]) -> list[bytes]:
     """:func:`encode_binary_row` of every row of ``rows`` (row kind ``+I``), in one call.
 
     The same bytes and the same errors as encoding each row on its own; the
