@@ -210,6 +210,8 @@ class KeyValueTableWrite:
         if self._bucket_index is not None:
             table, kinds_arr = self._bucket_index.rewrite_rows(table, kinds_arr)
         grouped, ranges = self._buffer.route_ranges(table.append_column(_KINDS_COLUMN, kinds_arr))
+        if not ranges:  # a cross-partition rewrite can leave no rows
+            return
         kinds = np.asarray(grouped.column(_KINDS_COLUMN).to_numpy(), dtype=np.int8)
         sequences = np.concatenate(
             [self._sequence_numbers(p, b, e - s) for p, _, b, s, e in ranges]
