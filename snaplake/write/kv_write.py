@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from functools import partial
 from typing import ClassVar, Protocol
 
@@ -523,8 +523,33 @@ def _feed(writer: KeyValueFileWriter, rows: pa.Table) -> list[WrittenFile]:
         raise
 
 
+_encode_pool: ThreadPoolExecutor | None = None
+_encode_pool_lock = threading.Lock()
+
+
+def _encoders() -> ThreadPoolExecutor:
+    """The process's file-encoding threads, started once (not per flush)."""
+    global _encode_pool
+    with _encode_pool_lock:
+        if _encode_pool is None:
+            _encode_pool = ThreadPoolExecutor(
+                max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="snaplake-encode"
+            )
+        return _encode_pool
+
+
+def _forget_encoders() -> None:
+    global _encode_pool
+    _encode_pool = None
+
+
+os.register_at_fork(after_in_child=_forget_encoders)
+
+
 def _in_threads(tasks: Sequence[Callable[[], None]]) -> None:
     """Run ``tasks`` in threads (pyarrow encodes without the GIL); every one runs to its end.
+
+    The tasks must not wait for other tasks of the pool (none here does).
 
     Raises:
         BaseException: the first task's error, after all have finished.
@@ -533,8 +558,9 @@ def _in_threads(tasks: Sequence[Callable[[], None]]) -> None:
         for task in tasks:
             task()
         return
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        futures = [pool.submit(task) for task in tasks]
+    pool = _encoders()
+    futures = [pool.submit(task) for task in tasks]
+    wait(futures)
     for future in futures:
         future.result()
 
