@@ -32,6 +32,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal, InvalidOperation
+from typing import cast
 
 from snaplake.errors import CorruptMetadataError, SchemaMismatchError, UnsupportedTypeError
 from snaplake.store.format.types import DataType, TypeRoot
@@ -436,15 +437,15 @@ def encode_binary_rows(rows: Iterable[Sequence[object]], types: Sequence[DataTyp
                         struct.pack_into(fmt, buf, bits + 8 * pos, value)
                         continue
                 elif kind == _STRING:
-                    if cls is str and value.isascii():  # type: ignore[union-attr]
-                        w.write_bytes(pos, value.encode("ascii"))  # type: ignore[union-attr]
+                    if cls is str and cast(str, value).isascii():
+                        w.write_bytes(pos, cast(str, value).encode("ascii"))
                         continue
                 elif kind == _BOOLEAN:
                     if cls is bool:
                         buf[bits + 8 * pos] = 1 if value else 0
                         continue
                 elif cls is dt.date:  # _DATE
-                    days = value.toordinal() - _EPOCH_ORDINAL  # type: ignore[attr-defined]
+                    days = cast(dt.date, value).toordinal() - _EPOCH_ORDINAL
                     struct.pack_into(fmt, buf, bits + 8 * pos, days)
                     continue
             _write_field(w, pos, value, dtype)

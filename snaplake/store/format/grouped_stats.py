@@ -151,6 +151,8 @@ def _numeric_bounds(
     :func:`grouped_value_stats` skips them), as Python ints and floats.
     """
     kind = values.type
+    top: float
+    bottom: float
     if pa.types.is_integer(kind):
         dtype = np.dtype(kind.to_pandas_dtype())
         top, bottom = np.iinfo(dtype).max, np.iinfo(dtype).min
