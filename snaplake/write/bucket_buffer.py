@@ -39,7 +39,14 @@ from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
 from snaplake.write.table_write import abort_messages
 
-__all__ = ["BucketAssign", "BucketBuffer", "BucketFlush", "BucketFlushMany", "PendingBucket"]
+__all__ = [
+    "BucketAssign",
+    "BucketBuffer",
+    "BucketFlush",
+    "BucketFlushMany",
+    "BucketRange",
+    "PendingBucket",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +96,11 @@ BucketFlushMany = Callable[[Sequence[tuple[PendingBucket, pa.Table]]], None]
 :data:`BucketFlush` for each (bucket, rows) pair, sharing the work it can; each bucket's
 files are recorded in it as soon as they are complete, so a failure leaves only files
 the bucket names (or none)."""
+
+
+BucketRange = tuple[bytes, str, int, int, int]
+"""``(partition, partition path, bucket, start, end)``: rows ``[start, end)`` of a routed
+table belong to that (partition, bucket) (see :meth:`BucketBuffer.route_ranges`)."""
 
 
 BucketAssign = Callable[[pa.Table, Sequence[tuple[bytes, int, int]]], npt.NDArray[np.int32]]
@@ -151,20 +163,40 @@ class BucketBuffer:
     def route(self, table: pa.Table) -> Iterator[tuple[bytes, str, int, pa.Table]]:
         """Split conformed rows into (partition bytes, partition path, bucket, rows) slices.
 
+        The slices of :meth:`route_ranges`, in its order.
+
+        Raises:
+            UnsupportedTypeError: a partition value cannot be encoded.
+            InvalidOptionError: a dynamic-bucket partition ran out of bucket ids.
+        """
+        grouped, ranges = self.route_ranges(table)
+        for partition, path, bucket, s, e in ranges:
+            yield partition, path, bucket, grouped.slice(s, e - s)
+
+    def route_ranges(self, table: pa.Table) -> tuple[pa.Table, list[BucketRange]]:
+        """``table``'s rows grouped by (partition, bucket), and the group of each row range.
+
         Fixed buckets hash the bucket key of every row at once; with an
         ``assign`` (dynamic buckets) the rows are split by partition first and
-        each partition's rows get their buckets from it.
+        each partition's rows get their buckets from it. The rows of a group
+        keep their order; groups come partition by partition (in the order of
+        first appearance, or as the table holds them when already grouped),
+        buckets ascending within a dynamic partition. One stable sort and one
+        ``take`` at most per step (none when the rows are grouped already).
 
         Args:
             table: Rows holding the schema's partition and bucket-key columns
                 (conformed to their types); extra columns travel along untouched.
+
+        Returns:
+            The grouped rows and one :data:`BucketRange` per group, in row order.
 
         Raises:
             UnsupportedTypeError: a partition value cannot be encoded.
             InvalidOptionError: a dynamic-bucket partition ran out of bucket ids.
         """
         if table.num_rows == 0:
-            return
+            return table, []
         keys = list(self.schema.partition_keys)
         buckets = None
         if self._num_buckets > 0:
@@ -182,15 +214,20 @@ class BucketBuffer:
             partition = encode_binary_row(values, types) if keys else EMPTY_BINARY_ROW
             parts.append((partition, self.schema.partition_path(values)))
         if self._assign is None:
-            for (partition, path), s, e in zip(parts, starts, ends, strict=True):
-                yield partition, path, int(buckets[s]) if buckets is not None else 0, \
-                    grouped.slice(s, e - s)  # fmt: skip
-            return
+            return grouped, [
+                (partition, path, int(buckets[s]) if buckets is not None else 0, s, e)
+                for (partition, path), s, e in zip(parts, starts, ends, strict=True)
+            ]
         ranges = [(p, s, e) for (p, _), s, e in zip(parts, starts, ends, strict=True)]
         assigned = self._assign(grouped, ranges).astype(np.int64)  # one key hash per batch
-        for (partition, path), s, e in zip(parts, starts, ends, strict=True):
-            for rows, b in _groups(grouped.slice(s, e - s), (), assigned[s:e]):
-                yield partition, path, b, rows
+        width = int(assigned.max(initial=0)) + 1
+        owner = np.repeat(np.arange(len(parts), dtype=np.int64), np.subtract(ends, starts))
+        grouped, combined, starts, ends = _grouped(grouped, (), owner * width + assigned)
+        assert combined is not None
+        return grouped, [
+            (*parts[int(combined[s]) // width], int(combined[s]) % width, s, e)
+            for s, e in zip(starts, ends, strict=True)
+        ]
 
     def add(
         self, partition: bytes, partition_path: str, bucket: int, rows: pa.Table
@@ -317,25 +354,15 @@ class BucketBuffer:
         self._closed = True
 
 
-def _groups(
-    table: pa.Table, keys: Sequence[str], buckets: np.ndarray | None
-) -> Iterator[tuple[pa.Table, int]]:
-    """Slices of ``table`` with one value of ``keys`` and one bucket each, with that bucket.
-
-    Vectorised (one stable sort of a combined group id, skipped when the rows
-    are grouped already); ``buckets`` ``None`` = every slice is bucket 0.
-    """
-    table, buckets, starts, ends = _grouped(table, keys, buckets)
-    for s, e in zip(starts, ends, strict=True):
-        yield table.slice(s, e - s), int(buckets[s]) if buckets is not None else 0
-
-
 def _grouped(
     table: pa.Table, keys: Sequence[str], buckets: np.ndarray | None
 ) -> tuple[pa.Table, np.ndarray | None, list[int], list[int]]:
     """``table`` and ``buckets`` with each group contiguous; the groups' start and end rows.
 
-    See :func:`_groups` (no copy when the rows are grouped already).
+    Groups are values of ``keys`` (in the order of first appearance) and, within
+    them, ``buckets`` ascending; ``buckets`` ``None`` = one bucket. Vectorised:
+    one stable sort of a combined group id, skipped (no copy) when the rows
+    are grouped already.
     """
     if not keys and buckets is None:
         return table, None, [0], [table.num_rows]

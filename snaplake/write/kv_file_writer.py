@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from snaplake.mergetree.kv import SEQUENCE_NUMBER, VALUE_KIND, is_retract, key_column, kv_schema
-from snaplake.store.format.binary_row import encode_binary_row
+from snaplake.store.format.binary_row import encode_binary_row, encode_binary_rows
 from snaplake.store.format.data_file import (
     DataFileMeta,
     FileSource,
@@ -46,7 +46,13 @@ from snaplake.store.format.stats import SimpleStatsParts, ValueStatsCollector
 from snaplake.store.io.file_io import FileIO
 from snaplake.write.table_write import open_data_file
 
-__all__ = ["KEY_STATS_MODE", "SMALL_FILE_ROWS", "KeyValueFileWriter", "WrittenFile"]
+__all__ = [
+    "KEY_STATS_MODE",
+    "SMALL_FILE_ROWS",
+    "FileSummary",
+    "KeyValueFileWriter",
+    "WrittenFile",
+]
 
 KEY_STATS_MODE = "truncate(128)"
 """Stats mode of the ``_KEY_`` columns (Paimon: system fields get ``truncate(128)``)."""
@@ -76,6 +82,29 @@ class WrittenFile:
 
     meta: DataFileMeta
     path: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileSummary:
+    """What the DataFileMeta of a file of one row range says, computed before writing it.
+
+    Attributes:
+        key_stats: ``_KEY_STATS`` parts (mode ``truncate(128)``).
+        value_stats: ``_VALUE_STATS`` parts (the writer's stats mode).
+        min_key: BinaryRow bytes of the first row's trimmed primary key.
+        max_key: BinaryRow bytes of the last row's trimmed primary key.
+        min_sequence_number: Smallest ``_SEQUENCE_NUMBER`` of the range.
+        max_sequence_number: Largest ``_SEQUENCE_NUMBER`` of the range.
+        delete_row_count: Rows whose ``_VALUE_KIND`` is ``-U`` or ``-D``.
+    """
+
+    key_stats: SimpleStatsParts
+    value_stats: SimpleStatsParts
+    min_key: bytes
+    max_key: bytes
+    min_sequence_number: int
+    max_sequence_number: int
+    delete_row_count: int
 
 
 @dataclass
@@ -204,16 +233,21 @@ class KeyValueFileWriter:
         """Whether :meth:`write_file` takes ``chunk`` (conformed): it is one row group."""
         return bool(chunk.num_rows > 0 and chunk.nbytes <= self._group_bytes)
 
-    def file_stats(
-        self, chunk: pa.Table, sizes: Sequence[int]
-    ) -> list[tuple[SimpleStatsParts, SimpleStatsParts]]:
-        """Key and value stats of consecutive row ranges of conformed ``chunk``, at once.
+    def file_summaries(self, chunk: pa.Table, sizes: Sequence[int]) -> list[FileSummary]:
+        """The :class:`FileSummary` of consecutive row ranges of conformed ``chunk``, at once.
 
-        Range ``g`` holds ``sizes[g]`` rows; each pair is what a file of
-        exactly those rows gets from this writer's stats modes (see
-        :func:`~snaplake.store.format.stats.grouped_value_stats`), so a
-        writer of the same table, level and kind may pass it to :meth:`write_file`.
+        Range ``g`` holds ``sizes[g]`` rows (each > 0); each summary is what a
+        file of exactly those rows gets from this writer (stats in its modes,
+        see :func:`~snaplake.store.format.stats.grouped_value_stats`; min/max
+        key, sequence range and delete count), so a writer of the same table,
+        level and kind may pass it to :meth:`write_file`. One pass over
+        ``chunk`` for all ranges: no per-range kernel calls.
+
+        Raises:
+            ValueError: a size is not positive, or they do not add up to the rows.
         """
+        if not sizes or min(sizes) <= 0 or sum(sizes) != chunk.num_rows:
+            raise ValueError(f"range sizes {list(sizes)[:8]} do not split {chunk.num_rows} rows")
         keys = chunk.select([key_column(k) for k in self.key_names])
         key_stats = grouped_value_stats(
             keys, sizes, self.schema.key_types, stats_mode=KEY_STATS_MODE
@@ -224,15 +258,37 @@ class KeyValueFileWriter:
             self.schema.value_types,
             stats_mode=self._stats_mode,
         )
-        return list(zip(key_stats, value_stats, strict=True))
+        ends = np.cumsum(np.asarray(sizes, dtype=np.int64))
+        starts = ends - np.asarray(sizes, dtype=np.int64)
+        n = len(sizes)
+        bounds = keys.take(pa.array(np.concatenate((starts, ends - 1))))
+        rows = list(zip(*(c.to_pylist() for c in bounds.columns), strict=True))
+        encoded = encode_binary_rows(rows, self.schema.key_types)
+        seqs = np.asarray(chunk.column(SEQUENCE_NUMBER).to_numpy(), dtype=np.int64)
+        kinds = np.asarray(chunk.column(VALUE_KIND).to_numpy(), dtype=np.int8)
+        deletes = np.add.reduceat(is_retract(kinds).astype(np.int64), starts).tolist()
+        low = np.minimum.reduceat(seqs, starts).tolist()
+        high = np.maximum.reduceat(seqs, starts).tolist()
+        return [
+            FileSummary(
+                key_stats=key_stats[g],
+                value_stats=value_stats[g],
+                min_key=encoded[g],
+                max_key=encoded[n + g],
+                min_sequence_number=low[g],
+                max_sequence_number=high[g],
+                delete_row_count=deletes[g],
+            )
+            for g in range(n)
+        ]
 
-    def write_file(self, chunk: pa.Table, stats: tuple[SimpleStatsParts, SimpleStatsParts]) -> None:
-        """Write conformed key-sorted ``chunk`` as one whole file with the given stats.
+    def write_file(self, chunk: pa.Table, summary: FileSummary) -> None:
+        """Write conformed key-sorted ``chunk`` as one whole file described by ``summary``.
 
         Args:
             chunk: Rows :meth:`fits_one_file` accepts (the caller checks: the
                 check costs as much as the rest), conformed (:meth:`conform`).
-            stats: Its key and value stats (from :meth:`file_stats`).
+            summary: Its metadata (from :meth:`file_summaries`).
 
         Raises:
             ValueError: a file is open, or ``chunk`` is empty.
@@ -241,15 +297,18 @@ class KeyValueFileWriter:
         if self._open is not None or chunk.num_rows == 0:
             raise ValueError("write_file needs a fresh writer and rows")
         try:
-            self._write_piece(chunk, stats=stats)
+            f = self._start()
+            f.min_key, f.max_key = summary.min_key, summary.max_key
+            f.rows, f.deletes = chunk.num_rows, summary.delete_row_count
+            f.min_seq, f.max_seq = summary.min_sequence_number, summary.max_sequence_number
+            f.stats = (summary.key_stats, summary.value_stats)
+            f.pending.append(chunk)  # one row group, written by close
         except BaseException:
             self.abort()
             raise
         self.close()
 
-    def _write_piece(
-        self, chunk: pa.Table, *, stats: tuple[SimpleStatsParts, SimpleStatsParts] | None = None
-    ) -> None:
+    def _write_piece(self, chunk: pa.Table) -> None:
         f = self._open or self._start()
         kinds = np.asarray(chunk.column(VALUE_KIND).to_numpy(), dtype=np.int8)
         seqs = chunk.column(SEQUENCE_NUMBER)
@@ -262,14 +321,11 @@ class KeyValueFileWriter:
         bounds = pc.min_max(seqs)
         f.min_seq = min(f.min_seq, bounds["min"].as_py())
         f.max_seq = max(f.max_seq, bounds["max"].as_py())
-        if stats is not None:
-            f.stats = stats
-        else:
-            f.key_stats.update(keys)
-            f.value_stats.update(chunk.select(self.schema.field_names))
+        f.key_stats.update(keys)
+        f.value_stats.update(chunk.select(self.schema.field_names))
         f.pending.append(chunk)
         f.pending_rows += chunk.num_rows
-        f.pending_bytes += chunk.nbytes if stats is None else 0  # write_file: one row group
+        f.pending_bytes += chunk.nbytes
         if f.pending_rows >= ROW_GROUP_ROWS or f.pending_bytes >= self._group_bytes:
             self._flush_row_group(f)
             if f.out.stream.tell() >= self.target:

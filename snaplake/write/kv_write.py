@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from functools import partial
 from typing import ClassVar, Protocol
 
@@ -55,12 +55,16 @@ from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.primary_key import RETRACTABLE_FUNCTIONS, MergeEngine
 from snaplake.store.format.schema import TableSchema
-from snaplake.store.format.stats import SimpleStatsParts
 from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.write.bucket_buffer import BucketBuffer, PendingBucket
 from snaplake.write.cross_partition import BucketIndex
-from snaplake.write.kv_file_writer import SMALL_FILE_ROWS, KeyValueFileWriter, WrittenFile
+from snaplake.write.kv_file_writer import (
+    SMALL_FILE_ROWS,
+    FileSummary,
+    KeyValueFileWriter,
+    WrittenFile,
+)
 from snaplake.write.table_write import RowKinds, conform_to_schema
 
 __all__ = [
@@ -206,9 +210,22 @@ class KeyValueTableWrite:
         self._check_retractions(kinds_arr)
         if self._bucket_index is not None:
             table, kinds_arr = self._bucket_index.rewrite_rows(table, kinds_arr)
-        routed = table.append_column(_KINDS_COLUMN, kinds_arr)
-        for partition, part_path, bucket, part in self._buffer.route(routed):
-            self._add(partition, part_path, bucket, part)
+        grouped, ranges = self._buffer.route_ranges(table.append_column(_KINDS_COLUMN, kinds_arr))
+        if not ranges:  # a cross-partition rewrite can leave no rows
+            return
+        kinds = np.asarray(grouped.column(_KINDS_COLUMN).to_numpy(), dtype=np.int8)
+        sequences = np.concatenate(
+            [self._sequence_numbers(p, b, e - s) for p, _, b, s, e in ranges]
+        )
+        kv = to_key_value(  # one key/value table for the whole batch, sliced per bucket
+            grouped.drop_columns([_KINDS_COLUMN]), self.spec.key_names, sequences, kinds
+        )
+        for partition, part_path, bucket, s, e in ranges:
+            self._buffer.add(partition, part_path, self._buffer_bucket(bucket), kv.slice(s, e - s))
+            # One memory pool for all buckets: flush the largest buffer first (Paimon's
+            # write buffers share a pool and the biggest owner is flushed).
+            while self._buffer.nbytes >= self._write_buffer:
+                self._buffer.flush([self._buffer.largest()])
 
     def delete_arrow(self, keys: pa.Table | pa.RecordBatch) -> None:
         """Buffer ``-D`` rows for the keys in ``keys``.
@@ -385,28 +402,18 @@ class KeyValueTableWrite:
                 )
 
     # ----------------------------------------------------------------- buffer
+    def _buffer_bucket(self, bucket: int) -> int:
+        """The bucket rows routed to ``bucket`` are buffered and written in (itself here)."""
+        return bucket
+
     def _sequence_numbers(self, partition: bytes, bucket: int, rows: int) -> npt.NDArray[np.int64]:
+        """The next ``rows`` sequence numbers of (``partition``, ``bucket``) (restored at first)."""
         with self._restore_lock:
             if self._sequences is None:
                 self._sequences = {k: v + 1 for k, v in self._restore().items()}
             start = self._sequences.get((partition, bucket), 0)
             self._sequences[(partition, bucket)] = start + rows
         return np.arange(start, start + rows, dtype=np.int64)
-
-    def _add(self, partition: bytes, part_path: str, bucket: int, data: pa.Table) -> None:
-        kinds = np.asarray(data.column(_KINDS_COLUMN).to_numpy(), dtype=np.int8)
-        values = data.drop_columns([_KINDS_COLUMN])
-        kv = to_key_value(
-            values,
-            self.spec.key_names,
-            self._sequence_numbers(partition, bucket, data.num_rows),
-            kinds,
-        )
-        self._buffer.add(partition, part_path, bucket, kv)
-        # One memory pool for all buckets: flush the largest buffer first (Paimon's
-        # write buffers share a pool and the biggest owner is flushed).
-        while self._buffer.nbytes >= self._write_buffer:
-            self._buffer.flush([self._buffer.largest()])
 
     def _write_level0_runs(self, pending: PendingBucket, data: pa.Table) -> None:
         """Sort ``data`` by key, fold equal keys, write one level-0 sorted run (and changelog)."""
@@ -463,18 +470,18 @@ class KeyValueTableWrite:
         offsets = np.concatenate(([0], np.cumsum(counts))).tolist()
         slices = [merged.slice(offsets[i], int(counts[i])) for i in range(len(items))]
         filled = [i for i in range(len(items)) if counts[i] > 0]
-        stats: dict[int, tuple[SimpleStatsParts, SimpleStatsParts]] = {}
+        summaries: dict[int, FileSummary] = {}
         if filled and (
             writers[0].fits_one_file(merged)  # then so does every slice of it
             or all(writers[i].fits_one_file(slices[i]) for i in filled)
         ):
-            found = writers[0].file_stats(merged, counts[filled].tolist())
-            stats = dict(zip(filled, found, strict=True))
+            found = writers[0].file_summaries(merged, counts[filled].tolist())
+            summaries = dict(zip(filled, found, strict=True))
 
         def write(i: int) -> None:
             pending, writer = items[i][0], writers[i]
-            if i in stats:
-                writer.write_file(slices[i], stats[i])
+            if i in summaries:
+                writer.write_file(slices[i], summaries[i])
             else:
                 _feed(writer, slices[i])
             pending.files.extend(w.meta for w in writer.written)
@@ -523,8 +530,33 @@ def _feed(writer: KeyValueFileWriter, rows: pa.Table) -> list[WrittenFile]:
         raise
 
 
+_encode_pool: ThreadPoolExecutor | None = None
+_encode_pool_lock = threading.Lock()
+
+
+def _encoders() -> ThreadPoolExecutor:
+    """The process's file-encoding threads, started once (not per flush)."""
+    global _encode_pool
+    with _encode_pool_lock:
+        if _encode_pool is None:
+            _encode_pool = ThreadPoolExecutor(
+                max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="snaplake-encode"
+            )
+        return _encode_pool
+
+
+def _forget_encoders() -> None:
+    global _encode_pool
+    _encode_pool = None
+
+
+os.register_at_fork(after_in_child=_forget_encoders)
+
+
 def _in_threads(tasks: Sequence[Callable[[], None]]) -> None:
     """Run ``tasks`` in threads (pyarrow encodes without the GIL); every one runs to its end.
+
+    The tasks must not wait for other tasks of the pool (none here does).
 
     Raises:
         BaseException: the first task's error, after all have finished.
@@ -533,8 +565,9 @@ def _in_threads(tasks: Sequence[Callable[[], None]]) -> None:
         for task in tasks:
             task()
         return
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        futures = [pool.submit(task) for task in tasks]
+    pool = _encoders()
+    futures = [pool.submit(task) for task in tasks]
+    wait(futures)
     for future in futures:
         future.result()
 

@@ -27,9 +27,9 @@ import dataclasses
 import random
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
-from snaplake.mergetree.kv import to_key_value
 from snaplake.store.format.data_file import FileSource
 from snaplake.store.format.file_format import file_format
 from snaplake.store.format.paths import POSTPONE_BUCKET, PathFactory
@@ -120,15 +120,13 @@ class PostponeBucketTableWrite(KeyValueTableWrite):
 
     _FLUSH_SORTS = False  # rows are written as they came
 
-    def _add(self, partition: bytes, part_path: str, bucket: int, data: pa.Table) -> None:
-        """Buffer one partition's rows for bucket -2 (``bucket`` from routing is ignored)."""
-        kinds = np.asarray(data.column("_VALUE_KIND").to_numpy(), dtype=np.int8)
-        values = data.drop_columns(["_VALUE_KIND"])
-        sequence = np.full(data.num_rows, _UNKNOWN_SEQUENCE, dtype=np.int64)
-        kv = to_key_value(values, self.spec.key_names, sequence, kinds)
-        self._buffer.add(partition, part_path, POSTPONE_BUCKET, kv)
-        while self._buffer.nbytes >= self._write_buffer:
-            self._buffer.flush([self._buffer.largest()])
+    def _buffer_bucket(self, bucket: int) -> int:
+        """Every row is buffered for bucket -2 (``bucket`` from routing is ignored)."""
+        return POSTPONE_BUCKET
+
+    def _sequence_numbers(self, partition: bytes, bucket: int, rows: int) -> npt.NDArray[np.int64]:
+        """Postpone files carry no sequence numbers: -1 for every row (assigned at compaction)."""
+        return np.full(rows, _UNKNOWN_SEQUENCE, dtype=np.int64)
 
     def _write_level0_runs(self, pending: PendingBucket, data: pa.Table) -> None:
         """Write ``data`` as it came (no sort, no merge) as level-0 files of bucket -2."""

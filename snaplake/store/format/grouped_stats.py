@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from snaplake.errors import SchemaMismatchError
-from snaplake.store.format.binary_row import Timestamp
+from snaplake.errors import SchemaMismatchError, SnaplakeError
+from snaplake.store.format.binary_row import Timestamp, encode_binary_rows
 from snaplake.store.format.stats import (  # the bounding rules this module shares
     _BYTES_ROOTS,
     _EPOCH_DATE,
@@ -72,42 +72,46 @@ def grouped_value_stats(
             for s, e in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)
         ]
     truncate = mode if isinstance(mode, int) else None
-    columns: dict[str, Any] = {"g": pa.array(np.repeat(np.arange(len(sizes)), sizes))}
+    starts = offsets[:-1]
+    n = len(types)
+    nulls = [_null_counts(data.column(i), starts, sizes) for i in range(n)]
+    # Per column: the groups' (lows, highs), a group's pair None-free or skipped.
+    bounds: dict[int, tuple[list[Any], list[Any], list[bool]]] = {}
+    columns: dict[str, Any] = {}
     aggregations: list[tuple[Any, ...]] = []
-    bounded: list[tuple[int, Callable[[Any, Any], tuple[Any, Any]]]] = []
+    finishes: dict[int, Callable[[Any, Any], tuple[Any, Any]]] = {}
     for i, dtype in enumerate(types):
-        column = data.column(i)
-        columns[f"c{i}"] = column
-        aggregations.append((f"c{i}", "count", pc.CountOptions(mode="only_null")))
-        prepared = _grouped_column(column, dtype, truncate)
+        prepared = _grouped_column(data.column(i), dtype, truncate)
         if prepared is None:
             continue
-        values, finish = prepared
+        values, finishes[i] = prepared
+        found = _numeric_bounds(values, starts)
+        if found is not None:
+            bounds[i] = found
+            continue
         columns[f"v{i}"] = values
         aggregations.append((f"v{i}", "min_max"))
-        if dtype.root in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
-            columns[f"n{i}"] = pc.is_nan(values)
-            aggregations.append((f"n{i}", "any"))
-        bounded.append((i, finish))
-    try:
-        result = pa.table(columns).group_by("g", use_threads=False).aggregate(aggregations)
-    except pa.ArrowNotImplementedError:  # a type without a hash kernel: range by range
-        return [
-            compute_value_stats(data.slice(s, e - s), types, stats_mode=stats_mode)
-            for s, e in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)
-        ]
-    result = result.take(pc.sort_indices(result.column("g")))
-    n = len(types)
-    nulls = [result.column(f"c{i}_count").to_pylist() for i in range(n)]
+    if aggregations:  # strings, decimals, booleans, times: one hash aggregation for all
+        columns["g"] = pa.array(np.repeat(np.arange(len(sizes)), sizes))
+        try:
+            result = pa.table(columns).group_by("g", use_threads=False).aggregate(aggregations)
+        except pa.ArrowNotImplementedError:  # a type without a hash kernel: range by range
+            return [
+                compute_value_stats(data.slice(s, e - s), types, stats_mode=stats_mode)
+                for s, e in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)
+            ]
+        result = result.take(pc.sort_indices(result.column("g")))
+        for name, _ in aggregations:
+            both = result.column(f"{name}_min_max")
+            lows = pc.struct_field(both, "min").to_pylist()
+            highs = pc.struct_field(both, "max").to_pylist()
+            bounds[int(name[1:])] = (lows, highs, [False] * len(sizes))
     mins: list[list[object]] = [[None] * n for _ in sizes]
     maxs: list[list[object]] = [[None] * n for _ in sizes]
-    for i, finish in bounded:
-        both = result.column(f"v{i}_min_max")
-        lows = pc.struct_field(both, "min").to_pylist()
-        highs = pc.struct_field(both, "max").to_pylist()
-        nans = result.column(f"n{i}_any").to_pylist() if f"n{i}" in columns else None
+    for i, (lows, highs, skip) in bounds.items():
+        finish = finishes[i]
         for g, (lo, hi) in enumerate(zip(lows, highs, strict=True)):
-            if lo is None or hi is None or (nans is not None and nans[g]):
+            if lo is None or hi is None or skip[g]:
                 continue
             try:
                 lo, hi = finish(lo, hi)
@@ -115,10 +119,71 @@ def grouped_value_stats(
                 continue
             if lo is not None and hi is not None:
                 mins[g][i], maxs[g][i] = lo, hi
+    counts = [tuple(nulls[i][g] for i in range(n)) for g in range(len(sizes))]
+    try:
+        lows, highs = encode_binary_rows(mins, types), encode_binary_rows(maxs, types)
+    except SnaplakeError:  # rare: a bound that does not encode; range by range drops it
+        return [_encode_parts(mins[g], maxs[g], counts[g], types) for g in range(len(sizes))]
     return [
-        _encode_parts(mins[g], maxs[g], tuple(nulls[i][g] for i in range(n)), types)
-        for g in range(len(sizes))
+        SimpleStatsParts(min_values=lo, max_values=hi, null_counts=c)
+        for lo, hi, c in zip(lows, highs, counts, strict=True)
     ]
+
+
+def _null_counts(column: pa.ChunkedArray, starts: np.ndarray, sizes: Sequence[int]) -> list[int]:
+    """Nulls per range of ``column`` (ranges start at ``starts``)."""
+    if column.null_count == 0:
+        return [0] * len(sizes)
+    valid = np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=np.int64)
+    counts: list[int] = (
+        np.asarray(sizes, dtype=np.int64) - np.add.reduceat(valid, starts)
+    ).tolist()
+    return counts
+
+
+def _numeric_bounds(
+    values: Any, starts: np.ndarray
+) -> tuple[list[Any], list[Any], list[bool]] | None:
+    """Per range: min, max (``None`` with no value) and "holds a NaN", by numpy ``reduceat``.
+
+    For integer and floating columns only (``None`` otherwise): the bounds
+    Arrow's ``min_max`` gives (nulls skipped, NaN-holding ranges flagged, as
+    :func:`grouped_value_stats` skips them), as Python ints and floats.
+    """
+    kind = values.type
+    top: float
+    bottom: float
+    if pa.types.is_integer(kind):
+        dtype = np.dtype(kind.to_pandas_dtype())
+        top, bottom = np.iinfo(dtype).max, np.iinfo(dtype).min
+    elif pa.types.is_floating(kind) and not pa.types.is_float16(kind):
+        dtype = np.dtype(kind.to_pandas_dtype())
+        top, bottom = np.inf, -np.inf
+    else:
+        return None
+    array = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    # The value buffer as it is (null slots hold anything; they are masked below).
+    raw = np.frombuffer(array.buffers()[1], dtype=dtype, count=array.offset + len(array))
+    raw = raw[array.offset :]
+    valid = None
+    if array.null_count:
+        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        lows = np.minimum.reduceat(np.where(valid, raw, top), starts)
+        highs = np.maximum.reduceat(np.where(valid, raw, bottom), starts)
+    else:
+        lows = np.minimum.reduceat(raw, starts)
+        highs = np.maximum.reduceat(raw, starts)
+    if dtype.kind == "f":
+        nan = np.isnan(raw) if valid is None else np.isnan(raw) & valid
+        skip: list[bool] = np.logical_or.reduceat(nan, starts).tolist()
+    else:
+        skip = [False] * len(starts)
+    low_list, high_list = lows.tolist(), highs.tolist()
+    if valid is not None:
+        filled = np.logical_or.reduceat(valid, starts)
+        for g in np.flatnonzero(~filled).tolist():
+            low_list[g] = high_list[g] = None
+    return low_list, high_list, skip
 
 
 def _same(lo: Any, hi: Any) -> tuple[Any, Any]:
