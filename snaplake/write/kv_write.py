@@ -296,7 +296,8 @@ class KeyValueTableWrite:
                 return messages
             return self._lift_level0(messages)
         except BaseException as exc:
-            self._abort_index(messages)
+            if self._bucket_index is not None:
+                self._bucket_index.abort(messages)
             self._buffer.discard(exc, messages)
             raise
 
@@ -316,15 +317,11 @@ class KeyValueTableWrite:
 
         Storage: deletes data, changelog and HASH index files only; never metadata.
         """
-        self._abort_index(messages or ())
+        if self._bucket_index is not None:  # the HASH index files they add (dynamic buckets)
+            self._bucket_index.abort(messages or ())
         self._buffer.abort(messages or ())
         with self._restore_lock:
             self._sequences = None
-
-    def _abort_index(self, messages: Sequence[CommitMessage]) -> None:
-        """Delete the HASH index files uncommitted ``messages`` add (dynamic buckets)."""
-        if self._bucket_index is not None:
-            self._bucket_index.abort(messages)
 
     def close(self) -> None:
         """Drop buffered rows (files already written stay until committed or aborted)."""
