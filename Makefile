@@ -67,7 +67,8 @@ spec/.quint/node_modules/.bin/quint: | node
 # The in-process suites (unit, property) run on both cores, a module per worker. So do the
 # suites that mostly wait on other processes (pypaimon, the Java Paimon JVM, quint), except
 # the modules that race processes or servers against each other (crashes, concurrency, S3):
-# those, the daemons and Spark run one test at a time after them.
+# those and the daemons run one test at a time after them, beside Spark's tests (one test at
+# a time too, in a second pytest process; its output is printed when both are done).
 # PYTEST_ARGS (e.g. a path or -k) replaces the split and runs what it names, serially.
 PARALLEL_SUITES := tests/unit tests/property
 WAITING_SUITES := tests/integration tests/spec tests/oracle
@@ -83,7 +84,11 @@ ifeq ($(strip $(PYTEST_ARGS)),)
 	$(PYTEST) -n 2 --dist loadfile --durations=10 $(PARALLEL_SUITES)
 	$(PYTEST) -n 2 --dist loadfile --durations=15 $(addprefix --ignore=,$(SERIAL_MODULES)) \
 		$(WAITING_SUITES)
-	$(PYTEST) --durations=15 $(SERIAL_SUITES) $(SERIAL_MODULES)
+	@rm -f .spark-tests.log .spark-tests.rc
+	($(PYTEST) --durations=15 tests/spark > .spark-tests.log 2>&1; echo $$? > .spark-tests.rc) & \
+	$(PYTEST) --durations=15 $(filter-out tests/spark,$(SERIAL_SUITES)) $(SERIAL_MODULES); \
+	rest=$$?; wait; echo "--- tests/spark"; cat .spark-tests.log; \
+	test $$rest -eq 0 && test "$$(cat .spark-tests.rc)" = 0
 else
 	$(PYTEST) --durations=15 $(PYTEST_ARGS)
 endif
@@ -111,4 +116,4 @@ bench: venv paimon-venv
 	$(PY) benchmarks/spark_sink.py
 
 clean:
-	rm -rf $(VENV) $(PAIMON_VENV) .java-paimon warehouse warehouse-ci .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PAIMON_VENV) .java-paimon warehouse warehouse-ci .pytest_cache .mypy_cache .ruff_cache .spark-tests.log .spark-tests.rc
