@@ -96,7 +96,7 @@ def pypaimon_committer(warehouse: str, name: str) -> Committer:
     from pypaimon import CatalogFactory
 
     frozen = _FrozenTime()
-    file_store_commit.time = frozen  # type: ignore[assignment] # the snapshot's timeMillis
+    file_store_commit.time = frozen  # the snapshot's timeMillis (and retry timing)
     table = CatalogFactory.create({"warehouse": warehouse}).get_table(name)
     builder = table.new_stream_write_builder()._with_commit_user(USERS["pypaimon"])
     write, committer = builder.new_write(), builder.new_commit()

@@ -263,7 +263,7 @@ def test_one_daemon_expires_partitions_and_tags_while_snaplake_then_pypaimon_str
         assert {r for r in rows if _expired(r[1])} <= acked  # late rows not dropped yet
         assert_same_rows(ours, oracle.read("db.days", tag=name))
     # Nothing a retained snapshot or tag references was deleted.
-    assert table.snapshot_manager.earliest_snapshot_id() > len(seed_days) + 1
+    assert (table.snapshot_manager.earliest_snapshot_id() or 0) > len(seed_days) + 1
     for snap in table.snapshots():
         assert _missing_files(table, snap) == [], f"snapshot {snap.id}"
     for name in tags:
