@@ -14,7 +14,8 @@ from snaplake.daemon.config import Task, parse_config
 from snaplake.daemon.jobs import expire_partitions_job, run_job
 from snaplake.errors import InvalidOptionError
 from snaplake.metrics import SnaplakeMetrics
-from snaplake.options import CoreOptions
+from snaplake.options import CoreOptions, OptionStatus
+from snaplake.options.registry import lookup_option
 from snaplake.store.format.schema_change import SchemaChange
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string())])
@@ -119,3 +120,17 @@ def test_a_retention_shorter_than_the_check_interval_is_refused_at_create_and_al
         SchemaChange.set_option("partition.expiration-check-interval", "0 s"),
         SchemaChange.set_option("partition.expiration-time", "1 min")])  # fmt: skip
     assert table.schema_manager.list_schema_ids() == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["partition.expiration-time", "partition.expiration-check-interval",
+     "partition.expiration-strategy", "partition.expiration-max-num",
+     "partition.expiration-batch-size", "partition.timestamp-formatter",
+     "partition.timestamp-pattern"],
+)  # fmt: skip
+def test_partition_expiration_options_are_honoured(key):
+    """Once refused (issue 24); each has its behaviour test here and in
+    tests/unit/compaction/test_partition_expire.py; the README table is the registry's."""
+    option = lookup_option(key)
+    assert option is not None and option.status is OptionStatus.HONOURED
