@@ -36,6 +36,7 @@ __all__ = [
     "PartitionExpireConfig",
     "PartitionTimeExtractor",
     "TimestampFormatter",
+    "check_expiration_interval",
     "check_timestamp_pattern",
 ]
 
@@ -178,6 +179,34 @@ def check_timestamp_pattern(pattern: str, partition_keys: Sequence[str]) -> None
             key="partition.timestamp-pattern",
             value=pattern,
         )
+
+
+def check_expiration_interval(expiration_time: timedelta | None, check_interval: timedelta) -> None:
+    """Require ``partition.expiration-time`` to be no shorter than the daemon's check interval.
+
+    The daemon looks for expired partitions at most every
+    ``partition.expiration-check-interval``: a retention shorter than that
+    keeps a partition for up to the interval instead, so the pair is refused.
+
+    Args:
+        expiration_time: ``partition.expiration-time`` (``None``: unset, nothing to check).
+        check_interval: ``partition.expiration-check-interval`` (Paimon's default 1 h).
+
+    Raises:
+        InvalidOptionError: ``expiration_time`` is shorter than ``check_interval``
+            (key ``partition.expiration-time``).
+
+    Source: snaplake's own check (Paimon accepts the pair and expires late).
+    """
+    if expiration_time is None or expiration_time >= check_interval:
+        return
+    raise InvalidOptionError(
+        f"option 'partition.expiration-time' ({expiration_time}) is shorter than "
+        f"'partition.expiration-check-interval' ({check_interval}): partitions would live up "
+        "to the check interval; lower the check interval or lengthen the expiration time",
+        key="partition.expiration-time",
+        value=str(expiration_time),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -392,7 +392,8 @@ PARTITION_EXPIRATION_STRATEGY = _honoured(
     doc="values-time or update-time.")
 PARTITION_EXPIRATION_CHECK_INTERVAL = _honoured(
     "partition.expiration-check-interval", "the daemon checks a table at most this often "
-    "(the API and CLI always check)", parse=parse_duration, default=timedelta(hours=1),
+    "(the API and CLI always check); a shorter partition.expiration-time is refused",
+    parse=parse_duration, default=timedelta(hours=1),
     doc="The daemon checks a table for expired partitions at most this often.")
 PARTITION_EXPIRATION_MAX_NUM = _honoured(
     "partition.expiration-max-num", "at most this many partitions (the first by value) are "

@@ -130,13 +130,19 @@ class Proc:
         return code, time.monotonic() - t0
 
 
+# What the ``snaplake`` console script runs (``[project.scripts]``), without needing it on PATH.
+_CLI = [sys.executable, "-c", "from snaplake.cli import main; main()"]
+
+
 def _spawn_daemon(
-    cfg: Path, workdir: Path, name: str, *, env: dict[str, str] | None = None
+    cfg: Path, workdir: Path, name: str, *, env: dict[str, str] | None = None, cli: bool = False
 ) -> Proc:
-    """Run ``python -m snaplake.daemon --config cfg``, logging to ``workdir/<name>.log``."""
+    """Run ``python -m snaplake.daemon --config cfg`` (``cli``: ``snaplake daemon --config
+    cfg``, as users start it), logging to ``workdir/<name>.log``."""
     log = workdir / f"{name}.log"
+    argv = [*_CLI, "daemon"] if cli else [sys.executable, "-m", "snaplake.daemon"]
     popen = subprocess.Popen(
-        [sys.executable, "-m", "snaplake.daemon", "--config", str(cfg)],
+        [*argv, "--config", str(cfg)],
         cwd=REPO,
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
@@ -146,12 +152,19 @@ def _spawn_daemon(
 
 
 def start_daemon(
-    config_text: str, workdir: Path, name: str, port: int, *, env: dict[str, str] | None = None
+    config_text: str,
+    workdir: Path,
+    name: str,
+    port: int,
+    *,
+    env: dict[str, str] | None = None,
+    cli: bool = False,
 ) -> Proc:
-    """Start a daemon with ``config_text``; ``env`` adds environment variables."""
+    """Start a daemon with ``config_text``; ``env`` adds environment variables; ``cli``
+    starts it through the ``snaplake daemon`` command."""
     cfg = workdir / f"{name}.toml"
     cfg.write_text(config_text)
-    proc = _spawn_daemon(cfg, workdir, name, env=env)
+    proc = _spawn_daemon(cfg, workdir, name, env=env, cli=cli)
     proc.port = port
     wait_for(
         lambda: not proc.alive() or http_get(f"http://127.0.0.1:{port}/readyz")[0] == 200,

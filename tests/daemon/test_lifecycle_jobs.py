@@ -1,33 +1,18 @@
-"""The daemon's tag and consumer tasks: jobs on a fixed clock, metrics, and a daemon process
-creating hourly tags while a writer streams into the table."""
+"""The daemon's tag and consumer tasks: jobs on a fixed clock and their metrics.
+
+The daemon process running them beside a streaming writer: ``test_lifecycle_soak.py``."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 
-import pyarrow as pa
 import pytest
 from prometheus_client import CollectorRegistry
-from tests.daemon.helpers import append, memory_table
-from tests.daemon.procs import (
-    REPO,
-    daemon_config,
-    free_port,
-    sample_value,
-    scrape,
-    start_daemon,
-    wait_for,
-)
-from tests.helpers import assert_same_rows, create_table
-from tests.oracle import PaimonOracle, requires_paimon
+from tests.daemon.helpers import LOW_THRESHOLDS, append, memory_table
 
 from snaplake.daemon.config import Task, parse_config
-from snaplake.daemon.jobs import run_job
+from snaplake.daemon.jobs import expire_snapshots_job, run_job
 from snaplake.daemon.lifecycle_jobs import (
     LIFECYCLE_JOBS,
     AutoTagJobResult,
@@ -37,10 +22,10 @@ from snaplake.daemon.lifecycle_jobs import (
     expire_consumers_job,
     expire_tags_job,
 )
+from snaplake.errors import UnsupportedTableError
 from snaplake.metrics import SnaplakeMetrics
 from snaplake.options import CoreOptions
 from snaplake.options.tag_options import local_time
-from snaplake.store.format.decoded_cache import metadata_cache
 from snaplake.table import Table
 
 T0 = datetime(2026, 11, 26, tzinfo=UTC)
@@ -137,69 +122,27 @@ def test_tasks_are_configured_like_the_others():
     assert set(LIFECYCLE_JOBS) == {Task.AUTO_TAG, Task.EXPIRE_TAGS, Task.EXPIRE_CONSUMERS}
 
 
-# --------------------------------------------------------------------- a daemon process
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("month", pa.int32()),
-                    pa.field("payload", pa.string())])  # fmt: skip
-COMMITS = 60
-STEP = timedelta(minutes=10)
-
-
-@pytest.mark.integration
-@pytest.mark.timeout(300)
-@requires_paimon
-def test_daemon_creates_hourly_tags_while_a_writer_streams(tmp_path):
-    """Ten hours of simulated commits: the daemon's tags are the model's newest, readable
-    by snaplake and pypaimon; the idle consumer goes, the writer never fails."""
-    wh = tmp_path / "wh"
-    options = {**HOURLY, "tag.num-retained-max": "4", "consumer.expiration-time": "1 h",
-               "snapshot.num-retained.min": "1000", "snapshot.num-retained.max": "2000",
-               # no compaction or manifest merge: their commits carry the real clock
-               "compaction.min.file-num": "100000",
-               "manifest.merge-min-count": "100000"}  # fmt: skip
-    table = create_table(wh, "db.tags", schema=SCHEMA, partition_keys=["month"], options=options)
-    table.set_consumer("idle", next_snapshot=1)
-    os.utime(table.paths.consumer_path("idle"), (0, 0))
-    port = free_port()
-    intervals = "\n".join(f"[tasks.{t}]\ninterval = \"1 s\"" for t in
-                          ("auto_tag", "expire_tags", "expire_consumers"))  # fmt: skip
-    daemon = start_daemon(
-        daemon_config(wh, daemon_id="tagger", port=port, extra=intervals), tmp_path, "d", port
-    )
-    try:
-        writer = subprocess.Popen(
-            [sys.executable, str(REPO / "tests/daemon/tag_writer_proc.py"), "--warehouse",
-             str(wh), "--table", "db.tags", "--commits", str(COMMITS), "--clock-start-ms",
-             str(_ms(T0)), "--clock-step-ms", str(int(STEP.total_seconds() * 1000)),
-             "--summary", str(tmp_path / "writer.json")],
-            cwd=REPO, stdout=(tmp_path / "writer.log").open("wb"), stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        assert writer.wait(timeout=240) == 0, (tmp_path / "writer.log").read_text()
-        summary = json.loads((tmp_path / "writer.json").read_text())
-        assert summary["failures"] == []
-        metadata_cache.clear()
-        times = [s.time_millis for s in table.snapshots()]
-        assert times == [_ms(T0 + i * STEP) for i in range(COMMITS)]  # only the writer committed
-        expected = _model(times, timedelta(hours=1))
-        newest = dict(sorted(expected.items(), key=lambda kv: kv[1])[-4:])
-
-        def tags_done() -> bool:
-            metadata_cache.clear()
-            return {t.name: t.snapshot_id for t in table.list_tags()} == newest
-
-        wait_for(tags_done, timeout=120, what=f"the daemon's tags {newest}")
-        wait_for(lambda: table.consumers() == {}, timeout=60, what="the idle consumer to go")
-        text = scrape(port)
-        assert sample_value(text, "snaplake_tags", table="db.tags") == 4
-        assert sample_value(text, "snaplake_consumers_expired_total", table="db.tags") == 1
-        assert (sample_value(text, "snaplake_tags_created_total", table="db.tags") or 0) >= 4
-    finally:
-        code, _ = daemon.stop()
-    assert code == 0, daemon.text()
-    metadata_cache.clear()
-    ids = sorted(table.to_arrow().column("id").to_pylist())
-    assert ids == list(range(COMMITS * 10))
-    oracle = PaimonOracle(wh)
-    for name, sid in newest.items():
-        ours = table.to_arrow(tag=name)
-        assert sorted(ours.column("id").to_pylist()) == list(range(sid * 10))
-        assert_same_rows(ours, oracle.read("db.tags", tag=name))
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("changelog.num-retained.min", "5"), ("changelog.num-retained.max", "10"),
+     ("changelog.time-retained", "1 h")],
+)  # fmt: skip
+def test_decoupled_changelog_retention_stays_refused_by_the_daemon(key, value):
+    """Changelog kept longer than its snapshots (Paimon's ``changelog/``) is not done: the
+    daemon's expiry refuses it with a typed error, counts the failure and deletes nothing."""
+    table = memory_table({**LOW_THRESHOLDS, key: value})
+    append(table, 8)
+    before = sorted(s.path for s in table.file_io.list_files(table.root))
+    assert len(before) > 8
+    opts = CoreOptions(table.options)
+    with pytest.raises(UnsupportedTableError) as err:
+        expire_snapshots_job(table, options=opts)
+    assert err.value.key == key
+    metrics = SnaplakeMetrics(registry=CollectorRegistry())
+    result = run_job(lambda: expire_snapshots_job(table, options=opts), table="db.t",
+                     task=Task.EXPIRE_SNAPSHOTS, metrics=metrics)  # fmt: skip
+    assert result is None
+    failures = metrics.maintenance_failures.labels("db.t", "expire_snapshots",
+                                                   "UnsupportedTableError")  # fmt: skip
+    assert failures._value.get() == 1
+    assert sorted(s.path for s in table.file_io.list_files(table.root)) == before

@@ -5,14 +5,18 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
+import pytest
 from prometheus_client import CollectorRegistry
 from tests.helpers import write_and_commit
 
 from snaplake.catalog import FileSystemCatalog
 from snaplake.daemon.config import Task, parse_config
 from snaplake.daemon.jobs import expire_partitions_job, run_job
+from snaplake.errors import InvalidOptionError
 from snaplake.metrics import SnaplakeMetrics
-from snaplake.options import CoreOptions
+from snaplake.options import CoreOptions, OptionStatus
+from snaplake.options.registry import lookup_option
+from snaplake.store.format.schema_change import SchemaChange
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string())])
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
@@ -90,3 +94,43 @@ def test_the_job_boundary_counts_expired_partitions(tmp_path):
     assert metrics.partitions_expired.labels("db.t")._value.get() == 2
     runs = metrics.maintenance_runs.labels("db.t", "expire_partitions", "success")
     assert runs._value.get() == 1
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"partition.expiration-time": "30 min"},  # the check interval's default is 1 h
+     {"partition.expiration-time": "1 d", "partition.expiration-check-interval": "2 d"}],
+)  # fmt: skip
+def test_a_retention_shorter_than_the_check_interval_is_refused_at_create_and_alter(
+    tmp_path, options
+):
+    wh = tmp_path / "wh"
+    catalog = FileSystemCatalog(str(wh))
+    with pytest.raises(InvalidOptionError) as err:
+        catalog.create_table("db.t", schema=SCHEMA, partition_keys=["dt"], options=options)
+    assert err.value.key == "partition.expiration-time"
+    assert not wh.exists() or not any(wh.rglob("*"))
+    table = catalog.create_table("db.t", schema=SCHEMA, partition_keys=["dt"])
+    with pytest.raises(InvalidOptionError):
+        catalog.alter_table("db.t", [SchemaChange.set_option(k, v) for k, v in options.items()])
+    assert table.schema_manager.list_schema_ids() == [0]
+    # Equal is accepted, and so is any retention with an interval of zero (every run checks).
+    catalog.alter_table("db.t", [SchemaChange.set_option("partition.expiration-time", "1 h")])
+    catalog.alter_table("db.t", [
+        SchemaChange.set_option("partition.expiration-check-interval", "0 s"),
+        SchemaChange.set_option("partition.expiration-time", "1 min")])  # fmt: skip
+    assert table.schema_manager.list_schema_ids() == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["partition.expiration-time", "partition.expiration-check-interval",
+     "partition.expiration-strategy", "partition.expiration-max-num",
+     "partition.expiration-batch-size", "partition.timestamp-formatter",
+     "partition.timestamp-pattern"],
+)  # fmt: skip
+def test_partition_expiration_options_are_honoured(key):
+    """Once refused (issue 24); each has its behaviour test here and in
+    tests/unit/compaction/test_partition_expire.py; the README table is the registry's."""
+    option = lookup_option(key)
+    assert option is not None and option.status is OptionStatus.HONOURED

@@ -162,3 +162,21 @@ def test_missing_configured_tables_are_logged_counted_and_not_ready(caplog):
     assert missing.labels("0", "nodb.*")._value.get() == 0
     assert daemon.health.readiness().ok
     assert daemon.held_tables() == ["cdc.statuz", "db.a"]
+
+
+def test_lifecycle_tasks_run_one_at_a_time_and_only_under_the_lease():
+    """expire_partitions, auto_tag, expire_tags, expire_consumers: one job per held table,
+    ``max_instances = 1`` and coalesced like every task; a daemon without the lease has none."""
+    uri = _warehouse(["db.a"])
+    first, second = _daemon(uri, "d1"), _daemon(uri, "d2")
+    first.discover()
+    second.discover()
+    lifecycle = {Task.EXPIRE_PARTITIONS, Task.AUTO_TAG, Task.EXPIRE_TAGS, Task.EXPIRE_CONSUMERS}
+    jobs = {j.id.split(":", 1)[0]: j for j in first.scheduler.get_jobs()}
+    assert {t.value for t in lifecycle} <= set(jobs)
+    defaults = first.scheduler._job_defaults  # what APScheduler gives each job it adds
+    assert defaults["max_instances"] == 1 and defaults["coalesce"]
+    for task in lifecycle:  # none overrides them (the defaults fill them in at start)
+        assert not hasattr(jobs[task.value], "max_instances")
+        assert not hasattr(jobs[task.value], "coalesce")
+    assert not {j.id.split(":", 1)[0] for j in second.scheduler.get_jobs()} & set(jobs)

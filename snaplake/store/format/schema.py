@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import cached_property
 from typing import Any
 
@@ -27,8 +28,8 @@ from snaplake.errors import (
     UnsupportedFormatVersionError,
     UnsupportedTypeError,
 )
-from snaplake.options import CoreOptions, Operation
-from snaplake.options.partition_time import check_timestamp_pattern
+from snaplake.options import CoreOptions, Operation, registry
+from snaplake.options.partition_time import check_expiration_interval, check_timestamp_pattern
 from snaplake.options.tag_options import TagOptions
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.json_codec import decode_json, encode_json
@@ -244,7 +245,9 @@ class TableSchema:
             InvalidOptionError: an option value does not parse, a
                 ``fields.<column>.*`` key names a missing column
                 (:func:`check_field_options`), or ``partition.timestamp-pattern``
-                names a column that is not a partition key, or the ``tag.*``
+                names a column that is not a partition key,
+                ``partition.expiration-time`` is shorter than
+                ``partition.expiration-check-interval``, or the ``tag.*``
                 options contradict each other (:meth:`TagOptions.of`).
 
         Source: Paimon ``SchemaValidation.validateTableSchema`` (``validateBucket``,
@@ -286,6 +289,10 @@ class TableSchema:
         pattern = self.options.get("partition.timestamp-pattern")
         if pattern is not None:
             check_timestamp_pattern(pattern, self.partition_keys)
+        check_expiration_interval(
+            core.get(registry.PARTITION_EXPIRATION_TIME),
+            core.get(registry.PARTITION_EXPIRATION_CHECK_INTERVAL) or timedelta(0),
+        )
         TagOptions.of(core)  # tag.creation-delay against the period
 
     @cached_property
