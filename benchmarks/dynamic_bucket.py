@@ -94,7 +94,7 @@ print(json.dumps({"seconds": elapsed, "peak_mib": status_mib()["VmHWM"] - base})
 """
 
 
-class _Snaplake:
+class SnaplakeUpserts:
     """One snaplake table of the flights rows and its long-lived writer; :meth:`step` commits."""
 
     def __init__(self, work: Path, name: str, options: dict[str, str], flights: pa.Table) -> None:
@@ -117,16 +117,27 @@ class _Snaplake:
         assert self.table.to_arrow(columns=["flight"]).num_rows == rows
 
 
-class _Rust:
-    """pypaimon-rust writing the same dynamic table (created by pypaimon), one commit per call."""
+class RustStreamWrite:
+    """pypaimon-rust's stream write of a flights table (created by pypaimon), one commit per step.
 
-    def __init__(self, work: Path, flights: pa.Table, updates: list[pa.Table]) -> None:
+    ``options`` are the table's (default ``bucket = -1``: dynamic buckets).
+    """
+
+    def __init__(
+        self,
+        work: Path,
+        flights: pa.Table,
+        updates: list[pa.Table],
+        options: dict[str, str] | None = None,
+    ) -> None:
         from tests.oracle import PaimonOracle, paimon_python
 
         self.wh = work / "rust"
         self.oracle = PaimonOracle(self.wh, timeout_s=3600)
-        self.oracle.create_table("db.f", flights.schema, partition_keys=["month"],
-                                 primary_keys=KEYS, options={"bucket": "-1"})  # fmt: skip
+        self.oracle.create_table(
+            "db.f", flights.schema, partition_keys=["month"], primary_keys=KEYS,
+            options=options or {"bucket": "-1"},
+        )  # fmt: skip
         batches = [flights, *updates]
         tagged = pa.concat_tables(
             [b.append_column("__batch", pa.array([i] * b.num_rows, pa.int32()))
@@ -201,12 +212,12 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="dynamic-bucket-"))
     try:
         print(f"(a) {flights.num_rows:,} rows loaded; {args.commits} commits of {rows:,} upserts")
-        sides: dict[str, _Snaplake | _Rust] = {
-            "snaplake bucket=4": _Snaplake(work, "db.fixed", {"bucket": "4"}, flights),
-            "snaplake dynamic": _Snaplake(work, "db.dynamic", {}, flights),
+        sides: dict[str, SnaplakeUpserts | RustStreamWrite] = {
+            "snaplake bucket=4": SnaplakeUpserts(work, "db.fixed", {"bucket": "4"}, flights),
+            "snaplake dynamic": SnaplakeUpserts(work, "db.dynamic", {}, flights),
         }
         if not args.skip_rust:
-            sides["pypaimon-rust dynamic"] = _Rust(work, flights, updates)
+            sides["pypaimon-rust dynamic"] = RustStreamWrite(work, flights, updates)
         names = list(sides)
         times: dict[str, list[float]] = {name: [] for name in names}
         for i, batch in enumerate(updates, start=1):
