@@ -115,7 +115,7 @@ class _Inline:
     def submit(self, fn, *args, **kwargs):
         from concurrent.futures import Future
 
-        future: Future = Future()
+        future: Future[object] = Future()
         try:
             future.set_result(fn(*args, **kwargs))
         except Exception as exc:  # noqa: BLE001 - kept in the future, as the pool does
