@@ -13,7 +13,10 @@ loaded into three tables, then ``--commits`` commits each upsert
   where ``make bench`` installs it).
 
 Each side times write + prepare + commit per commit with one long-lived
-writer (as a streaming job keeps) and prints p50 / p99. Targets (issue 20):
+writer (as a streaming job keeps) and prints p50 / p99. The sides take turns
+commit by commit (the order rotating), pypaimon-rust in a subprocess that
+waits for its turn, so other load on the machine falls on all of them alike
+and the ratios are same-run, same-conditions figures. Targets (issue 20):
 dynamic p50 <= 1.3x fixed p50, and snaplake dynamic p50 <= pypaimon-rust p50.
 
 Part (b): a dynamic table of ``--keys`` int64 keys (one partition; Paimon's
@@ -58,18 +61,19 @@ table = PaimonCatalog({"warehouse": wh}).get_table(name)
 builder = table.new_stream_write_builder().with_commit_user("bench-rust")
 write = builder.new_write()
 commit = builder.new_commit()
-times = []
 batches = data.column("__batch").to_pylist()
 data = data.drop_columns(["__batch"])
 starts = [0] + [i for i in range(1, len(batches)) if batches[i] != batches[i - 1]]
 ends = starts[1:] + [len(batches)]
-for n, (s, e) in enumerate(zip(starts, ends)):
+print("ready", flush=True)
+for line in sys.stdin:  # one commit per line: its number
+    n = int(line)
+    s, e = starts[n], ends[n]
     t0 = time.perf_counter()
     for batch in data.slice(s, e - s).to_batches():
         write.write_arrow(batch)
     commit.commit(n, write.prepare_commit(False, n))
-    times.append(time.perf_counter() - t0)
-print(json.dumps(times))
+    print(json.dumps(time.perf_counter() - t0), flush=True)
 """
 
 _START = r"""
@@ -90,50 +94,85 @@ print(json.dumps({"seconds": elapsed, "peak_mib": status_mib()["VmHWM"] - base})
 """
 
 
-def _snaplake(
-    work: Path, name: str, options: dict[str, str], flights: pa.Table, updates: list[pa.Table]
-) -> list[float]:
-    table = FileSystemCatalog(str(work)).create_table(
-        name, schema=flights.schema, partition_keys=["month"], primary_keys=KEYS,
-        options={"num-sorted-run.compaction-trigger": "1000000", **options},
-    )  # fmt: skip
-    write = table.new_write(commit_user="bench")
-    commit = table.new_commit(commit_user="bench")
-    write.write_arrow(flights)
-    commit.commit(write.prepare_commit(), commit_identifier=0)
-    times = []
-    for i, batch in enumerate(updates, start=1):
+class SnaplakeUpserts:
+    """One snaplake table of the flights rows and its long-lived writer; :meth:`step` commits."""
+
+    def __init__(self, work: Path, name: str, options: dict[str, str], flights: pa.Table) -> None:
+        self.table = FileSystemCatalog(str(work)).create_table(
+            name, schema=flights.schema, partition_keys=["month"], primary_keys=KEYS,
+            options={"num-sorted-run.compaction-trigger": "1000000", **options},
+        )  # fmt: skip
+        self.write = self.table.new_write(commit_user="bench")
+        self.commit = self.table.new_commit(commit_user="bench")
+        self.step(0, flights)
+
+    def step(self, n: int, batch: pa.Table) -> float:
+        """Upsert ``batch`` as commit ``n``; its seconds."""
         t0 = time.perf_counter()
-        write.write_arrow(batch)
-        commit.commit(write.prepare_commit(), commit_identifier=i)
-        times.append(time.perf_counter() - t0)
-    assert table.to_arrow(columns=["flight"]).num_rows == flights.num_rows
-    return times
+        self.write.write_arrow(batch)
+        self.commit.commit(self.write.prepare_commit(), commit_identifier=n)
+        return time.perf_counter() - t0
+
+    def check(self, rows: int) -> None:
+        assert self.table.to_arrow(columns=["flight"]).num_rows == rows
 
 
-def _rust(work: Path, flights: pa.Table, updates: list[pa.Table]) -> list[float]:
-    from tests.oracle import PaimonOracle, paimon_python
+class RustStreamWrite:
+    """pypaimon-rust's stream write of a flights table (created by pypaimon), one commit per step.
 
-    wh = work / "rust"
-    oracle = PaimonOracle(wh, timeout_s=3600)
-    oracle.create_table("db.f", flights.schema, partition_keys=["month"], primary_keys=KEYS,
-                        options={"bucket": "-1"})  # fmt: skip
-    batches = [flights, *updates]
-    tagged = pa.concat_tables(
-        [b.append_column("__batch", pa.array([i] * b.num_rows, pa.int32()))
-         for i, b in enumerate(batches)]
-    )  # fmt: skip
-    data = work / "rust-input.arrow"
-    with ipc.new_file(str(data), tagged.schema) as sink:
-        sink.write_table(tagged)
-    out = subprocess.run(
-        [str(paimon_python()), "-c", _RUST, str(wh), "db.f", str(data)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    times = json.loads(out.stdout.strip().splitlines()[-1])
-    rows = oracle.read("db.f", columns=["flight"]).num_rows
-    assert rows == flights.num_rows, f"pypaimon-rust table holds {rows} rows"
-    return [float(t) for t in times[1:]]
+    ``options`` are the table's (default ``bucket = -1``: dynamic buckets).
+    """
+
+    def __init__(
+        self,
+        work: Path,
+        flights: pa.Table,
+        updates: list[pa.Table],
+        options: dict[str, str] | None = None,
+    ) -> None:
+        from tests.oracle import PaimonOracle, paimon_python
+
+        self.wh = work / "rust"
+        self.oracle = PaimonOracle(self.wh, timeout_s=3600)
+        self.oracle.create_table(
+            "db.f", flights.schema, partition_keys=["month"], primary_keys=KEYS,
+            options=options or {"bucket": "-1"},
+        )  # fmt: skip
+        batches = [flights, *updates]
+        tagged = pa.concat_tables(
+            [b.append_column("__batch", pa.array([i] * b.num_rows, pa.int32()))
+             for i, b in enumerate(batches)]
+        )  # fmt: skip
+        data = work / "rust-input.arrow"
+        with ipc.new_file(str(data), tagged.schema) as sink:
+            sink.write_table(tagged)
+        self.proc = subprocess.Popen(
+            [str(paimon_python()), "-c", _RUST, str(self.wh), "db.f", str(data)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert self._line() == "ready"
+        self.step(0)
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"pypaimon-rust exited ({self.proc.wait()})")
+        return line.strip()
+
+    def step(self, n: int, batch: pa.Table | None = None) -> float:
+        """Commit ``n`` (the subprocess has the rows); its seconds as the subprocess timed it."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{n}\n")
+        self.proc.stdin.flush()
+        return float(json.loads(self._line()))
+
+    def check(self, rows: int) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        assert self.proc.wait() == 0
+        found = self.oracle.read("db.f", columns=["flight"]).num_rows
+        assert found == rows, f"pypaimon-rust table holds {found} rows"
 
 
 def _writer_start(work: Path, keys: int) -> dict[str, float]:
@@ -173,17 +212,27 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="dynamic-bucket-"))
     try:
         print(f"(a) {flights.num_rows:,} rows loaded; {args.commits} commits of {rows:,} upserts")
-        fixed = _snaplake(work, "db.fixed", {"bucket": "4"}, flights, updates)
-        print(_line("snaplake bucket=4", fixed, rows), flush=True)
-        dynamic = _snaplake(work, "db.dynamic", {}, flights, updates)
-        print(_line("snaplake dynamic", dynamic, rows), flush=True)
+        sides: dict[str, SnaplakeUpserts | RustStreamWrite] = {
+            "snaplake bucket=4": SnaplakeUpserts(work, "db.fixed", {"bucket": "4"}, flights),
+            "snaplake dynamic": SnaplakeUpserts(work, "db.dynamic", {}, flights),
+        }
+        if not args.skip_rust:
+            sides["pypaimon-rust dynamic"] = RustStreamWrite(work, flights, updates)
+        names = list(sides)
+        times: dict[str, list[float]] = {name: [] for name in names}
+        for i, batch in enumerate(updates, start=1):
+            for k in range(len(names)):  # the order rotates commit by commit
+                name = names[(i + k) % len(names)]
+                times[name].append(sides[name].step(i, batch))
+        for name in names:
+            sides[name].check(flights.num_rows)
+            print(_line(name, times[name], rows), flush=True)
+        fixed, dynamic = times["snaplake bucket=4"], times["snaplake dynamic"]
         ratio = pct(dynamic, 50) / pct(fixed, 50)
         print(f"dynamic p50 / fixed p50 = {ratio:.2f} (target <= 1.3: "
               f"{'met' if ratio <= 1.3 else 'MISSED'})")  # fmt: skip
         if not args.skip_rust:
-            rust = _rust(work, flights, updates)
-            print(_line("pypaimon-rust dynamic", rust, rows), flush=True)
-            ratio = pct(dynamic, 50) / pct(rust, 50)
+            ratio = pct(dynamic, 50) / pct(times["pypaimon-rust dynamic"], 50)
             print(f"snaplake dynamic p50 / pypaimon-rust p50 = {ratio:.2f} (target <= 1: "
                   f"{'met' if ratio <= 1 else 'MISSED'})")  # fmt: skip
         if not args.skip_start:

@@ -266,16 +266,19 @@ class FileStoreCommit:
         cannot be published (a conflicting compaction of the bucket won, or
         any other failure), its outputs are deleted (kept when its outcome is
         unknown) and the APPEND result returned: the level-0 files wait for
-        the next compaction.
+        the next compaction. An overwrite is split the same way (its OVERWRITE
+        snapshot, then the COMPACT one), so a compaction the writer built on
+        files the overwrite drops is refused on its own.
 
         Source:
             Paimon ``FileStoreCommitImpl.commit`` / ``overwrite``.
         """
-        split = _split_compactions(messages) if overwrite is None and kind is None else None
+        split = _split_compactions(messages) if kind is None else None
         if split is not None:
             return self._append_then_compact(
-                *split, commit_identifier=commit_identifier, properties=properties
-            )
+                *split, commit_identifier=commit_identifier, overwrite=overwrite,
+                properties=properties,
+            )  # fmt: skip
         return self._commit(
             messages, commit_identifier=commit_identifier, overwrite=overwrite, kind=kind,
             properties=properties,
@@ -370,9 +373,10 @@ class FileStoreCommit:
         compacts: list[CommitMessage],
         *,
         commit_identifier: int | None,
+        overwrite: Mapping[str, Any] | bool | None,
         properties: Mapping[str, str] | None,
     ) -> CommitResult:
-        """The APPEND snapshot of ``appends``, then the COMPACT snapshot of ``compacts``.
+        """The APPEND (or OVERWRITE) snapshot of ``appends``, then the COMPACT one of ``compacts``.
 
         Returns the COMPACT result, or the APPEND one when the identifier was
         a duplicate or the COMPACT snapshot was not published. Raises only
@@ -382,10 +386,11 @@ class FileStoreCommit:
         compactions' outputs (new data, changelog and index files); one of
         unknown outcome deletes nothing.
 
-        Source: Paimon ``FileStoreCommitImpl.commit`` (two ``tryCommit`` calls).
+        Source: Paimon ``FileStoreCommitImpl.commit`` (two ``tryCommit`` calls),
+        ``overwritePartition`` (``withCompact``).
         """
         first = self._commit(
-            appends, commit_identifier=commit_identifier, overwrite=None, kind=None,
+            appends, commit_identifier=commit_identifier, overwrite=overwrite, kind=None,
             properties=properties,
         )  # fmt: skip
         if first.was_duplicate:

@@ -19,7 +19,7 @@ from snaplake.commit.producer import CommitContext, CommitRequest, SnapshotProdu
 from snaplake.errors import CommitConflictError, SchemaMismatchError
 from snaplake.store.format.binary_row import decode_binary_row
 from snaplake.store.format.index_file import HASH_INDEX, IndexManifestEntry
-from snaplake.store.format.manifest import FileKind, ManifestEntry
+from snaplake.store.format.manifest import ManifestEntry
 from snaplake.store.format.partition import canonical_partition
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
@@ -108,8 +108,22 @@ class OverwriteFiles(_OverwriteKind):
     ) -> list[IndexManifestEntry]:
         """DELETE entries for every index file of ``latest`` in the overwritten partitions.
 
-        Every index type; the partitions are those :meth:`replaced_entries` replaces
-        (the spec's, the touched ones of a dynamic overwrite, or all).
+        Every index type (HASH, DELETION_VECTORS, global indexes), as Paimon
+        drops them; the partitions are those :meth:`replaced_entries` replaces
+        (the spec's, the touched ones of a dynamic overwrite, or all). The
+        commit's own index ADDs are combined after these DELETEs, per type
+        (:func:`~snaplake.store.format.index_file.combine_index_entries`).
+
+        One exception, for messages Paimon never makes: a HASH file a message
+        names in ``DataIncrement.kept_index_files`` stays. Such a message
+        comes from a writer that restored the index before the overwrite
+        (``new_write`` then ``commit(..., overwrite=...)``, no
+        ``ignore_previous_files``): it wrote known keys into that bucket
+        without a new HASH file, and dropping the old one would leave them in
+        no HASH file (a later writer could put such a key into a second
+        bucket). Its other hashes only pin keys that are gone to the bucket,
+        as a HASH file may. The commit refuses if that file is no longer the
+        bucket's live one (``check_hash_replacements``).
 
         Storage: reads the index manifest of ``latest``.
 
@@ -137,40 +151,21 @@ class OverwriteFiles(_OverwriteKind):
         ):
             touched = {canonical_partition(e.partition, types) for e in adds}
             entries = [e for e in entries if canonical_partition(e.partition, types) in touched]
-        kept = self._hash_files_still_needed(adds)
+        kept = {
+            (canonical_partition(m.partition, types), m.bucket, f.file_name)
+            for m in self.messages
+            for f in m.data_increment.kept_index_files
+            if f.index_type == HASH_INDEX
+        }
         return [
             e.as_delete()
             for e in entries
             if not (
                 e.index_file.index_type == HASH_INDEX
-                and (canonical_partition(e.partition, types), e.bucket) in kept
+                and (canonical_partition(e.partition, types), e.bucket, e.index_file.file_name)
+                in kept
             )
         ]
-
-    def _hash_files_still_needed(self, adds: Sequence[ManifestEntry]) -> set[tuple[bytes, int]]:
-        """(partition, bucket)s that get new data files but no new HASH file from this commit.
-
-        A dynamic-bucket writer that restored the table's index before the
-        overwrite writes a bucket's HASH file only when a key hash is new
-        there; dropping the old file would leave the bucket's keys in no
-        HASH file, and a later writer could put such a key into a second
-        bucket. Keeping the old file keeps every written key covered (its
-        other hashes only pin keys that are gone to this bucket, as a HASH
-        file may). A writer created for the overwrite
-        (``TableWrite.ignore_previous_files``) restores nothing, so every
-        bucket it writes gets a new file and nothing is kept.
-        """
-        types = self.schema.partition_types
-        hashed = {
-            (canonical_partition(e.partition, types), e.bucket)
-            for e in self._index_entries[0]
-            if e.kind is FileKind.ADD and e.index_file.index_type == HASH_INDEX
-        }
-        return {
-            key
-            for e in adds
-            if (key := (canonical_partition(e.partition, types), e.bucket)) not in hashed
-        }
 
 
 def _check_in_spec(

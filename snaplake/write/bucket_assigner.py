@@ -377,7 +377,8 @@ class DynamicBucketIndex:
         Raises:
             StorageError: writing a HASH file failed (the files written here are deleted).
 
-        Storage: writes one ``index/index-<uuid>-<n>`` per changed bucket.
+        Storage: writes one ``index/index-<uuid>-<n>`` per changed bucket and
+        starts syncing them (``FileIO.sync_in_background``).
         """
         out = {(m.partition, m.bucket): m for m in messages}
         written: list[str] = []
@@ -403,6 +404,7 @@ class DynamicBucketIndex:
         except BaseException:
             self.file_io.delete_many(written)
             raise
+        self.file_io.sync_in_background(written)  # the commit's publish finds them durable
         changed = {(p, b) for p, b, _ in replaced}
         if not self._ignore_previous:
             for key, message in out.items():

@@ -155,7 +155,9 @@ class KeyValueFileWriter:
             ``metadata.stats-mode``.
 
     Storage: creates ``data-<uuid>-<n>.<format>`` (or ``changelog-...``) files
-    under the bucket directory; :meth:`abort` deletes them.
+    under the bucket directory and starts syncing each once it is complete
+    (``FileIO.sync_in_background``: the publish of the commit still makes it
+    durable); :meth:`abort` deletes them.
 
     Source: Paimon ``KeyValueFileWriterFactory`` (``createRollingChangelogFileWriter``,
     the per-level and changelog format, compression and stats mode).
@@ -451,3 +453,4 @@ class KeyValueFileWriter:
             external_path=None,
         )
         self.written.append(WrittenFile(meta=meta, path=f.path))
+        self.file_io.sync_in_background([f.path])  # the commit's publish finds it durable

@@ -386,32 +386,35 @@ def combine_index_entries(
     *,
     by_file_name: Collection[str] = (),
 ) -> list[IndexManifestEntry]:
-    """Apply a commit's index ADD/DELETE entries to the previous full state.
+    """Apply a commit's index ADD/DELETE entries to the previous full state, per index type.
 
-    Keyed by (partition, bucket, index type): DELETEs first, each removing the
-    entries of its key (whatever file they name, as Java does); then each ADD
-    replaces the entries of its key (the last ADD of a key wins). Entries of the
-    index types in ``by_file_name`` are keyed by their file name instead, so one
-    (partition, bucket) holds many such files (the DELETION_VECTORS files of a
-    bucket-unaware append table).
+    HASH and DELETION_VECTORS entries are keyed by (partition, bucket, index
+    type): DELETEs first, each removing the entries of its key (whatever file
+    they name, as Java does); then each ADD replaces the entries of its key
+    (the last ADD of a key wins). Entries of every other index type (Paimon's
+    global indexes), and of the types in ``by_file_name``, are keyed by their
+    file name instead, so one (partition, bucket) holds many such files (the
+    DELETION_VECTORS files of a bucket-unaware append table).
 
     Args:
         previous: The previous snapshot's index manifest entries (all ADD).
         changes: The commit's ADD and DELETE entries.
-        by_file_name: Index types combined by file name.
+        by_file_name: DELETION_VECTORS when the table combines them by file name.
 
     Returns:
         The new full state, all ADD: the untouched previous entries in their order,
         then the ADDs in the order their keys first came.
 
-    Source: Paimon ``IndexManifestFileHandler.BucketedCombiner`` and
-    ``GlobalCombiner`` (DELETION_VECTORS of ``BUCKET_UNAWARE`` tables).
+    Source: Paimon ``IndexManifestFileHandler`` (``BucketedCombiner`` for HASH and
+    bucketed DELETION_VECTORS, ``GlobalCombiner`` for DELETION_VECTORS of
+    ``BUCKET_UNAWARE`` tables, ``GlobalIndexCombiner`` for the other types).
     """
 
     def key(e: IndexManifestEntry) -> tuple[bytes, int, str]:
-        if e.index_file.index_type in by_file_name:
+        kind = e.index_file.index_type
+        if kind in by_file_name or kind not in (HASH_INDEX, DELETION_VECTORS_INDEX):
             return (b"", -1, e.index_file.file_name)
-        return (e.partition, e.bucket, e.index_file.index_type)
+        return (e.partition, e.bucket, kind)
 
     changes = list(changes)
     adds = {key(e): e for e in changes if e.kind == FileKind.ADD}

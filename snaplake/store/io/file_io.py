@@ -161,6 +161,18 @@ class FileIO(abc.ABC):
         del files, directories
         self.write_if_absent(path, data)
 
+    def sync_in_background(self, paths: Collection[str]) -> None:
+        """Start making the new files ``paths`` (and their directories) durable, without waiting.
+
+        A hint for files a later :meth:`publish` names in ``files``: that
+        publish still makes them durable (and raises if it cannot), but finds
+        the work done or under way, so the storage's sync latency overlaps
+        whatever the writer does meanwhile. Errors here are ignored (a file
+        deleted meanwhile is fine). The default does nothing: on object
+        stores a completed write is durable.
+        """
+        del paths
+
     def write_new(self, path: str, data: bytes) -> None:
         """Create a file under a fresh, unique name (manifests, manifest lists).
 

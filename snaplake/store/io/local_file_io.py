@@ -327,6 +327,21 @@ class LocalFileIO(FileIO):
             raise
         os.close(fd)
 
+    def sync_in_background(self, paths: Collection[str]) -> None:
+        """``fdatasync`` ``paths`` and ``fsync`` their directories on the fsync threads; no wait.
+
+        See :meth:`FileIO.sync_in_background`: a later publish syncs them
+        again, which costs little once they are clean. Nothing with ``fsync``
+        off. Errors (a file deleted meanwhile) are dropped with the futures.
+        """
+        if not self._fsync or not paths:
+            return
+        pool = _sync_pool()
+        for path in paths:
+            pool.submit(_sync_path, path, directory=False)
+        for directory in {os.path.dirname(p) for p in paths}:
+            pool.submit(_sync_path, directory, directory=True)
+
     def write_new(self, path: str, data: bytes) -> None:
         """Create a file under a fresh unique name; made durable by the publish referencing it.
 

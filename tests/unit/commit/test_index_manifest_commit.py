@@ -180,11 +180,30 @@ def test_overwrite_drops_the_overwritten_partitions_entries(table: snaplake.Tabl
         **{k: v for k, v in before.items() if month_of[k[0]] != 1},
         (fresh[0].partition, fresh[0].bucket): fresh[0].data_increment.new_index_files[0].file_name,
     }
-    # dynamic overwrite without a new HASH file: the bucket it fills keeps its old file
-    # (the writer's keys stay covered), so nothing changes in the index
+    # dynamic overwrite without a new HASH file: month 2's entries go (Paimon drops every
+    # index entry of the overwritten partitions), the other months' stay
     kept = _state(table)
-    c.commit(_written(table, 301, 1, index=False), overwrite=True)
-    assert _state(table) == kept
+    plain = _written(table, 301, 1, index=False)
+    c.commit(plain, overwrite=True)
+    assert _state(table) == {k: v for k, v in kept.items() if month_of[k[0]] != 2}
+    # a message naming a live HASH file in kept_index_files (a writer that restored the
+    # index wrote known keys there) keeps exactly that file; the partition's others go
+    c.commit(_written(table, 302, 12, seed=700))  # month 2 gets HASH files again
+    relying = _written(table, 304, 1, index=False)  # id 304: month 2
+    p2, b2 = relying[0].partition, relying[0].bucket
+    live = next(
+        e.index_file for e in read_index_entries(table, table.latest_snapshot())
+        if (e.partition, e.bucket) == (p2, b2)
+    )  # fmt: skip
+    relying = [
+        dataclasses.replace(m, data_increment=dataclasses.replace(
+            m.data_increment, kept_index_files=(live,)))
+        for m in relying
+    ]  # fmt: skip
+    others = {k: v for k, v in _state(table).items() if month_of[k[0]] != 2}
+    c.commit(relying, overwrite=True)
+    assert _state(table) == {**others, (p2, b2): live.file_name}
+    kept = _state(table)
     # with a new HASH file, only the touched partition (month 2) loses its entries
     fresh = _written(table, 301, 1, seed=500)
     c.commit(fresh, overwrite=True)

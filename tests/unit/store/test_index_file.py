@@ -220,6 +220,30 @@ def test_combine_deletes_first_then_adds_replace() -> None:
     assert combine_index_entries(prev, []) == prev
 
 
+def test_combine_keys_global_index_types_and_unaware_vectors_by_file_name() -> None:
+    """Paimon's per-type combiners: only HASH and bucketed vectors are one file per bucket."""
+    add, delete = FileKind.ADD, FileKind.DELETE
+    prev = [
+        _e(add, b"a", 0, "g1", "BTREE"),
+        _e(add, b"a", 0, "g2", "BTREE"),
+        _e(add, b"a", 0, "v1", DELETION_VECTORS_INDEX),
+    ]
+    # a global index type (Paimon's GlobalIndexCombiner): a DELETE drops its file only,
+    # an ADD joins the bucket's other files
+    out = combine_index_entries(prev, [_e(delete, b"a", 0, "g1", "BTREE"),
+                                       _e(add, b"a", 0, "g3", "BTREE")])  # fmt: skip
+    assert [e.index_file.file_name for e in out] == ["g2", "v1", "g3"]
+    # vectors of a bucketed table (BucketedCombiner): the new file replaces the bucket's
+    out = combine_index_entries(prev, [_e(add, b"a", 0, "v2", DELETION_VECTORS_INDEX)])
+    assert [e.index_file.file_name for e in out] == ["g1", "g2", "v2"]
+    # vectors of a bucket-unaware table (GlobalCombiner): by file name
+    out = combine_index_entries(
+        prev, [_e(add, b"a", 0, "v2", DELETION_VECTORS_INDEX)],
+        by_file_name={DELETION_VECTORS_INDEX},
+    )  # fmt: skip
+    assert [e.index_file.file_name for e in out] == ["g1", "g2", "v1", "v2"]
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(

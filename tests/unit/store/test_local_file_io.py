@@ -107,3 +107,52 @@ def test_a_failed_sync_publishes_nothing(tmp_path, monkeypatch):
         local_file_io.LocalFileIO().publish(str(target), b"{}", files=[str(data_file)])
     assert not isinstance(err.value, StorageError)  # certain: not an unknown outcome
     assert sorted(os.listdir(tmp_path)) == ["data.parquet"]
+
+
+class _Inline:
+    """An executor running each task at once (the background syncs, made deterministic)."""
+
+    def submit(self, fn, *args, **kwargs):
+        from concurrent.futures import Future
+
+        future: Future[object] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:  # noqa: BLE001 - kept in the future, as the pool does
+            future.set_exception(exc)
+        return future
+
+
+def test_background_sync_covers_new_files_and_their_directory_only(tmp_path, synced, monkeypatch):
+    monkeypatch.setattr(local_file_io, "_sync_pool", _Inline)
+    bucket = tmp_path / "bucket-0"
+    bucket.mkdir()
+    a, b = bucket / "a.parquet", bucket / "b.parquet"
+    a.write_bytes(b"a")
+    b.write_bytes(b"b")
+    local_file_io.LocalFileIO(fsync=False).sync_in_background([str(a)])
+    assert synced == {"data": [], "full": []}
+    local_file_io.LocalFileIO().sync_in_background([str(a), str(b), str(bucket / "gone")])
+    assert sorted(synced["data"]) == [str(a), str(b)]  # a deleted file is no error
+    assert synced["full"] == [str(bucket)]
+
+
+def test_a_primary_key_writer_starts_syncing_its_files_before_the_commit(
+    tmp_path, synced, monkeypatch
+):
+    monkeypatch.setattr(local_file_io, "_sync_pool", _Inline)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.int32())])
+    table = snaplake.FileSystemCatalog(str(tmp_path / "wh")).create_table(
+        "db.t", schema=schema, primary_keys=["id"], options={"bucket": "1"}
+    )
+    synced["data"].clear()  # the schema file's
+    synced["full"].clear()
+    write = table.new_write(commit_user="u")
+    write.write_arrow(pa.table({"id": [1, 2], "v": [3, 4]}, schema=schema))
+    messages = write.prepare_commit()
+    [name] = [f.file_name for m in messages for f in m.added_files()]
+    path = f"{table.root}/bucket-0/{name}"
+    assert synced["data"] == [path]
+    assert synced["full"] == [f"{table.root}/bucket-0"]
+    table.new_commit(commit_user="u").commit(messages, commit_identifier=1)
+    assert synced["data"].count(path) == 2  # the publish syncs it again (cheap once clean)
