@@ -69,6 +69,21 @@ class OverwriteFiles(_OverwriteKind):
         super().__init__(context, request)
         self.overwrite = overwrite
 
+    def publishes_empty(self) -> bool:
+        """False for a dynamic partition overwrite: no new file touches a partition, so none goes.
+
+        Paimon's ``FileStoreCommitImpl.overwrite`` skips the OVERWRITE snapshot
+        (``skipOverwrite``) when a dynamic partition overwrite of a partitioned
+        table has no new files; a static or whole-table overwrite still
+        publishes (it empties what it names).
+        """
+        schema = self.schema
+        return not (
+            self.overwrite is True
+            and bool(schema.partition_keys)
+            and schema.core_options.dynamic_partition_overwrite
+        )
+
     def replaced_entries(
         self, latest: Snapshot | None, adds: Sequence[ManifestEntry]
     ) -> list[ManifestEntry]:

@@ -205,6 +205,10 @@ class SnapshotProducer:
     publishes_when_empty: ClassVar[bool] = False
     """True: a call without files still publishes (an overwrite deletes what it replaces)."""
 
+    def publishes_empty(self) -> bool:
+        """Whether a call without files, changelog or index files still publishes a snapshot."""
+        return self.publishes_when_empty
+
     def __init__(self, context: CommitContext, request: CommitRequest) -> None:
         self.context = context
         self.schema = request.schema
@@ -385,7 +389,7 @@ class SnapshotProducer:
         check_files_readable([e.file for e in adds], self.schema, ctx.table.schema_manager.schema)
         changelog = self._changelog_of_messages()
         has_index = any(self._index_entries)
-        if not self.publishes_when_empty and not entries and not changelog and not has_index:
+        if not self.publishes_empty() and not entries and not changelog and not has_index:
             return None
         if entries:
             self._delta = write_manifest(

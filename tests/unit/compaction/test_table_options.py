@@ -199,6 +199,24 @@ def test_dynamic_partition_overwrite_false_overwrites_the_table(make_table):
     assert len(dynamic.to_arrow()) == 21  # months 1 and 3 kept
 
 
+def test_dynamic_overwrite_without_files_publishes_nothing(make_table):
+    """Paimon's skipOverwrite: no new file, no touched partition, no OVERWRITE snapshot."""
+    dynamic = make_table()
+    append(dynamic, 0, 30)
+    latest = dynamic.snapshot_manager.latest_snapshot_id()
+    empty = dynamic.new_write(commit_user="w").prepare_commit()
+    dynamic.new_commit(commit_user="w").commit(empty, overwrite=True)
+    assert dynamic.snapshot_manager.latest_snapshot_id() == latest
+    assert len(dynamic.to_arrow()) == 30
+    static = make_table({"dynamic-partition-overwrite": "false"})
+    append(static, 0, 30)
+    static.new_commit(commit_user="w").commit(
+        static.new_write(commit_user="w").prepare_commit(), overwrite=True
+    )
+    assert [s.commit_kind for s in static.snapshots()][-1] == CommitKind.OVERWRITE
+    assert len(static.to_arrow()) == 0  # the whole-table overwrite still empties it
+
+
 def test_write_only_turns_inline_maintenance_off(make_table):
     table = make_table({"snaplake.maintenance.inline": "true", "write-only": "true"})
     for i in range(6):
