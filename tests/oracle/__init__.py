@@ -289,14 +289,8 @@ class PaimonOracle:
                 return self._result(out_path)
             cmd = [str(self.python), str(DRIVER), str(request_path), str(out_path)]
             try:
-                proc = subprocess.run(
-                    cmd,
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                    timeout=timeout,
-                    cwd=REPO_ROOT,
-                )
+                proc = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                                      timeout=timeout, cwd=REPO_ROOT)  # fmt: skip
             except subprocess.CalledProcessError as exc:
                 raise OracleError(
                     f"pypaimon driver op={body.get('op')!r} failed with exit code "
