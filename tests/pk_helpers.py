@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from tests.merge_model import DELETE, INSERT, MergeModel, Version, visible
+
+if TYPE_CHECKING:
+    import snaplake
 
 PK_SCHEMA = pa.schema(
     [
@@ -47,6 +51,39 @@ def engine_options(engine: str, *, remove_record_on_delete: bool = False) -> dic
             }
         )
     return base
+
+
+def dv_options(engine: str, **extra: str) -> dict[str, str]:
+    """:func:`engine_options` with deletion vectors on, compacting after two sorted runs, 4 levels.
+
+    ``extra`` options are applied last.
+    """
+    return {
+        **engine_options(engine),
+        "deletion-vectors.enabled": "true",
+        "num-sorted-run.compaction-trigger": "2",
+        "num-levels": "4",
+        **extra,
+    }
+
+
+def dv_table(root: Path, **extra: str) -> snaplake.Table:
+    """``db.t`` under the warehouse ``root``: a deduplicate table of :data:`PK_SCHEMA`
+    partitioned by ``month``, created with :func:`dv_options` (``extra`` applied last)."""
+    import snaplake
+
+    catalog = snaplake.FileSystemCatalog(str(root))
+    return catalog.create_table(
+        "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
+        options=dv_options("deduplicate", **extra),
+    )  # fmt: skip
+
+
+def pypaimon_rows(root: Path) -> list[dict[str, Any]]:
+    """``db.t`` under the warehouse ``root`` as pypaimon 2.1.0 reads it, as :func:`sorted_rows`."""
+    from tests.oracle import PaimonOracle
+
+    return sorted_rows(PaimonOracle(root).read("db.t").select(PK_SCHEMA.names).cast(PK_SCHEMA))
 
 
 def engine_model(

@@ -13,22 +13,19 @@ checked on tables snaplake built (tests/unit/store/test_dv_read.py).
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from tests.helpers import assert_java_rows
-from tests.oracle.java_paimon import JavaPaimon, build, requires_java_paimon
+from tests.oracle.java_paimon import JavaPaimon, requires_java_paimon, run_java
 
 import snaplake
 
 pytestmark = [pytest.mark.integration, requires_java_paimon]
 
-SOURCE = Path(__file__).resolve().parents[1] / "oracle" / "java" / "JavaDeletionVectorWriter.java"
 COMMITS = 4
 
 TABLES = {
@@ -42,21 +39,10 @@ TABLES = {
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("dv")
-    cp = (build() / "classpath.txt").read_text().strip()
-    classes = root / "classes"
-    subprocess.run(
-        ["javac", "-cp", cp, "-d", str(classes), str(SOURCE)],
-        capture_output=True, text=True, timeout=300, check=True,
-    )  # fmt: skip
-    wh = root / "wh"
     for name, (deletes, options) in TABLES.items():
-        proc = subprocess.run(
-            ["java", f"-Djava.io.tmpdir={root}", "-cp", cp + os.pathsep + str(classes),
-             "JavaDeletionVectorWriter", str(wh), name, str(COMMITS), deletes, *options],
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
-    return wh
+        run_java("JavaDeletionVectorWriter", str(root / "wh"), name, str(COMMITS), deletes,
+                 *options, tmp_dir=root)  # fmt: skip
+    return root / "wh"
 
 
 def _table(wh: Path, name: str) -> snaplake.Table:

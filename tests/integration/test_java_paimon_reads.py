@@ -45,6 +45,7 @@ from tests.helpers import assert_java_rows, write_and_commit
 from tests.oracle import PaimonOracle, requires_paimon
 from tests.oracle.java_paimon import (
     JavaPaimon,
+    JavaPaimonError,
     JavaRead,
     encode_value,
     requires_java_paimon,
@@ -357,6 +358,26 @@ def test_table_without_snapshots(catalog: snaplake.FileSystemCatalog) -> None:
     table = catalog.create_table("db.empty", schema=pa.schema([("id", pa.int64())]))
     read = JavaPaimon().read(table.root)
     assert read.snapshot_id is None and read.splits == ()
+
+
+def test_the_reader_jvm_reports_a_failed_read_and_is_replaced_when_dead(
+    catalog: snaplake.FileSystemCatalog,
+) -> None:
+    """One JVM serves the process's reads: a failed read keeps it; a dead one is restarted."""
+    import tests.oracle.java_paimon as java_paimon
+
+    table = catalog.create_table("db.t", schema=pa.schema([("id", pa.int64())]))
+    assert write_and_commit(table, pa.table({"id": [1, 2]}), commit_user="w").snapshot_id == 1
+    with pytest.raises(JavaPaimonError, match=r"(?s)op=\[.*missing.*\].*Exception"):
+        JavaPaimon().read(Path(table.root).parent / "missing")
+    (jvm,) = java_paimon._jvms()._sessions.values()
+    assert jvm.alive()  # the failed read left the JVM in step
+    assert JavaPaimon().read(table.root).rows == [(1,), (2,)]
+    jvm.proc.kill()
+    jvm.proc.wait()
+    assert JavaPaimon().read(table.root).rows == [(1,), (2,)]  # a new JVM answers
+    (replacement,) = java_paimon._jvms()._sessions.values()
+    assert replacement is not jvm and replacement.alive()
 
 
 @pytest.mark.xfail(strict=True, reason="Paimon 0.9 reads a ROW with all fields NULL as NULL")

@@ -12,19 +12,16 @@ above 0 (checked below), where a plain merge would count the older record twice.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from tests.helpers import assert_java_rows
-from tests.oracle.java_paimon import JavaPaimon, build, requires_java_paimon
+from tests.oracle.java_paimon import JavaPaimon, requires_java_paimon, run_java
 
 import snaplake
 
 pytestmark = [pytest.mark.integration, requires_java_paimon]
 
-SOURCE = Path(__file__).resolve().parents[1] / "oracle" / "java" / "JavaDeletionVectorWriter.java"
 COMMITS = 8
 LOOKUP = ("deletion-vectors.enabled=false", "changelog-producer=lookup")
 
@@ -37,21 +34,10 @@ TABLES = {
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("lookup-merge")
-    cp = (build() / "classpath.txt").read_text().strip()
-    classes = root / "classes"
-    subprocess.run(
-        ["javac", "-cp", cp, "-d", str(classes), str(SOURCE)],
-        capture_output=True, text=True, timeout=300, check=True,
-    )  # fmt: skip
-    wh = root / "wh"
     for name, options in TABLES.items():
-        proc = subprocess.run(
-            ["java", f"-Djava.io.tmpdir={root}", "-cp", cp + os.pathsep + str(classes),
-             "JavaDeletionVectorWriter", str(wh), name, str(COMMITS), "false", *options],
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
-    return wh
+        run_java("JavaDeletionVectorWriter", str(root / "wh"), name, str(COMMITS), "false",
+                 *options, tmp_dir=root)  # fmt: skip
+    return root / "wh"
 
 
 @pytest.mark.parametrize("name", list(TABLES))

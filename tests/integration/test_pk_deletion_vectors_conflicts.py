@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pytest
 from tests.helpers import write_and_commit
-from tests.integration.test_pk_deletion_vectors_pypaimon import _dv_options
-from tests.oracle import PaimonOracle, requires_paimon
+from tests.oracle import requires_paimon
 from tests.pk_helpers import (
-    PK_KEYS,
-    PK_SCHEMA,
     TableModel,
+    dv_table,
     engine_model,
     make_rows,
+    pypaimon_rows,
     sorted_rows,
     to_table,
 )
@@ -43,25 +42,12 @@ from snaplake.write.batch_write import commit_or_abort
 pytestmark = [pytest.mark.integration, requires_paimon]
 
 
-def _table(tmp_path: Path, **extra: str) -> snaplake.Table:
-    catalog = snaplake.FileSystemCatalog(str(tmp_path))
-    return catalog.create_table(
-        "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
-        options=_dv_options("deduplicate", **extra),
-    )  # fmt: skip
-
-
-def _read(tmp_path: Path) -> list[dict[str, object]]:
-    got = PaimonOracle(tmp_path).read("db.t").select(PK_SCHEMA.names).cast(PK_SCHEMA)
-    return sorted_rows(got)
-
-
 def _index_files(table: snaplake.Table) -> set[str]:
     return {p.name for p in (Path(table.root) / "index").glob("index-*")}
 
 
 def test_second_compaction_of_a_bucket_replans(tmp_path: Path) -> None:
-    table = _table(tmp_path, **{"write-only": "true"})
+    table = dv_table(tmp_path, **{"write-only": "true"})
     model = TableModel(engine_model("deduplicate"))
     for i, seed in enumerate((0, 1)):
         rows = make_rows(0 if i == 0 else 10, 40, seed=seed)
@@ -76,12 +62,12 @@ def test_second_compaction_of_a_bucket_replans(tmp_path: Path) -> None:
     messages = [m for u in plan.units for m in loser.rewrite(u)]
     assert any(m.compact_increment.new_index_files for m in messages)
     table.compact()  # the winner
-    assert _read(tmp_path) == model.rows()
+    assert pypaimon_rows(tmp_path) == model.rows()
     with pytest.raises(CommitConflictError):
         loser.commit_rewritten(plan, messages)
     new_index = {f.file_name for m in messages for f in m.compact_increment.new_index_files}
     assert not new_index & _index_files(table), "the loser's index files are deleted"
-    assert _read(tmp_path) == model.rows()
+    assert pypaimon_rows(tmp_path) == model.rows()
     # A job that loses plans again on the new snapshot (here: nothing left to do).
     again = table.file_store().new_compaction(commit=maintenance_committer(table))
     stale = again.plan_units()
@@ -89,12 +75,12 @@ def test_second_compaction_of_a_bucket_replans(tmp_path: Path) -> None:
     model.apply(make_rows(60, 5, seed=3), None)
     table.compact()
     again.execute(plan=stale)
-    assert _read(tmp_path) == model.rows()
+    assert pypaimon_rows(tmp_path) == model.rows()
 
 
 def test_vectors_file_replaced_since_planning_is_refused(tmp_path: Path) -> None:
     """The vectors-file check alone: a DELETE naming a file no longer live, an ADD over one."""
-    table = _table(tmp_path)
+    table = dv_table(tmp_path)
     write_and_commit(table, to_table(make_rows(0, 40)))
     table.compact(full=True)
     write_and_commit(table, to_table(make_rows(0, 10, seed=1)))  # the lift writes vectors
@@ -122,7 +108,7 @@ def test_vectors_file_replaced_since_planning_is_refused(tmp_path: Path) -> None
 
 
 def test_write_only_level0_commit_never_conflicts_with_a_compaction(tmp_path: Path) -> None:
-    table = _table(tmp_path, **{"write-only": "true"})
+    table = dv_table(tmp_path, **{"write-only": "true"})
     model = TableModel(engine_model("deduplicate"))
     rows = make_rows(0, 40)
     write_and_commit(table, to_table(rows))
@@ -133,16 +119,16 @@ def test_write_only_level0_commit_never_conflicts_with_a_compaction(tmp_path: Pa
     later = make_rows(10, 20, seed=1)
     write_and_commit(table, to_table(later))  # lands between plan and commit
     job.commit_rewritten(plan, messages)
-    assert _read(tmp_path) == sorted_rows(to_table(rows))  # the later rows wait in level 0
+    assert pypaimon_rows(tmp_path) == sorted_rows(to_table(rows))  # the later rows wait in level 0
     model.apply(later, None)
     table.compact()
-    assert _read(tmp_path) == model.rows()
+    assert pypaimon_rows(tmp_path) == model.rows()
 
 
 def test_lifting_writer_that_loses_to_a_compaction_commits_its_level0_files(
     tmp_path: Path,
 ) -> None:
-    table = _table(tmp_path)
+    table = dv_table(tmp_path)
     model = TableModel(engine_model("deduplicate"))
     rows = make_rows(0, 40)
     write_and_commit(table, to_table(rows))
@@ -161,7 +147,7 @@ def test_lifting_writer_that_loses_to_a_compaction_commits_its_level0_files(
     assert result.snapshot_id is not None
     on_disk = {p.name for p in Path(table.root).rglob("*.parquet")}
     assert not outputs & on_disk, "the lost compaction's outputs are deleted"
-    assert _read(tmp_path) == model.rows()  # the level-0 rows wait for a compaction
+    assert pypaimon_rows(tmp_path) == model.rows()  # the level-0 rows wait for a compaction
     model.apply(later, None)
     table.compact()
-    assert _read(tmp_path) == model.rows()
+    assert pypaimon_rows(tmp_path) == model.rows()

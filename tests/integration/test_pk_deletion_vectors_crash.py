@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 from tests.helpers import write_and_commit
-from tests.integration.test_pk_deletion_vectors_pypaimon import _dv_options
 from tests.oracle import PaimonOracle, requires_paimon
 from tests.pk_helpers import (
     PK_KEYS,
     PK_SCHEMA,
     TableModel,
+    dv_options,
     engine_model,
     make_rows,
     sorted_rows,
@@ -64,7 +64,7 @@ def test_sigkill_at_every_operation_of_a_vector_writing_compaction(tmp_path: Pat
     base = tmp_path / "base"
     table = snaplake.FileSystemCatalog(str(base)).create_table(
         "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
-        options=_dv_options("deduplicate", **{"write-only": "true", "bucket": "1"}),
+        options=dv_options("deduplicate", **{"write-only": "true", "bucket": "1"}),
     )  # fmt: skip
     model = TableModel(engine_model("deduplicate"))
     for first, seed in ((0, 0), (10, 1)):

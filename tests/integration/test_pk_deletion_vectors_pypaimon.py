@@ -17,8 +17,8 @@ from tests.pk_helpers import (
     PK_KEYS,
     PK_SCHEMA,
     TableModel,
+    dv_options,
     engine_model,
-    engine_options,
     make_rows,
     sorted_rows,
     to_table,
@@ -32,16 +32,6 @@ from snaplake.store.read.index_scan import read_index_entries
 pytestmark = [pytest.mark.integration, requires_paimon]
 
 DV_ENGINES = ("deduplicate", "partial-update", "aggregation")
-
-
-def _dv_options(engine: str, **extra: str) -> dict[str, str]:
-    return {
-        **engine_options(engine),
-        "deletion-vectors.enabled": "true",
-        "num-sorted-run.compaction-trigger": "2",
-        "num-levels": "4",
-        **extra,
-    }
 
 
 def _vectors(table: snaplake.Table) -> dict[str, int]:
@@ -61,7 +51,7 @@ def test_pypaimon_reads_lookup_compacted_table(tmp_path: Path, engine: str) -> N
     catalog = snaplake.FileSystemCatalog(str(tmp_path))
     table = catalog.create_table(
         "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
-        options=_dv_options(engine),
+        options=dv_options(engine),
     )  # fmt: skip
     model = TableModel(engine_model(engine))
     oracle = PaimonOracle(tmp_path)
@@ -84,7 +74,7 @@ def test_snaplake_compacts_level0_files_pypaimon_wrote(tmp_path: Path, engine: s
     oracle = PaimonOracle(tmp_path)
     oracle.create_table(
         "db.t", PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
-        options=_dv_options(engine),
+        options=dv_options(engine),
     )  # fmt: skip
     model = TableModel(engine_model(engine))
     history = _history(engine)
@@ -121,7 +111,7 @@ def test_bitmap64_vectors_are_written(tmp_path: Path) -> None:
     catalog = snaplake.FileSystemCatalog(str(tmp_path))
     table = catalog.create_table(
         "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
-        options=_dv_options("deduplicate", **{"deletion-vectors.bitmap64": "true"}),
+        options=dv_options("deduplicate", **{"deletion-vectors.bitmap64": "true"}),
     )  # fmt: skip
     write_and_commit(table, to_table(make_rows(0, 40)))
     table.compact(full=True)

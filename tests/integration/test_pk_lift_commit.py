@@ -16,9 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.test_pk_deletion_vectors_pypaimon import _dv_options
-from tests.oracle import PaimonOracle, requires_paimon
-from tests.pk_helpers import PK_KEYS, PK_SCHEMA, TableModel, engine_model, make_rows, to_table
+from tests.oracle import requires_paimon
+from tests.pk_helpers import (
+    PK_SCHEMA,
+    TableModel,
+    dv_table,
+    engine_model,
+    make_rows,
+    pypaimon_rows,
+    to_table,
+)
 from tests.pk_helpers import sorted_rows as _sorted
 
 import snaplake
@@ -29,25 +36,13 @@ from snaplake.errors import CommitRetriesExhaustedError
 from snaplake.store.format.snapshot import CommitKind
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.write.batch_write import commit_or_abort
+from snaplake.write.table_write import TableWrite
 
 pytestmark = [pytest.mark.integration, requires_paimon]
 
 
 class _Crash(BaseException):
     """The process dies between the APPEND and the COMPACT snapshot."""
-
-
-def _table(tmp_path: Path, **extra: str) -> snaplake.Table:
-    catalog = snaplake.FileSystemCatalog(str(tmp_path))
-    return catalog.create_table(
-        "db.t", schema=PK_SCHEMA, partition_keys=["month"], primary_keys=PK_KEYS,
-        options=_dv_options("deduplicate", **extra),
-    )  # fmt: skip
-
-
-def _read(tmp_path: Path) -> list[dict[str, object]]:
-    got = PaimonOracle(tmp_path).read("db.t").select(PK_SCHEMA.names).cast(PK_SCHEMA)
-    return _sorted(got)
 
 
 def _between(commit: FileStoreCommit, action: Callable[[], object]) -> None:
@@ -73,6 +68,29 @@ def _outputs(table: snaplake.Table, messages: list[CommitMessage]) -> set[str]:
     return out
 
 
+def _lifted_write(
+    table: snaplake.Table, rows: list[dict[str, Any]], between: Callable[[], object]
+) -> tuple[TableWrite, list[CommitMessage], set[str], FileStoreCommit]:
+    """A writer's prepared commit of ``rows`` and a commit hooked to run ``between`` there.
+
+    Returns the write, its messages (the lift done: level 0 compacted, vectors written), the
+    lift's outputs (:func:`_outputs`) and the commit (:func:`_between`).
+    """
+    write = table.new_write(commit_user="w")
+    write.write_arrow(to_table(rows))
+    messages = write.prepare_commit()
+    commit = table.new_commit(commit_user="w")
+    _between(commit, between)
+    return write, messages, _outputs(table, messages), commit
+
+
+def _raise(error: BaseException) -> Callable[[], None]:
+    def action() -> None:
+        raise error
+
+    return action
+
+
 def _on_disk(table: snaplake.Table) -> set[str]:
     return {p.name for p in Path(table.root).rglob("*") if p.is_file()}
 
@@ -88,7 +106,7 @@ def _level0(table: snaplake.Table) -> list[str]:
 
 def _seeded(tmp_path: Path, **extra: str) -> tuple[snaplake.Table, TableModel]:
     """A table whose buckets hold a top-level file with vectors (so a full compaction has work)."""
-    table = _table(tmp_path, **extra)
+    table = dv_table(tmp_path, **extra)
     model = TableModel(engine_model("deduplicate"))
     for start, n, seed in ((0, 40, 0), (0, 10, 1)):
         rows = make_rows(start, n, seed=seed)
@@ -98,7 +116,7 @@ def _seeded(tmp_path: Path, **extra: str) -> tuple[snaplake.Table, TableModel]:
     rows = make_rows(20, 10, seed=2)
     table.write(to_table(rows))  # lifted: vectors on the top-level files
     model.apply(rows, None)
-    assert _read(tmp_path) == model.rows()
+    assert pypaimon_rows(tmp_path) == model.rows()
     return table, model
 
 
@@ -108,16 +126,13 @@ def test_a_compaction_landing_between_the_append_and_the_compact_wins(tmp_path: 
     plan = job.plan_units()  # planned before the writer's commit
     rewritten = [m for u in plan.units for m in job.rewrite(u)]
     assert rewritten
-    write = table.new_write(commit_user="w")
     later = make_rows(5, 30, seed=3)
-    write.write_arrow(to_table(later))
-    messages = write.prepare_commit()  # the lift: level 0 compacted, vectors written
-    lift = _outputs(table, messages)
+    write, messages, lift, commit = _lifted_write(
+        table, later, lambda: job.commit_rewritten(plan, rewritten)
+    )
     assert lift and lift <= _on_disk(table)
     before = table.latest_snapshot()
     assert before is not None
-    commit = table.new_commit(commit_user="w")
-    _between(commit, lambda: job.commit_rewritten(plan, rewritten))
     result = commit_or_abort(commit, write.schema, messages, commit_identifier=7)
     # the APPEND result: the concurrent compaction is the latest snapshot, the writer's
     # COMPACT lost to it and was not published
@@ -137,7 +152,7 @@ def test_a_compaction_landing_between_the_append_and_the_compact_wins(tmp_path: 
     # merged view (level 0 included) is the model's
     delta = table.changes(snaps[0].id, mode="delta").read_all()
     assert _sorted(delta.select(PK_SCHEMA.names).cast(PK_SCHEMA)) == _sorted(to_table(later))
-    assert _read(tmp_path) == model.rows()  # pypaimon skips level 0: the rows wait
+    assert pypaimon_rows(tmp_path) == model.rows()  # pypaimon skips level 0: the rows wait
     model.apply(later, None)
     assert _sorted(table.to_arrow().select(PK_SCHEMA.names)) != model.rows()
     # a retry of the identifier is a duplicate: the writer committed it
@@ -146,7 +161,7 @@ def test_a_compaction_landing_between_the_append_and_the_compact_wins(tmp_path: 
     ).was_duplicate
     table.compact()  # the next compaction lifts the level-0 files
     assert not set(level0) & set(_level0(table))
-    assert _read(tmp_path) == model.rows()
+    assert pypaimon_rows(tmp_path) == model.rows()
     assert _sorted(table.to_arrow().select(PK_SCHEMA.names)) == model.rows()
 
 
@@ -157,16 +172,7 @@ def test_a_replay_after_the_append_landed_commits_no_row_twice(
     extra = {"changelog-producer": producer} if producer else {}
     table, model = _seeded(tmp_path, **extra)
     later = make_rows(5, 30, seed=4)
-    write = table.new_write(commit_user="w")
-    write.write_arrow(to_table(later))
-    messages = write.prepare_commit()
-    lift = _outputs(table, messages)
-    commit = table.new_commit(commit_user="w")
-
-    def crash() -> None:
-        raise _Crash
-
-    _between(commit, crash)
+    write, messages, lift, commit = _lifted_write(table, later, _raise(_Crash()))
     with pytest.raises(_Crash):
         commit_or_abort(commit, write.schema, messages, commit_identifier=3)
     appended = table.latest_snapshot()
@@ -188,7 +194,7 @@ def test_a_replay_after_the_append_landed_commits_no_row_twice(
     assert not replayed & _on_disk(table), "the replay's files and its lift are deleted"
     assert lift & _on_disk(table)  # the crashed lift's files: orphans, left to orphan clean
     table.compact()
-    assert _read(tmp_path) == model.rows()
+    assert pypaimon_rows(tmp_path) == model.rows()
     assert _sorted(table.to_arrow().select(PK_SCHEMA.names)) == model.rows()
 
 
@@ -196,16 +202,8 @@ def test_a_compact_half_that_fails_otherwise_keeps_the_append(tmp_path: Path) ->
     """Retries exhausted on the COMPACT: a one-off write keeps its committed level-0 files."""
     table, model = _seeded(tmp_path)
     later = make_rows(40, 10, seed=5)
-    write = table.new_write(commit_user="w")
-    write.write_arrow(to_table(later))
-    messages = write.prepare_commit()
-    lift = _outputs(table, messages)
-    commit = table.new_commit(commit_user="w")
-
-    def exhausted() -> None:
-        raise CommitRetriesExhaustedError("lost every race (test)", attempts=3, elapsed_s=0.0)
-
-    _between(commit, exhausted)
+    exhausted = CommitRetriesExhaustedError("lost every race (test)", attempts=3, elapsed_s=0.0)
+    write, messages, lift, commit = _lifted_write(table, later, _raise(exhausted))
     result = commit_or_abort(commit, write.schema, messages, commit_identifier=None)
     latest = table.latest_snapshot()
     assert latest is not None and result.snapshot_id == latest.id
@@ -215,4 +213,4 @@ def test_a_compact_half_that_fails_otherwise_keeps_the_append(tmp_path: Path) ->
     assert new <= _on_disk(table), "the APPEND's level-0 files are kept"
     model.apply(later, None)
     table.compact()
-    assert _read(tmp_path) == model.rows()
+    assert pypaimon_rows(tmp_path) == model.rows()

@@ -160,7 +160,7 @@ def shared_driver() -> Iterator[None]:
     if _shared is not None:
         yield
         return
-    _shared = SharedDrivers(driver=DRIVER, cwd=REPO_ROOT)
+    _shared = SharedDrivers(cwd=REPO_ROOT)
     try:
         yield
     finally:
@@ -236,7 +236,7 @@ class PaimonOracle:
         if self._session is not None:
             yield self
             return
-        self._session = DriverSession(self.python, driver=DRIVER, cwd=REPO_ROOT)
+        self._session = DriverSession(self._serve_cmd(), cwd=REPO_ROOT)
         try:
             yield self
         finally:
@@ -244,6 +244,9 @@ class PaimonOracle:
             session.close()
 
     # ----------------------------------------------------------------- plumbing
+
+    def _serve_cmd(self) -> list[str]:
+        return [str(self.python), str(DRIVER), "--serve"]
 
     def run(
         self,
@@ -277,23 +280,17 @@ class PaimonOracle:
             out_path = tmpdir / "out.json"
             request_path.write_text(json.dumps(body, default=_json_default))
             timeout = timeout_s if timeout_s is not None else self.timeout_s
+            line = json.dumps([str(request_path), str(out_path)])
             if self._session is not None:
-                self._session.call(request_path, out_path, op=body.get("op"), timeout_s=timeout)
+                self._session.call(line, op=body.get("op"), timeout_s=timeout)
                 return self._result(out_path)
             if _shared is not None and not self.process_per_call:
-                _shared.call(self.python, request_path, out_path, op=body.get("op"),
-                             timeout_s=timeout)  # fmt: skip
+                _shared.call(self._serve_cmd(), line, op=body.get("op"), timeout_s=timeout)
                 return self._result(out_path)
             cmd = [str(self.python), str(DRIVER), str(request_path), str(out_path)]
             try:
-                proc = subprocess.run(
-                    cmd,
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                    timeout=timeout,
-                    cwd=REPO_ROOT,
-                )
+                proc = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                                      timeout=timeout, cwd=REPO_ROOT)  # fmt: skip
             except subprocess.CalledProcessError as exc:
                 raise OracleError(
                     f"pypaimon driver op={body.get('op')!r} failed with exit code "

@@ -1,6 +1,9 @@
-"""The pypaimon driver as a long-lived process (``paimon_driver.py --serve``), and OracleError.
+"""Oracles as long-lived processes answering a request per stdin line, and OracleError.
 
-``PaimonOracle.session()`` (``tests/oracle/__init__.py``) sends its calls here.
+The pypaimon driver (``paimon_driver.py --serve``: ``PaimonOracle.session()`` and
+``shared_driver()`` in ``tests/oracle/__init__.py``) and the Java Paimon reader
+(``tests/oracle/java_paimon.py``) speak the same protocol: a line in, one line out,
+``ok`` or ``error <JSON string: the traceback>``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import select
 import subprocess
 import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +24,30 @@ class OracleError(RuntimeError):
 
 
 class DriverSession:
-    """One ``paimon_driver.py --serve`` process answering request after request."""
+    """One serving process (a ``--serve`` pypaimon driver, the Java reader) answering line by line.
 
-    def __init__(self, python: Path, *, driver: Path, cwd: Path) -> None:
-        self.python = python
+    ``name`` starts its error messages; ``error`` is the exception class it raises.
+    """
+
+    def __init__(
+        self,
+        cmd: Sequence[str],
+        *,
+        cwd: Path,
+        name: str = "pypaimon driver",
+        error: type[RuntimeError] = OracleError,
+    ) -> None:
+        self.name = name
+        self.error = error
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
         try:
             self.proc = subprocess.Popen(
-                [str(python), str(driver), "--serve"], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=self._stderr, text=True, cwd=cwd,
+                list(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=self._stderr, text=True, cwd=cwd,
             )  # fmt: skip
         except FileNotFoundError as exc:
             self._stderr.close()
-            raise OracleError(f"pypaimon interpreter not found: {python}") from exc
+            raise error(f"{name}: executable not found: {cmd[0]}") from exc
 
     def alive(self) -> bool:
         """Whether the process still runs (a timeout or a death closes it)."""
@@ -42,37 +57,37 @@ class DriverSession:
         self._stderr.seek(0)
         return self._stderr.read().decode(errors="replace")
 
-    def call(self, request_path: Path, out_path: Path, *, op: Any, timeout_s: float) -> None:
-        """Run one request (its result is then in ``out_path``).
+    def call(self, line: str, *, op: Any, timeout_s: float) -> None:
+        """Send one request line and wait for its answer (the result is where it said).
 
         Raises:
-            OracleError: the op failed (its traceback), the process died, or no answer
+            self.error: the op failed (its traceback), the process died, or no answer
                 came within ``timeout_s`` (the process is killed).
         """
         assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
-            self.proc.stdin.write(json.dumps([str(request_path), str(out_path)]) + "\n")
+            self.proc.stdin.write(line + "\n")
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass  # it died: readline below reports it
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
         if not ready:
             self.close()
-            raise OracleError(
-                f"pypaimon driver op={op!r} timed out after {timeout_s} s\n"
+            raise self.error(
+                f"{self.name} op={op!r} timed out after {timeout_s} s\n"
                 f"--- stderr ---\n{self.stderr()}"
             )
         answer = self.proc.stdout.readline().rstrip("\n")
         if answer == "ok":
             return
         if answer.startswith("error "):
-            raise OracleError(
-                f"pypaimon driver op={op!r} failed in its session\n"
+            raise self.error(
+                f"{self.name} op={op!r} failed in its session\n"
                 f"--- traceback ---\n{json.loads(answer[6:])}"
             )
         self.close()
-        raise OracleError(
-            f"pypaimon driver session died (exit code {self.proc.returncode}) during "
+        raise self.error(
+            f"{self.name} session died (exit code {self.proc.returncode}) during "
             f"op={op!r}\n--- stderr ---\n{self.stderr()}"
         )
 
@@ -92,33 +107,36 @@ class DriverSession:
 
 
 class SharedDrivers:
-    """One ``--serve`` process per pypaimon interpreter, shared by every caller in this process.
+    """One serving process per command line, shared by every caller in this process.
 
     ``call`` starts the process on first use and again after one died or timed out; calls
-    are serialised (a lock), as a driver answers one request at a time.
+    are serialised (a lock), as a process answers one request at a time. ``name`` and
+    ``error`` as in :class:`DriverSession`.
     """
 
-    def __init__(self, *, driver: Path, cwd: Path) -> None:
-        self.driver = driver
-        self.cwd = cwd
-        self._lock = threading.Lock()
-        self._sessions: dict[Path, DriverSession] = {}
-
-    def call(
-        self, python: Path, request_path: Path, out_path: Path, *, op: Any, timeout_s: float
+    def __init__(
+        self, *, cwd: Path, name: str = "pypaimon driver", error: type[RuntimeError] = OracleError
     ) -> None:
-        """Run one request on ``python``'s shared driver (raises as ``DriverSession.call``)."""
+        self.cwd = cwd
+        self.name = name
+        self.error = error
+        self._lock = threading.Lock()
+        self._sessions: dict[tuple[str, ...], DriverSession] = {}
+
+    def call(self, cmd: Sequence[str], line: str, *, op: Any, timeout_s: float) -> None:
+        """Run one request on ``cmd``'s shared process (raises as ``DriverSession.call``)."""
+        key = tuple(cmd)
         with self._lock:
-            session = self._sessions.get(python)
+            session = self._sessions.get(key)
             if session is None or not session.alive():
                 if session is not None:
                     session.close()
-                session = self._sessions[python] = DriverSession(
-                    python, driver=self.driver, cwd=self.cwd
+                session = self._sessions[key] = DriverSession(
+                    key, cwd=self.cwd, name=self.name, error=self.error
                 )
             try:
-                session.call(request_path, out_path, op=op, timeout_s=timeout_s)
-            except OracleError:
+                session.call(line, op=op, timeout_s=timeout_s)
+            except self.error:
                 raise  # a failed op keeps the session in step; a death or timeout closed it
             except BaseException:
                 session.close()  # interrupted mid-call: the next call must not read its answer

@@ -9,11 +9,11 @@ keeps only that jar, and compiles ``tests/oracle/java/JavaPaimonReader.java``
 against it plus pyspark's Hadoop client jars. ``make java-paimon`` runs it (part
 of ``make test``); by hand: ``.venv/bin/python tests/oracle/java_paimon.py build``.
 
-:class:`JavaPaimon` runs the reader in a JVM (~1.5-3 s per call, several tables
-per call) and returns, per table, the schema, the splits (partition, bucket,
-files) and the rows with their RowKind; values come back losslessly encoded
-(see the Java file's header). :func:`java_values` encodes an Arrow table the
-same way, so a test compares ``JavaRead.rows`` with what it wrote.
+:class:`JavaPaimon` sends its reads to the reader in a JVM that serves the whole pytest
+process (a fresh JVM costs ~1.5-3 s; several tables per request) and returns, per table,
+the schema, the splits (partition, bucket, files) and the rows with their RowKind; values
+come back losslessly encoded (see the Java file's header). :func:`java_values` encodes an
+Arrow table the same way, so a test compares ``JavaRead.rows`` with what it wrote.
 
 Paimon 0.9 limitations (bugs of that reader, not of the tables; checked by
 ``tests/integration/test_java_paimon_reads.py``):
@@ -31,6 +31,7 @@ Artifacts live in ``<repo>/.java-paimon/`` (git-ignored), or in
 
 from __future__ import annotations
 
+import atexit
 import base64
 import dataclasses
 import datetime as dt
@@ -49,6 +50,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from tests.oracle._process import SharedDrivers
 
 __all__ = [
     "JavaPaimon",
@@ -61,10 +63,12 @@ __all__ = [
     "java_paimon_dir",
     "java_values",
     "requires_java_paimon",
+    "run_java",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SOURCE = Path(__file__).resolve().parent / "java" / "JavaPaimonReader.java"
+SOURCES = tuple(sorted((Path(__file__).resolve().parent / "java").glob("*.java")))
+"""The reader and the writers of ``tests/oracle/java/``, compiled together by :func:`build`."""
 DIR_ENV = "SNAPLAKE_JAVA_PAIMON_DIR"
 PYPAIMON_SDIST = "pypaimon==0.2.0"
 BRIDGE_JAR = "paimon-python-java-bridge-0.9.0.jar"
@@ -87,8 +91,10 @@ def is_built() -> bool:
 
 
 def _is_built() -> bool:
-    d = java_paimon_dir()
-    return (d / "classes" / "JavaPaimonReader.class").exists() and _classpath_file().exists()
+    classes = java_paimon_dir() / "classes"
+    return _classpath_file().exists() and all(
+        (classes / f"{source.stem}.class").exists() for source in SOURCES
+    )
 
 
 requires_java_paimon = pytest.mark.skipif(
@@ -116,22 +122,21 @@ def _pyspark_jars() -> list[Path]:
 
 
 def build(*, force: bool = False) -> Path:
-    """Fetch Java Paimon 0.9 and compile the reader; return the artifact directory.
+    """Fetch Java Paimon 0.9 and compile the reader and writers; return the artifact directory.
 
-    Idempotent: does nothing when the reader is built and newer than its source.
+    Idempotent: does nothing when every class is built and newer than every source.
 
     Raises:
         JavaPaimonError: pip, tar or javac failed (their output in the message).
     """
     out = java_paimon_dir()
     classes = out / "classes"
-    compiled = classes / "JavaPaimonReader.class"
     jar = out / BRIDGE_JAR
     if (
         not force
-        and compiled.exists()
-        and _classpath_file().exists()
-        and compiled.stat().st_mtime >= SOURCE.stat().st_mtime
+        and _is_built()
+        and min((classes / f"{s.stem}.class").stat().st_mtime for s in SOURCES)
+        >= max(s.stat().st_mtime for s in SOURCES)
     ):
         return out
     out.mkdir(parents=True, exist_ok=True)
@@ -154,7 +159,8 @@ def build(*, force: bool = False) -> Path:
     javac = shutil.which("javac")
     if javac is None:
         raise JavaPaimonError("javac not found: install a JDK 17 (apt-get install openjdk-17-jdk)")
-    _run([javac, "-d", str(classes), "-cp", os.pathsep.join(map(str, classpath)), str(SOURCE)])
+    _run([javac, "-d", str(classes), "-cp", os.pathsep.join(map(str, classpath)),
+          *map(str, SOURCES)])  # fmt: skip
     _classpath_file().write_text(os.pathsep.join(str(p) for p in [*classpath, classes]))
     return out
 
@@ -163,6 +169,24 @@ def _run(cmd: Sequence[str]) -> None:
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=900)
     if done.returncode != 0:
         raise JavaPaimonError(f"{' '.join(cmd)} exited {done.returncode}:\n{done.stderr[-4000:]}")
+
+
+def run_java(main_class: str, *args: str, tmp_dir: Path | None = None) -> None:
+    """Run one of the writers of ``tests/oracle/java/`` (compiled by :func:`build`) in a JVM.
+
+    ``tmp_dir`` becomes the JVM's ``java.io.tmpdir`` (Paimon's spill and lookup files).
+
+    Raises:
+        AssertionError: the program exited non-zero (its stderr in the message).
+    """
+    build()
+    flags = [] if tmp_dir is None else [f"-Djava.io.tmpdir={tmp_dir}"]
+    cp = _classpath_file().read_text().strip()
+    proc = subprocess.run(
+        ["java", *flags, "-cp", cp, main_class, *args],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, f"{main_class} {' '.join(args)}:\n{proc.stderr}"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -329,17 +353,28 @@ class JavaPaimon:
             outputs = [Path(tmp) / f"out-{i}.jsonl" for i in range(len(requests))]
             request = [{**r, "out": str(out)} for r, out in zip(requests, outputs, strict=True)]
             (Path(tmp) / "request.json").write_text(json.dumps(request))
-            cmd = [self.java, "-cp", _classpath_file().read_text().strip(),
-                   "JavaPaimonReader", f"{tmp}/request.json"]  # fmt: skip
-            done = subprocess.run(
-                cmd, capture_output=True, text=True, check=False, timeout=self.timeout_s
-            )
-            if done.returncode != 0:
-                raise JavaPaimonError(
-                    f"Java Paimon failed reading {[r['path'] for r in requests]} "
-                    f"(exit {done.returncode}):\n{done.stderr[-6000:]}"
-                )
+            cmd = [self.java, "-cp", _classpath_file().read_text().strip(), "JavaPaimonReader"]
+            _jvms().call(cmd, f"{tmp}/request.json", op=[r["path"] for r in requests],
+                         timeout_s=self.timeout_s)  # fmt: skip
             return [_parse(out.read_text()) for out in outputs]
+
+
+_shared: SharedDrivers | None = None
+
+
+def _jvms() -> SharedDrivers:
+    """The reader JVMs of this process: one per command line, started on first use.
+
+    Starting a JVM and loading Paimon's classes is most of a one-table read; a JVM serves
+    every read of the pytest process (restarted after a death or a timeout) and ends with
+    it (``atexit``: stdin closed, killed by its pid after 30 s). Each request still opens
+    a fresh ``FileStoreTable``.
+    """
+    global _shared
+    if _shared is None:
+        _shared = SharedDrivers(cwd=REPO_ROOT, name="Java Paimon reader", error=JavaPaimonError)
+        atexit.register(_shared.close)
+    return _shared
 
 
 def _parse(text: str) -> JavaRead:

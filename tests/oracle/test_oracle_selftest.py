@@ -282,4 +282,4 @@ def test_shared_driver_reports_a_failed_op_and_replaces_a_dead_process(tmp_path:
     session.proc.wait()
     oracle.write(TABLE, _rows(0))  # a new driver process answers
     assert oracle.read(TABLE).num_rows == _rows(0).num_rows
-    assert shared._sessions[oracle.python] is not session
+    assert shared._sessions[tuple(oracle._serve_cmd())] is not session

@@ -144,26 +144,36 @@ def _run_readme_command_line(warehouse: Path, workdir: Path) -> None:
 
     Every command must exit 0 and print something. The input files it names
     (``f.parquet``, ``f1.parquet``, ``f2.csv``) are made in the working directory.
+    The commands run in this process (click's runner, from ``workdir``): the demo's
+    own commands above already ran the ``snaplake`` script as processes, and a
+    process per command was a second of interpreter start each.
     """
+    import contextlib
+    import logging
+
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
+    from click.testing import CliRunner
     from tests.readme_blocks import blocks_of, cli_commands, flights
+
+    from snaplake.cli import cli
 
     workdir.mkdir()
     pq.write_table(flights(), workdir / "f.parquet")
     pq.write_table(flights(), workdir / "f1.parquet")
     pacsv.write_csv(flights(), workdir / "f2.csv")
     (block,) = blocks_of("cli")
-    program = Path(sys.executable).parent / "snaplake"
-    for argv in cli_commands(block, warehouse=str(warehouse)):
-        assert argv[0] == "snaplake", argv
-        done = subprocess.run(
-            [str(program), *argv[1:]],
-            cwd=workdir,
-            env={**os.environ, **spark_env()},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, (f"README.md:{block.line}", argv, done.stdout, done.stderr)
-        assert done.stdout.strip(), argv
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level  # the CLI replaces the root's handlers
+    try:
+        with contextlib.chdir(workdir):
+            for argv in cli_commands(block, warehouse=str(warehouse)):
+                assert argv[0] == "snaplake", argv
+                done = CliRunner().invoke(cli, argv[1:], prog_name="snaplake")
+                assert done.exit_code == 0, (
+                    f"README.md:{block.line}", argv, done.stdout, done.stderr, done.exception
+                )  # fmt: skip
+                assert done.stdout.strip(), argv
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +179,75 @@ def test_empty_table_reads_no_rows(source: Any, tmp_path: Path) -> None:
     table: Table = create_table(wh, "db.events", schema=ROWS_SCHEMA)
     assert table.latest_snapshot() is None
     assert _load(source, wh, "db.events").count() == 0
+
+
+# (kind, ids) per commit: inserts, updates, a delete of a present and of an absent key
+CHANGE_ROUNDS: list[list[tuple[str, Sequence[int]]]] = [
+    [("+I", range(8))],
+    [("+U", range(3)), ("-D", (5, 99)), ("+I", (8,))],
+    [("+U", (1, 8)), ("-D", (0,))],
+]
+
+
+def _changelog_table(wh: Path, producer: str) -> tuple[Table, Counter[tuple[Any, ...]]]:
+    """A table of ``producer`` after CHANGE_ROUNDS, and the model's changelog rows.
+
+    Each round is one commit and, for ``full-compaction``, a full compaction (a
+    ``lookup`` writer compacts its level 0 before its commit): the changelog of the
+    round's COMPACT snapshot is then, per touched key, ``+I`` (new), ``-U``/``+U``
+    (changed) or ``-D`` (gone), as ``(snapshot, kind, id, month, value)``.
+    """
+    table = create_table(
+        wh, f"db.{producer.replace('-', '_')}", schema=ROWS_SCHEMA, primary_keys=["id"],
+        options={"bucket": "1", "changelog-producer": producer},
+    )  # fmt: skip
+    state: dict[int, tuple[int, float]] = {}
+    expected: Counter[tuple[Any, ...]] = Counter()
+    for n, changes in enumerate(CHANGE_ROUNDS):
+        rows: list[dict[str, Any]] = []
+        kinds: list[str] = []
+        old = dict(state)
+        for kind, ids in changes:
+            for i in ids:
+                rows.append({"id": i, "month": 1 + i % 2, "value": float(10 * n + i)})
+                kinds.append(kind)
+                if kind == "-D":
+                    state.pop(i, None)
+                else:
+                    state[i] = (1 + i % 2, float(10 * n + i))
+        write_and_commit(table, rows, row_kinds=kinds)
+        if producer == "full-compaction":
+            table.compact(full=True)
+        sid = _latest(table).id
+        for key in {r["id"] for r in rows}:
+            before, after = old.get(key), state.get(key)
+            if before is not None:
+                expected[(sid, "-D" if after is None else "-U", key, *before)] += 1
+            if after is not None:
+                expected[(sid, "+U" if before is not None else "+I", key, *after)] += 1
+    assert str(_latest(table).commit_kind) == "COMPACT"
+    return table, expected
+
+
+def test_stream_reads_the_lookup_and_full_compaction_changelog(source: Any, tmp_path: Path) -> None:
+    """``readStream.format("snaplake")`` (mode auto: the changelog files) equals the model."""
+    wh = tmp_path / "wh"
+    for producer in ("lookup", "full-compaction"):
+        table, expected = _changelog_table(wh, producer)
+        name = f"changelog_{producer.replace('-', '_')}"
+        stream = source.readStream.format("snaplake").option("warehouse", str(wh))
+        query = (
+            stream.load(table.identifier)
+            .writeStream.format("memory")
+            .queryName(name)
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        got = source.table(name).toArrow().to_pylist()
+        assert (
+            Counter(
+                (r["_snapshot_id"], r["_row_kind"], r["id"], r["month"], r["value"]) for r in got
+            )
+            == expected
+        ), producer

@@ -1,7 +1,11 @@
 /*
  * Java Paimon 0.9 as a reference reader for snaplake's tests (tests/oracle/java_paimon.py).
  *
- * Usage: java -cp <paimon jar>:<hadoop client jars>:<this dir> JavaPaimonReader REQUEST.json
+ * Usage: java -cp <paimon jar>:<hadoop client jars>:<this dir> JavaPaimonReader
+ *
+ * One long-lived JVM answers request after request (tests/oracle/java_paimon.py keeps one per
+ * pytest process): each stdin line is the path of a REQUEST.json, answered by one stdout line,
+ * "ok" once every table of it is read, or "error " + the stack trace as a JSON string.
  *
  * REQUEST.json is a JSON array of {"path": TABLE_DIR, "snapshot": N or null, "out": FILE} objects,
  * optionally with "stream": "true" and any number of "option.<key>": VALUE (Paimon dynamic options,
@@ -27,8 +31,7 @@
  * FLOAT/DOUBLE as the exact double (NaN/Infinity as bare tokens), DECIMAL as a plain string,
  * CHAR/VARCHAR as strings, BINARY/VARBINARY as base64, DATE as epoch days, TIME as millis of
  * day, TIMESTAMP(p) as epoch nanoseconds, ARRAY as a list, MAP as [[key, value], ...],
- * ROW as a list of its fields. Exit code 0 when every table was read, 1 otherwise (stack
- * trace on stderr).
+ * ROW as a list of its fields.
  */
 
 import org.apache.paimon.data.BinaryRow;
@@ -56,8 +59,13 @@ import org.apache.paimon.types.MapType;
 import org.apache.paimon.types.MultisetType;
 import org.apache.paimon.types.RowType;
 
+import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -70,12 +78,31 @@ import java.util.Map;
 
 public final class JavaPaimonReader {
 
-    public static void main(String[] args) throws Exception {
-        if (args.length != 1) {
-            System.err.println("usage: JavaPaimonReader REQUEST.json");
-            System.exit(2);
+    /**
+     * A REQUEST.json path per stdin line, answered on stdout by one line, "ok" or "error " +
+     * the stack trace as a JSON string; ends at the end of stdin. Anything the libraries
+     * print goes to stderr, so stdout carries only the answers.
+     */
+    public static void main(String[] args) throws IOException {
+        PrintStream answers = System.out;
+        System.setOut(System.err);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        for (String line = in.readLine(); line != null; line = in.readLine()) {
+            if (line.isEmpty()) continue;
+            try {
+                readRequests(line);
+                answers.println("ok");
+            } catch (Throwable t) {
+                StringWriter trace = new StringWriter();
+                t.printStackTrace(new PrintWriter(trace));
+                answers.println("error " + quote(trace.toString()));
+            }
+            answers.flush();
         }
-        String request = new String(Files.readAllBytes(Paths.get(args[0])), StandardCharsets.UTF_8);
+    }
+
+    private static void readRequests(String requestPath) throws IOException {
+        String request = new String(Files.readAllBytes(Paths.get(requestPath)), StandardCharsets.UTF_8);
         for (Map<String, String> item : MiniJson.parseRequests(request)) {
             try (BufferedWriter out =
                     Files.newBufferedWriter(Paths.get(item.get("out")), StandardCharsets.UTF_8)) {

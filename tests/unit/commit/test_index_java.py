@@ -13,13 +13,11 @@ the commit goes through the committer's producer directly.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from tests.oracle.java_paimon import build, requires_java_paimon
+from tests.oracle.java_paimon import requires_java_paimon, run_java
 
 import snaplake
 from snaplake.commit.file_store_commit import FileStoreCommit
@@ -34,17 +32,6 @@ from snaplake.store.read.index_scan import read_index_entries
 
 pytestmark = [pytest.mark.integration, requires_java_paimon]
 
-SOURCE = Path(__file__).resolve().parents[2] / "oracle" / "java" / "JavaDynamicIndexWriter.java"
-
-
-def _java(classes: Path, *args: str) -> None:
-    cp = (build() / "classpath.txt").read_text().strip() + os.pathsep + str(classes)
-    proc = subprocess.run(
-        ["java", "-cp", cp, "JavaDynamicIndexWriter", *args],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-
 
 def _hashes(ids: list[int]) -> list[int]:
     data = pa.table({"id": pa.array(ids, pa.int64())})
@@ -52,14 +39,8 @@ def _hashes(ids: list[int]) -> list[int]:
 
 
 def test_java_09_restores_the_index_snaplake_wrote(tmp_path: Path) -> None:
-    classes = tmp_path / "classes"
-    cp = (build() / "classpath.txt").read_text().strip()
-    subprocess.run(
-        ["javac", "-cp", cp, "-d", str(classes), str(SOURCE)],
-        capture_output=True, text=True, timeout=300, check=True,
-    )  # fmt: skip
     warehouse = tmp_path / "wh"
-    _java(classes, "create", str(warehouse))
+    run_java("JavaDynamicIndexWriter", "create", str(warehouse))
     table = snaplake.FileSystemCatalog(str(warehouse)).get_table("db.t")
     java_entries = read_index_entries(table, table.latest_snapshot())
     assert len(java_entries) == 4
@@ -90,7 +71,9 @@ def test_java_09_restores_the_index_snaplake_wrote(tmp_path: Path) -> None:
         (m.partition, m.bucket): m.data_increment.new_index_files[0].file_name for m in messages
     }
 
-    _java(classes, "append", str(warehouse), "a", "0", "2", "100")  # id 2 exists, 100 is new
+    run_java(
+        "JavaDynamicIndexWriter", "append", str(warehouse), "a", "0", "2", "100"
+    )  # id 2 exists, 100 is new
     snap = table.latest_snapshot()
     assert snap is not None and snap.id == 3
     after = {(e.partition, e.bucket): e for e in read_index_entries(table, snap)}
