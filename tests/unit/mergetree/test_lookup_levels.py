@@ -113,14 +113,14 @@ def test_key_cache_is_bounded_and_serves_later_lookups(tmp_path: Path) -> None:
     roomy = LookupKeyCache()
     assert LookupLevels(ctx, bucket, value_columns=["name"], cache=roomy).lookup(keys) == want
     assert roomy.nbytes > 0
-    for f, p in files:  # a later lookup reads no key column: the files may even be gone
+    for _, p in files:  # a later lookup reads no key column: the files may even be gone
         Path(p).rename(p + ".moved")
     with pytest.raises(FileNotFoundError):  # values are still read from the files
         LookupLevels(ctx, bucket, value_columns=["name"], cache=roomy).lookup(keys)
     found = LookupLevels(ctx, bucket, cache=roomy).lookup(keys)
     assert found.column(LOOKUP_POSITION) == want.column(LOOKUP_POSITION)
     tight = LookupKeyCache(max_bytes=roomy.nbytes // 2)
-    for f, p in files:
+    for _, p in files:
         Path(p + ".moved").rename(p)
     assert LookupLevels(ctx, bucket, value_columns=["name"], cache=tight).lookup(keys) == want
     assert 0 < tight.nbytes <= tight.max_bytes
