@@ -59,6 +59,9 @@ _ROW = "_CHANGELOG_ROW"
 class CompactChangelog:
     """The changelog of one bucket's compaction (a :class:`BucketCompaction` with ``changelog``).
 
+    A task with ``force_lookup`` (and no ``changelog``) gets the lookup
+    producer's merge of found records and writes no changelog file.
+
     Args:
         task: The bucket's compaction; ``task.changelog`` names the producer.
         ctx: The rewrite's read context.
@@ -94,6 +97,7 @@ class CompactChangelog:
             insert_only=first_row,
         )
         self.full = task.changelog == FULL_COMPACTION
+        self.produces = bool(task.changelog)
         # lookup without deletion vectors: the rewrite merges found records in (add).
         self.merges_found = not self.full and not task.lookup
         self.field_names = schema.field_names
@@ -115,16 +119,20 @@ class CompactChangelog:
                       if f.level > task.output_level]  # fmt: skip
         files = BucketFiles([f for f, _ in pairs], [p for _, p in pairs], vectors)
         self.levels = LookupLevels(ctx, files, value_columns=ctx.value_schema.names)
-        self.writer = KeyValueFileWriter(
-            file_io=file_io,
-            paths=paths,
-            schema=schema,
-            partition_path=task.partition_path,
-            bucket=task.bucket,
-            level=task.output_level,
-            file_source=FileSource.APPEND,
-            target_file_size=opts.target_file_size(has_primary_key=True),
-            changelog=True,
+        self.writer = (
+            None
+            if not self.produces
+            else KeyValueFileWriter(
+                file_io=file_io,
+                paths=paths,
+                schema=schema,
+                partition_path=task.partition_path,
+                bucket=task.bucket,
+                level=task.output_level,
+                file_source=FileSource.APPEND,
+                target_file_size=opts.target_file_size(has_primary_key=True),
+                changelog=True,
+            )
         )
 
     def rewrites(self, file: DataFileMeta) -> bool:
@@ -143,7 +151,7 @@ class CompactChangelog:
         Raises:
             FileNotFoundError: ``file`` or a file to look in is missing.
         """
-        if self.full or file.level != 0:
+        if self.full or file.level != 0 or not self.produces:
             return
         run = [[SortedRun((file,))]]
         for chunk in merge_bucket(self.ctx, run, bucket, self.field_names, with_level=True):
@@ -211,7 +219,8 @@ class CompactChangelog:
         index = np.zeros(after.num_rows, dtype=np.int64)
         index[hit] = np.arange(hit.size)
         before = before.take(pa.array(index)) if before.num_rows else after
-        self.writer.write(changelog_rows(before, has_before, after, self.rules, emit=emit))
+        if self.writer is not None:
+            self.writer.write(changelog_rows(before, has_before, after, self.rules, emit=emit))
         if keep is None:
             return result
         if LEVEL_COLUMN in result.column_names:
@@ -252,6 +261,8 @@ class CompactChangelog:
         Raises:
             StorageError: the storage failed (the files written are deleted).
         """
+        if self.writer is None:
+            return [], []
         try:
             files = self.writer.close()
         except BaseException:
@@ -261,4 +272,5 @@ class CompactChangelog:
 
     def abort(self) -> None:
         """Delete the changelog files written so far."""
-        self.writer.abort()
+        if self.writer is not None:
+            self.writer.abort()

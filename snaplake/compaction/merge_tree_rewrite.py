@@ -269,8 +269,8 @@ def _changelog(
     paths: PathFactory,
     vectors: Mapping[str, DeletionVector],
 ) -> CompactChangelog | None:
-    """The changelog writer of ``task`` (``None`` when it produces none)."""
-    if not task.changelog:
+    """The changelog writer of ``task`` (``None`` when it neither writes nor merges any)."""
+    if not task.changelog and not task.force_lookup:
         return None
     return CompactChangelog(
         task, ctx=ctx, schema=schema, file_io=file_io, paths=paths, vectors=vectors
