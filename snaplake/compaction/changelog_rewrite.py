@@ -30,9 +30,16 @@ import pyarrow.compute as pc
 
 from snaplake.compaction.merge_tree_plan import BucketCompaction
 from snaplake.mergetree.changelog import ChangelogRules, changelog_rows
-from snaplake.mergetree.lookup import LOOKUP_LEVEL, LOOKUP_ROW, LookupLevels
+from snaplake.mergetree.kv import key_column
+from snaplake.mergetree.lookup import LOOKUP_LEVEL, LOOKUP_ROW, LookupLevels, encode_keys
 from snaplake.mergetree.merge_function import fold
-from snaplake.mergetree.read import LEVEL_COLUMN, BucketFiles, KeyValueReadContext, merge_bucket
+from snaplake.mergetree.read import (
+    LEVEL_COLUMN,
+    BucketFiles,
+    KeyValueReadContext,
+    merge_bucket,
+    without_deleted,
+)
 from snaplake.mergetree.sorted_run import SortedRun
 from snaplake.options.registry import (
     CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
@@ -52,6 +59,8 @@ LOOKUP = "lookup"
 """``changelog-producer`` value: changelog from lookup compaction."""
 FULL_COMPACTION = "full-compaction"
 """``changelog-producer`` value: changelog from compaction into the top level."""
+_LEVEL0_BATCH_ROWS = 65_536
+"""Rows of a level-0 file's keys read at a time (:func:`_level0_keys`)."""
 _ROW = "_CHANGELOG_ROW"
 """Scratch column: the row of a chunk a found record is merged into."""
 
@@ -119,6 +128,12 @@ class CompactChangelog:
                       if f.level > task.output_level]  # fmt: skip
         files = BucketFiles([f for f, _ in pairs], [p for _, p in pairs], vectors)
         self.levels = LookupLevels(ctx, files, value_columns=ctx.value_schema.names)
+        # lookup under sequence.field: an older level's record can win over a key's
+        # level-0 rows, so the winner's level does not tell that the key had some.
+        self.level0_keys: pa.Array | None = None
+        if not self.full and opts.sequence_field:
+            level0 = BucketFiles(task.files, task.paths, vectors)
+            self.level0_keys = _level0_keys(ctx, level0)
         self.writer = (
             None
             if not self.produces
@@ -191,7 +206,8 @@ class CompactChangelog:
         after = after.select(names)
         # full-compaction: keys with a record below the top level (a key found
         # only at the top is unchanged); lookup: keys with a level-0 record. The
-        # newest record's level tells both.
+        # newest record's level tells both, except under sequence.field (lookup:
+        # the level-0 files' keys then tell).
         level = merged.column(LEVEL_COLUMN)
         emit = np.asarray(
             (
@@ -199,6 +215,10 @@ class CompactChangelog:
             ).to_numpy(zero_copy_only=False),
             dtype=np.bool_,
         )
+        if self.level0_keys is not None:
+            encoded = encode_keys(merged, self.levels.key_names)
+            had = pc.is_in(encoded, value_set=self.level0_keys, skip_nulls=True)
+            emit |= np.asarray(had.to_numpy(zero_copy_only=False), dtype=np.bool_)
         if not emit.any():
             return result
         rows = np.flatnonzero(emit)
@@ -274,3 +294,22 @@ class CompactChangelog:
         """Delete the changelog files written so far."""
         if self.writer is not None:
             self.writer.abort()
+
+
+def _level0_keys(ctx: KeyValueReadContext, bucket: BucketFiles) -> pa.Array:
+    """The encoded keys (:func:`encode_keys`) of the live rows of ``bucket``'s level-0 files.
+
+    Memory: one encoded key per level-0 row of the unit.
+
+    Raises:
+        FileNotFoundError: a file is missing.
+    """
+    schema = ctx.kv_schema(())
+    names = [key_column(k) for k in ctx.spec.key_names]
+    parts: list[pa.Array] = [pa.array([], pa.large_binary())]
+    for f in bucket.files:
+        if f.level != 0:
+            continue
+        read = ctx.read_file(f, bucket.path_of(f), schema, batch_rows=_LEVEL0_BATCH_ROWS)
+        parts += [encode_keys(t, names) for t in without_deleted(read, bucket.vector_of(f))]
+    return pa.concat_arrays(parts)
