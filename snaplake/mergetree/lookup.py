@@ -20,8 +20,8 @@ key columns of small files are kept in a process-wide LRU cache
 are immutable, so a long-lived writer's later commits probe their bucket's
 files without reading them again. Rows a file's deletion vector marks are never
 returned (they are not live); vectors are applied at probe time, never cached.
-Memory: the cache's bound, plus one key batch per level and one value batch
-per file with hits; never a whole level.
+Memory: the cache's bound, plus about one key batch and one value batch per
+level; never a whole level.
 
 Successive chunks must come in ascending key order (as a compaction's merged
 output does).
@@ -407,7 +407,7 @@ class LookupLevels:
         ValueError: a file of ``bucket`` is at level 0 (level 0 is not a sorted run).
 
     Memory: the cache's bound, one key batch per level, one value batch per
-    file with hits in the current key range, and one chunk's matches.
+    level (the file reaching past the last chunk), and one chunk's matches.
 
     Source: Paimon ``LookupLevels.lookup`` / ``LookupUtils.lookup`` (levels
     searched from the lowest, the first hit wins).
@@ -502,10 +502,11 @@ class LookupLevels:
         names = self.key_names
         low = java_order_key(keys.column(n)[0].as_py() for n in names)
         high = java_order_key(keys.column(n)[keys.num_rows - 1].as_py() for n in names)
-        if self._last is not None and low <= self._last:
-            raise ValueError("LookupLevels.lookup: chunks must come in ascending key order")
+        if self._last is not None:
+            if low <= self._last:
+                raise ValueError("LookupLevels.lookup: chunks must come in ascending key order")
+            self._close_readers(self._last)  # those :meth:`values` opened
         self._last = high
-        self._close_readers(low)
         probe = encode_keys(keys, names)
         parts: list[_Matches] = []
         for cursor in self._cursors:
@@ -536,6 +537,7 @@ class LookupLevels:
         )
         columns[LOOKUP_POSITION] = pa.array(positions)
         columns[LOOKUP_LEVEL] = pa.array(levels[pick])
+        self._close_readers(high)
         return pa.table([columns[n] for n in out_schema.names], names=out_schema.names).cast(
             out_schema
         )
@@ -585,8 +587,8 @@ class LookupLevels:
         back[np.concatenate(where)] = np.arange(files.size, dtype=np.int64)
         return combined.take(pa.array(back))
 
-    def _close_readers(self, low: tuple[Any, ...]) -> None:
-        """Drop the value readers of files wholly before ``low`` (never asked again)."""
+    def _close_readers(self, done: tuple[Any, ...]) -> None:
+        """Drop the value readers of files ending at or before ``done`` (never asked again)."""
         cmp = self.ctx.cmp
-        for index in [i for i in self._readers if cmp.key(self.files[i].max_key) < low]:
+        for index in [i for i in self._readers if cmp.key(self.files[i].max_key) <= done]:
             del self._readers[index]
