@@ -30,9 +30,16 @@ import pyarrow.compute as pc
 
 from snaplake.compaction.merge_tree_plan import BucketCompaction
 from snaplake.mergetree.changelog import ChangelogRules, changelog_rows
-from snaplake.mergetree.lookup import LOOKUP_LEVEL, LOOKUP_ROW, LookupLevels
+from snaplake.mergetree.kv import key_column
+from snaplake.mergetree.lookup import LOOKUP_LEVEL, LOOKUP_ROW, LookupLevels, encode_keys
 from snaplake.mergetree.merge_function import fold
-from snaplake.mergetree.read import LEVEL_COLUMN, BucketFiles, KeyValueReadContext, merge_bucket
+from snaplake.mergetree.read import (
+    LEVEL_COLUMN,
+    BucketFiles,
+    KeyValueReadContext,
+    merge_bucket,
+    without_deleted,
+)
 from snaplake.mergetree.sorted_run import SortedRun
 from snaplake.options.registry import (
     CHANGELOG_PRODUCER_ROW_DEDUPLICATE,
@@ -52,12 +59,17 @@ LOOKUP = "lookup"
 """``changelog-producer`` value: changelog from lookup compaction."""
 FULL_COMPACTION = "full-compaction"
 """``changelog-producer`` value: changelog from compaction into the top level."""
+_LEVEL0_BATCH_ROWS = 65_536
+"""Rows of a level-0 file's keys read at a time (:func:`_level0_keys`)."""
 _ROW = "_CHANGELOG_ROW"
 """Scratch column: the row of a chunk a found record is merged into."""
 
 
 class CompactChangelog:
     """The changelog of one bucket's compaction (a :class:`BucketCompaction` with ``changelog``).
+
+    A task with ``force_lookup`` (and no ``changelog``) gets the lookup
+    producer's merge of found records and writes no changelog file.
 
     Args:
         task: The bucket's compaction; ``task.changelog`` names the producer.
@@ -94,6 +106,7 @@ class CompactChangelog:
             insert_only=first_row,
         )
         self.full = task.changelog == FULL_COMPACTION
+        self.produces = bool(task.changelog)
         # lookup without deletion vectors: the rewrite merges found records in (add).
         self.merges_found = not self.full and not task.lookup
         self.field_names = schema.field_names
@@ -115,16 +128,26 @@ class CompactChangelog:
                       if f.level > task.output_level]  # fmt: skip
         files = BucketFiles([f for f, _ in pairs], [p for _, p in pairs], vectors)
         self.levels = LookupLevels(ctx, files, value_columns=ctx.value_schema.names)
-        self.writer = KeyValueFileWriter(
-            file_io=file_io,
-            paths=paths,
-            schema=schema,
-            partition_path=task.partition_path,
-            bucket=task.bucket,
-            level=task.output_level,
-            file_source=FileSource.APPEND,
-            target_file_size=opts.target_file_size(has_primary_key=True),
-            changelog=True,
+        # lookup under sequence.field: an older level's record can win over a key's
+        # level-0 rows, so the winner's level does not tell that the key had some.
+        self.level0_keys: pa.Array | None = None
+        if not self.full and opts.sequence_field:
+            level0 = BucketFiles(task.files, task.paths, vectors)
+            self.level0_keys = _level0_keys(ctx, level0)
+        self.writer = (
+            None
+            if not self.produces
+            else KeyValueFileWriter(
+                file_io=file_io,
+                paths=paths,
+                schema=schema,
+                partition_path=task.partition_path,
+                bucket=task.bucket,
+                level=task.output_level,
+                file_source=FileSource.APPEND,
+                target_file_size=opts.target_file_size(has_primary_key=True),
+                changelog=True,
+            )
         )
 
     def rewrites(self, file: DataFileMeta) -> bool:
@@ -143,7 +166,7 @@ class CompactChangelog:
         Raises:
             FileNotFoundError: ``file`` or a file to look in is missing.
         """
-        if self.full or file.level != 0:
+        if self.full or file.level != 0 or not self.produces:
             return
         run = [[SortedRun((file,))]]
         for chunk in merge_bucket(self.ctx, run, bucket, self.field_names, with_level=True):
@@ -183,7 +206,8 @@ class CompactChangelog:
         after = after.select(names)
         # full-compaction: keys with a record below the top level (a key found
         # only at the top is unchanged); lookup: keys with a level-0 record. The
-        # newest record's level tells both.
+        # newest record's level tells both, except under sequence.field (lookup:
+        # the level-0 files' keys then tell).
         level = merged.column(LEVEL_COLUMN)
         emit = np.asarray(
             (
@@ -191,6 +215,10 @@ class CompactChangelog:
             ).to_numpy(zero_copy_only=False),
             dtype=np.bool_,
         )
+        if self.level0_keys is not None:
+            encoded = encode_keys(merged, self.levels.key_names)
+            had = pc.is_in(encoded, value_set=self.level0_keys, skip_nulls=True)
+            emit |= np.asarray(had.to_numpy(zero_copy_only=False), dtype=np.bool_)
         if not emit.any():
             return result
         rows = np.flatnonzero(emit)
@@ -211,7 +239,8 @@ class CompactChangelog:
         index = np.zeros(after.num_rows, dtype=np.int64)
         index[hit] = np.arange(hit.size)
         before = before.take(pa.array(index)) if before.num_rows else after
-        self.writer.write(changelog_rows(before, has_before, after, self.rules, emit=emit))
+        if self.writer is not None:
+            self.writer.write(changelog_rows(before, has_before, after, self.rules, emit=emit))
         if keep is None:
             return result
         if LEVEL_COLUMN in result.column_names:
@@ -252,6 +281,8 @@ class CompactChangelog:
         Raises:
             StorageError: the storage failed (the files written are deleted).
         """
+        if self.writer is None:
+            return [], []
         try:
             files = self.writer.close()
         except BaseException:
@@ -261,4 +292,24 @@ class CompactChangelog:
 
     def abort(self) -> None:
         """Delete the changelog files written so far."""
-        self.writer.abort()
+        if self.writer is not None:
+            self.writer.abort()
+
+
+def _level0_keys(ctx: KeyValueReadContext, bucket: BucketFiles) -> pa.Array:
+    """The encoded keys (:func:`encode_keys`) of the live rows of ``bucket``'s level-0 files.
+
+    Memory: one encoded key per level-0 row of the unit.
+
+    Raises:
+        FileNotFoundError: a file is missing.
+    """
+    schema = ctx.kv_schema(())
+    names = [key_column(k) for k in ctx.spec.key_names]
+    parts: list[pa.Array] = [pa.array([], pa.large_binary())]
+    for f in bucket.files:
+        if f.level != 0:
+            continue
+        read = ctx.read_file(f, bucket.path_of(f), schema, batch_rows=_LEVEL0_BATCH_ROWS)
+        parts += [encode_keys(t, names) for t in without_deleted(read, bucket.vector_of(f))]
+    return pa.concat_arrays(parts)

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from snaplake.mergetree.merge_function import force_lookup
 from snaplake.mergetree.sorted_run import KeyComparator, Levels
 from snaplake.mergetree.universal import CompactUnit, UniversalCompaction, pick_full_compaction
 from snaplake.options import CoreOptions
@@ -81,6 +82,11 @@ class BucketCompaction:
         changelog: The ``changelog-producer`` whose changelog this compaction
             writes (``"lookup"``: output level > 0; ``"full-compaction"``: the
             output is the top level), else ``""``.
+        force_lookup: ``force-lookup`` without lookup of its own (no deletion
+            vectors, first-row or lookup changelog): a level-0 key's record
+            found in ``lookup_files`` is merged in as the lookup changelog
+            producer does, and no changelog is written (Paimon's
+            ``LookupMergeTreeCompactRewriter`` without ``produceChangelog``).
     """
 
     partition: bytes
@@ -99,6 +105,7 @@ class BucketCompaction:
     deletion_vectors: bool = False
     dv_index: IndexFileMeta | None = None
     changelog: str = ""
+    force_lookup: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -271,6 +278,7 @@ def plan_bucket(
     dv = opts.deletion_vectors_enabled
     lookup = dv or opts.merge_engine == MergeEngine.FIRST_ROW
     producer = opts.changelog_producer
+    forced = force_lookup(opts)
     num_levels = levels.number_of_levels
     unit: CompactUnit | None
     if full:
@@ -281,14 +289,14 @@ def plan_bucket(
             unit = CompactUnit(levels.max_level, marked) if marked else None
     else:
         unit = strategy.pick(num_levels, runs)
-        if unit is None and (lookup or producer == "lookup"):
+        if unit is None and (lookup or producer == "lookup" or forced):
             unit = strategy.force_pick_level0(num_levels, runs)
     if unit is None:
         return None, len(runs)
     by_name = dict(zip((f.file_name for f in files), paths, strict=True))
     in_unit = {f.file_name for f in unit.files}
     floor = unit.output_level + 1 if dv or not lookup else 1
-    looks = lookup or producer == "lookup"
+    looks = lookup or producer == "lookup" or forced
     others = [f for f in files if f.level >= floor and f.file_name not in in_unit] if looks else []
     task = BucketCompaction(
         partition=partition,
@@ -308,6 +316,7 @@ def plan_bucket(
         deletion_vectors=dv,
         dv_index=dv_index if dv else None,
         changelog=_changelog_of(producer, unit.output_level, levels.max_level),
+        force_lookup=forced and not lookup and producer != "lookup" and unit.output_level > 0,
     )
     return task, len(runs)
 

@@ -37,8 +37,16 @@ from snaplake.commit.message import CommitMessage, CompactIncrement
 from snaplake.compaction.changelog_rewrite import CompactChangelog
 from snaplake.compaction.merge_tree_plan import BucketCompaction
 from snaplake.errors import SchemaMismatchError
-from snaplake.mergetree.lookup import LOOKUP_FILE, LOOKUP_POSITION, LOOKUP_ROW, LookupLevels
-from snaplake.mergetree.merge_function import drop_retracts, fold
+from snaplake.mergetree.kv import SEQUENCE_NUMBER
+from snaplake.mergetree.lookup import (
+    LOOKUP_FILE,
+    LOOKUP_POSITION,
+    LOOKUP_ROW,
+    REMEMBER_ROWS,
+    LookupLevels,
+    remember_files,
+)
+from snaplake.mergetree.merge_function import DeduplicateMergeFunction, drop_retracts, fold
 from snaplake.mergetree.read import (
     LEVEL_COLUMN,
     BucketFiles,
@@ -138,6 +146,8 @@ def rewrite_bucket(
     )
     changelog = _changelog(task, ctx, schema, file_io, paths, vectors)
     changelog_files: list[DataFileMeta] = []
+    levels = lookup is not None or changelog is not None
+    key_names = ctx.kv_schema(()).names
 
     def rewrite_impl(candidate: list[list[SortedRun]]) -> None:
         nonlocal rows
@@ -151,8 +161,10 @@ def rewrite_bucket(
             file_source=FileSource.COMPACT,
             target_file_size=opts.target_file_size(has_primary_key=True),
         )
+        # Lookup: the outputs are the lookup files of the bucket's next compaction;
+        # their keys go into the lookup cache (bounded: small outputs only).
+        keys: list[pa.Table] | None = [] if levels else None
         try:
-            levels = lookup is not None or changelog is not None
             chunks = merge_bucket(
                 ctx, candidate, bucket_files, schema.field_names, with_level=levels
             )
@@ -163,10 +175,17 @@ def rewrite_bucket(
                 out = drop_retracts(out) if task.drop_delete else out
                 rows += out.num_rows
                 writer.write(out)
+                if keys is not None:
+                    keys.append(out.select(key_names))
+                    if sum(k.num_rows for k in keys) > REMEMBER_ROWS:
+                        keys = None
             files = writer.close()
         except BaseException:
             writer.abort()
             raise
+        if keys:
+            written_rows = pa.concat_tables(keys)
+            remember_files(ctx, [(w.meta, w.path) for w in files], written_rows)
         before.extend(f for section in candidate for run in section for f in run.files)
         after.extend(w.meta for w in files)
         written.extend(w.path for w in files)
@@ -250,8 +269,8 @@ def _changelog(
     paths: PathFactory,
     vectors: Mapping[str, DeletionVector],
 ) -> CompactChangelog | None:
-    """The changelog writer of ``task`` (``None`` when it produces none)."""
-    if not task.changelog:
+    """The changelog writer of ``task`` (``None`` when it neither writes nor merges any)."""
+    if not task.changelog and not task.force_lookup:
         return None
     return CompactChangelog(
         task, ctx=ctx, schema=schema, file_io=file_io, paths=paths, vectors=vectors
@@ -281,7 +300,16 @@ class _Lookup:
         self.task = task
         self.ctx = ctx
         self.bitmap64 = bitmap64
-        values = ctx.value_schema.names if task.deletion_vectors else ()
+        function = ctx.spec.function
+        # Deduplicate: the level-0 version wins over an older (lower sequence
+        # number) one whatever its values, so they are read only when a found
+        # record is not older (then ``apply`` reads them).
+        self.newest_wins = (
+            isinstance(function, DeduplicateMergeFunction)
+            and not function.ignore_delete
+            and not ctx.spec.sequence_fields
+        )
+        values = ctx.value_schema.names if task.deletion_vectors and not self.newest_wins else ()
         self.levels = LookupLevels(
             ctx, BucketFiles(task.lookup_files, task.lookup_paths, vectors), value_columns=values
         )
@@ -311,6 +339,17 @@ class _Lookup:
             picked = positions[np.asarray([f == name for f in files], dtype=np.bool_)]
             self.marks.setdefault(name, []).append(picked)
         names = [n for n in chunk.column_names if n != LEVEL_COLUMN]
+        if self.newest_wins:
+            found_seq = found.column(SEQUENCE_NUMBER).to_numpy()
+            chunk_seq = chunk.column(SEQUENCE_NUMBER).to_numpy()[hit]
+            if (found_seq < chunk_seq).all():
+                return chunk.set_column(
+                    chunk.schema.get_field_index(LEVEL_COLUMN),
+                    pa.field(LEVEL_COLUMN, pa.int32(), nullable=False),
+                    pa.array(np.zeros(chunk.num_rows, dtype=np.int32)),
+                )
+            values = [n for n in names if n not in found.column_names]
+            found = _with_columns(found, self.levels.values(found, values))
         older = found.select(names).cast(chunk.select(names).schema)
         merged = fold(pa.concat_tables([older, chunk.select(names)]), self.ctx.spec)
         return merged.append_column(
@@ -330,3 +369,10 @@ class _Lookup:
                 else DeletionVector.from_positions(positions, bitmap64=self.bitmap64)
             )
         return out
+
+
+def _with_columns(table: pa.Table, extra: pa.Table) -> pa.Table:
+    """``table`` with the columns of the row-aligned ``extra`` appended."""
+    for field in extra.schema:
+        table = table.append_column(field, extra.column(field.name))
+    return table

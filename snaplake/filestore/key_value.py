@@ -21,6 +21,7 @@ from snaplake.compaction.merge_tree_plan import SortedRunStats
 from snaplake.filestore.base import DeletePreview, FileStore
 from snaplake.mergetree.change_read import KeyValueChangeRead
 from snaplake.mergetree.conflict import LsmConflictRule
+from snaplake.mergetree.merge_function import force_lookup
 from snaplake.mergetree.read import (
     MergeSplitsTask,
     read_primary_key_batches,
@@ -59,15 +60,15 @@ class KeyValueFileStore(FileStore):
         Without ``restored`` the writer restores each bucket's max sequence
         number (:meth:`restore_write_state`) at its first write (a missing
         manifest raises ``CorruptMetadataError`` naming it). A first-row
-        table, one with deletion vectors or a ``lookup`` changelog table with
-        ``lookup-wait`` (unless ``write-only``) lifts its
+        table, one with deletion vectors or a ``lookup`` changelog or
+        ``force-lookup`` table with ``lookup-wait`` (unless ``write-only``) lifts its
         new level-0 files before the commit (:meth:`lift_level0`), as Paimon's
         readers skip level 0 of such tables.
         """
         opts = self.schema.core_options
         lift = None
         skips_level0 = opts.merge_engine == MergeEngine.FIRST_ROW or opts.deletion_vectors_enabled
-        waits = opts.changelog_producer == "lookup" and opts.lookup_wait
+        waits = (opts.changelog_producer == "lookup" or force_lookup(opts)) and opts.lookup_wait
         if (skips_level0 or waits) and not opts.write_only:
             lift = self.lift_level0
         restore = self.restore_write_state if restored is None else lambda: restored

@@ -45,6 +45,7 @@ __all__ = [
     "PartialUpdateMergeFunction",
     "drop_retracts",
     "fold",
+    "force_lookup",
     "merge_function_for",
     "merge_sorted",
     "merge_sorted_runs",
@@ -286,8 +287,16 @@ def need_lookup(options: CoreOptions) -> bool:
         options.changelog_producer == "lookup"
         or options.deletion_vectors_enabled
         or options.merge_engine == MergeEngine.FIRST_ROW
-        or parse_bool(options.raw.get("force-lookup", "false"))
+        or force_lookup(options)
     )
+
+
+def force_lookup(options: CoreOptions) -> bool:
+    """``force-lookup``: compact with lookup (and wait for it at commit) without changelog.
+
+    Source: Paimon ``CoreOptions.FORCE_LOOKUP``, ``LookupStrategy``.
+    """
+    return parse_bool(options.raw.get("force-lookup", "false"))
 
 
 def pick_high_level(

@@ -929,8 +929,7 @@ _OPTIONS: tuple[ConfigOption[Any], ...] = (
     _pk("record-level.time-field"),
     _engine("commit.user-prefix", "how another engine names its commit users (snaplake's "
             "commit_user is given by the caller)"),
-    _pk("force-lookup", feature="lookup compaction", accepts=_not_true, accepted="false",
-        refused_for=_PK_WRITE),
+    _pk("force-lookup", "a writer compacts level 0 with lookup at prepare_commit (no changelog)"),
     LOOKUP_WAIT,
     _pk("changelog-producer.lookup-wait"),
     _pk("lookup-compact"),

@@ -18,6 +18,7 @@ from snaplake.mergetree.lookup import (
     LOOKUP_LEVEL,
     LOOKUP_POSITION,
     LOOKUP_ROW,
+    LookupKeyCache,
     LookupLevels,
 )
 from snaplake.mergetree.read import BucketFiles, read_context
@@ -100,3 +101,26 @@ def test_lookup_prefers_the_lowest_level_and_refuses_level0(tmp_path: Path) -> N
     zero = [(f, p) for f, p in _live(table) if f.level == 0]
     with pytest.raises(ValueError, match="levels >= 1"):
         LookupLevels(ctx, BucketFiles([zero[0][0]], [zero[0][1]]))
+
+
+def test_key_cache_is_bounded_and_serves_later_lookups(tmp_path: Path) -> None:
+    table, files, _ = _levels(tmp_path)
+    ctx = read_context(table.file_io, table.schema())
+    bucket = BucketFiles([f for f, _ in files], [p for _, p in files])
+    keys = _keys(list(range(0, 100, 5)))
+    want = LookupLevels(ctx, bucket, value_columns=["name"], cache=None).lookup(keys)
+    assert want.num_rows == 10
+    roomy = LookupKeyCache()
+    assert LookupLevels(ctx, bucket, value_columns=["name"], cache=roomy).lookup(keys) == want
+    assert roomy.nbytes > 0
+    for _, p in files:  # a later lookup reads no key column: the files may even be gone
+        Path(p).rename(p + ".moved")
+    with pytest.raises(FileNotFoundError):  # values are still read from the files
+        LookupLevels(ctx, bucket, value_columns=["name"], cache=roomy).lookup(keys)
+    found = LookupLevels(ctx, bucket, cache=roomy).lookup(keys)
+    assert found.column(LOOKUP_POSITION) == want.column(LOOKUP_POSITION)
+    tight = LookupKeyCache(max_bytes=roomy.nbytes // 2)
+    for _, p in files:
+        Path(p + ".moved").rename(p)
+    assert LookupLevels(ctx, bucket, value_columns=["name"], cache=tight).lookup(keys) == want
+    assert 0 < tight.nbytes <= tight.max_bytes

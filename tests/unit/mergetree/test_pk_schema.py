@@ -98,7 +98,7 @@ def test_primary_key_schema(tmp_path: Path) -> None:
            UnsupportedTableError, re.escape(key)) for key, value in (
             ("sequence.snapshot-ordering", "true"), ("data-file.thin-mode", "true"),
             ("record-level.expire-time", "1 d"), ("compaction.force-up-level-0", "true"),
-            ("force-lookup", "true"), ("write.sequence-number-init-mode", "snapshot"),
+            ("write.sequence-number-init-mode", "snapshot"),
             ("compaction.optimization-interval", "1 h"), ("pk-clustering-override", "true"),
             ("aggregation.remove-record-on-delete", "true"),
             ("partial-update.remove-record-on-sequence-group", "v"))),

@@ -97,23 +97,26 @@ _PK_REFUSALS = [o for o in iter_options() if o.status is OptionStatus.PRIMARY_KE
 
 def test_primary_key_refusals_are_declared_in_the_registry():
     """Formerly hand-written in primary_key._refused_options; now declarations."""
-    force_lookup = lookup_option("force-lookup")
-    assert force_lookup is not None
-    assert force_lookup.status is OptionStatus.PRIMARY_KEY
-    assert force_lookup.refused_for == {
+    up_level0 = lookup_option("compaction.force-up-level-0")
+    assert up_level0 is not None
+    assert up_level0.status is OptionStatus.PRIMARY_KEY
+    assert up_level0.refused_for == {
         Operation.CREATE, Operation.WRITE, Operation.COMMIT, Operation.MAINTENANCE
     }  # fmt: skip
-    assert primary_key_option_refusal("force-lookup", "true", Operation.WRITE) is not None
-    assert primary_key_option_refusal("force-lookup", "false", Operation.WRITE) is None
-    assert primary_key_option_refusal("force-lookup", "true", Operation.READ) is None
-    assert option_refusal("force-lookup", "true", Operation.WRITE) is None  # append tables
+    key = "compaction.force-up-level-0"
+    assert primary_key_option_refusal(key, "true", Operation.WRITE) is not None
+    assert primary_key_option_refusal(key, "false", Operation.WRITE) is None
+    assert primary_key_option_refusal(key, "true", Operation.READ) is None
+    assert option_refusal(key, "true", Operation.WRITE) is None  # append tables
+    # force-lookup writes compact with lookup at prepare (test_force_lookup.py)
+    assert primary_key_option_refusal("force-lookup", "true", Operation.WRITE) is None
     group = lookup_option("fields.n.sequence-group")
     assert group is not None and group.key == "fields.#.sequence-group"
     assert {o.key for o in _PK_REFUSALS} >= {
         "changelog-producer", "fields.#.sequence-group", "fields.#.distinct",
         "fields.#.nested-key", "partial-update.remove-record-on-sequence-group",
         "aggregation.remove-record-on-delete", "data-file.thin-mode", "record-level.expire-time",
-        "compaction.force-up-level-0", "force-lookup", "write.sequence-number-init-mode",
+        "compaction.force-up-level-0", "write.sequence-number-init-mode",
         "compaction.optimization-interval", "sequence.snapshot-ordering", "scan.bucket",
         "pk-clustering-override",
     }  # fmt: skip
