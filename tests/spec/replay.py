@@ -2,7 +2,7 @@
 
 :func:`trace` asks ``quint run --main replayable --out-itf`` for a trace. :class:`Replay`
 starts a long-lived worker process (``python -m tests.spec.replay <uri> <table>``) for each
-actor of the spec — the writers w1..w3, the compactor c1, maintenance (expiry, orphan clean,
+actor of the spec — the writers w1..w3, the compactors c1 and c2, maintenance (expiry, orphan clean,
 tags, the consumer) and the reader — each with its own table handle, and drives them step by
 step over a pipe (one JSON line each way): the store sees concurrent handles with files
 written and not yet committed, commits of unknown outcome, cleaned files. After every step
@@ -14,6 +14,7 @@ knows whether it exists.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -38,7 +39,8 @@ OPTIONS = {
 }
 GRACE = 2  # the spec's GRACE (replayable module)
 WRITERS = ("w1", "w2", "w3")
-ACTORS = (*WRITERS, "c1", "maint", "reader")
+COMPACTORS = ("c1", "c2")
+ACTORS = (*WRITERS, *COMPACTORS, "maint", "reader")
 OPTIONS_ENV = "SNAPLAKE_TEST_S3_OPTIONS"
 
 
@@ -59,8 +61,10 @@ def _decode(value: Any) -> Any:
     return value
 
 
-def traces(out_dir: Path, seed: int, *, count: int = 1, steps: int = 60) -> list[list[dict[str, Any]]]:
-    """``count`` random traces of the ``replayable`` module (one quint run): states by plain name."""
+def traces(
+    out_dir: Path, seed: int, *, count: int = 1, steps: int = 60
+) -> list[list[dict[str, Any]]]:
+    """``count`` random traces of the ``replayable`` module (one quint run), states by name."""
     done = subprocess.run(
         [str(QUINT), "run", "--backend", "typescript", "--main", "replayable",
          "--step", "replayStep", "--invariant", "AllGuarantees", "--max-samples", str(count),
@@ -221,9 +225,12 @@ class Replay:
         self.workers = {
             a: subprocess.Popen(
                 [sys.executable, "-m", "tests.spec.replay", uri, "db.t", a],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                cwd=ROOT,
                 env=env or dict(os.environ),
-            )  # fmt: skip
+            )
             for a in ACTORS
         }
         time.sleep(mtime_step_s)
@@ -242,15 +249,19 @@ class Replay:
         proc.stdin.flush()
         line = proc.stdout.readline()
         assert line, f"worker {actor} died"
-        return json.loads(line)
+        reply: dict[str, Any] = json.loads(line)
+        return reply
 
     def _name(self, f: int) -> str:
         return self.paths[f].rsplit("/", 1)[-1]
 
     def step(self, before: dict[str, Any], after: dict[str, Any]) -> None:
         """Do on the table what the spec did from ``before`` to ``after``."""
-        landed = {after["history"][k]["user"]: k for k in after["history"].keys() - before["history"].keys()}
-        for u in (*WRITERS, "c1"):
+        landed = {
+            after["history"][k]["user"]: k
+            for k in after["history"].keys() - before["history"].keys()
+        }
+        for u in (*WRITERS, *COMPACTORS):
             self._job_step(u, before, after, landed.get(u))
         if after["clock"] != before["clock"]:
             time.sleep(self.mtime_step_s)
@@ -272,24 +283,32 @@ class Replay:
 
     @staticmethod
     def _jobs_moved(before: dict[str, Any], after: dict[str, Any]) -> bool:
-        return before["jobs"] != after["jobs"]
+        return bool(before["jobs"] != after["jobs"])
 
-    def _job_step(self, u: str, before: dict[str, Any], after: dict[str, Any], k: int | None) -> None:
+    def _job_step(
+        self, u: str, before: dict[str, Any], after: dict[str, Any], k: int | None
+    ) -> None:
         bj, aj = before["jobs"][u], after["jobs"][u]
         if bj["phase"] == "idle" and aj["phase"] == "ready":  # write / compact
             (f,) = aj["adds"]
-            if u == "c1":
+            if u in COMPACTORS:
                 got = self.send(u, op="compact", inputs=[self._name(d) for d in sorted(aj["dels"])],
                                 rows=sorted(after["files"][f]["rows"]))  # fmt: skip
             else:
                 got = self.send(u, op="write", rows=[f])
             (self.paths[f],) = got["paths"]
             return
-        commit = {"ident": bj["ident"], "overwrite": bj["kind"] == "OVERWRITE", "compact": u == "c1"}
+        commit = {
+            "ident": bj["ident"],
+            "overwrite": bj["kind"] == "OVERWRITE",
+            "compact": u in COMPACTORS,
+        }
         if k is not None:  # the snapshot lands: the real commit publishes it
             self._expect(u, bj, {"snapshot_id": k, "was_duplicate": False}, commit)
         elif bj["phase"] == "uncertain" and aj["phase"] == "unknown":
-            landed = any(s["user"] == u and s["ident"] == bj["ident"] for s in after["history"].values())
+            landed = any(
+                s["user"] == u and s["ident"] == bj["ident"] for s in after["history"].values()
+            )
             if not landed:  # CommitStateUnknownError, nothing published
                 self._expect(u, bj, {"error": "CommitStateUnknownError"}, commit, fault="unknown")
         elif bj["phase"] not in ("idle", "uncertain") and aj["phase"] == "idle":
@@ -349,7 +368,7 @@ class Replay:
         latest = table.latest_snapshot()
         txn = latest.txn_map() if latest else {}
         spec_txn = state["snapshots"][max(state["snapshots"])]["txn"] if state["snapshots"] else {}
-        assert {u: i for u, i in txn.items() if u in (*WRITERS, "c1")} == spec_txn
+        assert {u: i for u, i in txn.items() if u in (*WRITERS, *COMPACTORS)} == spec_txn
         for f, path in self.paths.items():
             assert table.file_io.exists(path) == (f in state["store"]), (f, path)
 
@@ -358,7 +377,7 @@ def replay_trace(uri: str, table: Any, states: list[dict[str, Any]], **kw: Any) 
     """Replay ``states`` on ``table`` (at ``uri``), comparing after every step."""
     replay = Replay(uri, table, **kw)
     try:
-        for before, after in zip(states, states[1:], strict=False):
+        for before, after in itertools.pairwise(states):
             replay.step(before, after)
             replay.compare(after)
     finally:

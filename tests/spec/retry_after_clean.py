@@ -67,9 +67,7 @@ def check_retry_after_orphan_clean_is_refused(table: Any, batch: pa.Table) -> No
     assert sorted(err.value.paths) == sorted(paths)
     assert table.latest_snapshot() is None
     # Writing the rows again is the way out; the identifier is still free.
-    result = table.new_commit(commit_user="u").commit(
-        _messages(table, batch), commit_identifier=1
-    )
+    result = table.new_commit(commit_user="u").commit(_messages(table, batch), commit_identifier=1)
     assert (result.snapshot_id, result.was_duplicate) == (1, False)
     assert table.to_arrow().num_rows == batch.num_rows
 

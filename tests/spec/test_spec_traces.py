@@ -24,6 +24,8 @@ pytestmark = pytest.mark.skipif(not QUINT.exists(), reason="run `make spec-quint
 
 
 def test_spec_traces_replay_on_a_local_warehouse_in_several_processes(tmp_path):
+    # Seed 3: a conflicting compaction, a duplicate, unknown outcomes, orphan clean, and a retry
+    # whose files orphan clean removed (expiry: the S3 replay, seed 2).
     for i, states in enumerate(traces(tmp_path, seed=3, count=2)):
         where = tmp_path / f"wh{i}"
         table = create_table(where, schema=SCHEMA, options=OPTIONS)
