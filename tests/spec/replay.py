@@ -1,6 +1,6 @@
 """Replaying spec/commit.qnt traces against the implementation, one process per spec actor.
 
-:func:`trace` asks ``quint run --main replayable --out-itf`` for a trace. :class:`Replay`
+:func:`traces` asks ``quint run --main replayable --out-itf`` for traces. :class:`Replay`
 starts a long-lived worker process (``python -m tests.spec.replay <uri> <table>``) for each
 actor of the spec — the writers w1..w3, the compactors c1 and c2, maintenance (expiry, orphan clean,
 tags, the consumer) and the reader — each with its own table handle, and drives them step by
@@ -26,10 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from tests.spec.quint_cli import QUINT, ROOT, SPEC
 
-ROOT = Path(__file__).resolve().parents[2]
-SPEC = ROOT / "spec" / "commit.qnt"
-QUINT = ROOT / "spec" / ".quint" / "node_modules" / ".bin" / "quint"
 SCHEMA = pa.schema([("row", pa.int64())])
 OPTIONS = {
     "snapshot.num-retained.min": "1",

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import pytest
 from tests.helpers import create_table
-from tests.spec.replay import OPTIONS, QUINT, SCHEMA, replay_trace, traces
+from tests.spec.quint_cli import QUINT
+from tests.spec.replay import OPTIONS, SCHEMA, replay_trace, traces
 
 pytestmark = pytest.mark.skipif(not QUINT.exists(), reason="run `make spec-quint` first")
 

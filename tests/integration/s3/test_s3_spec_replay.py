@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from tests.spec.replay import OPTIONS, QUINT, SCHEMA, replay_trace, traces
+from tests.spec.quint_cli import QUINT
+from tests.spec.replay import OPTIONS, SCHEMA, replay_trace, traces
 from tests.spec.retry_after_clean import (
     check_retry_after_orphan_clean_is_refused,
     check_retry_within_grace_lands,
