@@ -380,6 +380,20 @@ class DeletionVectorConflictError(CommitConflictError):
     retryable: ClassVar[bool] = True
 
 
+class CommitFilesMissingError(CommitConflictError):
+    """Raised when a commit retried after an unknown outcome finds files it adds deleted.
+
+    A caller that retries a commit whose outcome was unknown
+    (:class:`CommitStateUnknownError`) after orphan clean's grace period may
+    find its unreferenced data files deleted; publishing would make a
+    snapshot name missing files. ``paths`` lists them. Nothing was published;
+    committing these messages again cannot help, writing the rows again can:
+    ``retryable``.
+    """
+
+    retryable: ClassVar[bool] = True
+
+
 class CommitRetriesExhaustedError(CommitError):
     """Raised when every attempt lost the race within the retry budget; safe to retry later."""
 

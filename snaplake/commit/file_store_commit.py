@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
@@ -55,6 +56,43 @@ from snaplake.store.table_storage import TableStorage
 logger = logging.getLogger(__name__)
 
 __all__ = ["ConflictRuleSource", "FileStoreCommit", "FileStoreTable"]
+
+
+class _UnknownOutcomes:
+    """Names of the data files whose commit ended in ``CommitStateUnknownError``, per process.
+
+    A later commit adding one of them is the caller's retry: it checks its files still exist
+    before each attempt (spec/commit.qnt ``RETRY_VERIFIES_FILES``). Process-wide, so a retry
+    through a new committer of the same process counts too; data file names are unique.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._names: set[str] = set()
+
+    def holds_any(self, names: frozenset[str]) -> bool:
+        with self._lock:
+            return not self._names.isdisjoint(names)
+
+    def remember(self, names: frozenset[str]) -> None:
+        with self._lock:
+            self._names |= names
+
+    def forget(self, names: frozenset[str]) -> None:
+        with self._lock:
+            self._names -= names
+
+
+_UNKNOWN_OUTCOMES = _UnknownOutcomes()
+
+
+def _added_file_names(messages: Sequence[CommitMessage]) -> frozenset[str]:
+    """Names of the data files ``messages`` add (new files and compaction outputs)."""
+    return frozenset(
+        f.file_name
+        for m in messages
+        for f in (*m.data_increment.new_files, *m.compact_increment.compact_after)
+    )
 
 
 class ConflictRuleSource(Protocol):
@@ -229,7 +267,12 @@ class FileStoreCommit:
                 ``commit.max-retries``/``commit.timeout``. Safe to retry later.
             CommitStateUnknownError: the publish failed without telling whether
                 it landed; nothing was cleaned up. Retrying with the same
-                identifier is safe (it dedups).
+                identifier is safe (it dedups); such a retry (the same
+                messages, in this process) first checks that its data files
+                still exist.
+            CommitFilesMissingError: a retry of an unknown outcome that did not
+                land found some of its data files deleted (orphan clean past
+                its grace): nothing is published; write the rows again.
 
             Any other exception means nothing was published (a step that
             failed after the snapshot landed is logged and the commit
@@ -302,6 +345,8 @@ class FileStoreCommit:
         if schema is None:
             raise SchemaMismatchError(f"table {self.table_name} has no schema; create it first")
         self.check_supported(schema)  # the schema at hand: no extra listing
+        names = _added_file_names(messages)
+        retry = _UNKNOWN_OUTCOMES.holds_any(names)
         request = CommitRequest(
             schema=schema,
             messages=tuple(m for m in messages if not m.is_empty()),
@@ -309,9 +354,21 @@ class FileStoreCommit:
             properties=properties or {},
             kind=kind,
             checked=checked,
+            verify_files=retry,
         )
         producer = self.producer(request, overwrite=overwrite)
-        return self._publish(producer, latest=latest, start=start)
+        try:
+            result = self._publish(producer, latest=latest, start=start)
+        except CommitStateUnknownError:
+            _UNKNOWN_OUTCOMES.remember(names)
+            raise
+        except Exception:
+            if retry:
+                _UNKNOWN_OUTCOMES.forget(names)
+            raise
+        if retry:
+            _UNKNOWN_OUTCOMES.forget(names)
+        return result
 
     def drop_partitions(
         self,

@@ -50,6 +50,7 @@ from snaplake.commit.message import CommitMessage
 from snaplake.commit.operation import CommitChanges, CommitStop
 from snaplake.commit.result import CommitOutcome
 from snaplake.commit.snapshot_commit import SnapshotCommit
+from snaplake.errors import CommitFilesMissingError
 from snaplake.store.format.index_file import (
     DELETION_VECTORS_INDEX,
     IndexManifestEntry,
@@ -170,6 +171,10 @@ class CommitRequest:
         checked: The identifier was checked by the APPEND snapshot this
             COMPACT one follows (a writer's level-0 compaction): no
             second duplicate check.
+        verify_files: The call retries messages whose earlier commit ended in
+            ``CommitStateUnknownError``: every attempt first checks that the
+            data files they add still exist (orphan clean may have deleted
+            them once its grace passed).
     """
 
     schema: TableSchema
@@ -178,6 +183,7 @@ class CommitRequest:
     properties: Mapping[str, str] = field(default_factory=dict)
     kind: CommitKind | None = None
     checked: bool = False
+    verify_files: bool = False
 
 
 class SnapshotProducer:
@@ -215,6 +221,7 @@ class SnapshotProducer:
         self.messages = list(request.messages)
         self.identifier = request.identifier
         self.checked = request.checked
+        self.verify_files = request.verify_files
         self.properties = request.properties
         self.kind = request.kind or self.default_kind
         self._delta: ManifestFileMeta | None = None
@@ -266,7 +273,9 @@ class SnapshotProducer:
                 (:class:`~snaplake.commit.dv_conflict.DeletionVectorRule`),
                 or (``CrossPartitionConflictError``) another writer wrote a key
                 of this cross-partition commit since its writer's key map
-                (:func:`~snaplake.commit.key_conflict.check_key_races`).
+                (:func:`~snaplake.commit.key_conflict.check_key_races`),
+                or (``CommitFilesMissingError``, :attr:`verify_files` only) a
+                data file the messages add no longer exists.
             SchemaMismatchError: files were written under a schema that can no
                 longer be read (or see :meth:`replaced_entries`).
 
@@ -284,6 +293,8 @@ class SnapshotProducer:
                 ctx.table, schema=self.schema, messages=self.messages, latest=latest
             )
             return duplicate
+        if self.verify_files:
+            self._check_files_exist()
         entries = self._prepare()
         if entries is None:
             return CommitStop(
@@ -376,6 +387,24 @@ class SnapshotProducer:
         return CommitStop(
             snapshot_id=holder.id if holder else None, outcome=CommitOutcome.DUPLICATE
         )
+
+    def _check_files_exist(self) -> None:
+        """Raise ``CommitFilesMissingError`` when a data file the messages add is gone.
+
+        Storage: one existence probe per added data file (a HEAD on S3).
+        """
+        ctx = self.context
+        adds = [e for e in message_entries(self.messages) if e.kind == FileKind.ADD]
+        paths = data_file_paths(ctx.table.paths, self.schema, adds)
+        missing = [p for p in paths if not ctx.table.file_io.file_exists(p)]
+        if missing:
+            raise CommitFilesMissingError(
+                f"commit of {ctx.table.identifier} by {ctx.commit_user} with identifier "
+                f"{self.identifier} retries an unknown outcome, but {len(missing)} of its data "
+                f"files are gone (orphan clean past its grace?): {missing[:3]}; nothing "
+                "published, write the rows again",
+                paths=missing,
+            )
 
     def _prepare(self) -> list[ManifestEntry] | None:
         """Validate the messages and write the delta manifest once; ``None`` = nothing to commit."""
