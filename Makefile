@@ -52,7 +52,7 @@ spec/.quint/node_modules/.bin/quint:
 # Java Paimon 0.9 (from the pypaimon 0.2.0 sdist) and the reader of tests/oracle/java/: the
 # second format oracle (tests/integration/test_java_paimon_reads.py). Needs javac (JDK 17).
 java-paimon: venv java
-	$(PY) tests/oracle/java_paimon.py build
+	$(PY) -m tests.oracle.java_paimon build
 
 # Tools beyond Python (README "Prerequisites"): installed with apt-get as root or through sudo,
 # else make stops at once naming the tool (.ci/prereqs).

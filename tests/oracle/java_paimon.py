@@ -7,7 +7,7 @@ release) ships Java Paimon 0.9.0 as ``deps/jars/paimon-python-java-bridge-0.9.0.
 :func:`build` fetches it with pip (the ordinary package index and pip's cache),
 keeps only that jar, and compiles ``tests/oracle/java/JavaPaimonReader.java``
 against it plus pyspark's Hadoop client jars. ``make java-paimon`` runs it (part
-of ``make test``); by hand: ``.venv/bin/python tests/oracle/java_paimon.py build``.
+of ``make test``); by hand: ``.venv/bin/python -m tests.oracle.java_paimon build``.
 
 :class:`JavaPaimon` sends its reads to the reader in a JVM that serves the whole pytest
 process (a fresh JVM costs ~1.5-3 s; several tables per request) and returns, per table,
@@ -347,7 +347,7 @@ class JavaPaimon:
         if not _is_built():
             raise JavaPaimonError(
                 f"the Java Paimon reader is not built in {java_paimon_dir()}: run "
-                "`make java-paimon` (or .venv/bin/python tests/oracle/java_paimon.py build)"
+                "`make java-paimon` (or .venv/bin/python -m tests.oracle.java_paimon build)"
             )
         with tempfile.TemporaryDirectory(prefix="snaplake-java-read-") as tmp:
             outputs = [Path(tmp) / f"out-{i}.jsonl" for i in range(len(requests))]
