@@ -51,7 +51,6 @@ from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.primary_key import MergeEngine
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
-from snaplake.write.kv_file_writer import KeyValueFileWriter
 
 __all__ = ["FULL_COMPACTION", "LOOKUP", "CompactChangelog"]
 
@@ -137,16 +136,8 @@ class CompactChangelog:
         self.writer = (
             None
             if not self.produces
-            else KeyValueFileWriter(
-                file_io=file_io,
-                paths=paths,
-                schema=schema,
-                partition_path=task.partition_path,
-                bucket=task.bucket,
-                level=task.output_level,
-                file_source=FileSource.APPEND,
-                target_file_size=opts.target_file_size(has_primary_key=True),
-                changelog=True,
+            else task.output_writer(
+                file_io, paths, schema, file_source=FileSource.APPEND, changelog=True
             )
         )
 

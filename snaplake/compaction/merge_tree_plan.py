@@ -25,15 +25,18 @@ from snaplake.mergetree.merge_function import force_lookup
 from snaplake.mergetree.sorted_run import KeyComparator, Levels
 from snaplake.mergetree.universal import CompactUnit, UniversalCompaction, pick_full_compaction
 from snaplake.options import CoreOptions
-from snaplake.store.format.data_file import DataFileMeta
+from snaplake.store.format.data_file import DataFileMeta, FileSource
 from snaplake.store.format.index_file import DELETION_VECTORS_INDEX, IndexFileMeta
 from snaplake.store.format.manifest import ManifestEntry
+from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.primary_key import MergeEngine
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.format.snapshot import CommitKind, Snapshot
+from snaplake.store.io.file_io import FileIO
 from snaplake.store.read.index_scan import read_index_entries
 from snaplake.store.read.scan import FileStoreScan
 from snaplake.store.table_storage import TableStorage
+from snaplake.write.kv_file_writer import KeyValueFileWriter
 
 __all__ = [
     "BucketCompaction",
@@ -106,6 +109,36 @@ class BucketCompaction:
     dv_index: IndexFileMeta | None = None
     changelog: str = ""
     force_lookup: bool = False
+
+    def output_writer(
+        self,
+        file_io: FileIO,
+        paths: PathFactory,
+        schema: TableSchema,
+        *,
+        file_source: FileSource,
+        changelog: bool = False,
+    ) -> KeyValueFileWriter:
+        """A writer of this compaction's outputs (or, ``changelog``, its changelog files).
+
+        Files roll at the primary-key ``target-file-size``, into the bucket's
+        directory at :attr:`output_level`; ``file_source`` is recorded in each
+        file's meta (``COMPACT`` for rewritten data, ``APPEND`` for changelog).
+        Writes nothing until rows are given.
+
+        Source: Paimon ``KeyValueFileWriterFactory`` (one per bucket and level).
+        """
+        return KeyValueFileWriter(
+            file_io=file_io,
+            paths=paths,
+            schema=schema,
+            partition_path=self.partition_path,
+            bucket=self.bucket,
+            level=self.output_level,
+            file_source=file_source,
+            target_file_size=schema.core_options.target_file_size(has_primary_key=True),
+            changelog=changelog,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

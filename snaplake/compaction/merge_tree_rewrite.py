@@ -65,7 +65,6 @@ from snaplake.store.format.index_file import IndexFileMeta, index_path
 from snaplake.store.format.paths import PathFactory
 from snaplake.store.format.schema import SchemaManager, TableSchema
 from snaplake.store.io.file_io import FileIO
-from snaplake.write.kv_file_writer import KeyValueFileWriter
 
 __all__ = ["RewriteResult", "rewrite_bucket"]
 
@@ -151,16 +150,7 @@ def rewrite_bucket(
 
     def rewrite_impl(candidate: list[list[SortedRun]]) -> None:
         nonlocal rows
-        writer = KeyValueFileWriter(
-            file_io=file_io,
-            paths=paths,
-            schema=schema,
-            partition_path=task.partition_path,
-            bucket=task.bucket,
-            level=task.output_level,
-            file_source=FileSource.COMPACT,
-            target_file_size=opts.target_file_size(has_primary_key=True),
-        )
+        writer = task.output_writer(file_io, paths, schema, file_source=FileSource.COMPACT)
         # Lookup: the outputs are the lookup files of the bucket's next compaction;
         # their keys go into the lookup cache (bounded: small outputs only).
         keys: list[pa.Table] | None = [] if levels else None
