@@ -26,6 +26,7 @@ __all__ = [
     "Groups",
     "float_sort_key",
     "group_starts",
+    "merge_order",
     "sort_indices_nulls_first",
     "sort_key_value",
     "take_or_null",
@@ -55,7 +56,7 @@ def sort_key_value(
     sequence_descending: bool = False,
     runs: npt.NDArray[np.int64] | None = None,
 ) -> pa.Table:
-    """Sort key/value rows into merge order.
+    """Sort key/value rows into merge order (``table.take`` of :func:`merge_order`).
 
     Args:
         table: Key/value rows (``_KEY_*``, ``_SEQUENCE_NUMBER``, ``_VALUE_KIND``
@@ -73,6 +74,27 @@ def sort_key_value(
     """
     if table.num_rows <= 1:
         return table
+    return table.take(
+        merge_order(
+            table, key_names, sequence_fields=sequence_fields,
+            sequence_descending=sequence_descending, runs=runs,
+        )
+    )  # fmt: skip
+
+
+def merge_order(
+    table: pa.Table,
+    key_names: Sequence[str],
+    *,
+    sequence_fields: Sequence[str] = (),
+    sequence_descending: bool = False,
+    runs: npt.NDArray[np.int64] | None = None,
+) -> pa.Array:
+    """Row indices (uint64) that put ``table`` into merge order; see :func:`sort_key_value`.
+
+    Only the ordering columns are read, so a caller that needs a few rows of
+    the sorted table takes just those (one ``take`` instead of two).
+    """
     columns: list[pa.Array | pa.ChunkedArray] = []
     orders: list[str] = []
     if runs is not None:
@@ -94,7 +116,7 @@ def sort_key_value(
     columns.append(pc.cast(is_add, pa.int8()))
     orders.append("ascending")
     names = [str(i) for i in range(len(columns))]
-    return table.take(sort_indices_nulls_first(pa.table(columns, names=names), orders))
+    return sort_indices_nulls_first(pa.table(columns, names=names), orders)
 
 
 _PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25

@@ -67,7 +67,7 @@ __all__ = [
 DEFAULT_BATCH_ROWS = 65_536
 """Rows per batch a run yields into the k-way merge (divided among many runs)."""
 
-_MERGE_ROWS_BUDGET = 1 << 17
+_MERGE_ROWS_BUDGET = 1 << 19
 """Rows buffered by a k-way merge across all its runs."""
 
 _STREAM_BUFFER_BYTES = 1 << 20
@@ -219,7 +219,7 @@ def read_kv_file(
                 if batch_rows is None
                 else pq.ParquetFile(source, buffer_size=_STREAM_BUFFER_BYTES, pre_buffer=False)
             )
-            present = set(pf.schema_arrow.names)
+            present = _decoded(set(pf.schema_arrow.names), schema)
             read = _file_columns(schema, present)
             if batch_rows is None:
                 tables: Iterator[pa.Table] = iter([pf.read(columns=read, use_threads=True)])
@@ -246,11 +246,31 @@ def _as_type(column: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedArra
     return column if column.type == arrow_type else column.cast(arrow_type)
 
 
+def _decoded(present: set[str], schema: pa.Schema) -> set[str]:
+    """The columns of a Parquet file worth decoding for ``schema``.
+
+    A key column's value twin ``k`` is the same data as its ``_KEY_k`` (the key
+    is the value's field), so it is not decoded when ``schema`` reads both:
+    ``_file_column`` then maps ``k`` to ``_KEY_k``.
+    """
+    names = set(schema.names)
+    return {
+        n for n in present
+        if n.startswith(KEY_FIELD_PREFIX) or KEY_FIELD_PREFIX + n not in (names & present)
+    }  # fmt: skip
+
+
 def _file_column(name: str, present: set[str]) -> str:
-    """The file column holding ``name``: a thin-mode file's ``_KEY_<k>`` is its column ``k``."""
-    if name not in present and name.startswith(KEY_FIELD_PREFIX):
+    """The file column holding ``name``.
+
+    A thin-mode file's ``_KEY_<k>`` is its column ``k``; a value column ``k``
+    not decoded (:func:`_decoded`) is its ``_KEY_<k>``.
+    """
+    if name in present:
+        return name
+    if name.startswith(KEY_FIELD_PREFIX):
         return name[len(KEY_FIELD_PREFIX) :]
-    return name
+    return KEY_FIELD_PREFIX + name
 
 
 def _file_columns(schema: pa.Schema, present: set[str]) -> list[str]:
