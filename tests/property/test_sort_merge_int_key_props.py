@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from snaplake.mergetree.kv import RowKind, to_key_value
 from snaplake.mergetree.merge_function import (
     DeduplicateMergeFunction,
+    MergeFunction,
     MergeSpec,
     PartialUpdateMergeFunction,
     drop_retracts,
@@ -22,16 +23,20 @@ from snaplake.mergetree.sort_merge import SortMergeReader
 
 _TYPES = [pa.int8(), pa.int32(), pa.int64()]
 
+_Row = tuple[int, int, int, int, int | None]
+"""(run, key, sequence, kind, value)."""
+_Drawn = tuple[pa.DataType, int, list[_Row]]
+
 
 @st.composite
-def _runs(draw: st.DrawFn) -> tuple[pa.DataType, int, list[tuple[int, int, int, int, int | None]]]:
+def _runs(draw: st.DrawFn) -> _Drawn:
     """Rows (key, sequence, kind, value) of up to 8 runs; keys distinct within a run.
 
     Sequence numbers may repeat across runs (the kind then breaks the tie), so
     the merge order is (key, sequence, retract before add) as in Paimon.
     """
     key_type = draw(st.sampled_from(_TYPES))
-    rows = []
+    rows: list[_Row] = []
     num_runs = draw(st.integers(1, 8))
     for run in range(num_runs):
         for key in draw(st.sets(st.integers(-100, 100), max_size=40)):
@@ -41,7 +46,7 @@ def _runs(draw: st.DrawFn) -> tuple[pa.DataType, int, list[tuple[int, int, int, 
     return key_type, num_runs, rows
 
 
-def _tables(key_type: pa.DataType, num_runs: int, rows: list) -> list[pa.Table]:
+def _tables(key_type: pa.DataType, num_runs: int, rows: list[_Row]) -> list[pa.Table]:
     schema = pa.schema([pa.field("k", key_type, nullable=False), pa.field("v", pa.int64())])
     spec = _spec(DeduplicateMergeFunction())
     out = []
@@ -57,7 +62,7 @@ def _tables(key_type: pa.DataType, num_runs: int, rows: list) -> list[pa.Table]:
     return out
 
 
-def _spec(function: DeduplicateMergeFunction | PartialUpdateMergeFunction) -> MergeSpec:
+def _spec(function: MergeFunction) -> MergeSpec:
     return MergeSpec(("k",), (), False, function)
 
 
@@ -72,7 +77,7 @@ def _merged(runs: list[pa.Table], spec: MergeSpec, size: int) -> pa.Table:
 
 
 @given(_runs(), st.integers(1, 50), st.sampled_from(["dedup", "ignore-delete", "partial"]))
-def test_int_key_merge_equals_fold(drawn: tuple, size: int, engine: str) -> None:
+def test_int_key_merge_equals_fold(drawn: _Drawn, size: int, engine: str) -> None:
     key_type, num_runs, rows = drawn
     function = {
         "dedup": DeduplicateMergeFunction(),
@@ -87,18 +92,18 @@ def test_int_key_merge_equals_fold(drawn: tuple, size: int, engine: str) -> None
 
 
 @given(_runs(), st.integers(1, 50))
-def test_int_key_dedup_equals_dict_model(drawn: tuple, size: int) -> None:
+def test_int_key_dedup_equals_dict_model(drawn: _Drawn, size: int) -> None:
     key_type, num_runs, rows = drawn
     runs = _tables(key_type, num_runs, rows)
     got = drop_retracts(_merged(runs, _spec(DeduplicateMergeFunction()), size))
     # Each run already kept one version per key (its own fold); the model folds the runs.
-    model: dict[int, tuple[int, int, int | None]] = {}
+    model: dict[int, tuple[tuple[int, int], int, int | None]] = {}
     for run in runs:
         for r in run.to_pylist():
-            new = (r["_SEQUENCE_NUMBER"], int(r["_VALUE_KIND"] in (0, 2)), r["_VALUE_KIND"])
+            order = (r["_SEQUENCE_NUMBER"], int(r["_VALUE_KIND"] in (0, 2)))
             old = model.get(r["_KEY_k"])
-            if old is None or new[:2] >= old[0][:2]:
-                model[r["_KEY_k"]] = (new, r["v"])  # type: ignore[assignment]
+            if old is None or order >= old[0]:
+                model[r["_KEY_k"]] = (order, r["_VALUE_KIND"], r["v"])
     adds = (RowKind.INSERT, RowKind.UPDATE_AFTER)
-    expected = [(k, v) for k, (m, v) in sorted(model.items()) if m[2] in adds]  # type: ignore[misc]
+    expected = [(k, v) for k, (_, kind, v) in sorted(model.items()) if kind in adds]
     assert [(r["_KEY_k"], r["v"]) for r in got.to_pylist()] == expected
