@@ -10,6 +10,7 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
+from snaplake.mergetree.groups import merge_order
 from snaplake.mergetree.kv import RowKind, to_key_value
 from snaplake.mergetree.merge_function import (
     DeduplicateMergeFunction,
@@ -107,3 +108,32 @@ def test_int_key_dedup_equals_dict_model(drawn: _Drawn, size: int) -> None:
     adds = (RowKind.INSERT, RowKind.UPDATE_AFTER)
     expected = [(k, v) for k, (_, kind, v) in sorted(model.items()) if kind in adds]
     assert [(r["_KEY_k"], r["v"]) for r in got.to_pylist()] == expected
+
+
+@given(
+    st.sampled_from([*_TYPES, pa.int16()]),
+    st.lists(
+        st.tuples(st.integers(-128, 127), st.sampled_from([0, 1, 2**40, 2**62, 2**63 - 1]),
+                  st.integers(0, 3), st.sampled_from([0, 1, 2, 3])),
+        max_size=60,
+    ),
+    st.integers(1, 4),
+)  # fmt: skip
+def test_merge_order_equals_reference(
+    key_type: pa.DataType, rows: list[tuple[int, int, int, int]], chunks: int
+) -> None:
+    """``merge_order`` (NumPy code sort or Arrow's, by range) equals (key, seq, add, index)."""
+    scale = {8: 1, 16: 200, 32: 10**7, 64: 2**55}[key_type.bit_width]
+    keys = [max(min(k * scale, 2 ** (key_type.bit_width - 1) - 1), -(2 ** (key_type.bit_width - 1)))
+            for k, _, _, _ in rows]  # fmt: skip
+    seqs = [base + off for _, base, off, _ in rows]
+    seqs = [min(s, 2**63 - 1) for s in seqs]
+    kinds = [kind for _, _, _, kind in rows]
+    values = pa.table({"k": pa.array(keys, key_type), "v": pa.array([0] * len(rows), pa.int64())})
+    kv = to_key_value(values, ["k"], np.array(seqs, np.int64), np.array(kinds, np.int8))
+    step = max(1, -(-len(rows) // chunks))
+    kv = pa.concat_tables([kv.slice(i, step) for i in range(0, len(rows), step)] or [kv])
+    got = merge_order(kv, ["k"]).to_pylist()
+    adds = (RowKind.INSERT, RowKind.UPDATE_AFTER)
+    expected = sorted(range(len(rows)), key=lambda i: (keys[i], seqs[i], kinds[i] in adds, i))
+    assert got == expected
