@@ -17,6 +17,23 @@ pypaimon venv: pypaimon-rust 0.4.0 and pypaimon with ``read.native.enabled``.
 Target: snaplake <= 0.8x the faster peer at every point. Every reader's row count
 is checked against the live keys.
 
+Profile of the merge read (cProfile, one thread, the 20-run table, 4.8M stored rows
+for 1M keys), 2026-11-27 on the shared 2-core machine. Before: Parquet decode 24%,
+the cut of each merge step (a Python binary search through ``java_order_key``) 22%,
+Arrow's three-key ``sort_indices`` 16%, whole-table ``take`` s and the fold's
+filter/concat/re-take ~15%, per-step overhead (718 steps of 6.5k rows per run) 8%.
+After (NumPy cut, 512 Ki rows per step, one ``take`` of the winners, the key's value
+twin not decoded, an int64 code sorted by NumPy): decode 41-43%, sort 17-28%,
+``take`` 7-9%, the rest per-step Arrow calls; decode bounds it (every stored version
+is decoded: Parquet has no row selection).
+
+Three runs of ``--table keys --pypaimon-table`` (same run; ratio = snaplake / faster
+peer; load average 10-17): 1 run 0.79 / 0.87 / 1.26; 5 runs 0.69 / 1.19 / 1.07;
+20 runs 1.71 / 0.94 / 1.01; pypaimon's 922k-key table 0.91 / 0.82 / 0.94. Target
+(<= 0.8) missed. Before/after on one 5-run and one 20-run table (``to_arrow``, best
+of 3, interleaved): 5 runs 0.39 / 0.55 / 0.38 s -> 0.25 / 0.39 / 0.19 s; 20 runs
+2.70 / 2.95 / 2.99 s -> 0.98 / 1.40 / 0.86 s.
+
 Usage: .venv/bin/python benchmarks/pk_read.py [--runs 1 5 20] [--rows 336776]
        [--fraction 0.05] [--repeat 3] [--skip-pypaimon]
        .venv/bin/python benchmarks/pk_read.py --table keys [--keys 1000000]
