@@ -22,11 +22,15 @@ rows than the append table holds), merge-on-read 26.6 s, pypaimon-rust 1.53 s
 (dv/rust 0.27: target met).
 
 Measured 2026-11-27 (``--work``, three runs, load average 10-17): dv/append 2.84 /
-3.54 / 3.55, dv/rust 0.95 / 0.30 / 1.53. Java's table stores 2.01M rows for the 1M
-live keys (levels 2-5, half of them marked by vectors), so the read decodes twice the
-rows of the append read: the profile is Parquet decode ~88%, the vector masks ~3%;
-``pyarrow.dataset`` over the same files (no masks) takes as long as the DV read. The
-1.2x target needs fewer stored rows (compaction), not a faster reader.
+3.54 / 3.55, dv/rust 0.95 / 0.30 / 1.53; a fourth at load 4: dv 0.374 s, append
+0.120 s (3.10), merge-on-read 1.891 s, pypaimon-rust 0.432 s (0.87). Before/after
+(``to_arrow``, best of 3, interleaved): merge-on-read 4.24 / 4.37 s -> 1.92 / 1.53 s;
+the DV read unchanged within the noise (0.33 / 0.20 s -> 0.38 / 0.29 s). Java's
+table stores 2.01M rows for the 1M live keys (levels 2-5, half of them marked by
+vectors), so the read decodes twice the rows of the append read: the profile is
+Parquet decode ~88%, the vector masks ~3%; ``pyarrow.dataset`` over the same files
+(no masks) takes as long as the DV read. The 1.2x target needs fewer stored rows
+(compaction), not a faster reader.
 
 ``--work DIR`` keeps the tables in ``DIR`` and reuses those already there (the
 Java write, the append and merge-on-read tables), so later runs time the reads only.
