@@ -6,8 +6,10 @@ sorted run is read as it is (one version per key); a section of several runs
 goes through the streaming k-way merge. Retractions are dropped after the
 merge; predicates are applied to the merged rows by the caller.
 
-Every data file is read through :func:`read_kv_file`, the one place that
-opens a key/value file (schema evolution wraps it).
+Every data file is read through :func:`~snaplake.mergetree.kv_file.read_kv_file`,
+the one place that opens a key/value file (schema evolution wraps it).
+:func:`read_primary_key_splits` reads a bucket's files and sections
+(:func:`bucket_reads`) on a thread pool, all with one read context.
 
 Source: Paimon ``MergeFileSplitRead.createMergeReader``, ``MergeTreeReaders``,
 ``KeyValueFileReaderFactory``, ``DropDeleteReader``.
@@ -18,20 +20,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from snaplake.mergetree.evolution import KeyValueEvolution
 from snaplake.mergetree.kv import (
-    KEY_FIELD_PREFIX,
     VALUE_KIND,
     RowKind,
     kv_schema,
     system_columns,
 )
+from snaplake.mergetree.kv_file import read_kv_file
 from snaplake.mergetree.merge_function import (
     LEVEL_COLUMN,
     MergeSpec,
@@ -42,7 +43,6 @@ from snaplake.mergetree.sort_merge import SortMergeReader
 from snaplake.mergetree.sorted_run import KeyComparator, SortedRun, interval_partition
 from snaplake.store.format.data_file import DataFileMeta
 from snaplake.store.format.deletion_vector import DeletionVector
-from snaplake.store.format.file_format import format_of_file
 from snaplake.store.format.primary_key import MergeEngine
 from snaplake.store.format.schema import TableSchema
 from snaplake.store.io.file_io import FileIO
@@ -55,6 +55,7 @@ __all__ = [
     "BucketFiles",
     "KeyValueReadContext",
     "MergeSplitsTask",
+    "bucket_reads",
     "merge_bucket",
     "read_bucket",
     "read_context",
@@ -67,14 +68,11 @@ __all__ = [
 DEFAULT_BATCH_ROWS = 65_536
 """Rows per batch a run yields into the k-way merge (divided among many runs)."""
 
-_MERGE_ROWS_BUDGET = 1 << 17
+_MERGE_ROWS_BUDGET = 1 << 19
 """Rows buffered by a k-way merge across all its runs."""
 
-_STREAM_BUFFER_BYTES = 1 << 20
-"""Read buffer per column of a file read in batches (:func:`read_kv_file`)."""
-
 _READ_WORKERS = 4
-"""Buckets :func:`read_primary_key_splits` reads at once."""
+"""Files or merged sections :func:`read_primary_key_splits` reads at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,101 +169,6 @@ def without_deleted(
         yield table if mask.all() else table.filter(pa.array(mask))
 
 
-def _open(file_io: FileIO, path: str) -> Any:
-    arrow = file_io.arrow_filesystem()
-    if arrow is None:
-        return file_io.open_input(path)
-    fs, prefix = arrow
-    return fs.open_input_file(path.removeprefix(prefix))
-
-
-def read_kv_file(
-    file_io: FileIO,
-    path: str,
-    schema: pa.Schema,
-    *,
-    batch_rows: int | None = None,
-) -> Iterator[pa.Table]:
-    """Read the columns of ``schema`` from one key/value data file (Parquet, ORC or Avro).
-
-    The format is the file's extension (a table's levels may differ:
-    ``file.format.per.level``).
-
-    Args:
-        file_io: Storage of the table.
-        path: Full path of the data file.
-        schema: Columns to return and their Arrow types (a projection of the
-            key/value layout). A ``_KEY_<k>`` column the file lacks (Paimon's
-            ``data-file.thin-mode``) is taken from the value column ``k``.
-        batch_rows: Rows per yielded table (``None`` = the whole file at once).
-
-    Yields:
-        Tables with ``schema``, in file order.
-
-    Raises:
-        FileNotFoundError: the file is missing.
-        StorageError: the storage failed.
-        UnsupportedTypeError: the file's extension names no format snaplake
-            reads, or a column cannot be converted to its Arrow type.
-    """
-    fmt = format_of_file(path)
-    with _open(file_io, path) as source:
-        if fmt.name == "parquet":
-            # Streaming (batch_rows set): read column chunks page by page through a
-            # small buffer instead of whole row groups, so a k-way merge over many
-            # runs holds about one batch per run, not one row group per run.
-            pf = (
-                pq.ParquetFile(source)
-                if batch_rows is None
-                else pq.ParquetFile(source, buffer_size=_STREAM_BUFFER_BYTES, pre_buffer=False)
-            )
-            present = set(pf.schema_arrow.names)
-            read = _file_columns(schema, present)
-            if batch_rows is None:
-                tables: Iterator[pa.Table] = iter([pf.read(columns=read, use_threads=True)])
-            else:
-                tables = (
-                    pa.Table.from_batches([b])
-                    for b in pf.iter_batches(batch_size=batch_rows, columns=read, use_threads=False)
-                )
-        else:  # ORC (one piece per stripe), Avro (the whole file): the format's reader
-            present = set(fmt.field_names(source))
-            read = _file_columns(schema, present)
-            types = {_file_column(f.name, present): f.type for f in schema}
-            read_schema = pa.schema([pa.field(n, types[n]) for n in read])
-            tables = _sliced(fmt.iter_batches(source, read_schema), batch_rows)
-        for table in tables:
-            columns = [
-                _as_type(table.column(_file_column(f.name, present)), f.type) for f in schema
-            ]
-            yield pa.Table.from_arrays(columns, schema=schema)
-
-
-def _as_type(column: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedArray:
-    """``column`` cast to ``arrow_type``; no cast call when it already has that type."""
-    return column if column.type == arrow_type else column.cast(arrow_type)
-
-
-def _file_column(name: str, present: set[str]) -> str:
-    """The file column holding ``name``: a thin-mode file's ``_KEY_<k>`` is its column ``k``."""
-    if name not in present and name.startswith(KEY_FIELD_PREFIX):
-        return name[len(KEY_FIELD_PREFIX) :]
-    return name
-
-
-def _file_columns(schema: pa.Schema, present: set[str]) -> list[str]:
-    return list(dict.fromkeys(_file_column(n, present) for n in schema.names))
-
-
-def _sliced(tables: Iterator[pa.Table], batch_rows: int | None) -> Iterator[pa.Table]:
-    for table in tables:
-        if batch_rows is None or table.num_rows <= batch_rows:
-            yield table
-            continue
-        for offset in range(0, table.num_rows, batch_rows):
-            yield table.slice(offset, batch_rows)
-
-
 def _run_tables(
     ctx: KeyValueReadContext,
     run: SortedRun,
@@ -343,6 +246,53 @@ def _needs_merge_columns(ctx: KeyValueReadContext, columns: Sequence[str]) -> li
     return [n for n in ctx.value_schema.names if n in names]
 
 
+def bucket_reads(
+    ctx: KeyValueReadContext,
+    bucket: BucketFiles,
+    columns: Sequence[str],
+    *,
+    batch_rows: int | None = None,
+    raw_convertible: bool = False,
+) -> list[Callable[[], Iterator[pa.Table]]]:
+    """The independent reads of one bucket, in key order (see :func:`read_bucket`).
+
+    Each read is a file read on its own (a one-run section, or every file of a
+    raw-convertible split) or the k-way merge of one section of overlapping
+    runs; they touch disjoint keys, so they may run on different threads and
+    their outputs, in list order, are :func:`read_bucket`'s stream.
+
+    Source: Paimon ``MergeFileSplitRead`` / ``RawFileSplitRead`` (raw-convertible
+    splits), ``MergeTreeReaders.readerForMergeTree`` (one reader per section).
+    """
+    if not bucket.files:
+        return []
+    value_names = _needs_merge_columns(ctx, columns)
+    full = ctx.kv_schema(value_names)
+    if raw_convertible:
+        return [
+            partial(_read_single, ctx, bucket, f, full, columns, batch_rows) for f in bucket.files
+        ]
+    reads: list[Callable[[], Iterator[pa.Table]]] = []
+    for section in interval_partition(bucket.files, ctx.cmp):
+        if len(section) == 1:
+            reads += [partial(_read_single, ctx, bucket, f, full, columns, batch_rows)
+                      for f in section[0].files]  # fmt: skip
+        else:
+            reads.append(partial(_read_merged, ctx, section, bucket, value_names, columns))
+    return reads
+
+
+def _read_merged(
+    ctx: KeyValueReadContext,
+    section: Sequence[SortedRun],
+    bucket: BucketFiles,
+    value_names: Sequence[str],
+    columns: Sequence[str],
+) -> Iterator[pa.Table]:
+    for chunk in merge_bucket(ctx, [section], bucket, value_names):
+        yield drop_retracts(chunk).select(list(columns))
+
+
 def read_bucket(
     ctx: KeyValueReadContext,
     bucket: BucketFiles,
@@ -370,22 +320,11 @@ def read_bucket(
 
     Source: Paimon ``MergeFileSplitRead`` / ``RawFileSplitRead`` (raw-convertible splits).
     """
-    if not bucket.files:
-        return
-    value_names = _needs_merge_columns(ctx, columns)
-    full = ctx.kv_schema(value_names)
-    if raw_convertible:
-        for f in bucket.files:
-            yield from _read_single(ctx, bucket, f, full, columns, batch_rows)
-        return
-    sections = interval_partition(bucket.files, ctx.cmp)
-    for section in sections:
-        if len(section) == 1:
-            for f in section[0].files:
-                yield from _read_single(ctx, bucket, f, full, columns, batch_rows)
-            continue
-        for chunk in merge_bucket(ctx, [section], bucket, value_names):
-            yield drop_retracts(chunk).select(list(columns))
+    reads = bucket_reads(
+        ctx, bucket, columns, batch_rows=batch_rows, raw_convertible=raw_convertible
+    )
+    for read in reads:
+        yield from read()
 
 
 def _read_single(
@@ -470,25 +409,54 @@ def read_primary_key_batches(
     Each split's deletion vectors (``Split.deletion_files``) are read when the
     split is reached; the rows they mark are never returned.
     """
-    ctx = read_context(file_io, schema, schema_of)
-    arrow = schema.arrow_schema
-    names, wanted = resolve_projection(arrow, columns, predicates)
-    needed = [n for n in arrow.names if n in set(wanted)]
-    expr = and_expression(predicates)
-    # Paimon's batch scan of a first-row table skips level 0: its writers compact
-    # every write up with lookup before committing (AbstractBatchTableScan,
-    # CoreOptions.batchScanSkipLevel0).
-    skip_level0 = schema.core_options.merge_engine == MergeEngine.FIRST_ROW
+    plan = _ReadPlan(file_io, schema, columns, predicates, schema_of)
     for split in splits:
+        for read in plan.reads(split):
+            yield from plan.finish(read())
+
+
+class _ReadPlan:
+    """One read context, projection and filter for every split of a read.
+
+    Raises:
+        SchemaMismatchError: an unknown column, or a filter literal whose type
+            does not fit its column.
+    """
+
+    def __init__(
+        self,
+        file_io: FileIO,
+        schema: TableSchema,
+        columns: Sequence[str] | None,
+        predicates: Sequence[Predicate],
+        schema_of: Callable[[int], TableSchema] | None,
+    ) -> None:
+        self.file_io = file_io
+        self.ctx = read_context(file_io, schema, schema_of)
+        arrow = schema.arrow_schema
+        self.names, wanted = resolve_projection(arrow, columns, predicates)
+        self.needed = [n for n in arrow.names if n in set(wanted)]
+        self.expr = and_expression(predicates)
+        # Paimon's batch scan of a first-row table skips level 0: its writers compact
+        # every write up with lookup before committing (AbstractBatchTableScan,
+        # CoreOptions.batchScanSkipLevel0).
+        self.skip_level0 = schema.core_options.merge_engine == MergeEngine.FIRST_ROW
+
+    def reads(self, split: Split) -> list[Callable[[], Iterator[pa.Table]]]:
+        """The independent reads of ``split`` (its deletion vectors read now)."""
         pairs = [(f, p) for f, p in zip(split.files, split.paths, strict=True)
-                 if not (skip_level0 and f.level == 0)]  # fmt: skip
-        vectors = split.read_deletion_vectors(file_io) if split.deletion_files else None
+                 if not (self.skip_level0 and f.level == 0)]  # fmt: skip
+        vectors = split.read_deletion_vectors(self.file_io) if split.deletion_files else None
         bucket = BucketFiles([f for f, _ in pairs], [p for _, p in pairs], vectors)
-        for table in read_bucket(ctx, bucket, needed, raw_convertible=split.raw_convertible):
-            if expr is not None:
-                table = table.filter(expr)
+        return bucket_reads(self.ctx, bucket, self.needed, raw_convertible=split.raw_convertible)
+
+    def finish(self, tables: Iterator[pa.Table]) -> Iterator[pa.Table]:
+        """``tables`` filtered exactly, projected, empty ones dropped."""
+        for table in tables:
+            if self.expr is not None:
+                table = table.filter(self.expr)
             if table.num_rows:
-                yield table.select(names)
+                yield table.select(self.names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -547,23 +515,17 @@ def read_primary_key_splits(
     out_schema = pa.schema([schema.arrow_schema.field(n) for n in names])
     parts: list[pa.Table] = []
     rows = 0
-    workers = min(_READ_WORKERS, len(splits))
-    if limit is None and workers > 1:
-        # Buckets are independent: decode them in parallel (Arrow releases the GIL).
-        def one(split: Split) -> list[pa.Table]:
-            return list(
-                read_primary_key_batches(
-                    file_io,
-                    [split],
-                    schema=schema,
-                    columns=columns,
-                    predicates=predicates,
-                    schema_of=schema_of,
-                )
-            )
-
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = [t for tables in pool.map(one, splits) for t in tables]
+    if limit is None:
+        # Files and sections are independent: decode and merge them in parallel
+        # (Arrow releases the GIL), one read context for the whole read.
+        plan = _ReadPlan(file_io, schema, columns, predicates, schema_of)
+        reads = [read for split in splits for read in plan.reads(split)]
+        if len(reads) <= 1:
+            parts = [t for read in reads for t in plan.finish(read())]
+        else:
+            with ThreadPoolExecutor(max_workers=min(_READ_WORKERS, len(reads))) as pool:
+                done = pool.map(lambda read: list(plan.finish(read())), reads)
+                parts = [t for tables in done for t in tables]
     else:
         for table in read_primary_key_batches(
             file_io, splits, schema=schema, columns=columns, predicates=predicates,
@@ -571,7 +533,7 @@ def read_primary_key_splits(
         ):  # fmt: skip
             parts.append(table)
             rows += table.num_rows
-            if limit is not None and rows >= limit:
+            if rows >= limit:
                 break
     result = pa.concat_tables(parts) if parts else out_schema.empty_table()
     return result if limit is None else result.slice(0, limit)

@@ -19,10 +19,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
+from snaplake.mergetree.groups import group_starts, merge_order
 from snaplake.mergetree.kv import key_column
-from snaplake.mergetree.merge_function import MergeSpec, fold
+from snaplake.mergetree.merge_function import (
+    LEVEL_COLUMN,
+    DeduplicateMergeFunction,
+    MergeSpec,
+    fold,
+)
 from snaplake.mergetree.sorted_run import java_order_key
 
 __all__ = ["SortMergeReader"]
@@ -32,9 +39,43 @@ def _row_key(columns: Sequence[pa.ChunkedArray], i: int) -> tuple[Any, ...]:
     return java_order_key(c[i].as_py() for c in columns)
 
 
+def _fold(table: pa.Table, spec: MergeSpec) -> pa.Table:
+    """:func:`fold`, with one ``take`` of the winning rows for a plain deduplicate table.
+
+    Deduplicate (retractions kept, no lookup levels) keeps the last row of each
+    key group in merge order, so only the ordering and key columns are permuted
+    and the value columns are taken once, at the winners, instead of sorting
+    the whole table and folding it.
+    """
+    function = spec.function
+    if (
+        not isinstance(function, DeduplicateMergeFunction)
+        or function.ignore_delete
+        or (spec.lookup and LEVEL_COLUMN in table.column_names)
+    ):
+        return fold(table, spec)
+    order = merge_order(
+        table, spec.key_names, sequence_fields=spec.sequence_fields,
+        sequence_descending=spec.sequence_descending,
+    )  # fmt: skip
+    keys = table.select([key_column(k) for k in spec.key_names]).take(order)
+    starts = group_starts(keys, spec.key_names)
+    if len(starts) == table.num_rows:
+        return table.take(order)
+    last = np.append(starts[1:], table.num_rows) - 1
+    return table.take(order.take(pa.array(last)))
+
+
 def _count_at_most(table: pa.Table, key_names: Sequence[str], bound: tuple[Any, ...]) -> int:
-    """Rows of the key-sorted ``table`` whose key is <= ``bound`` (a prefix; binary search)."""
+    """Rows of the key-sorted ``table`` whose key is <= ``bound`` (a prefix; binary search).
+
+    A single integer key without nulls is searched in NumPy (its order is the
+    Java comparator's); other keys through :func:`java_order_key` per probe.
+    """
     columns = [table.column(key_column(k)) for k in key_names]
+    if len(columns) == 1 and pa.types.is_integer(columns[0].type) and columns[0].null_count == 0:
+        values = columns[0].to_numpy()
+        return int(np.searchsorted(values, bound[0][1], side="right"))
     lo, hi = 0, table.num_rows
     while lo < hi:
         mid = (lo + hi) // 2
@@ -104,4 +145,4 @@ class SortMergeReader:
             if len(parts) == 1:
                 yield parts[0]  # one run: keys are unique, nothing to merge
             elif parts:
-                yield fold(pa.concat_tables(parts, promote_options="none"), self.spec)
+                yield _fold(pa.concat_tables(parts, promote_options="none"), self.spec)
