@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from snaplake.commit.duplicate import data_file_paths
 from snaplake.commit.message import CommitMessage
 from snaplake.errors import CrossPartitionConflictError
-from snaplake.mergetree.kv import key_column
+from snaplake.mergetree.kv import encode_keys, key_column
 from snaplake.mergetree.read import read_kv_file
 from snaplake.mergetree.sorted_run import KeyComparator
 from snaplake.store.format.manifest import FileKind, ManifestEntry, read_manifest_file
@@ -49,19 +49,14 @@ from snaplake.store.table_storage import TableStorage
 __all__ = ["check_key_races", "key_array", "last_exact_snapshot"]
 
 _WRITES = (CommitKind.APPEND, CommitKind.OVERWRITE)
-_BYTES_TYPES = (
-    pa.types.is_string, pa.types.is_large_string, pa.types.is_binary,
-    pa.types.is_large_binary, pa.types.is_fixed_size_binary,
-)  # fmt: skip
 
 
 def key_array(table: pa.Table, key: Sequence[str]) -> pa.Array:
     """One comparable value per row identifying its primary key.
 
-    One key column: the column itself. Several: a binary value joining each
-    column's text (strings and binaries as they are, other types cast to
-    their exact string form), each prefixed by its length, so distinct keys
-    never meet.
+    One key column: the column itself. Several: their
+    :func:`~snaplake.mergetree.kv.encode_keys` encoding (one binary value,
+    equal exactly when the keys are).
 
     Raises:
         pyarrow.ArrowInvalid: a key column's type has no string form (never for
@@ -69,16 +64,7 @@ def key_array(table: pa.Table, key: Sequence[str]) -> pa.Array:
     """
     if len(key) == 1:
         return table.column(key[0]).combine_chunks()
-    parts: list[pa.Array] = []
-    for name in key:
-        column = table.column(name).combine_chunks()
-        if any(test(column.type) for test in _BYTES_TYPES):
-            text = column.cast(pa.large_binary())
-        else:
-            text = column.cast(pa.large_string()).cast(pa.large_binary())
-        length = pc.binary_length(text).cast(pa.large_string()).cast(pa.large_binary())
-        parts.extend((length, pa.array([b":"] * len(text), pa.large_binary()), text))
-    return pc.binary_join_element_wise(*parts, pa.scalar(b"", pa.large_binary()))
+    return encode_keys(table, key)
 
 
 def _foreign(snap: Snapshot, commit_user: str) -> bool:

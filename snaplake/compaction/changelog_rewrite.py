@@ -30,8 +30,8 @@ import pyarrow.compute as pc
 
 from snaplake.compaction.merge_tree_plan import BucketCompaction
 from snaplake.mergetree.changelog import ChangelogRules, changelog_rows
-from snaplake.mergetree.kv import key_column
-from snaplake.mergetree.lookup import LOOKUP_LEVEL, LOOKUP_ROW, LookupLevels, encode_keys
+from snaplake.mergetree.kv import encode_keys, key_column
+from snaplake.mergetree.lookup import LOOKUP_LEVEL, LOOKUP_ROW, LookupLevels
 from snaplake.mergetree.merge_function import fold
 from snaplake.mergetree.read import (
     LEVEL_COLUMN,

@@ -11,7 +11,8 @@ Only the probed keys cost anything: each level >= 1 is one sorted run (files of
 disjoint key ranges) that a cursor walks forward in key order, skipping files
 whose key range (``DataFileMeta`` min/max key) ends before the chunk without
 opening them. Of a candidate file only the key, sequence and row-kind columns
-are read; the keys are encoded into one binary column (:func:`encode_keys`) and
+are read; the keys are encoded into one binary column
+(:func:`~snaplake.mergetree.kv.encode_keys`) and
 matched against the chunk's keys with a hash lookup. Value columns are read only
 for the rows found, and only when asked for (the merge function needs the old
 value, or the changelog its before-image), by a forward reader per file. The
@@ -45,7 +46,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from snaplake.mergetree.kv import SEQUENCE_NUMBER, VALUE_KIND, key_column
+from snaplake.mergetree.kv import SEQUENCE_NUMBER, VALUE_KIND, encode_keys, key_column
 from snaplake.mergetree.read import BucketFiles, KeyValueReadContext
 from snaplake.mergetree.sorted_run import java_order_key
 from snaplake.store.format.data_file import DataFileMeta
@@ -58,7 +59,6 @@ __all__ = [
     "LookupKeyCache",
     "LookupLevels",
     "REMEMBER_ROWS",
-    "encode_keys",
     "remember_files",
 ]
 
@@ -85,44 +85,6 @@ _CACHE_ROWS_PER_FILE: Final = 1 << 18
 
 REMEMBER_ROWS: Final = _CACHE_ROWS_PER_FILE
 """Rows of a compaction's output whose keys :func:`remember_files` may be given."""
-
-_SEPARATOR: Final = pa.scalar(b":", pa.large_binary())
-
-
-def encode_keys(table: pa.Table, names: Sequence[str]) -> pa.Array:
-    """One binary value per row of ``table`` that is equal exactly when its keys are.
-
-    Each key column is rendered as text (binary columns as they are) and the
-    parts joined with ``:``; every part that is not an integer is prefixed
-    with its byte length, so no two different keys give the same bytes. Nulls
-    give null (a null key matches nothing).
-
-    Args:
-        table: Holds the columns ``names``.
-        names: The key columns, in key order.
-
-    Returns:
-        A ``large_binary`` array, one value per row.
-    """
-    parts: list[Any] = []
-    for name in names:
-        column = table.column(name)
-        kind = column.type
-        if pa.types.is_integer(kind):
-            parts.append(pc.cast(pc.cast(column, pa.large_string()), pa.large_binary()))
-            continue
-        if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-            text = pc.cast(column, pa.large_binary())
-        elif pa.types.is_fixed_size_binary(kind):
-            text = pc.cast(pc.cast(column, pa.binary()), pa.large_binary())
-        else:
-            text = pc.cast(pc.cast(column, pa.large_string()), pa.large_binary())
-        length = pc.cast(pc.cast(pc.binary_length(text), pa.large_string()), pa.large_binary())
-        parts += [length, text]
-    if len(parts) == 1:
-        return parts[0].combine_chunks() if isinstance(parts[0], pa.ChunkedArray) else parts[0]
-    joined = pc.binary_join_element_wise(*parts, _SEPARATOR)
-    return joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined
 
 
 @dataclass(frozen=True, slots=True)
